@@ -1,0 +1,114 @@
+//! The pages: sign-in, the review queue, one proposal, and the header around them.
+
+mod login;
+mod proposal;
+mod queue;
+
+pub use login::LoginPage;
+pub use proposal::ProposalPage;
+pub use queue::QueuePage;
+
+use leptos::prelude::*;
+use leptos::server_fn::ServerFn;
+use leptos_router::hooks::use_query_map;
+
+use crate::dto::{AppError, SessionView};
+use crate::server::Logout;
+
+/// The session resource the app provides to every page.
+pub type SessionResource = Resource<Result<SessionView, AppError>>;
+
+/// The session resource from context.
+pub fn use_session() -> SessionResource {
+    expect_context::<SessionResource>()
+}
+
+/// Product name, who is signed in, and the sign-out button.
+#[component]
+pub fn Header() -> impl IntoView {
+    let session = use_session();
+    view! {
+        <header class="top">
+            <a class="brand" href="/">"Countersign"</a>
+            <Suspense fallback=|| ()>
+                {move || Suspend::new(async move {
+                    match session.await {
+                        Ok(SessionView { viewer: Some(viewer), csrf_token }) => view! {
+                            <nav>
+                                <a href="/">"Queue"</a>
+                                <span class="who" data-testid="viewer">
+                                    {viewer.username} " · " {viewer.role}
+                                </span>
+                                <form method="post" action=Logout::url() class="inline">
+                                    <input type="hidden" name="csrf_token" value=csrf_token/>
+                                    <button type="submit" class="link" data-testid="logout">"Sign out"</button>
+                                </form>
+                            </nav>
+                        }
+                        .into_any(),
+                        _ => ().into_any(),
+                    }
+                })}
+            </Suspense>
+        </header>
+    }
+}
+
+/// Words for the notice and error codes that redirects carry in the query string.
+fn flash_text(code: &str) -> &'static str {
+    match code {
+        "approved" => {
+            "Approved. Its authorization is now confirmed and its command is in the executor queue."
+        }
+        "rejected" => "Rejected. The agent will see your reason.",
+        "signed_out" => "You are signed out.",
+        "invalid_credentials" => "That username and password do not match.",
+        "csrf" => "This form had expired. Please try again.",
+        "already_decided" => "Someone already decided this proposal; it cannot be decided twice.",
+        "own_proposal" => "You proposed this action, so someone else must decide it.",
+        "role" => "Your role may view proposals but not decide them.",
+        "reason_required" => "A rejection needs a reason (up to 2,000 characters).",
+        "bad_verdict" => "Choose approve or reject.",
+        "not_found" => "No such proposal.",
+        _ => "Something happened that this page cannot describe.",
+    }
+}
+
+/// The notice or error a redirect asked this page to show.
+#[component]
+pub fn Flash() -> impl IntoView {
+    let query = use_query_map();
+    move || {
+        let q = query.read();
+        if let Some(code) = q.get("error") {
+            view! { <p class="flash error" role="alert" data-testid="flash-error">{flash_text(&code)}</p> }.into_any()
+        } else if let Some(code) = q.get("notice") {
+            view! { <p class="flash notice" role="status" data-testid="flash-notice">{flash_text(&code)}</p> }.into_any()
+        } else {
+            ().into_any()
+        }
+    }
+}
+
+/// Shown for unknown paths.
+#[component]
+pub fn NotFound() -> impl IntoView {
+    #[cfg(feature = "ssr")]
+    {
+        if let Some(resp) = use_context::<leptos_axum::ResponseOptions>() {
+            resp.set_status(axum::http::StatusCode::NOT_FOUND);
+        }
+    }
+    view! {
+        <h1>"Not found"</h1>
+        <p><a href="/">"Back to the queue"</a></p>
+    }
+}
+
+/// Renders a server-function error: sign-in redirect, or a message.
+pub fn error_view(e: AppError) -> AnyView {
+    match e {
+        AppError::Unauthenticated => view! { <leptos_router::components::Redirect path="/login"/> }.into_any(),
+        other => view! { <p class="flash error" role="alert" data-testid="flash-error">{other.to_string()}</p> }.into_any(),
+    }
+}

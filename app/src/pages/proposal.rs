@@ -1,0 +1,147 @@
+//! One proposal in full, with the approve and reject forms.
+
+use leptos::prelude::*;
+use leptos::server_fn::ServerFn;
+use leptos_router::hooks::use_params_map;
+
+use super::{Flash, error_view, use_session};
+use crate::dto::{ProposalView, SessionView};
+use crate::server::{DecideProposal, get_proposal};
+
+/// The proposal page.
+#[component]
+pub fn ProposalPage() -> impl IntoView {
+    let params = use_params_map();
+    let proposal = Resource::new(
+        move || params.read().get("id").unwrap_or_default(),
+        get_proposal,
+    );
+    let session = use_session();
+    view! {
+        <p class="back"><a href="/">"← Queue"</a></p>
+        <Flash/>
+        <Suspense fallback=|| view! { <p>"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                let csrf = match session.await {
+                    Ok(SessionView { csrf_token, .. }) => csrf_token,
+                    Err(e) => return error_view(e),
+                };
+                match proposal.await {
+                    Ok(p) => view! { <Detail p csrf/> }.into_any(),
+                    Err(e) => error_view(e),
+                }
+            })}
+        </Suspense>
+    }
+}
+
+#[component]
+fn Detail(p: ProposalView, csrf: String) -> impl IntoView {
+    let status_class = format!("status status-{}", p.status);
+    let targets = if p.targets.is_empty() {
+        "—".to_owned()
+    } else {
+        p.targets.join(", ")
+    };
+    let decide = p
+        .can_decide
+        .then(|| view! { <DecideForms id=p.id.clone() csrf/> });
+    let cannot = p
+        .cannot_decide_because
+        .clone()
+        .map(|why| view! { <p class="note" data-testid="cannot-decide">{why}</p> });
+    view! {
+        <article class="proposal">
+            <h1 data-testid="proposal-summary">{p.summary}</h1>
+            <p class="meta">
+                <span class=status_class data-testid="proposal-status">{p.status}</span>
+                " authorization "
+                <strong data-testid="proposal-authorization">{p.authorization_state}</strong>
+                " · proposed by " <strong>{p.proposed_by}</strong>
+                " · " {p.domain} " · " {p.age} " ago"
+            </p>
+            {decide}
+            {cannot}
+            <section>
+                <h2>"Reasoning"</h2>
+                <p class="reasoning" data-testid="proposal-reasoning">{p.reasoning}</p>
+            </section>
+            <section class="facts">
+                <h2>"The action"</h2>
+                <dl>
+                    <dt>"Tool"</dt><dd><code>{p.tool}</code> " " {p.tool_version}</dd>
+                    <dt>"Target"</dt><dd data-testid="proposal-target">{targets}</dd>
+                    <dt>"Risk"</dt><dd>{p.risk_level}</dd>
+                    <dt>"Blast radius"</dt><dd>{p.blast_radius.unwrap_or_else(|| "not stated".into())}</dd>
+                    <dt>"Rollback"</dt><dd data-testid="proposal-rollback">{p.rollback}</dd>
+                    <dt>"Compliance"</dt>
+                    <dd>{if p.compliance.is_empty() { "none declared".to_owned() } else { p.compliance.join(", ") }}</dd>
+                    {p.classification.into_iter().map(|(k, v)| view! { <dt>{k}</dt><dd>{v}</dd> }).collect_view()}
+                </dl>
+                <h3>"Affected data (parameters)"</h3>
+                <pre data-testid="proposal-parameters">{p.parameters}</pre>
+                {p.rollback_plan.map(|plan| view! { <h3>"Rollback plan"</h3><pre>{plan}</pre> })}
+            </section>
+            <section class="routing">
+                <h2>"Why it is here"</h2>
+                <p>"Route " <strong data-testid="proposal-route">{p.route}</strong> " by rule " <em>{p.rule}</em>
+                   " (policy " <code>{p.policy_version}</code> ")"</p>
+                <ul>{p.reasons.into_iter().map(|r| view! { <li>{r}</li> }).collect_view()}</ul>
+                <ul class="blockers">
+                    {p.blockers.into_iter().map(|b| view! { <li><code>{b.code}</code> " " {b.message}</li> }).collect_view()}
+                </ul>
+            </section>
+            {p.review.map(|r| view! {
+                <section class="review">
+                    <h2>"Decision"</h2>
+                    <p data-testid="proposal-decision">
+                        <strong>{r.verdict}</strong> " by " {r.decided_by} " at " {r.decided_at}
+                    </p>
+                    {r.reason.map(|reason| view! { <p class="reason">{reason}</p> })}
+                </section>
+            })}
+            {p.execution.map(|x| view! {
+                <section class="execution">
+                    <h2>"Execution"</h2>
+                    <p data-testid="proposal-execution">"Command " <code>{x.command_id}</code> " is " <strong>{x.status}</strong>
+                       " (attempts: " {x.attempts} ")"
+                       {x.leased_by.map(|e| format!(", executor {e}"))}</p>
+                </section>
+            })}
+            <section class="audit">
+                <h2>"Audit trail"</h2>
+                <table>
+                    <tbody>
+                        {p.audit.into_iter().map(|a| view! {
+                            <tr><td>{a.at}</td><td>{a.actor}</td><td><code>{a.action}</code></td><td>{a.change}</td></tr>
+                        }).collect_view()}
+                    </tbody>
+                </table>
+                <p class="hash">"Request hash " <code>{p.request_hash}</code> " · idempotency key " <code>{p.idempotency_key}</code></p>
+            </section>
+        </article>
+    }
+}
+
+#[component]
+fn DecideForms(id: String, csrf: String) -> impl IntoView {
+    view! {
+        <div class="decide">
+            <form method="post" action=DecideProposal::url() class="approve">
+                <input type="hidden" name="csrf_token" value=csrf.clone()/>
+                <input type="hidden" name="id" value=id.clone()/>
+                <input type="hidden" name="verdict" value="approved"/>
+                <button type="submit" class="approve" data-testid="approve">"Approve"</button>
+            </form>
+            <form method="post" action=DecideProposal::url() class="reject">
+                <input type="hidden" name="csrf_token" value=csrf/>
+                <input type="hidden" name="id" value=id/>
+                <input type="hidden" name="verdict" value="rejected"/>
+                <label>"Reason for rejecting"
+                    <textarea name="reason" required maxlength="2000" rows="2"></textarea>
+                </label>
+                <button type="submit" class="reject" data-testid="reject">"Reject"</button>
+            </form>
+        </div>
+    }
+}

@@ -1,0 +1,146 @@
+//! Server functions: thin adapters from pages to the [`crate::ports`] the server implements.
+//! Each checks the session first (deny by default); each state-changing one checks the CSRF
+//! token and answers with a redirect, so plain HTML forms work without JavaScript.
+
+use leptos::prelude::*;
+
+use crate::dto::{AppError, ProposalView, QueueItem, SessionView};
+
+#[cfg(feature = "ssr")]
+mod ssr {
+    use leptos::prelude::*;
+
+    use crate::dto::{AppError, Viewer};
+    use crate::ports::{DynDesk, SessionHandle};
+
+    pub fn desk() -> Result<DynDesk, AppError> {
+        use_context::<DynDesk>().ok_or(AppError::Internal)
+    }
+
+    pub async fn session() -> Result<SessionHandle, AppError> {
+        leptos_axum::extract::<axum::Extension<SessionHandle>>()
+            .await
+            .map(|axum::Extension(s)| s)
+            .map_err(|_| AppError::Internal)
+    }
+
+    pub async fn viewer() -> Result<Viewer, AppError> {
+        session()
+            .await?
+            .0
+            .viewer()
+            .await?
+            .ok_or(AppError::Unauthenticated)
+    }
+
+    /// Whether the form's CSRF token is this session's.
+    pub async fn csrf_ok(token: &str) -> Result<bool, AppError> {
+        session().await?.0.csrf_matches(token).await
+    }
+
+    pub fn redirect(to: &str) {
+        leptos_axum::redirect(to);
+    }
+}
+
+/// The session's viewer and CSRF token; creates the token (and so the session) on first use.
+#[server(prefix = "/fn", endpoint = "session_info")]
+pub async fn session_info() -> Result<SessionView, AppError> {
+    let session = ssr::session().await?;
+    Ok(SessionView {
+        viewer: session.0.viewer().await?,
+        csrf_token: session.0.csrf_token().await?,
+    })
+}
+
+/// Signs a person in and sends them to the queue, or back to the login page with an error.
+#[server(prefix = "/fn", endpoint = "login")]
+pub async fn login(csrf_token: String, username: String, password: String) -> Result<(), AppError> {
+    if !ssr::csrf_ok(&csrf_token).await? {
+        ssr::redirect("/login?error=csrf");
+        return Ok(());
+    }
+    let desk = ssr::desk()?;
+    match desk.authenticate(username.trim(), &password).await {
+        Ok(viewer) => {
+            ssr::session().await?.0.sign_in(&viewer).await?;
+            ssr::redirect("/");
+            Ok(())
+        }
+        Err(AppError::Unauthenticated) => {
+            ssr::redirect("/login?error=invalid_credentials");
+            Ok(())
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Ends the session.
+#[server(prefix = "/fn", endpoint = "logout")]
+pub async fn logout(csrf_token: String) -> Result<(), AppError> {
+    if !ssr::csrf_ok(&csrf_token).await? {
+        ssr::redirect("/?error=csrf");
+        return Ok(());
+    }
+    ssr::session().await?.0.sign_out().await?;
+    ssr::redirect("/login?notice=signed_out");
+    Ok(())
+}
+
+/// The pending proposals, oldest first.
+#[server(prefix = "/fn", endpoint = "list_queue")]
+pub async fn list_queue() -> Result<Vec<QueueItem>, AppError> {
+    let viewer = ssr::viewer().await?;
+    ssr::desk()?.queue(&viewer).await
+}
+
+/// One proposal in full.
+#[server(prefix = "/fn", endpoint = "get_proposal")]
+pub async fn get_proposal(id: String) -> Result<ProposalView, AppError> {
+    let viewer = ssr::viewer().await?;
+    ssr::desk()?.proposal(&viewer, &id).await
+}
+
+/// Approves or rejects a proposal, then shows it again with a notice or an error.
+#[server(prefix = "/fn", endpoint = "decide_proposal")]
+pub async fn decide_proposal(
+    csrf_token: String,
+    id: String,
+    verdict: String,
+    reason: Option<String>,
+) -> Result<(), AppError> {
+    use crate::ports::DecideOutcome;
+
+    let viewer = match ssr::viewer().await {
+        Ok(v) => v,
+        Err(AppError::Unauthenticated) => {
+            ssr::redirect("/login");
+            return Ok(());
+        }
+        Err(e) => return Err(e),
+    };
+    // Only ids that parse are echoed into the redirect.
+    let id = match uuid::Uuid::parse_str(id.trim()) {
+        Ok(id) => id.to_string(),
+        Err(_) => {
+            ssr::redirect("/?error=not_found");
+            return Ok(());
+        }
+    };
+    if !ssr::csrf_ok(&csrf_token).await? {
+        ssr::redirect(&format!("/proposals/{id}?error=csrf"));
+        return Ok(());
+    }
+    let outcome = ssr::desk()?
+        .decide(&viewer, &id, &verdict, reason.as_deref())
+        .await;
+    match outcome {
+        Ok(DecideOutcome::Decided(code)) => {
+            ssr::redirect(&format!("/proposals/{id}?notice={code}"))
+        }
+        Ok(DecideOutcome::Refused(code)) => ssr::redirect(&format!("/proposals/{id}?error={code}")),
+        Err(AppError::NotFound) => ssr::redirect("/?error=not_found"),
+        Err(e) => return Err(e),
+    }
+    Ok(())
+}

@@ -1,0 +1,94 @@
+// Playwright fixtures: one Countersign server per worker and backend, a typed API client per
+// test, and page helpers. Specs import `test` and `expect` from here, never from @playwright/test.
+import {
+  test as base,
+  expect,
+  type Browser,
+  type BrowserContext,
+  type BrowserContextOptions,
+  type Page,
+} from '@playwright/test';
+import path from 'node:path';
+
+import { CountersignApi } from './api';
+import { startServer, type Backend, type Credentials, type ServerInfo } from './server';
+
+export { expect };
+export type { Backend, Credentials, ServerInfo };
+
+/** Set per project in playwright.config.ts. */
+export interface WorkerOptions {
+  backend: Backend;
+}
+
+interface WorkerFixtures {
+  server: ServerInfo;
+}
+
+interface TestFixtures {
+  api: CountersignApi;
+}
+
+export const test = base.extend<TestFixtures, WorkerOptions & WorkerFixtures>({
+  backend: ['sqlite', { option: true, scope: 'worker' }],
+
+  // Worker-scoped: building the database and hashing three passwords is too slow to do per test.
+  server: [
+    async ({ backend }, use, workerInfo) => {
+      const logFile = path.join(
+        workerInfo.project.outputDir,
+        `server-${workerInfo.project.name}-worker${workerInfo.workerIndex}.log`,
+      );
+      const running = await startServer(backend, logFile);
+      try {
+        await use(running.info);
+      } finally {
+        await running.stop();
+      }
+    },
+    { scope: 'worker', timeout: 180_000 },
+  ],
+
+  // The built-in baseURL option, taken from the server so `page.goto('/login')` works.
+  baseURL: async ({ server }, use) => {
+    await use(server.baseURL);
+  },
+
+  api: async ({ server }, use) => {
+    await use(new CountersignApi(server.baseURL, server.agentNames));
+  },
+});
+
+/** Signs in through the login form and waits to land on the queue. */
+export async function login(page: Page, user: Credentials): Promise<void> {
+  await page.goto('/login');
+  await page.locator('input[name=username]').fill(user.username);
+  await page.locator('input[name=password]').fill(user.password);
+  await page.locator('button[type=submit]').click();
+  await expect(page).toHaveURL('/');
+}
+
+/**
+ * A second, isolated browser session (its own cookies), e.g. another reviewer or a browser with
+ * JavaScript off. baseURL is passed explicitly so the helper does not lean on runner defaults.
+ */
+export async function newSession(
+  browser: Browser,
+  server: ServerInfo,
+  options: BrowserContextOptions = {},
+): Promise<{ context: BrowserContext; page: Page }> {
+  const context = await browser.newContext({ baseURL: server.baseURL, ...options });
+  const page = await context.newPage();
+  return { context, page };
+}
+
+/** The queue row of one proposal. */
+export function queueRow(page: Page, proposalId: string) {
+  return page.locator(`[data-testid=queue-row][data-proposal-id="${proposalId}"]`);
+}
+
+/** Opens the queue and waits until it has rendered (some row, or the empty-queue notice). */
+export async function openQueue(page: Page): Promise<void> {
+  await page.goto('/');
+  await expect(page.locator('[data-testid=queue-row], [data-testid=queue-empty]').first()).toBeVisible();
+}

@@ -1,0 +1,90 @@
+-- Countersign's initial schema on PostgreSQL; the same tables as on SQLite with native types.
+-- `seq` columns give a gap-free insertion order that never depends on clocks.
+
+create table users (
+    id uuid primary key,
+    username text not null unique,
+    password_hash text not null,
+    role text not null check (role in ('admin', 'reviewer', 'compliance')),
+    created_at timestamptz not null,
+    disabled_at timestamptz
+);
+
+create table api_tokens (
+    id uuid primary key,
+    kind text not null check (kind in ('agent', 'executor')),
+    name text not null,
+    token_hash text not null unique,
+    created_at timestamptz not null,
+    revoked_at timestamptz
+);
+create index api_tokens_by_name on api_tokens (kind, name);
+
+create table proposals (
+    seq bigint generated always as identity primary key,
+    id uuid not null unique,
+    agent text not null,
+    idempotency_key text not null,
+    request_hash text not null,
+    status text not null check (status in
+        ('pending', 'approved', 'rejected', 'accepted', 'refused', 'expired', 'succeeded', 'failed')),
+    authorization_state text not null check (authorization_state in
+        ('none', 'user_claimed', 'authenticated', 'validated', 'confirmed')),
+    risk_level text not null check (risk_level in ('low', 'medium', 'high')),
+    tool_name text not null,
+    domain text not null,
+    route text not null check (route in ('accept', 'ask', 'defer', 'refuse')),
+    routing jsonb not null,
+    contract jsonb not null,
+    created_at timestamptz not null,
+    updated_at timestamptz not null,
+    decision text check (decision in ('approved', 'rejected')),
+    decided_by text,
+    decided_at timestamptz,
+    decision_reason text,
+    unique (agent, idempotency_key)
+);
+create index proposals_by_status on proposals (status, seq);
+create index proposals_by_agent on proposals (agent, seq);
+
+create table commands (
+    seq bigint generated always as identity primary key,
+    id uuid not null unique,
+    proposal_id uuid not null unique references proposals (id),
+    status text not null check (status in ('queued', 'leased', 'succeeded', 'failed')),
+    spec jsonb not null,
+    attempts integer not null default 0,
+    leased_by text,
+    lease_token_hash text,
+    lease_expires_at timestamptz,
+    result jsonb,
+    error jsonb,
+    created_at timestamptz not null,
+    updated_at timestamptz not null,
+    completed_at timestamptz
+);
+create index commands_by_status on commands (status, seq);
+
+create table audit_events (
+    seq bigint generated always as identity primary key,
+    id uuid not null unique,
+    at timestamptz not null,
+    actor_kind text not null check (actor_kind in ('user', 'agent', 'executor', 'system')),
+    actor text not null,
+    action text not null,
+    subject_type text not null,
+    subject_id text not null,
+    before_status text,
+    after_status text,
+    details jsonb not null
+);
+create index audit_events_by_subject on audit_events (subject_type, subject_id, seq);
+
+-- The audit trail is append-only: the database itself refuses changes.
+create function audit_events_append_only() returns trigger language plpgsql as $$
+begin
+    raise exception 'audit_events is append-only';
+end;
+$$;
+create trigger audit_events_no_update before update or delete on audit_events
+    for each statement execute function audit_events_append_only();

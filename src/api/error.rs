@@ -1,0 +1,194 @@
+//! The API's one error type. Each variant documents its status; the body is always
+//! `{"error": {"code": "...", "message": "...", "details": [{"field": "...", "message": "..."}]}}`.
+//! Internal errors are logged with tracing and answered with a generic message, never echoed.
+
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+
+use crate::domain::FieldError;
+use crate::storage::StorageError;
+
+/// An API error.
+#[derive(Debug)]
+pub enum ApiError {
+    /// 400: the body is not valid JSON (`malformed_json`) or otherwise unreadable.
+    BadRequest {
+        /// Machine-readable code.
+        code: &'static str,
+        /// What went wrong.
+        message: String,
+    },
+    /// 401: missing, malformed, unknown or revoked bearer token (`unauthenticated`).
+    Unauthenticated,
+    /// 403: authenticated, but not allowed (`forbidden`, `proposer_mismatch`, …).
+    Forbidden {
+        /// Machine-readable code.
+        code: &'static str,
+        /// What went wrong.
+        message: String,
+    },
+    /// 404: no such resource, or not yours (`not_found`).
+    NotFound,
+    /// 405: the path exists but not with this method (`method_not_allowed`).
+    MethodNotAllowed,
+    /// 409: conflicts with the current state (`proposal_id_conflict`, `command_not_leased`,
+    /// `lease_token_mismatch`).
+    Conflict {
+        /// Machine-readable code.
+        code: &'static str,
+        /// What went wrong.
+        message: String,
+    },
+    /// 413: body larger than the documented limit (`payload_too_large`).
+    PayloadTooLarge,
+    /// 415: body is not `application/json` (`unsupported_media_type`).
+    UnsupportedMediaType,
+    /// 422: well-formed JSON that breaks the contract (`validation_failed`,
+    /// `idempotency_key_reused`), with every broken rule in `details`.
+    Unprocessable {
+        /// Machine-readable code.
+        code: &'static str,
+        /// What went wrong.
+        message: String,
+        /// Every broken rule, by field path.
+        details: Vec<FieldError>,
+    },
+    /// 500: a server fault, logged, never described (`internal`).
+    Internal,
+    /// 503: the database does not answer (`unavailable`).
+    Unavailable,
+}
+
+#[derive(Serialize)]
+struct Body<'a> {
+    error: Inner<'a>,
+}
+
+#[derive(Serialize)]
+struct Inner<'a> {
+    code: &'a str,
+    message: &'a str,
+    details: &'a [FieldError],
+}
+
+impl ApiError {
+    /// 422 `validation_failed` with the given field errors.
+    pub fn validation(details: Vec<FieldError>) -> Self {
+        ApiError::Unprocessable {
+            code: "validation_failed",
+            message: "the request breaks the contract; see details".into(),
+            details,
+        }
+    }
+
+    /// 422 `validation_failed` for one field.
+    pub fn field(field: &str, message: impl Into<String>) -> Self {
+        Self::validation(vec![FieldError::new(field, message)])
+    }
+
+    /// Status code.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ApiError::BadRequest { .. } => StatusCode::BAD_REQUEST,
+            ApiError::Unauthenticated => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden { .. } => StatusCode::FORBIDDEN,
+            ApiError::NotFound => StatusCode::NOT_FOUND,
+            ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::Conflict { .. } => StatusCode::CONFLICT,
+            ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::Unprocessable { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+            ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        let limit = format!(
+            "the request body is larger than the {} KiB limit",
+            super::MAX_BODY_BYTES / 1024
+        );
+        let (code, message, details): (&str, &str, &[FieldError]) = match &self {
+            ApiError::BadRequest { code, message } => (code, message, &[]),
+            ApiError::Unauthenticated => (
+                "unauthenticated",
+                "send a valid token as `Authorization: Bearer <token>`",
+                &[],
+            ),
+            ApiError::Forbidden { code, message } => (code, message, &[]),
+            ApiError::NotFound => ("not_found", "no such resource", &[]),
+            ApiError::MethodNotAllowed => (
+                "method_not_allowed",
+                "this path does not take that method",
+                &[],
+            ),
+            ApiError::Conflict { code, message } => (code, message, &[]),
+            ApiError::PayloadTooLarge => ("payload_too_large", limit.as_str(), &[]),
+            ApiError::UnsupportedMediaType => (
+                "unsupported_media_type",
+                "send the body as `Content-Type: application/json`",
+                &[],
+            ),
+            ApiError::Unprocessable {
+                code,
+                message,
+                details,
+            } => (code, message, details),
+            ApiError::Internal => (
+                "internal",
+                "something went wrong on the server; it has been logged",
+                &[],
+            ),
+            ApiError::Unavailable => (
+                "unavailable",
+                "the database is not answering; retry later",
+                &[],
+            ),
+        };
+        let mut response = (
+            status,
+            Json(Body {
+                error: Inner {
+                    code,
+                    message,
+                    details,
+                },
+            }),
+        )
+            .into_response();
+        if status == StatusCode::UNAUTHORIZED {
+            response.headers_mut().insert(
+                axum::http::header::WWW_AUTHENTICATE,
+                axum::http::HeaderValue::from_static("Bearer"),
+            );
+        }
+        response
+    }
+}
+
+impl From<StorageError> for ApiError {
+    fn from(e: StorageError) -> Self {
+        match e {
+            StorageError::NotFound => ApiError::NotFound,
+            other => {
+                tracing::error!(error = %other, "storage failed");
+                ApiError::Internal
+            }
+        }
+    }
+}
+
+/// Fallback for unknown API paths.
+pub async fn not_found() -> ApiError {
+    ApiError::NotFound
+}
+
+/// Fallback for known paths with the wrong method.
+pub async fn method_not_allowed() -> ApiError {
+    ApiError::MethodNotAllowed
+}

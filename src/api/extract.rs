@@ -1,0 +1,107 @@
+//! Extractors: who is calling (bearer tokens of agents and executors), and the JSON body,
+//! read by hand so that every failure gets the API's error shape and status.
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::header::{AUTHORIZATION, CONTENT_TYPE};
+use axum::http::request::Parts;
+use serde_json::Value;
+
+use super::ApiState;
+use super::error::ApiError;
+use crate::auth::token;
+use crate::domain::principal::TokenKind;
+
+async fn principal(parts: &Parts, state: &ApiState, kind: TokenKind) -> Result<String, ApiError> {
+    let header = parts
+        .headers
+        .get(AUTHORIZATION)
+        .and_then(|h| h.to_str().ok())
+        .ok_or(ApiError::Unauthenticated)?;
+    let presented = header
+        .strip_prefix("Bearer ")
+        .map(str::trim)
+        .filter(|t| !t.is_empty() && t.len() <= 256)
+        .ok_or(ApiError::Unauthenticated)?;
+    let record = state
+        .store
+        .token_by_hash(&token::hash(presented))
+        .await?
+        .filter(|t| !t.revoked)
+        .ok_or(ApiError::Unauthenticated)?;
+    if record.kind != kind {
+        return Err(ApiError::Forbidden {
+            code: "forbidden",
+            message: format!(
+                "this endpoint is for {} tokens, not {} tokens",
+                kind, record.kind
+            ),
+        });
+    }
+    Ok(record.name)
+}
+
+/// An authenticated agent.
+pub struct Agent(pub String);
+
+impl FromRequestParts<ApiState> for Agent {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &ApiState) -> Result<Self, ApiError> {
+        principal(parts, state, TokenKind::Agent).await.map(Agent)
+    }
+}
+
+/// An authenticated executor.
+pub struct Executor(pub String);
+
+impl FromRequestParts<ApiState> for Executor {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &ApiState) -> Result<Self, ApiError> {
+        principal(parts, state, TokenKind::Executor)
+            .await
+            .map(Executor)
+    }
+}
+
+/// A JSON request body. An empty body reads as `{}`.
+pub struct JsonBody(pub Value);
+
+impl FromRequest<ApiState> for JsonBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &ApiState) -> Result<Self, ApiError> {
+        let json_type = req
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(';').next())
+            .map(|m| {
+                let m = m.trim().to_ascii_lowercase();
+                m == "application/json" || (m.starts_with("application/") && m.ends_with("+json"))
+            });
+        let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
+            if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::PayloadTooLarge
+            } else {
+                ApiError::BadRequest {
+                    code: "unreadable_body",
+                    message: "the request body could not be read".into(),
+                }
+            }
+        })?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(JsonBody(Value::Object(Default::default())));
+        }
+        if json_type != Some(true) {
+            return Err(ApiError::UnsupportedMediaType);
+        }
+        serde_json::from_slice(&bytes)
+            .map(JsonBody)
+            .map_err(|e| ApiError::BadRequest {
+                code: "malformed_json",
+                message: format!("the body is not valid JSON: {e}"),
+            })
+    }
+}

@@ -1,0 +1,45 @@
+//! The JSON API for agents and executors, under `/api/v1`, and `/healthz`.
+//!
+//! Every response is JSON with snake_case fields and RFC 3339 UTC times; every error has the
+//! one shape of [`error::ApiError`]. Request bodies are limited to [`MAX_BODY_BYTES`].
+
+pub mod error;
+mod executor;
+pub mod extract;
+mod health;
+mod proposals;
+pub mod views;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+
+use crate::config::Settings;
+use crate::storage::DynStore;
+
+/// Largest request body the API accepts: 256 KiB.
+pub const MAX_BODY_BYTES: usize = 256 * 1024;
+
+/// What API handlers share.
+#[derive(Clone)]
+pub struct ApiState {
+    /// The store.
+    pub store: DynStore,
+    /// Settings.
+    pub settings: Arc<Settings>,
+}
+
+/// The API routes (`/api/v1/...`) and the health check.
+pub fn router(state: ApiState) -> Router {
+    let v1 = Router::new()
+        .merge(proposals::router())
+        .merge(executor::router())
+        .fallback(error::not_found)
+        .method_not_allowed_fallback(error::method_not_allowed)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES));
+    Router::new()
+        .nest("/api/v1", v1)
+        .merge(health::router())
+        .with_state(state)
+}

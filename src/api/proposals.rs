@@ -1,0 +1,105 @@
+//! `POST /api/v1/proposals` (submit) and `GET /api/v1/proposals/{id}` (poll), for agents.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::json;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use super::ApiState;
+use super::error::ApiError;
+use super::extract::{Agent, JsonBody};
+use super::views::ProposalView;
+use crate::domain::canonical::request_hash_sha256;
+use crate::domain::lifecycle::ProposalStatus;
+use crate::domain::proposal::ToolProposal;
+use crate::domain::routing::route_by_default;
+use crate::storage::{Conflict, NewProposal, StorageError, Submitted};
+
+pub fn router() -> Router<ApiState> {
+    Router::new()
+        .route("/proposals", post(submit))
+        .route("/proposals/{id}", get(poll))
+}
+
+/// Submits a tool proposal: `201` new, `200` replay of the same request.
+#[tracing::instrument(skip_all, fields(agent = %agent.0))]
+async fn submit(
+    State(state): State<ApiState>,
+    agent: Agent,
+    JsonBody(body): JsonBody,
+) -> Result<impl IntoResponse, ApiError> {
+    let contract = ToolProposal::parse(&body).map_err(ApiError::validation)?;
+    if contract.proposed_by != agent.0 {
+        return Err(ApiError::Forbidden {
+            code: "proposer_mismatch",
+            message: format!(
+                "`proposed_by` is `{}` but this token belongs to agent `{}`",
+                contract.proposed_by, agent.0
+            ),
+        });
+    }
+    let request_hash = request_hash_sha256(&body);
+    let routing = route_by_default(&contract);
+    let new = NewProposal {
+        agent: agent.0,
+        status: ProposalStatus::Pending,
+        authorization_state: contract.effective_authorization(),
+        request_hash,
+        routing,
+        contract,
+        now: OffsetDateTime::now_utc(),
+        command: None,
+    };
+    let (status, record) = match state.store.submit_proposal(&new).await {
+        Ok(Submitted::Created(r)) => (StatusCode::CREATED, r),
+        Ok(Submitted::Replayed(r)) => (StatusCode::OK, r),
+        Err(StorageError::Conflict(Conflict::IdempotencyKeyReused)) => {
+            return Err(ApiError::Unprocessable {
+                code: "idempotency_key_reused",
+                message: "this idempotency_key was already used for a different request; use a new key for a new request".into(),
+                details: vec![crate::domain::FieldError::new(
+                    "idempotency_key",
+                    "already used by this agent with a different body",
+                )],
+            });
+        }
+        Err(StorageError::Conflict(Conflict::ProposalIdTaken)) => {
+            return Err(ApiError::Conflict {
+                code: "proposal_id_conflict",
+                message: "a different proposal already has this proposal_id; generate a new UUID"
+                    .into(),
+            });
+        }
+        Err(e) => return Err(e.into()),
+    };
+    tracing::info!(proposal.id = %record.id, status = %record.status, route = %record.routing.route, "proposal received");
+    let command = state.store.command_for_proposal(record.id).await?;
+    Ok((
+        status,
+        Json(json!({ "proposal": ProposalView::new(record, command) })),
+    ))
+}
+
+/// The agent's own proposal; any other id is `404`.
+#[tracing::instrument(skip_all, fields(agent = %agent.0))]
+async fn poll(
+    State(state): State<ApiState>,
+    agent: Agent,
+    Path(id): Path<String>,
+) -> Result<impl IntoResponse, ApiError> {
+    let id = Uuid::parse_str(&id).map_err(|_| ApiError::NotFound)?;
+    let record = state
+        .store
+        .proposal(id)
+        .await?
+        .filter(|p| p.agent == agent.0)
+        .ok_or(ApiError::NotFound)?;
+    let command = state.store.command_for_proposal(id).await?;
+    Ok(Json(
+        json!({ "proposal": ProposalView::new(record, command) }),
+    ))
+}

@@ -1,0 +1,169 @@
+//! The JSON shapes the API answers with, built from stored records.
+
+use serde::Serialize;
+use serde_json::Value;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::domain::command::{CommandSpec, CommandStatus};
+use crate::domain::lifecycle::{ProposalStatus, Verdict};
+use crate::domain::proposal::{AuthorizationState, Intent, RiskLevel, ToolRef};
+use crate::domain::routing::{Blocker, Routing};
+use crate::storage::{CommandRecord, ProposalRecord};
+
+/// A proposal as its agent sees it.
+#[derive(Serialize)]
+pub struct ProposalView {
+    /// The agent's proposal id.
+    pub id: Uuid,
+    /// Current status.
+    pub status: ProposalStatus,
+    /// Effective authorization; `confirmed` once approved.
+    pub authorization_state: AuthorizationState,
+    /// What the agent declared.
+    pub declared_authorization_state: Option<AuthorizationState>,
+    /// Route the policy gave it.
+    pub route: crate::domain::routing::Route,
+    /// What stands between it and execution, machine-readable.
+    pub blockers: Vec<Blocker>,
+    /// The full routing record.
+    pub routing: Routing,
+    /// The proposing agent.
+    pub proposed_by: String,
+    /// Domain.
+    pub domain: String,
+    /// Tool.
+    pub tool: ToolRef,
+    /// Intent (the agent's own words, returned to the agent).
+    pub intent: Intent,
+    /// Declared risk.
+    pub risk_level: RiskLevel,
+    /// The idempotency key.
+    pub idempotency_key: String,
+    /// sha256 of the canonical request; an approval is bound to it.
+    pub request_hash_sha256: String,
+    /// When it arrived.
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    /// Last change.
+    #[serde(with = "time::serde::rfc3339")]
+    pub updated_at: OffsetDateTime,
+    /// The reviewer's decision, once taken.
+    pub review: Option<ReviewView>,
+    /// The executor side, once queued.
+    pub execution: Option<ExecutionView>,
+}
+
+/// A reviewer's decision.
+#[derive(Serialize)]
+pub struct ReviewView {
+    /// `approved` or `rejected`.
+    pub decision: Verdict,
+    /// Reviewer.
+    pub decided_by: String,
+    /// When.
+    #[serde(with = "time::serde::rfc3339")]
+    pub decided_at: OffsetDateTime,
+    /// Reason given.
+    pub reason: Option<String>,
+}
+
+/// The command's progress as the agent sees it.
+#[derive(Serialize)]
+pub struct ExecutionView {
+    /// Command id.
+    pub command_id: Uuid,
+    /// Command status.
+    pub status: CommandStatus,
+    /// Lease count.
+    pub attempts: i32,
+    /// Success report.
+    pub result: Option<Value>,
+    /// Failure report.
+    pub error: Option<Value>,
+    /// When it was reported.
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub completed_at: Option<OffsetDateTime>,
+}
+
+impl ProposalView {
+    /// Builds the view of a stored proposal and its command.
+    pub fn new(p: ProposalRecord, command: Option<CommandRecord>) -> Self {
+        let c = p.contract;
+        ProposalView {
+            id: p.id,
+            status: p.status,
+            authorization_state: p.authorization_state,
+            declared_authorization_state: c.authorization_state,
+            route: p.routing.route,
+            blockers: if p.status == ProposalStatus::Pending {
+                p.routing.blockers.clone()
+            } else {
+                Vec::new()
+            },
+            routing: p.routing,
+            proposed_by: p.agent,
+            domain: c.domain,
+            tool: c.tool,
+            intent: c.intent,
+            risk_level: c.risk_level,
+            idempotency_key: c.idempotency_key,
+            request_hash_sha256: p.request_hash,
+            created_at: p.created_at,
+            updated_at: p.updated_at,
+            review: p.review.map(|r| ReviewView {
+                decision: r.verdict,
+                decided_by: r.decided_by,
+                decided_at: r.decided_at,
+                reason: r.reason,
+            }),
+            execution: command.map(|x| ExecutionView {
+                command_id: x.id,
+                status: x.status,
+                attempts: x.attempts,
+                result: x.result,
+                error: x.error,
+                completed_at: x.completed_at,
+            }),
+        }
+    }
+}
+
+/// A command as an executor sees it: never the agent's intent or reasoning.
+#[derive(Serialize)]
+pub struct CommandView {
+    /// Command id.
+    pub id: Uuid,
+    /// The proposal it executes.
+    pub proposal_id: Uuid,
+    /// Status.
+    pub status: CommandStatus,
+    /// Always `confirmed`: only approved or policy-accepted commands are queued.
+    pub authorization_state: AuthorizationState,
+    /// What to run.
+    #[serde(flatten)]
+    pub spec: CommandSpec,
+    /// Lease count.
+    pub attempts: i32,
+    /// When it was queued.
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    /// When it was reported.
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub completed_at: Option<OffsetDateTime>,
+}
+
+impl From<CommandRecord> for CommandView {
+    fn from(c: CommandRecord) -> Self {
+        CommandView {
+            id: c.id,
+            proposal_id: c.proposal_id,
+            status: c.status,
+            authorization_state: AuthorizationState::Confirmed,
+            spec: c.spec,
+            attempts: c.attempts,
+            created_at: c.created_at,
+            completed_at: c.completed_at,
+        }
+    }
+}

@@ -1,0 +1,237 @@
+//! The `countersign` command: `serve`, `migrate`, `user add`, `token create`. Every flag
+//! that configures the database or address has an environment fallback.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::accounts::{self, AccountError};
+use crate::config::{DEFAULT_DATABASE_URL, Settings, redact_url};
+use crate::domain::principal::{ActorKind, Role, TokenKind};
+use crate::startup::{Application, open_store};
+
+/// Countersign: the approval gate between AI agents and the tools they want to run.
+#[derive(Debug, Parser)]
+#[command(name = "countersign", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Args)]
+struct Database {
+    /// Database URL: `sqlite://FILE` (created if missing) or `postgres://USER@HOST/DB`.
+    #[arg(long, env = "COUNTERSIGN_DATABASE_URL", default_value = DEFAULT_DATABASE_URL)]
+    database_url: String,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Migrate the database and serve the web app and API.
+    Serve {
+        #[command(flatten)]
+        db: Database,
+        /// Address to listen on [default: Leptos.toml's site-addr].
+        #[arg(long, env = "COUNTERSIGN_BIND")]
+        bind: Option<SocketAddr>,
+        /// The Leptos settings file.
+        #[arg(long, env = "COUNTERSIGN_LEPTOS_CONFIG", default_value = "Leptos.toml")]
+        leptos_config: PathBuf,
+        /// Mark the session cookie `Secure` (set this behind HTTPS).
+        #[arg(long, env = "COUNTERSIGN_SECURE_COOKIES")]
+        secure_cookies: bool,
+    },
+    /// Create the database if missing and apply migrations.
+    Migrate {
+        #[command(flatten)]
+        db: Database,
+    },
+    /// Manage people who sign in to the web app.
+    User {
+        #[command(subcommand)]
+        command: UserCommand,
+    },
+    /// Manage API tokens of agents and executors.
+    Token {
+        #[command(subcommand)]
+        command: TokenCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum UserCommand {
+    /// Add a user. The password is read from a prompt, or from stdin when piped.
+    Add {
+        #[command(flatten)]
+        db: Database,
+        /// Lowercase letters, digits, `-`, `_`, `.`.
+        #[arg(long)]
+        username: String,
+        /// `reviewer` decides, `compliance` reads, `admin` does both.
+        #[arg(long, value_parser = parse_role)]
+        role: Role,
+        /// Read the password from the first line of stdin, without prompting.
+        #[arg(long)]
+        password_stdin: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum TokenCommand {
+    /// Create a token and print it once on stdout; only its hash is stored.
+    #[command(group(clap::ArgGroup::new("principal").required(true).args(["agent", "executor"])))]
+    Create {
+        #[command(flatten)]
+        db: Database,
+        /// The agent that will submit proposals with this token.
+        #[arg(long)]
+        agent: Option<String>,
+        /// The executor that will lease commands with this token.
+        #[arg(long)]
+        executor: Option<String>,
+    },
+}
+
+fn parse_role(s: &str) -> Result<Role, String> {
+    Role::parse(s).ok_or_else(|| "must be one of `admin`, `reviewer`, `compliance`".to_owned())
+}
+
+/// Runs the command line and returns the process exit code.
+pub async fn run() -> ExitCode {
+    let cli = Cli::parse();
+    crate::telemetry::init();
+    match execute(cli.command).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn execute(command: Command) -> Result<(), String> {
+    match command {
+        Command::Serve {
+            db,
+            bind,
+            leptos_config,
+            secure_cookies,
+        } => {
+            let settings = Settings {
+                database_url: db.database_url,
+                bind,
+                leptos_config,
+                secure_cookies,
+            };
+            serve(settings).await
+        }
+        Command::Migrate { db } => {
+            open_store(&db.database_url)
+                .await
+                .map_err(|e| e.to_string())?;
+            eprintln!("database {} is migrated", redact_url(&db.database_url));
+            Ok(())
+        }
+        Command::User {
+            command:
+                UserCommand::Add {
+                    db,
+                    username,
+                    role,
+                    password_stdin,
+                },
+        } => {
+            let password = read_password(password_stdin)?;
+            let (store, _) = open_store(&db.database_url)
+                .await
+                .map_err(|e| e.to_string())?;
+            accounts::add_user(
+                &store,
+                &username,
+                role,
+                password,
+                (ActorKind::System, "cli"),
+            )
+            .await
+            .map_err(|e| match e {
+                AccountError::Storage(s) => format!("storage: {s}"),
+                other => other.to_string(),
+            })?;
+            eprintln!("added {role} `{username}`");
+            Ok(())
+        }
+        Command::Token {
+            command:
+                TokenCommand::Create {
+                    db,
+                    agent,
+                    executor,
+                },
+        } => {
+            let (kind, name) = match (agent, executor) {
+                (Some(a), None) => (TokenKind::Agent, a),
+                (None, Some(e)) => (TokenKind::Executor, e),
+                _ => return Err("give exactly one of --agent or --executor".into()),
+            };
+            let (store, _) = open_store(&db.database_url)
+                .await
+                .map_err(|e| e.to_string())?;
+            let secret = accounts::create_token(&store, kind, &name, (ActorKind::System, "cli"))
+                .await
+                .map_err(|e| e.to_string())?;
+            eprintln!(
+                "created a token for {kind} `{name}`; it is shown once, below, and stored only as a hash:"
+            );
+            println!("{}", secret.expose());
+            Ok(())
+        }
+    }
+}
+
+async fn serve(settings: Settings) -> Result<(), String> {
+    let app = Application::build(settings.clone())
+        .await
+        .map_err(|e| e.to_string())?;
+    let addr = app.local_addr();
+    if let Some(b) = accounts::bootstrap_admin(app.store())
+        .await
+        .map_err(|e| e.to_string())?
+    {
+        // Printed, not logged: the one place this password ever appears.
+        eprintln!(
+            "\n  Countersign's first start created the account `{}` with the one-time password\n\n      {}\n\n  \
+             Sign in at http://{addr}/login, then add reviewers with\n  \
+             `countersign user add --username NAME --role reviewer`.\n",
+            b.username,
+            b.password.expose()
+        );
+    }
+    tracing::info!(%addr, database = %redact_url(&settings.database_url), "Countersign is serving");
+    app.run().await.map_err(|e| e.to_string())
+}
+
+fn read_password(from_stdin: bool) -> Result<String, String> {
+    let stdin = std::io::stdin();
+    if from_stdin || !stdin.is_terminal() {
+        let mut line = String::new();
+        stdin
+            .lock()
+            .read_line(&mut line)
+            .map_err(|e| format!("reading the password: {e}"))?;
+        let password = line.trim_end_matches(['\r', '\n']).to_owned();
+        if password.is_empty() {
+            return Err("no password on stdin".into());
+        }
+        return Ok(password);
+    }
+    let _ = std::io::stderr().flush();
+    let first = rpassword::prompt_password("Password: ").map_err(|e| e.to_string())?;
+    let second = rpassword::prompt_password("Again: ").map_err(|e| e.to_string())?;
+    if first != second {
+        return Err("the two passwords differ".into());
+    }
+    Ok(first)
+}

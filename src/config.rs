@@ -1,0 +1,70 @@
+//! Runtime settings: from flags with environment fallbacks (see `cli`), plus the Leptos
+//! settings read from `Leptos.toml` at start.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// The default database: a SQLite file in the working directory.
+pub const DEFAULT_DATABASE_URL: &str = "sqlite://countersign.db";
+
+/// What `serve` runs with.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// `sqlite://FILE` or `postgres://…`.
+    pub database_url: String,
+    /// Address to listen on; `None` means Leptos.toml's `site-addr`.
+    pub bind: Option<SocketAddr>,
+    /// Path of Leptos.toml.
+    pub leptos_config: PathBuf,
+    /// Mark the session cookie `Secure` (behind HTTPS).
+    pub secure_cookies: bool,
+}
+
+impl Settings {
+    /// Settings for `database_url` with every other value at its default.
+    pub fn for_database(database_url: impl Into<String>) -> Self {
+        Settings {
+            database_url: database_url.into(),
+            bind: None,
+            leptos_config: PathBuf::from("Leptos.toml"),
+            secure_cookies: false,
+        }
+    }
+}
+
+/// The database URL as it may be logged: any password replaced.
+pub fn redact_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let userinfo = &url[scheme + 3..at];
+            match userinfo.find(':') {
+                Some(colon) => format!(
+                    "{}{}:***{}",
+                    &url[..scheme + 3],
+                    &userinfo[..colon],
+                    &url[at..]
+                ),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_never_reach_logs() {
+        assert_eq!(
+            redact_url("postgres://u:secret@h:5432/db"),
+            "postgres://u:***@h:5432/db"
+        );
+        assert_eq!(redact_url("postgres://u@h/db"), "postgres://u@h/db");
+        assert_eq!(
+            redact_url("sqlite://countersign.db"),
+            "sqlite://countersign.db"
+        );
+    }
+}

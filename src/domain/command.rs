@@ -1,0 +1,157 @@
+//! Commands in the executor queue: what an executor may see of an approved proposal (never
+//! the agent's intent or reasoning), and the states a command moves through.
+
+use serde_json::Value;
+
+use super::text::str_enum;
+
+/// Shortest lease an executor may ask for, in seconds.
+pub const MIN_LEASE_SECONDS: u64 = 5;
+/// Longest lease an executor may ask for, in seconds.
+pub const MAX_LEASE_SECONDS: u64 = 3_600;
+/// Lease length when the executor does not ask for one.
+pub const DEFAULT_LEASE_SECONDS: u64 = 300;
+/// Largest `result` or `error` report an executor may send, in bytes of JSON.
+pub const MAX_REPORT_BYTES: usize = 64 * 1024;
+
+str_enum! {
+    /// Where a command is in the queue.
+    pub enum CommandStatus {
+        /// Waiting for an executor.
+        Queued => "queued",
+        /// Held by an executor until its lease expires.
+        Leased => "leased",
+        /// Reported done.
+        Succeeded => "succeeded",
+        /// Reported failed.
+        Failed => "failed"
+    }
+}
+
+str_enum! {
+    /// An executor's report on a command.
+    pub enum Outcome { Succeeded => "succeeded", Failed => "failed" }
+}
+
+impl Outcome {
+    /// The command status this report sets.
+    pub fn command_status(self) -> CommandStatus {
+        match self {
+            Outcome::Succeeded => CommandStatus::Succeeded,
+            Outcome::Failed => CommandStatus::Failed,
+        }
+    }
+
+    /// The proposal status this report sets.
+    pub fn proposal_status(self) -> super::lifecycle::ProposalStatus {
+        match self {
+            Outcome::Succeeded => super::lifecycle::ProposalStatus::Succeeded,
+            Outcome::Failed => super::lifecycle::ProposalStatus::Failed,
+        }
+    }
+}
+
+/// Checks a requested lease length, defaulting when absent.
+pub fn lease_seconds(requested: Option<u64>) -> Result<u64, String> {
+    match requested {
+        None => Ok(DEFAULT_LEASE_SECONDS),
+        Some(s) if (MIN_LEASE_SECONDS..=MAX_LEASE_SECONDS).contains(&s) => Ok(s),
+        Some(_) => Err(format!(
+            "must be between {MIN_LEASE_SECONDS} and {MAX_LEASE_SECONDS} seconds"
+        )),
+    }
+}
+
+/// Checks an executor's `result` or `error` report: present and not too large.
+pub fn check_report(value: &Value) -> Result<(), String> {
+    if value.is_null() {
+        return Err("is required".into());
+    }
+    if serde_json::to_string(value).map_or(usize::MAX, |s| s.len()) > MAX_REPORT_BYTES {
+        return Err(format!("must be at most {MAX_REPORT_BYTES} bytes of JSON"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn lease_length_is_bounded() {
+        assert_eq!(lease_seconds(None), Ok(DEFAULT_LEASE_SECONDS));
+        assert_eq!(lease_seconds(Some(60)), Ok(60));
+        assert!(lease_seconds(Some(1)).is_err());
+        assert!(lease_seconds(Some(86_400)).is_err());
+    }
+
+    #[test]
+    fn reports_must_be_present_and_bounded() {
+        assert!(check_report(&json!({"ok": true})).is_ok());
+        assert!(check_report(&Value::Null).is_err());
+        assert!(check_report(&json!("x".repeat(MAX_REPORT_BYTES + 1))).is_err());
+    }
+}
+
+use serde::{Deserialize, Serialize};
+use serde_json::Map;
+use time::OffsetDateTime;
+
+use super::proposal::{BlastRadius, RollbackPlan, TargetRef, ToolProposal, ToolRef};
+
+/// What an executor receives: the validated, approved command, and nothing of the agent's
+/// intent or reasoning (seed 004: executors never receive raw AI output).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CommandSpec {
+    /// The tool to run.
+    pub tool: ToolRef,
+    /// Its parameters, exactly as approved.
+    pub parameters: Map<String, Value>,
+    /// The proposal's idempotency key, so executors can make retries safe.
+    pub idempotency_key: String,
+    /// Affected resources.
+    #[serde(default)]
+    pub target_refs: Vec<TargetRef>,
+    /// How to reverse it.
+    #[serde(default)]
+    pub rollback_plan: Option<RollbackPlan>,
+    /// Whether the proposer said it can be rolled back.
+    pub rollback_supported: bool,
+    /// Impact scope.
+    #[serde(default)]
+    pub blast_radius: Option<BlastRadius>,
+    /// Domain the action belongs to.
+    pub domain: String,
+    /// `sha256` of the approved request; the approval is bound to exactly this request.
+    pub request_hash_sha256: String,
+    /// Who approved it (`policy` for policy-accepted commands).
+    pub approved_by: String,
+    /// When.
+    #[serde(with = "time::serde::rfc3339")]
+    pub approved_at: OffsetDateTime,
+}
+
+impl CommandSpec {
+    /// The command for an approved proposal.
+    pub fn for_approved(
+        proposal: &ToolProposal,
+        request_hash: &str,
+        approved_by: &str,
+        approved_at: OffsetDateTime,
+    ) -> Self {
+        CommandSpec {
+            tool: proposal.tool.clone(),
+            parameters: proposal.parameters.clone(),
+            idempotency_key: proposal.idempotency_key.clone(),
+            target_refs: proposal.target_refs.clone(),
+            rollback_plan: proposal.rollback_plan.clone(),
+            rollback_supported: proposal.rollback_supported,
+            blast_radius: proposal.blast_radius,
+            domain: proposal.domain.clone(),
+            request_hash_sha256: request_hash.to_owned(),
+            approved_by: approved_by.to_owned(),
+            approved_at,
+        }
+    }
+}

@@ -1,0 +1,191 @@
+//! The life of a proposal: `pending` until a reviewer decides; `approved` (authorization
+//! `confirmed`, one command queued) or `rejected`; then `succeeded` or `failed` when the
+//! executor reports. Decided proposals are never decided again.
+
+use super::principal::Role;
+use super::text::str_enum;
+
+/// Longest rejection reason, in characters.
+pub const MAX_REASON: usize = 2_000;
+
+str_enum! {
+    /// Where a proposal is in its life.
+    pub enum ProposalStatus {
+        /// Waiting for a human decision.
+        Pending => "pending",
+        /// Approved by a reviewer; its command is in the executor queue.
+        Approved => "approved",
+        /// Rejected by a reviewer, with a reason.
+        Rejected => "rejected",
+        /// Routed `accept` by policy and queued without review.
+        Accepted => "accepted",
+        /// Routed `refuse` by policy; never executes.
+        Refused => "refused",
+        /// Not decided in time; never executes.
+        Expired => "expired",
+        /// The executor reported success.
+        Succeeded => "succeeded",
+        /// The executor reported failure.
+        Failed => "failed"
+    }
+}
+
+impl ProposalStatus {
+    /// Whether a reviewer may still decide it.
+    pub fn is_open(self) -> bool {
+        self == ProposalStatus::Pending
+    }
+}
+
+str_enum! {
+    /// A reviewer's verdict.
+    pub enum Verdict { Approved => "approved", Rejected => "rejected" }
+}
+
+impl Verdict {
+    /// The status a proposal takes on this verdict.
+    pub fn status(self) -> ProposalStatus {
+        match self {
+            Verdict::Approved => ProposalStatus::Approved,
+            Verdict::Rejected => ProposalStatus::Rejected,
+        }
+    }
+}
+
+/// Why a decision cannot be taken.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DecisionError {
+    /// The reviewer's role may not decide.
+    #[error("your role may not approve or reject proposals")]
+    RoleMayNotDecide,
+    /// The reviewer is the proposer (separation of duties).
+    #[error("you proposed this action, so you cannot decide it")]
+    OwnProposal,
+    /// The proposal was already decided (or never needed a decision).
+    #[error("this proposal is already {0}; it cannot be decided again")]
+    AlreadyDecided(ProposalStatus),
+    /// A rejection needs a reason.
+    #[error("a rejection needs a reason (1-{MAX_REASON} characters)")]
+    ReasonRequired,
+}
+
+/// A decision a reviewer wants to take, checked against the rules.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    /// Approve or reject.
+    pub verdict: Verdict,
+    /// Reviewer's reason (required to reject, optional to approve).
+    pub reason: Option<String>,
+}
+
+/// Checks whether `reviewer` (with `role`) may take `verdict` on a proposal by `proposer` that
+/// is currently `status`. The storage layer repeats the status check atomically.
+pub fn check_decision(
+    status: ProposalStatus,
+    proposer: &str,
+    reviewer: &str,
+    role: Role,
+    verdict: Verdict,
+    reason: Option<&str>,
+) -> Result<Decision, DecisionError> {
+    if !role.can_decide() {
+        return Err(DecisionError::RoleMayNotDecide);
+    }
+    if proposer == reviewer {
+        return Err(DecisionError::OwnProposal);
+    }
+    if !status.is_open() {
+        return Err(DecisionError::AlreadyDecided(status));
+    }
+    let reason = reason.map(str::trim).filter(|r| !r.is_empty());
+    if reason.is_some_and(|r| r.chars().count() > MAX_REASON) {
+        return Err(DecisionError::ReasonRequired);
+    }
+    if verdict == Verdict::Rejected && reason.is_none() {
+        return Err(DecisionError::ReasonRequired);
+    }
+    Ok(Decision {
+        verdict,
+        reason: reason.map(str::to_owned),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reviewer_approves_a_pending_proposal() {
+        let d = check_decision(
+            ProposalStatus::Pending,
+            "agent",
+            "rev",
+            Role::Reviewer,
+            Verdict::Approved,
+            None,
+        )
+        .expect("allowed");
+        assert_eq!(d.verdict.status(), ProposalStatus::Approved);
+    }
+
+    #[test]
+    fn nobody_decides_their_own_proposal() {
+        let e = check_decision(
+            ProposalStatus::Pending,
+            "alice",
+            "alice",
+            Role::Admin,
+            Verdict::Approved,
+            None,
+        );
+        assert_eq!(e, Err(DecisionError::OwnProposal));
+    }
+
+    #[test]
+    fn compliance_reads_but_never_decides() {
+        let e = check_decision(
+            ProposalStatus::Pending,
+            "a",
+            "c",
+            Role::Compliance,
+            Verdict::Approved,
+            None,
+        );
+        assert_eq!(e, Err(DecisionError::RoleMayNotDecide));
+    }
+
+    #[test]
+    fn decided_proposals_stay_decided() {
+        for s in [
+            ProposalStatus::Approved,
+            ProposalStatus::Rejected,
+            ProposalStatus::Succeeded,
+            ProposalStatus::Refused,
+        ] {
+            let e = check_decision(s, "a", "r", Role::Reviewer, Verdict::Rejected, Some("no"));
+            assert_eq!(e, Err(DecisionError::AlreadyDecided(s)));
+        }
+    }
+
+    #[test]
+    fn rejection_needs_a_reason() {
+        let e = check_decision(
+            ProposalStatus::Pending,
+            "a",
+            "r",
+            Role::Reviewer,
+            Verdict::Rejected,
+            Some("  "),
+        );
+        assert_eq!(e, Err(DecisionError::ReasonRequired));
+        let ok = check_decision(
+            ProposalStatus::Pending,
+            "a",
+            "r",
+            Role::Reviewer,
+            Verdict::Rejected,
+            Some(" too risky "),
+        );
+        assert_eq!(ok.expect("allowed").reason.as_deref(), Some("too risky"));
+    }
+}

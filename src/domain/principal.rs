@@ -1,0 +1,66 @@
+//! Who acts in Countersign: people with a role, and machine principals (agents and executors)
+//! that authenticate with API tokens.
+
+use super::text::str_enum;
+
+str_enum! {
+    /// A person's role. Deny by default: each capability below names the roles it allows.
+    pub enum Role { Admin => "admin", Reviewer => "reviewer", Compliance => "compliance" }
+}
+
+impl Role {
+    /// May read the review queue and proposal details.
+    pub fn can_view_proposals(self) -> bool {
+        matches!(self, Role::Admin | Role::Reviewer | Role::Compliance)
+    }
+
+    /// May approve or reject proposals. Compliance officers read everything and decide nothing.
+    pub fn can_decide(self) -> bool {
+        matches!(self, Role::Admin | Role::Reviewer)
+    }
+}
+
+str_enum! {
+    /// The kind of machine principal an API token belongs to.
+    pub enum TokenKind { Agent => "agent", Executor => "executor" }
+}
+
+str_enum! {
+    /// Who did something, as recorded in the audit trail.
+    pub enum ActorKind { User => "user", Agent => "agent", Executor => "executor", System => "system" }
+}
+
+/// Checks a user, agent or executor name: 1-64 characters, lowercase letters, digits, `-`,
+/// `_` and `.`, starting with a letter or digit. Names share one namespace, so a person can
+/// never approve what an agent of the same name proposed.
+pub fn parse_name(name: &str) -> Result<String, String> {
+    if super::proposal::is_slug(name, 64) {
+        Ok(name.to_owned())
+    } else {
+        Err(format!(
+            "`{name}` is not a valid name: use 1-64 lowercase letters, digits, `-`, `_` or `.`, starting with a letter or digit"
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_reviewers_and_admins_decide() {
+        assert!(Role::Reviewer.can_decide());
+        assert!(Role::Admin.can_decide());
+        assert!(!Role::Compliance.can_decide());
+        assert!(Role::Compliance.can_view_proposals());
+    }
+
+    #[test]
+    fn names_are_lowercase_slugs() {
+        assert!(parse_name("reviewer-1").is_ok());
+        assert!(parse_name("Alice").is_err());
+        assert!(parse_name("").is_err());
+        assert!(parse_name("-x").is_err());
+        assert!(parse_name(&"a".repeat(65)).is_err());
+    }
+}

@@ -1,0 +1,17 @@
+//! Countersign: AI proposes, Countersign decides, infrastructure executes.
+//!
+//! The server crate. [`domain`] holds the rules, [`storage`] all SQL, [`api`] the agent and
+//! executor JSON API, [`auth`] passwords, tokens and sessions, [`web`] the server side of the
+//! UI's ports, [`startup`] the router, [`cli`] the `countersign` command. The pages themselves
+//! live in the `app` crate.
+
+pub mod accounts;
+pub mod api;
+pub mod auth;
+pub mod cli;
+pub mod config;
+pub mod domain;
+pub mod startup;
+pub mod storage;
+pub mod telemetry;
+pub mod web;

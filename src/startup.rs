@@ -1,0 +1,185 @@
+//! Builds the application: storage, the Leptos pages with sessions and the reviewer's desk,
+//! the JSON API, and the listener. Tests build it the same way on a random port.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use app::ports::DynDesk;
+use app::{App, shell};
+use axum::Router;
+use axum::extract::Request;
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use leptos::prelude::*;
+use leptos_axum::{LeptosRoutes, generate_route_list};
+use tower_http::trace::TraceLayer;
+use tower_sessions::cookie::SameSite;
+use tower_sessions::{Expiry, Session, SessionManagerLayer};
+
+use crate::api::{self, ApiState};
+use crate::auth::session::{AnySessionStore, WebSession};
+use crate::config::{Settings, redact_url};
+use crate::storage::{self, DynStore};
+use crate::web::ReviewDesk;
+
+/// How long a reviewer's session lives without activity.
+pub const SESSION_IDLE: time::Duration = time::Duration::hours(8);
+
+/// Why the application could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The database could not be opened or migrated.
+    #[error("database {url}: {source}")]
+    Storage {
+        /// The URL, password redacted.
+        url: String,
+        /// Why.
+        source: storage::StorageError,
+    },
+    /// Leptos.toml could not be read.
+    #[error("reading {path}: {message}")]
+    LeptosConfig {
+        /// The file.
+        path: String,
+        /// Why.
+        message: String,
+    },
+    /// The address could not be bound.
+    #[error("binding {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// A built application, bound and ready to serve.
+pub struct Application {
+    listener: tokio::net::TcpListener,
+    router: Router,
+    store: DynStore,
+}
+
+/// Opens the database, creating and migrating it, and returns it with its session store.
+pub async fn open_store(url: &str) -> Result<(DynStore, AnySessionStore), StartError> {
+    storage::connect(url)
+        .await
+        .map_err(|source| StartError::Storage {
+            url: redact_url(url),
+            source,
+        })
+}
+
+/// Reads the Leptos settings (Leptos.toml, overridden by `LEPTOS_*` variables).
+pub fn leptos_options(settings: &Settings) -> Result<LeptosOptions, StartError> {
+    let path = settings.leptos_config.to_string_lossy().into_owned();
+    get_configuration(Some(&path))
+        .map(|conf| conf.leptos_options)
+        .map_err(|e| StartError::LeptosConfig {
+            path,
+            message: e.to_string(),
+        })
+}
+
+async fn attach_session_port(mut req: Request, next: Next) -> Response {
+    if let Some(session) = req.extensions().get::<Session>().cloned() {
+        req.extensions_mut().insert(WebSession::handle(session));
+    }
+    next.run(req).await
+}
+
+/// The whole router over an open store.
+pub fn router(
+    store: DynStore,
+    sessions: AnySessionStore,
+    settings: &Settings,
+    options: LeptosOptions,
+) -> Router {
+    let desk: DynDesk = ReviewDesk::new(store.clone());
+    let routes = generate_route_list(App);
+    let session_layer = SessionManagerLayer::new(sessions)
+        .with_name("countersign_session")
+        .with_secure(settings.secure_cookies)
+        .with_http_only(true)
+        .with_same_site(SameSite::Lax)
+        .with_expiry(Expiry::OnInactivity(SESSION_IDLE));
+    let web = Router::new()
+        .leptos_routes_with_context(&options, routes, move || provide_context(desk.clone()), {
+            let options = options.clone();
+            move || shell(options.clone())
+        })
+        .fallback(leptos_axum::file_and_error_handler(shell))
+        .with_state(options)
+        .layer(middleware::from_fn(attach_session_port))
+        .layer(session_layer);
+    let api = api::router(ApiState {
+        store,
+        settings: Arc::new(settings.clone()),
+    });
+    api.merge(web).layer(TraceLayer::new_for_http())
+}
+
+impl Application {
+    /// Opens storage, reads Leptos.toml and binds the listener.
+    pub async fn build(settings: Settings) -> Result<Self, StartError> {
+        let (store, sessions) = open_store(&settings.database_url).await?;
+        let options = leptos_options(&settings)?;
+        let addr = settings.bind.unwrap_or(options.site_addr);
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|source| StartError::Bind { addr, source })?;
+        let router = router(store.clone(), sessions, &settings, options);
+        Ok(Application {
+            listener,
+            router,
+            store,
+        })
+    }
+
+    /// The bound address (useful with port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener
+            .local_addr()
+            .unwrap_or_else(|_| SocketAddr::from(([127, 0, 0, 1], 0)))
+    }
+
+    /// The store, for start-up tasks.
+    pub fn store(&self) -> &DynStore {
+        &self.store
+    }
+
+    /// Serves until SIGINT or SIGTERM, then finishes in-flight requests.
+    pub async fn run(self) -> std::io::Result<()> {
+        axum::serve(self.listener, self.router)
+            .with_graceful_shutdown(shutdown_signal())
+            .await
+    }
+
+    /// Serves until the process ends (tests).
+    pub async fn run_forever(self) -> std::io::Result<()> {
+        axum::serve(self.listener, self.router).await
+    }
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+    tracing::info!("shutting down");
+}
