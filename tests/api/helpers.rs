@@ -1,0 +1,196 @@
+//! `TestApp`: the real application on a random port over a fresh database, with helpers that
+//! speak to it the way agents, executors and browsers do.
+
+use countersign::accounts;
+use countersign::config::Settings;
+use countersign::domain::principal::{ActorKind, Role, TokenKind};
+use countersign::startup::Application;
+use countersign::storage::DynStore;
+use reqwest::{Client, Response, StatusCode};
+use serde_json::Value;
+
+use crate::common;
+
+pub struct TestApp {
+    pub base: String,
+    pub store: DynStore,
+    pub client: Client,
+    _dir: Option<tempfile::TempDir>,
+}
+
+pub const PASSWORD: &str = "correct horse battery staple";
+
+impl TestApp {
+    pub async fn spawn(backend: &str) -> TestApp {
+        let (url, dir) = common::fresh_database(backend);
+        let mut settings = Settings::for_database(&url);
+        settings.bind = Some("127.0.0.1:0".parse().expect("addr"));
+        let app = Application::build(settings)
+            .await
+            .unwrap_or_else(|e| panic!("cannot start on {backend}: {e}"));
+        let base = format!("http://{}", app.local_addr());
+        let store = app.store().clone();
+        tokio::spawn(app.run_forever());
+        TestApp { base, store, client: Client::new(), _dir: dir }
+    }
+
+    pub async fn agent_token(&self, name: &str) -> String {
+        self.token(TokenKind::Agent, name).await
+    }
+
+    pub async fn executor_token(&self, name: &str) -> String {
+        self.token(TokenKind::Executor, name).await
+    }
+
+    async fn token(&self, kind: TokenKind, name: &str) -> String {
+        accounts::create_token(&self.store, kind, name, (ActorKind::System, "test"))
+            .await
+            .expect("token")
+            .expose()
+            .to_owned()
+    }
+
+    pub async fn user(&self, name: &str, role: Role) {
+        accounts::add_user(&self.store, name, role, PASSWORD.into(), (ActorKind::System, "test"))
+            .await
+            .expect("user");
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    pub async fn propose(&self, token: &str, body: &Value) -> Response {
+        self.client
+            .post(self.url("/api/v1/proposals"))
+            .bearer_auth(token)
+            .json(body)
+            .send()
+            .await
+            .expect("request")
+    }
+
+    pub async fn propose_ok(&self, token: &str, agent: &str) -> String {
+        let r = self.propose(token, &common::proposal_body(agent)).await;
+        assert_eq!(r.status(), StatusCode::CREATED);
+        let body: Value = r.json().await.expect("json");
+        body["proposal"]["id"].as_str().expect("id").to_owned()
+    }
+
+    pub async fn poll(&self, token: &str, id: &str) -> (StatusCode, Value) {
+        let r = self
+            .client
+            .get(self.url(&format!("/api/v1/proposals/{id}")))
+            .bearer_auth(token)
+            .send()
+            .await
+            .expect("request");
+        (r.status(), r.json().await.unwrap_or(Value::Null))
+    }
+
+    pub async fn lease(&self, token: &str) -> (StatusCode, Value) {
+        let r = self
+            .client
+            .post(self.url("/api/v1/executor/lease"))
+            .bearer_auth(token)
+            .json(&serde_json::json!({}))
+            .send()
+            .await
+            .expect("request");
+        let status = r.status();
+        let text = r.text().await.expect("body");
+        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+
+    pub async fn report(&self, token: &str, command_id: &str, verb: &str, body: &Value) -> (StatusCode, Value) {
+        let r = self
+            .client
+            .post(self.url(&format!("/api/v1/executor/commands/{command_id}/{verb}")))
+            .bearer_auth(token)
+            .json(body)
+            .send()
+            .await
+            .expect("request");
+        (r.status(), r.json().await.unwrap_or(Value::Null))
+    }
+
+    /// A browser-like client: keeps cookies, does not follow redirects, asks for HTML.
+    pub fn browser(&self) -> Browser {
+        let client = Client::builder()
+            .cookie_store(true)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .expect("client");
+        Browser { client, base: self.base.clone() }
+    }
+}
+
+pub struct Browser {
+    pub client: Client,
+    base: String,
+}
+
+/// A redirect's target path.
+pub fn location(r: &Response) -> String {
+    r.headers()
+        .get("location")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+impl Browser {
+    pub async fn get(&self, path: &str) -> Response {
+        self.client
+            .get(format!("{}{path}", self.base))
+            .header("accept", "text/html")
+            .send()
+            .await
+            .expect("request")
+    }
+
+    pub async fn page(&self, path: &str) -> String {
+        let r = self.get(path).await;
+        assert_eq!(r.status(), StatusCode::OK, "GET {path}");
+        r.text().await.expect("html")
+    }
+
+    /// The CSRF token embedded in the page's forms.
+    pub async fn csrf(&self, path: &str) -> String {
+        let html = self.page(path).await;
+        let marker = "name=\"csrf_token\" value=\"";
+        let start = html.find(marker).expect("a form with a CSRF token") + marker.len();
+        html[start..start + 64].to_owned()
+    }
+
+    pub async fn post_form(&self, path: &str, referer: &str, form: &[(&str, &str)]) -> Response {
+        self.client
+            .post(format!("{}{path}", self.base))
+            .header("accept", "text/html")
+            .header("referer", format!("{}{referer}", self.base))
+            .form(form)
+            .send()
+            .await
+            .expect("request")
+    }
+
+    pub async fn login(&self, username: &str, password: &str) -> Response {
+        let csrf = self.csrf("/login").await;
+        self.post_form(
+            "/fn/login",
+            "/login",
+            &[("csrf_token", &csrf), ("username", username), ("password", password)],
+        )
+        .await
+    }
+
+    pub async fn decide(&self, id: &str, verdict: &str, reason: Option<&str>) -> Response {
+        let page = format!("/proposals/{id}");
+        let csrf = self.csrf(&page).await;
+        let mut form = vec![("csrf_token", csrf.as_str()), ("id", id), ("verdict", verdict)];
+        if let Some(r) = reason {
+            form.push(("reason", r));
+        }
+        self.post_form("/fn/decide_proposal", &page, &form).await
+    }
+}

@@ -1,0 +1,10 @@
+//! HTTP integration tests: the real server on a random port, driven through its public
+//! surfaces (agent and executor API, the pages and their forms).
+
+#[path = "../common/mod.rs"]
+mod common;
+mod helpers;
+
+mod errors;
+mod loop_end_to_end;
+mod web;

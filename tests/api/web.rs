@@ -1,0 +1,129 @@
+//! The reviewer pages through plain HTTP, as a browser without JavaScript uses them: sign-in,
+//! CSRF, roles, separation of duties, and decisions that happen once.
+
+use countersign::domain::principal::Role;
+use reqwest::StatusCode;
+
+use crate::helpers::{PASSWORD, TestApp, location};
+
+#[tokio::test]
+async fn pages_need_a_session_and_sign_in_needs_the_right_password() {
+    let app = TestApp::spawn("sqlite").await;
+    app.user("rev", Role::Reviewer).await;
+    let browser = app.browser();
+    let r = browser.get("/").await;
+    assert_eq!((r.status(), location(&r)), (StatusCode::FOUND, "/login".to_owned()));
+    let r = browser.login("rev", "not the password at all").await;
+    assert_eq!(location(&r), "/login?error=invalid_credentials");
+    let r = browser.login("nobody", PASSWORD).await;
+    assert_eq!(location(&r), "/login?error=invalid_credentials");
+    assert_eq!(browser.get("/").await.status(), StatusCode::FOUND);
+    let r = browser.login("rev", PASSWORD).await;
+    assert_eq!(location(&r), "/");
+    let queue = browser.page("/").await;
+    assert!(queue.contains("data-testid=\"queue-empty\""));
+    assert!(queue.contains("data-testid=\"logout\""));
+}
+
+#[tokio::test]
+async fn forms_without_the_session_csrf_token_change_nothing() {
+    let app = TestApp::spawn("sqlite").await;
+    app.user("rev", Role::Reviewer).await;
+    let agent = app.agent_token("a1").await;
+    let id = app.propose_ok(&agent, "a1").await;
+    let browser = app.browser();
+    browser.csrf("/login").await;
+    let r = browser
+        .post_form("/fn/login", "/login", &[("csrf_token", "forged"), ("username", "rev"), ("password", PASSWORD)])
+        .await;
+    assert_eq!(location(&r), "/login?error=csrf");
+    browser.login("rev", PASSWORD).await;
+    let page = format!("/proposals/{id}");
+    let r = browser
+        .post_form("/fn/decide_proposal", &page, &[("csrf_token", ""), ("id", &id), ("verdict", "approved")])
+        .await;
+    assert_eq!(location(&r), format!("{page}?error=csrf"));
+    let (_, polled) = app.poll(&agent, &id).await;
+    assert_eq!(polled["proposal"]["status"], "pending");
+}
+
+#[tokio::test]
+async fn compliance_officers_read_but_cannot_decide() {
+    let app = TestApp::spawn("sqlite").await;
+    app.user("auditor", Role::Compliance).await;
+    let agent = app.agent_token("a1").await;
+    let id = app.propose_ok(&agent, "a1").await;
+    let browser = app.browser();
+    browser.login("auditor", PASSWORD).await;
+    let detail = browser.page(&format!("/proposals/{id}")).await;
+    assert!(detail.contains("The customer asked for it in ticket 42."));
+    assert!(!detail.contains("data-testid=\"approve\""));
+    let r = browser.decide(&id, "approved", None).await;
+    assert_eq!(location(&r), format!("/proposals/{id}?error=role"));
+    assert_eq!(app.poll(&agent, &id).await.1["proposal"]["status"], "pending");
+}
+
+#[tokio::test]
+async fn nobody_approves_their_own_proposal() {
+    let app = TestApp::spawn("sqlite").await;
+    // A person whose account shares the agent's name is the proposer.
+    app.user("ops-bot", Role::Admin).await;
+    let agent = app.agent_token("ops-bot").await;
+    let id = app.propose_ok(&agent, "ops-bot").await;
+    let browser = app.browser();
+    browser.login("ops-bot", PASSWORD).await;
+    let detail = browser.page(&format!("/proposals/{id}")).await;
+    assert!(detail.contains("data-testid=\"cannot-decide\""));
+    assert!(!detail.contains("data-testid=\"approve\""));
+    let r = browser.decide(&id, "approved", None).await;
+    assert_eq!(location(&r), format!("/proposals/{id}?error=own_proposal"));
+    assert_eq!(app.poll(&agent, &id).await.1["proposal"]["status"], "pending");
+}
+
+#[tokio::test]
+async fn a_second_decision_gets_a_clear_message_not_a_second_decision() {
+    let app = TestApp::spawn("sqlite").await;
+    app.user("rev1", Role::Reviewer).await;
+    app.user("rev2", Role::Reviewer).await;
+    let agent = app.agent_token("a1").await;
+    let id = app.propose_ok(&agent, "a1").await;
+    let first = app.browser();
+    let second = app.browser();
+    first.login("rev1", PASSWORD).await;
+    second.login("rev2", PASSWORD).await;
+    // Both have the page open with its forms.
+    let page = format!("/proposals/{id}");
+    let csrf2 = second.csrf(&page).await;
+    assert_eq!(location(&first.decide(&id, "approved", None).await), format!("{page}?notice=approved"));
+    let r = second
+        .post_form(
+            "/fn/decide_proposal",
+            &page,
+            &[("csrf_token", &csrf2), ("id", &id), ("verdict", "rejected"), ("reason", "too late")],
+        )
+        .await;
+    assert_eq!(location(&r), format!("{page}?error=already_decided"));
+    let html = second.page(&format!("{page}?error=already_decided")).await;
+    assert!(html.contains("data-testid=\"flash-error\""));
+    let polled = app.poll(&agent, &id).await.1;
+    assert_eq!(polled["proposal"]["status"], "approved");
+    assert_eq!(polled["proposal"]["review"]["decided_by"], "rev1");
+}
+
+#[tokio::test]
+async fn sign_out_ends_the_session() {
+    let app = TestApp::spawn("sqlite").await;
+    app.user("rev", Role::Reviewer).await;
+    let browser = app.browser();
+    browser.login("rev", PASSWORD).await;
+    let csrf = browser.csrf("/").await;
+    let r = browser.post_form("/fn/logout", "/", &[("csrf_token", &csrf)]).await;
+    assert_eq!(location(&r), "/login?notice=signed_out");
+    assert_eq!(location(&browser.get("/").await), "/login");
+}
+
+#[tokio::test]
+async fn unknown_pages_are_404() {
+    let app = TestApp::spawn("sqlite").await;
+    assert_eq!(app.browser().get("/no/such/page").await.status(), StatusCode::NOT_FOUND);
+}
