@@ -13,8 +13,8 @@ use countersign::domain::principal::{ActorKind, Role, TokenKind};
 use countersign::domain::proposal::{AuthorizationState, ToolProposal};
 use countersign::domain::routing::route_by_default;
 use countersign::storage::{
-    self, AuditEntry, Conflict, DynStore, NewDecision, NewLease, NewProposal, NewReport, NewToken, StorageError,
-    Submitted, UserRecord,
+    self, AuditEntry, Conflict, DynStore, NewDecision, NewLease, NewProposal, NewReport, NewToken,
+    StorageError, Submitted, UserRecord,
 };
 use serde_json::{Value, json};
 use time::{Duration, OffsetDateTime};
@@ -31,7 +31,11 @@ async fn db(backend: &str) -> Db {
     let (store, _) = storage::connect(&url)
         .await
         .unwrap_or_else(|e| panic!("cannot open {backend} test database {url}: {e}"));
-    Db { store, url, _dir: dir }
+    Db {
+        store,
+        url,
+        _dir: dir,
+    }
 }
 
 fn new_proposal(agent: &str, body: &Value) -> NewProposal {
@@ -49,7 +53,10 @@ fn new_proposal(agent: &str, body: &Value) -> NewProposal {
 }
 
 async fn submit(store: &DynStore, agent: &str) -> Uuid {
-    match store.submit_proposal(&new_proposal(agent, &common::proposal_body(agent))).await {
+    match store
+        .submit_proposal(&new_proposal(agent, &common::proposal_body(agent)))
+        .await
+    {
         Ok(Submitted::Created(p)) => p.id,
         other => panic!("expected a new proposal, got {other:?}"),
     }
@@ -66,7 +73,10 @@ async fn approve(store: &DynStore, id: Uuid, reviewer: &str) -> Result<Uuid, Sto
             reviewer: reviewer.into(),
             reason: None,
             now,
-            command: Some((command_id, CommandSpec::for_approved(&p.contract, &p.request_hash, reviewer, now))),
+            command: Some((
+                command_id,
+                CommandSpec::for_approved(&p.contract, &p.request_hash, reviewer, now),
+            )),
         })
         .await?;
     Ok(command_id)
@@ -106,15 +116,25 @@ async fn actions(store: &DynStore, subject_type: &str, id: Uuid) -> Vec<&'static
 async fn submission_is_idempotent_per_agent_and_body(backend: &str) {
     let db = db(backend).await;
     let body = common::proposal_body("agent-a");
-    let first = db.store.submit_proposal(&new_proposal("agent-a", &body)).await.expect("first");
-    let Submitted::Created(original) = first else { panic!("first submission must create") };
+    let first = db
+        .store
+        .submit_proposal(&new_proposal("agent-a", &body))
+        .await
+        .expect("first");
+    let Submitted::Created(original) = first else {
+        panic!("first submission must create")
+    };
     assert_eq!(original.status, ProposalStatus::Pending);
     assert_eq!(original.authorization_state, AuthorizationState::None);
 
     // The same request again, even with a new timestamp, returns the original.
     let mut retry = body.clone();
     retry["timestamp"] = json!("2026-11-22T10:05:00Z");
-    match db.store.submit_proposal(&new_proposal("agent-a", &retry)).await {
+    match db
+        .store
+        .submit_proposal(&new_proposal("agent-a", &retry))
+        .await
+    {
         Ok(Submitted::Replayed(p)) => assert_eq!(p.id, original.id),
         other => panic!("expected a replay, got {other:?}"),
     }
@@ -122,7 +142,11 @@ async fn submission_is_idempotent_per_agent_and_body(backend: &str) {
     // The same key with a different body is refused.
     let mut changed = body.clone();
     changed["parameters"]["email"] = json!("other@example.com");
-    match db.store.submit_proposal(&new_proposal("agent-a", &changed)).await {
+    match db
+        .store
+        .submit_proposal(&new_proposal("agent-a", &changed))
+        .await
+    {
         Err(StorageError::Conflict(Conflict::IdempotencyKeyReused)) => {}
         other => panic!("expected idempotency_key_reused, got {other:?}"),
     }
@@ -130,7 +154,11 @@ async fn submission_is_idempotent_per_agent_and_body(backend: &str) {
     // The same proposal id under another key is a conflict, and nothing was written twice.
     let mut same_id = common::proposal_body("agent-a");
     same_id["proposal_id"] = body["proposal_id"].clone();
-    match db.store.submit_proposal(&new_proposal("agent-a", &same_id)).await {
+    match db
+        .store
+        .submit_proposal(&new_proposal("agent-a", &same_id))
+        .await
+    {
         Err(StorageError::Conflict(Conflict::ProposalIdTaken)) => {}
         other => panic!("expected proposal id conflict, got {other:?}"),
     }
@@ -139,10 +167,15 @@ async fn submission_is_idempotent_per_agent_and_body(backend: &str) {
     let mut other_agent = common::proposal_body("agent-b");
     other_agent["idempotency_key"] = body["idempotency_key"].clone();
     assert!(matches!(
-        db.store.submit_proposal(&new_proposal("agent-b", &other_agent)).await,
+        db.store
+            .submit_proposal(&new_proposal("agent-b", &other_agent))
+            .await,
         Ok(Submitted::Created(_))
     ));
-    assert_eq!(actions(&db.store, "proposal", original.id).await, ["proposal.submitted"]);
+    assert_eq!(
+        actions(&db.store, "proposal", original.id).await,
+        ["proposal.submitted"]
+    );
 }
 
 async fn approval_confirms_queues_and_audits_in_one_go(backend: &str) {
@@ -153,14 +186,35 @@ async fn approval_confirms_queues_and_audits_in_one_go(backend: &str) {
     assert_eq!(p.status, ProposalStatus::Approved);
     assert_eq!(p.authorization_state, AuthorizationState::Confirmed);
     let review = p.review.expect("review recorded");
-    assert_eq!((review.verdict, review.decided_by.as_str()), (Verdict::Approved, "rev"));
-    let command = db.store.command_for_proposal(id).await.expect("read").expect("queued");
-    assert_eq!((command.id, command.status), (command_id, CommandStatus::Queued));
+    assert_eq!(
+        (review.verdict, review.decided_by.as_str()),
+        (Verdict::Approved, "rev")
+    );
+    let command = db
+        .store
+        .command_for_proposal(id)
+        .await
+        .expect("read")
+        .expect("queued");
+    assert_eq!(
+        (command.id, command.status),
+        (command_id, CommandStatus::Queued)
+    );
     assert_eq!(command.spec.parameters["email"], "new@example.com");
     assert_eq!(command.spec.request_hash_sha256, p.request_hash);
-    assert_eq!(actions(&db.store, "proposal", id).await, ["proposal.submitted", "proposal.approved"]);
-    assert_eq!(actions(&db.store, "command", command_id).await, ["command.queued"]);
-    let audit = db.store.audit_for_subject("proposal", &id.to_string()).await.expect("audit");
+    assert_eq!(
+        actions(&db.store, "proposal", id).await,
+        ["proposal.submitted", "proposal.approved"]
+    );
+    assert_eq!(
+        actions(&db.store, "command", command_id).await,
+        ["command.queued"]
+    );
+    let audit = db
+        .store
+        .audit_for_subject("proposal", &id.to_string())
+        .await
+        .expect("audit");
     assert_eq!(audit[1].entry.before_status.as_deref(), Some("pending"));
     assert_eq!(audit[1].entry.after_status.as_deref(), Some("approved"));
     assert_eq!(audit[1].entry.actor, "rev");
@@ -185,10 +239,16 @@ async fn a_decided_proposal_is_never_decided_again(backend: &str) {
             command: None,
         })
         .await;
-    assert!(matches!(reject, Err(StorageError::Conflict(Conflict::AlreadyDecided(_)))));
+    assert!(matches!(
+        reject,
+        Err(StorageError::Conflict(Conflict::AlreadyDecided(_)))
+    ));
     let p = db.store.proposal(id).await.expect("read").expect("exists");
     assert_eq!(p.review.expect("review").decided_by, "rev");
-    assert_eq!(actions(&db.store, "proposal", id).await, ["proposal.submitted", "proposal.approved"]);
+    assert_eq!(
+        actions(&db.store, "proposal", id).await,
+        ["proposal.submitted", "proposal.approved"]
+    );
 }
 
 async fn concurrent_reviewers_produce_one_decision_and_one_command(backend: &str) {
@@ -197,7 +257,9 @@ async fn concurrent_reviewers_produce_one_decision_and_one_command(backend: &str
     let mut tasks = Vec::new();
     for i in 0..8 {
         let store = Arc::clone(&db.store);
-        tasks.push(tokio::spawn(async move { approve(&store, id, &format!("rev{i}")).await }));
+        tasks.push(tokio::spawn(async move {
+            approve(&store, id, &format!("rev{i}")).await
+        }));
     }
     let mut won = 0;
     for t in tasks {
@@ -208,9 +270,19 @@ async fn concurrent_reviewers_produce_one_decision_and_one_command(backend: &str
         }
     }
     assert_eq!(won, 1);
-    let approvals = actions(&db.store, "proposal", id).await.iter().filter(|a| **a == "proposal.approved").count();
+    let approvals = actions(&db.store, "proposal", id)
+        .await
+        .iter()
+        .filter(|a| **a == "proposal.approved")
+        .count();
     assert_eq!(approvals, 1);
-    assert!(db.store.command_for_proposal(id).await.expect("read").is_some());
+    assert!(
+        db.store
+            .command_for_proposal(id)
+            .await
+            .expect("read")
+            .is_some()
+    );
 }
 
 async fn rejection_records_the_reason_and_queues_nothing(backend: &str) {
@@ -230,38 +302,88 @@ async fn rejection_records_the_reason_and_queues_nothing(backend: &str) {
         .expect("reject");
     assert_eq!(p.status, ProposalStatus::Rejected);
     assert_eq!(p.authorization_state, AuthorizationState::None);
-    assert_eq!(p.review.expect("review").reason.as_deref(), Some("wrong customer"));
-    assert!(db.store.command_for_proposal(id).await.expect("read").is_none());
-    assert!(db.store.lease_command(&lease("exec", "t", Duration::minutes(1))).await.expect("lease").is_none());
+    assert_eq!(
+        p.review.expect("review").reason.as_deref(),
+        Some("wrong customer")
+    );
+    assert!(
+        db.store
+            .command_for_proposal(id)
+            .await
+            .expect("read")
+            .is_none()
+    );
+    assert!(
+        db.store
+            .lease_command(&lease("exec", "t", Duration::minutes(1)))
+            .await
+            .expect("lease")
+            .is_none()
+    );
 }
 
 async fn leases_are_exclusive_and_reports_need_the_current_token(backend: &str) {
     let db = db(backend).await;
-    assert!(db.store.lease_command(&lease("exec", "t0", Duration::minutes(1))).await.expect("lease").is_none());
+    assert!(
+        db.store
+            .lease_command(&lease("exec", "t0", Duration::minutes(1)))
+            .await
+            .expect("lease")
+            .is_none()
+    );
     let id = submit(&db.store, "agent-a").await;
     let command_id = approve(&db.store, id, "rev").await.expect("approve");
 
-    let leased = db.store.lease_command(&lease("exec", "t1", Duration::minutes(1))).await.expect("lease");
+    let leased = db
+        .store
+        .lease_command(&lease("exec", "t1", Duration::minutes(1)))
+        .await
+        .expect("lease");
     let leased = leased.expect("a command");
-    assert_eq!((leased.id, leased.status, leased.attempts), (command_id, CommandStatus::Leased, 1));
+    assert_eq!(
+        (leased.id, leased.status, leased.attempts),
+        (command_id, CommandStatus::Leased, 1)
+    );
     assert_eq!(leased.leased_by.as_deref(), Some("exec"));
     // Held: nobody else gets it.
-    assert!(db.store.lease_command(&lease("exec2", "t2", Duration::minutes(1))).await.expect("lease").is_none());
+    assert!(
+        db.store
+            .lease_command(&lease("exec2", "t2", Duration::minutes(1)))
+            .await
+            .expect("lease")
+            .is_none()
+    );
 
-    match db.store.report_command(&report(command_id, "wrong", Outcome::Succeeded)).await {
+    match db
+        .store
+        .report_command(&report(command_id, "wrong", Outcome::Succeeded))
+        .await
+    {
         Err(StorageError::Conflict(Conflict::LeaseTokenMismatch)) => {}
         other => panic!("expected lease mismatch, got {other:?}"),
     }
-    let done = db.store.report_command(&report(command_id, "t1", Outcome::Succeeded)).await.expect("report");
+    let done = db
+        .store
+        .report_command(&report(command_id, "t1", Outcome::Succeeded))
+        .await
+        .expect("report");
     assert_eq!(done.status, CommandStatus::Succeeded);
     assert_eq!(done.result, Some(json!({"ok": true})));
     let p = db.store.proposal(id).await.expect("read").expect("exists");
     assert_eq!(p.status, ProposalStatus::Succeeded);
-    match db.store.report_command(&report(command_id, "t1", Outcome::Failed)).await {
+    match db
+        .store
+        .report_command(&report(command_id, "t1", Outcome::Failed))
+        .await
+    {
         Err(StorageError::Conflict(Conflict::CommandNotLeased(CommandStatus::Succeeded))) => {}
         other => panic!("expected not leased, got {other:?}"),
     }
-    match db.store.report_command(&report(Uuid::now_v7(), "t1", Outcome::Failed)).await {
+    match db
+        .store
+        .report_command(&report(Uuid::now_v7(), "t1", Outcome::Failed))
+        .await
+    {
         Err(StorageError::NotFound) => {}
         other => panic!("expected not found, got {other:?}"),
     }
@@ -271,7 +393,11 @@ async fn leases_are_exclusive_and_reports_need_the_current_token(backend: &str) 
     );
     assert_eq!(
         actions(&db.store, "proposal", id).await,
-        ["proposal.submitted", "proposal.approved", "proposal.succeeded"]
+        [
+            "proposal.submitted",
+            "proposal.approved",
+            "proposal.succeeded"
+        ]
     );
 }
 
@@ -279,27 +405,58 @@ async fn failures_are_recorded_on_command_and_proposal(backend: &str) {
     let db = db(backend).await;
     let id = submit(&db.store, "agent-a").await;
     let command_id = approve(&db.store, id, "rev").await.expect("approve");
-    db.store.lease_command(&lease("exec", "t", Duration::minutes(1))).await.expect("lease").expect("command");
-    let failed = db.store.report_command(&report(command_id, "t", Outcome::Failed)).await.expect("report");
+    db.store
+        .lease_command(&lease("exec", "t", Duration::minutes(1)))
+        .await
+        .expect("lease")
+        .expect("command");
+    let failed = db
+        .store
+        .report_command(&report(command_id, "t", Outcome::Failed))
+        .await
+        .expect("report");
     assert_eq!(failed.status, CommandStatus::Failed);
     assert_eq!(failed.error, Some(json!({"ok": false})));
-    assert_eq!(db.store.proposal(id).await.expect("read").expect("exists").status, ProposalStatus::Failed);
+    assert_eq!(
+        db.store
+            .proposal(id)
+            .await
+            .expect("read")
+            .expect("exists")
+            .status,
+        ProposalStatus::Failed
+    );
 }
 
 async fn an_expired_lease_is_taken_over_and_fences_the_old_holder(backend: &str) {
     let db = db(backend).await;
     let id = submit(&db.store, "agent-a").await;
     let command_id = approve(&db.store, id, "rev").await.expect("approve");
-    let first = db.store.lease_command(&lease("slow", "old", -Duration::seconds(1))).await.expect("lease");
+    let first = db
+        .store
+        .lease_command(&lease("slow", "old", -Duration::seconds(1)))
+        .await
+        .expect("lease");
     assert_eq!(first.expect("command").attempts, 1);
-    let second = db.store.lease_command(&lease("fast", "new", Duration::minutes(1))).await.expect("lease");
+    let second = db
+        .store
+        .lease_command(&lease("fast", "new", Duration::minutes(1)))
+        .await
+        .expect("lease");
     let second = second.expect("expired lease is re-leased");
     assert_eq!((second.id, second.attempts), (command_id, 2));
-    match db.store.report_command(&report(command_id, "old", Outcome::Succeeded)).await {
+    match db
+        .store
+        .report_command(&report(command_id, "old", Outcome::Succeeded))
+        .await
+    {
         Err(StorageError::Conflict(Conflict::LeaseTokenMismatch)) => {}
         other => panic!("the old holder must be fenced off, got {other:?}"),
     }
-    db.store.report_command(&report(command_id, "new", Outcome::Succeeded)).await.expect("current holder reports");
+    db.store
+        .report_command(&report(command_id, "new", Outcome::Succeeded))
+        .await
+        .expect("current holder reports");
 }
 
 async fn concurrent_executors_never_share_a_command(backend: &str) {
@@ -312,7 +469,13 @@ async fn concurrent_executors_never_share_a_command(backend: &str) {
     for i in 0..12 {
         let store = Arc::clone(&db.store);
         tasks.push(tokio::spawn(async move {
-            store.lease_command(&lease(&format!("exec{i}"), &format!("tok{i}"), Duration::minutes(1))).await
+            store
+                .lease_command(&lease(
+                    &format!("exec{i}"),
+                    &format!("tok{i}"),
+                    Duration::minutes(1),
+                ))
+                .await
         }));
     }
     let mut leased = Vec::new();
@@ -365,19 +528,46 @@ async fn users_and_tokens_round_trip(backend: &str) {
         disabled: false,
     };
     db.store.insert_user(&user, &audit).await.expect("insert");
-    let again = UserRecord { id: Uuid::now_v7(), ..user.clone() };
+    let again = UserRecord {
+        id: Uuid::now_v7(),
+        ..user.clone()
+    };
     assert!(matches!(
         db.store.insert_user(&again, &audit).await,
         Err(StorageError::Conflict(Conflict::UsernameTaken))
     ));
-    let read = db.store.user_by_username("rev").await.expect("read").expect("exists");
+    let read = db
+        .store
+        .user_by_username("rev")
+        .await
+        .expect("read")
+        .expect("exists");
     assert_eq!((read.id, read.role), (user.id, Role::Reviewer));
-    assert!(db.store.user_by_username("nobody").await.expect("read").is_none());
+    assert!(
+        db.store
+            .user_by_username("nobody")
+            .await
+            .expect("read")
+            .is_none()
+    );
 
-    let token = NewToken { id: Uuid::now_v7(), kind: TokenKind::Executor, name: "n8n".into(), token_hash: "h1".into() };
+    let token = NewToken {
+        id: Uuid::now_v7(),
+        kind: TokenKind::Executor,
+        name: "n8n".into(),
+        token_hash: "h1".into(),
+    };
     db.store.insert_token(&token, &audit).await.expect("token");
-    let found = db.store.token_by_hash("h1").await.expect("read").expect("exists");
-    assert_eq!((found.kind, found.name.as_str(), found.revoked), (TokenKind::Executor, "n8n", false));
+    let found = db
+        .store
+        .token_by_hash("h1")
+        .await
+        .expect("read")
+        .expect("exists");
+    assert_eq!(
+        (found.kind, found.name.as_str(), found.revoked),
+        (TokenKind::Executor, "n8n", false)
+    );
     assert!(db.store.token_by_hash("h2").await.expect("read").is_none());
 }
 
@@ -388,12 +578,16 @@ async fn the_audit_trail_refuses_updates_and_deletes(backend: &str) {
     let delete = "delete from audit_events";
     match backend {
         "sqlite" => {
-            let mut conn = <sqlx::SqliteConnection as sqlx::Connection>::connect(&db.url).await.expect("connect");
+            let mut conn = <sqlx::SqliteConnection as sqlx::Connection>::connect(&db.url)
+                .await
+                .expect("connect");
             assert!(sqlx::query(update).execute(&mut conn).await.is_err());
             assert!(sqlx::query(delete).execute(&mut conn).await.is_err());
         }
         _ => {
-            let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(&db.url).await.expect("connect");
+            let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(&db.url)
+                .await
+                .expect("connect");
             assert!(sqlx::query(update).execute(&mut conn).await.is_err());
             assert!(sqlx::query(delete).execute(&mut conn).await.is_err());
         }
@@ -404,7 +598,14 @@ async fn migrations_run_twice_without_harm(backend: &str) {
     let db = db(backend).await;
     submit(&db.store, "agent-a").await;
     let (again, _) = storage::connect(&db.url).await.expect("reconnect");
-    assert_eq!(again.proposals_by_status(ProposalStatus::Pending, 10).await.expect("list").len(), 1);
+    assert_eq!(
+        again
+            .proposals_by_status(ProposalStatus::Pending, 10)
+            .await
+            .expect("list")
+            .len(),
+        1
+    );
 }
 
 macro_rules! on_both_backends {

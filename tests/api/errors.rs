@@ -13,12 +13,19 @@ async fn error_of(r: reqwest::Response) -> (StatusCode, Value) {
     let status = r.status();
     let body: Value = r.json().await.expect("errors are JSON");
     let e = &body["error"];
-    assert!(e["code"].is_string() && e["message"].is_string() && e["details"].is_array(), "error shape: {body}");
+    assert!(
+        e["code"].is_string() && e["message"].is_string() && e["details"].is_array(),
+        "error shape: {body}"
+    );
     (status, body)
 }
 
 async fn nothing_stored(app: &TestApp) {
-    let pending = app.store.proposals_by_status(ProposalStatus::Pending, 10).await.expect("list");
+    let pending = app
+        .store
+        .proposals_by_status(ProposalStatus::Pending, 10)
+        .await
+        .expect("list");
     assert!(pending.is_empty(), "a rejected request wrote a proposal");
 }
 
@@ -35,9 +42,18 @@ fn fields(body: &Value) -> Vec<String> {
 async fn missing_or_bad_tokens_are_401_and_wrong_kinds_403() {
     let app = TestApp::spawn("sqlite").await;
     let body = common::proposal_body("a1");
-    let r = app.client.post(app.url("/api/v1/proposals")).json(&body).send().await.expect("send");
+    let r = app
+        .client
+        .post(app.url("/api/v1/proposals"))
+        .json(&body)
+        .send()
+        .await
+        .expect("send");
     let (status, e) = error_of(r).await;
-    assert_eq!((status, e["error"]["code"].as_str()), (StatusCode::UNAUTHORIZED, Some("unauthenticated")));
+    assert_eq!(
+        (status, e["error"]["code"].as_str()),
+        (StatusCode::UNAUTHORIZED, Some("unauthenticated"))
+    );
     let (status, _) = error_of(app.propose("csa_not-a-real-token", &body).await).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     let executor = app.executor_token("x1").await;
@@ -61,14 +77,38 @@ async fn malformed_json_is_400_wrong_media_type_415_oversized_413() {
             .body(body)
             .send()
     };
-    let (status, e) = error_of(send(b"{\"proposal_id\": ".to_vec(), "application/json").await.expect("send")).await;
-    assert_eq!((status, e["error"]["code"].as_str()), (StatusCode::BAD_REQUEST, Some("malformed_json")));
-    let (status, _) = error_of(send(b"proposal_id=1".to_vec(), "application/x-www-form-urlencoded").await.expect("send")).await;
+    let (status, e) = error_of(
+        send(b"{\"proposal_id\": ".to_vec(), "application/json")
+            .await
+            .expect("send"),
+    )
+    .await;
+    assert_eq!(
+        (status, e["error"]["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("malformed_json"))
+    );
+    let (status, _) = error_of(
+        send(
+            b"proposal_id=1".to_vec(),
+            "application/x-www-form-urlencoded",
+        )
+        .await
+        .expect("send"),
+    )
+    .await;
     assert_eq!(status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
     let mut big = common::proposal_body("a1");
     big["parameters"]["blob"] = json!("x".repeat(MAX_BODY_BYTES));
-    let (status, e) = error_of(send(serde_json::to_vec(&big).expect("json"), "application/json").await.expect("send")).await;
-    assert_eq!((status, e["error"]["code"].as_str()), (StatusCode::PAYLOAD_TOO_LARGE, Some("payload_too_large")));
+    let (status, e) = error_of(
+        send(serde_json::to_vec(&big).expect("json"), "application/json")
+            .await
+            .expect("send"),
+    )
+    .await;
+    assert_eq!(
+        (status, e["error"]["code"].as_str()),
+        (StatusCode::PAYLOAD_TOO_LARGE, Some("payload_too_large"))
+    );
     nothing_stored(&app).await;
 }
 
@@ -78,7 +118,9 @@ async fn contract_violations_are_422_with_every_field_listed() {
     let agent = app.agent_token("a1").await;
 
     let mut body = common::proposal_body("a1");
-    body.as_object_mut().expect("object").remove("idempotency_key");
+    body.as_object_mut()
+        .expect("object")
+        .remove("idempotency_key");
     let (status, e) = error_of(app.propose(&agent, &body).await).await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(fields(&e), ["idempotency_key"]);
@@ -96,10 +138,23 @@ async fn contract_violations_are_422_with_every_field_listed() {
     assert_eq!(e["error"]["code"], "validation_failed");
     let mut got = fields(&e);
     got.sort();
-    assert_eq!(got, ["approval_required", "authorization_state", "made_up", "risk_level", "target_refs[0].id", "tool"]);
+    assert_eq!(
+        got,
+        [
+            "approval_required",
+            "authorization_state",
+            "made_up",
+            "risk_level",
+            "target_refs[0].id",
+            "tool"
+        ]
+    );
 
     let (status, e) = error_of(app.propose(&agent, &json!([1, 2])).await).await;
-    assert_eq!((status, fields(&e)), (StatusCode::UNPROCESSABLE_ENTITY, vec![String::new()]));
+    assert_eq!(
+        (status, fields(&e)),
+        (StatusCode::UNPROCESSABLE_ENTITY, vec![String::new()])
+    );
     nothing_stored(&app).await;
 }
 
@@ -107,8 +162,15 @@ async fn contract_violations_are_422_with_every_field_listed() {
 async fn the_proposer_must_be_the_token_holder() {
     let app = TestApp::spawn("sqlite").await;
     let agent = app.agent_token("a1").await;
-    let (status, e) = error_of(app.propose(&agent, &common::proposal_body("someone-else")).await).await;
-    assert_eq!((status, e["error"]["code"].as_str()), (StatusCode::FORBIDDEN, Some("proposer_mismatch")));
+    let (status, e) = error_of(
+        app.propose(&agent, &common::proposal_body("someone-else"))
+            .await,
+    )
+    .await;
+    assert_eq!(
+        (status, e["error"]["code"].as_str()),
+        (StatusCode::FORBIDDEN, Some("proposer_mismatch"))
+    );
     nothing_stored(&app).await;
 }
 
@@ -124,18 +186,34 @@ async fn same_key_same_body_replays_and_different_body_is_refused() {
     assert_eq!(again.status(), StatusCode::OK);
     let again: Value = again.json().await.expect("json");
     assert_eq!(first["proposal"]["id"], again["proposal"]["id"]);
-    assert_eq!(first["proposal"]["created_at"], again["proposal"]["created_at"]);
+    assert_eq!(
+        first["proposal"]["created_at"],
+        again["proposal"]["created_at"]
+    );
 
     let mut changed = body.clone();
     changed["intent"]["summary"] = json!("Something else entirely");
     let (status, e) = error_of(app.propose(&agent, &changed).await).await;
-    assert_eq!((status, e["error"]["code"].as_str()), (StatusCode::UNPROCESSABLE_ENTITY, Some("idempotency_key_reused")));
+    assert_eq!(
+        (status, e["error"]["code"].as_str()),
+        (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Some("idempotency_key_reused")
+        )
+    );
 
     let mut same_id = common::proposal_body("a1");
     same_id["proposal_id"] = body["proposal_id"].clone();
     let (status, e) = error_of(app.propose(&agent, &same_id).await).await;
-    assert_eq!((status, e["error"]["code"].as_str()), (StatusCode::CONFLICT, Some("proposal_id_conflict")));
-    let pending = app.store.proposals_by_status(ProposalStatus::Pending, 10).await.expect("list");
+    assert_eq!(
+        (status, e["error"]["code"].as_str()),
+        (StatusCode::CONFLICT, Some("proposal_id_conflict"))
+    );
+    let pending = app
+        .store
+        .proposals_by_status(ProposalStatus::Pending, 10)
+        .await
+        .expect("list");
     assert_eq!(pending.len(), 1);
 }
 
@@ -147,39 +225,104 @@ async fn agents_see_only_their_own_proposals() {
     let id = app.propose_ok(&mine, "a1").await;
     assert_eq!(app.poll(&mine, &id).await.0, StatusCode::OK);
     let (status, e) = app.poll(&theirs, &id).await;
-    assert_eq!((status, e["error"]["code"].as_str()), (StatusCode::NOT_FOUND, Some("not_found")));
+    assert_eq!(
+        (status, e["error"]["code"].as_str()),
+        (StatusCode::NOT_FOUND, Some("not_found"))
+    );
     assert_eq!(app.poll(&mine, "not-a-uuid").await.0, StatusCode::NOT_FOUND);
-    assert_eq!(app.poll(&mine, &uuid::Uuid::new_v4().to_string()).await.0, StatusCode::NOT_FOUND);
+    assert_eq!(
+        app.poll(&mine, &uuid::Uuid::new_v4().to_string()).await.0,
+        StatusCode::NOT_FOUND
+    );
 }
 
 #[tokio::test]
 async fn executor_inputs_are_checked() {
     let app = TestApp::spawn("sqlite").await;
     let executor = app.executor_token("x1").await;
-    let lease = |body: Value| app.client.post(app.url("/api/v1/executor/lease")).bearer_auth(&executor).json(&body).send();
+    let lease = |body: Value| {
+        app.client
+            .post(app.url("/api/v1/executor/lease"))
+            .bearer_auth(&executor)
+            .json(&body)
+            .send()
+    };
     let (status, e) = error_of(lease(json!({"lease_seconds": 1})).await.expect("send")).await;
-    assert_eq!((status, fields(&e)), (StatusCode::UNPROCESSABLE_ENTITY, vec!["lease_seconds".to_owned()]));
+    assert_eq!(
+        (status, fields(&e)),
+        (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            vec!["lease_seconds".to_owned()]
+        )
+    );
     let (status, e) = error_of(lease(json!({"lease_seconds": "ten"})).await.expect("send")).await;
-    assert_eq!((status, fields(&e)), (StatusCode::UNPROCESSABLE_ENTITY, vec!["lease_seconds".to_owned()]));
+    assert_eq!(
+        (status, fields(&e)),
+        (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            vec!["lease_seconds".to_owned()]
+        )
+    );
     let (status, e) = error_of(lease(json!({"surprise": 1})).await.expect("send")).await;
-    assert_eq!((status, fields(&e)), (StatusCode::UNPROCESSABLE_ENTITY, vec!["surprise".to_owned()]));
-    let r = app.client.post(app.url("/api/v1/executor/lease")).bearer_auth(&executor).send().await.expect("send");
-    assert_eq!(r.status(), StatusCode::NO_CONTENT, "an empty body is an empty lease request");
+    assert_eq!(
+        (status, fields(&e)),
+        (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            vec!["surprise".to_owned()]
+        )
+    );
+    let r = app
+        .client
+        .post(app.url("/api/v1/executor/lease"))
+        .bearer_auth(&executor)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(
+        r.status(),
+        StatusCode::NO_CONTENT,
+        "an empty body is an empty lease request"
+    );
     let missing = uuid::Uuid::new_v4();
-    let (status, _) = app.report(&executor, &missing.to_string(), "complete", &json!({"lease_token": "t", "result": 1})).await;
+    let (status, _) = app
+        .report(
+            &executor,
+            &missing.to_string(),
+            "complete",
+            &json!({"lease_token": "t", "result": 1}),
+        )
+        .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
 
 #[tokio::test]
 async fn unknown_paths_and_methods_answer_in_the_error_shape() {
     let app = TestApp::spawn("sqlite").await;
-    let r = app.client.get(app.url("/api/v1/nope")).send().await.expect("send");
+    let r = app
+        .client
+        .get(app.url("/api/v1/nope"))
+        .send()
+        .await
+        .expect("send");
     let (status, _) = error_of(r).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
-    let r = app.client.delete(app.url("/api/v1/proposals")).send().await.expect("send");
+    let r = app
+        .client
+        .delete(app.url("/api/v1/proposals"))
+        .send()
+        .await
+        .expect("send");
     let (status, e) = error_of(r).await;
-    assert_eq!((status, e["error"]["code"].as_str()), (StatusCode::METHOD_NOT_ALLOWED, Some("method_not_allowed")));
-    let r = app.client.get(app.url("/healthz")).send().await.expect("send");
+    assert_eq!(
+        (status, e["error"]["code"].as_str()),
+        (StatusCode::METHOD_NOT_ALLOWED, Some("method_not_allowed"))
+    );
+    let r = app
+        .client
+        .get(app.url("/healthz"))
+        .send()
+        .await
+        .expect("send");
     assert_eq!(r.status(), StatusCode::OK);
     assert_eq!(r.json::<Value>().await.expect("json")["database"], "sqlite");
 }

@@ -31,7 +31,12 @@ impl TestApp {
         let base = format!("http://{}", app.local_addr());
         let store = app.store().clone();
         tokio::spawn(app.run_forever());
-        TestApp { base, store, client: Client::new(), _dir: dir }
+        TestApp {
+            base,
+            store,
+            client: Client::new(),
+            _dir: dir,
+        }
     }
 
     pub async fn agent_token(&self, name: &str) -> String {
@@ -51,9 +56,15 @@ impl TestApp {
     }
 
     pub async fn user(&self, name: &str, role: Role) {
-        accounts::add_user(&self.store, name, role, PASSWORD.into(), (ActorKind::System, "test"))
-            .await
-            .expect("user");
+        accounts::add_user(
+            &self.store,
+            name,
+            role,
+            PASSWORD.into(),
+            (ActorKind::System, "test"),
+        )
+        .await
+        .expect("user");
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -102,7 +113,13 @@ impl TestApp {
         (status, serde_json::from_str(&text).unwrap_or(Value::Null))
     }
 
-    pub async fn report(&self, token: &str, command_id: &str, verb: &str, body: &Value) -> (StatusCode, Value) {
+    pub async fn report(
+        &self,
+        token: &str,
+        command_id: &str,
+        verb: &str,
+        body: &Value,
+    ) -> (StatusCode, Value) {
         let r = self
             .client
             .post(self.url(&format!("/api/v1/executor/commands/{command_id}/{verb}")))
@@ -121,7 +138,10 @@ impl TestApp {
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .expect("client");
-        Browser { client, base: self.base.clone() }
+        Browser {
+            client,
+            base: self.base.clone(),
+        }
     }
 }
 
@@ -179,7 +199,11 @@ impl Browser {
         self.post_form(
             "/fn/login",
             "/login",
-            &[("csrf_token", &csrf), ("username", username), ("password", password)],
+            &[
+                ("csrf_token", &csrf),
+                ("username", username),
+                ("password", password),
+            ],
         )
         .await
     }
@@ -187,7 +211,11 @@ impl Browser {
     pub async fn decide(&self, id: &str, verdict: &str, reason: Option<&str>) -> Response {
         let page = format!("/proposals/{id}");
         let csrf = self.csrf(&page).await;
-        let mut form = vec![("csrf_token", csrf.as_str()), ("id", id), ("verdict", verdict)];
+        let mut form = vec![
+            ("csrf_token", csrf.as_str()),
+            ("id", id),
+            ("verdict", verdict),
+        ];
         if let Some(r) = reason {
             form.push(("reason", r));
         }

@@ -33,13 +33,22 @@ async fn the_whole_loop(backend: &str) {
 
     let browser = app.browser();
     let r = browser.login("rev", PASSWORD).await;
-    assert_eq!((r.status(), location(&r)), (StatusCode::FOUND, "/".to_owned()));
+    assert_eq!(
+        (r.status(), location(&r)),
+        (StatusCode::FOUND, "/".to_owned())
+    );
     let queue = browser.page("/").await;
     assert!(queue.contains(&format!("data-proposal-id=\"{id}\"")));
-    assert!(queue.contains("Update the contact&#x27;s email") || queue.contains("Update the contact's email"));
+    assert!(
+        queue.contains("Update the contact&#x27;s email")
+            || queue.contains("Update the contact's email")
+    );
     let r = browser.decide(&id, "approved", None).await;
     assert_eq!(location(&r), format!("/proposals/{id}?notice=approved"));
-    assert!(!browser.page("/").await.contains(&id), "decided proposals leave the queue");
+    assert!(
+        !browser.page("/").await.contains(&id),
+        "decided proposals leave the queue"
+    );
 
     let (status, polled) = app.poll(&agent, &id).await;
     assert_eq!(status, StatusCode::OK);
@@ -57,21 +66,41 @@ async fn the_whole_loop(backend: &str) {
     assert_eq!(command["idempotency_key"], body["idempotency_key"]);
     assert_eq!(command["authorization_state"], "confirmed");
     let text = leased.to_string();
-    assert!(!text.contains("ticket 42") && !text.contains("Update the contact"), "executors never see intent");
-    let lease_token = leased["lease_token"].as_str().expect("lease token").to_owned();
+    assert!(
+        !text.contains("ticket 42") && !text.contains("Update the contact"),
+        "executors never see intent"
+    );
+    let lease_token = leased["lease_token"]
+        .as_str()
+        .expect("lease token")
+        .to_owned();
     assert!(leased["lease_expires_at"].as_str().is_some());
 
     let (status, _) = app
-        .report(&executor, command["id"].as_str().expect("id"), "complete", &json!({"lease_token": lease_token, "result": {"updated": true}}))
+        .report(
+            &executor,
+            command["id"].as_str().expect("id"),
+            "complete",
+            &json!({"lease_token": lease_token, "result": {"updated": true}}),
+        )
         .await;
     assert_eq!(status, StatusCode::OK);
     let (_, polled) = app.poll(&agent, &id).await;
     assert_eq!(polled["proposal"]["status"], "succeeded");
-    assert_eq!(polled["proposal"]["execution"]["result"], json!({"updated": true}));
+    assert_eq!(
+        polled["proposal"]["execution"]["result"],
+        json!({"updated": true})
+    );
 
     // The reviewer's page shows the whole story.
     let detail = browser.page(&format!("/proposals/{id}")).await;
-    for action in ["proposal.submitted", "proposal.approved", "command.queued", "command.leased", "command.succeeded"] {
+    for action in [
+        "proposal.submitted",
+        "proposal.approved",
+        "command.queued",
+        "command.leased",
+        "command.succeeded",
+    ] {
         assert!(detail.contains(action), "audit trail shows {action}");
     }
 }
@@ -96,8 +125,13 @@ async fn rejection_reaches_the_agent_with_its_reason() {
     let browser = app.browser();
     browser.login("rev", PASSWORD).await;
     let r = browser.decide(&id, "rejected", Some("")).await;
-    assert_eq!(location(&r), format!("/proposals/{id}?error=reason_required"));
-    let r = browser.decide(&id, "rejected", Some("Wrong customer")).await;
+    assert_eq!(
+        location(&r),
+        format!("/proposals/{id}?error=reason_required")
+    );
+    let r = browser
+        .decide(&id, "rejected", Some("Wrong customer"))
+        .await;
     assert_eq!(location(&r), format!("/proposals/{id}?notice=rejected"));
     let (_, polled) = app.poll(&agent, &id).await;
     assert_eq!(polled["proposal"]["status"], "rejected");
@@ -120,18 +154,53 @@ async fn executor_failures_reach_the_agent_and_stale_reports_are_refused() {
     let command_id = leased["command"]["id"].as_str().expect("id").to_owned();
     let token = leased["lease_token"].as_str().expect("token").to_owned();
 
-    let (status, body) = app.report(&executor, &command_id, "fail", &json!({"lease_token": "csl_wrong", "error": "x"})).await;
-    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::CONFLICT, Some("lease_token_mismatch")));
-    let (status, body) = app.report(&executor, &command_id, "fail", &json!({"lease_token": token})).await;
+    let (status, body) = app
+        .report(
+            &executor,
+            &command_id,
+            "fail",
+            &json!({"lease_token": "csl_wrong", "error": "x"}),
+        )
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (StatusCode::CONFLICT, Some("lease_token_mismatch"))
+    );
+    let (status, body) = app
+        .report(
+            &executor,
+            &command_id,
+            "fail",
+            &json!({"lease_token": token}),
+        )
+        .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(body["error"]["details"][0]["field"], "error");
     let (status, _) = app
-        .report(&executor, &command_id, "fail", &json!({"lease_token": token, "error": {"message": "CRM timed out"}}))
+        .report(
+            &executor,
+            &command_id,
+            "fail",
+            &json!({"lease_token": token, "error": {"message": "CRM timed out"}}),
+        )
         .await;
     assert_eq!(status, StatusCode::OK);
-    let (status, body) = app.report(&executor, &command_id, "complete", &json!({"lease_token": token, "result": {}})).await;
-    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::CONFLICT, Some("command_not_leased")));
+    let (status, body) = app
+        .report(
+            &executor,
+            &command_id,
+            "complete",
+            &json!({"lease_token": token, "result": {}}),
+        )
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (StatusCode::CONFLICT, Some("command_not_leased"))
+    );
     let (_, polled) = app.poll(&agent, &id).await;
     assert_eq!(polled["proposal"]["status"], "failed");
-    assert_eq!(polled["proposal"]["execution"]["error"]["message"], "CRM timed out");
+    assert_eq!(
+        polled["proposal"]["execution"]["error"]["message"],
+        "CRM timed out"
+    );
 }

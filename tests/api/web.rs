@@ -12,7 +12,10 @@ async fn pages_need_a_session_and_sign_in_needs_the_right_password() {
     app.user("rev", Role::Reviewer).await;
     let browser = app.browser();
     let r = browser.get("/").await;
-    assert_eq!((r.status(), location(&r)), (StatusCode::FOUND, "/login".to_owned()));
+    assert_eq!(
+        (r.status(), location(&r)),
+        (StatusCode::FOUND, "/login".to_owned())
+    );
     let r = browser.login("rev", "not the password at all").await;
     assert_eq!(location(&r), "/login?error=invalid_credentials");
     let r = browser.login("nobody", PASSWORD).await;
@@ -34,13 +37,25 @@ async fn forms_without_the_session_csrf_token_change_nothing() {
     let browser = app.browser();
     browser.csrf("/login").await;
     let r = browser
-        .post_form("/fn/login", "/login", &[("csrf_token", "forged"), ("username", "rev"), ("password", PASSWORD)])
+        .post_form(
+            "/fn/login",
+            "/login",
+            &[
+                ("csrf_token", "forged"),
+                ("username", "rev"),
+                ("password", PASSWORD),
+            ],
+        )
         .await;
     assert_eq!(location(&r), "/login?error=csrf");
     browser.login("rev", PASSWORD).await;
     let page = format!("/proposals/{id}");
     let r = browser
-        .post_form("/fn/decide_proposal", &page, &[("csrf_token", ""), ("id", &id), ("verdict", "approved")])
+        .post_form(
+            "/fn/decide_proposal",
+            &page,
+            &[("csrf_token", ""), ("id", &id), ("verdict", "approved")],
+        )
         .await;
     assert_eq!(location(&r), format!("{page}?error=csrf"));
     let (_, polled) = app.poll(&agent, &id).await;
@@ -60,7 +75,10 @@ async fn compliance_officers_read_but_cannot_decide() {
     assert!(!detail.contains("data-testid=\"approve\""));
     let r = browser.decide(&id, "approved", None).await;
     assert_eq!(location(&r), format!("/proposals/{id}?error=role"));
-    assert_eq!(app.poll(&agent, &id).await.1["proposal"]["status"], "pending");
+    assert_eq!(
+        app.poll(&agent, &id).await.1["proposal"]["status"],
+        "pending"
+    );
 }
 
 #[tokio::test]
@@ -77,7 +95,10 @@ async fn nobody_approves_their_own_proposal() {
     assert!(!detail.contains("data-testid=\"approve\""));
     let r = browser.decide(&id, "approved", None).await;
     assert_eq!(location(&r), format!("/proposals/{id}?error=own_proposal"));
-    assert_eq!(app.poll(&agent, &id).await.1["proposal"]["status"], "pending");
+    assert_eq!(
+        app.poll(&agent, &id).await.1["proposal"]["status"],
+        "pending"
+    );
 }
 
 #[tokio::test]
@@ -94,12 +115,20 @@ async fn a_second_decision_gets_a_clear_message_not_a_second_decision() {
     // Both have the page open with its forms.
     let page = format!("/proposals/{id}");
     let csrf2 = second.csrf(&page).await;
-    assert_eq!(location(&first.decide(&id, "approved", None).await), format!("{page}?notice=approved"));
+    assert_eq!(
+        location(&first.decide(&id, "approved", None).await),
+        format!("{page}?notice=approved")
+    );
     let r = second
         .post_form(
             "/fn/decide_proposal",
             &page,
-            &[("csrf_token", &csrf2), ("id", &id), ("verdict", "rejected"), ("reason", "too late")],
+            &[
+                ("csrf_token", &csrf2),
+                ("id", &id),
+                ("verdict", "rejected"),
+                ("reason", "too late"),
+            ],
         )
         .await;
     assert_eq!(location(&r), format!("{page}?error=already_decided"));
@@ -117,7 +146,9 @@ async fn sign_out_ends_the_session() {
     let browser = app.browser();
     browser.login("rev", PASSWORD).await;
     let csrf = browser.csrf("/").await;
-    let r = browser.post_form("/fn/logout", "/", &[("csrf_token", &csrf)]).await;
+    let r = browser
+        .post_form("/fn/logout", "/", &[("csrf_token", &csrf)])
+        .await;
     assert_eq!(location(&r), "/login?notice=signed_out");
     assert_eq!(location(&browser.get("/").await), "/login");
 }
@@ -125,5 +156,8 @@ async fn sign_out_ends_the_session() {
 #[tokio::test]
 async fn unknown_pages_are_404() {
     let app = TestApp::spawn("sqlite").await;
-    assert_eq!(app.browser().get("/no/such/page").await.status(), StatusCode::NOT_FOUND);
+    assert_eq!(
+        app.browser().get("/no/such/page").await.status(),
+        StatusCode::NOT_FOUND
+    );
 }

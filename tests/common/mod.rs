@@ -6,7 +6,8 @@ use uuid::Uuid;
 
 /// Where test PostgreSQL databases are created; override with `COUNTERSIGN_TEST_PG_URL`.
 pub fn pg_base() -> String {
-    std::env::var("COUNTERSIGN_TEST_PG_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".into())
+    std::env::var("COUNTERSIGN_TEST_PG_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".into())
 }
 
 /// A fresh, empty database URL on `backend` (`sqlite` or `postgres`). SQLite files live in a
@@ -18,7 +19,10 @@ pub fn fresh_database(backend: &str) -> (String, Option<tempfile::TempDir>) {
             let url = format!("sqlite://{}/countersign.db", dir.path().display());
             (url, Some(dir))
         }
-        "postgres" => (format!("{}/cs_test_{}", pg_base(), Uuid::new_v4().simple()), None),
+        "postgres" => (
+            format!("{}/cs_test_{}", pg_base(), Uuid::new_v4().simple()),
+            None,
+        ),
         other => panic!("unknown backend {other}"),
     }
 }

@@ -1,0 +1,147 @@
+//! The `countersign` command as operators and scripts use it.
+
+mod common;
+
+use assert_cmd::Command;
+
+fn countersign(db: &str) -> Command {
+    let mut cmd = Command::cargo_bin("countersign").expect("binary");
+    cmd.env("COUNTERSIGN_DATABASE_URL", db)
+        .env_remove("RUST_LOG");
+    cmd
+}
+
+#[test]
+fn every_command_has_help() {
+    for args in [
+        vec!["--help"],
+        vec!["serve", "--help"],
+        vec!["migrate", "--help"],
+        vec!["user", "add", "--help"],
+        vec!["token", "create", "--help"],
+    ] {
+        let out = countersign("sqlite://unused.db")
+            .args(&args)
+            .assert()
+            .success();
+        let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+        assert!(text.contains("Usage: countersign"), "{args:?}: {text}");
+    }
+    let serve = countersign("sqlite://unused.db")
+        .args(["serve", "--help"])
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&serve.get_output().stdout).into_owned();
+    assert!(text.contains("COUNTERSIGN_DATABASE_URL") && text.contains("COUNTERSIGN_BIND"));
+}
+
+#[test]
+fn users_and_tokens_are_created_from_the_command_line() {
+    let (db, _dir) = common::fresh_database("sqlite");
+    countersign(&db).arg("migrate").assert().success();
+    countersign(&db)
+        .args([
+            "user",
+            "add",
+            "--username",
+            "rev",
+            "--role",
+            "reviewer",
+            "--password-stdin",
+        ])
+        .write_stdin("a long enough password\n")
+        .assert()
+        .success();
+    // The same name twice is refused, as are weak passwords, bad names and unknown roles.
+    let dup = countersign(&db)
+        .args([
+            "user",
+            "add",
+            "--username",
+            "rev",
+            "--role",
+            "reviewer",
+            "--password-stdin",
+        ])
+        .write_stdin("a long enough password\n")
+        .assert()
+        .failure();
+    assert!(String::from_utf8_lossy(&dup.get_output().stderr).contains("already exists"));
+    countersign(&db)
+        .args([
+            "user",
+            "add",
+            "--username",
+            "weak",
+            "--role",
+            "reviewer",
+            "--password-stdin",
+        ])
+        .write_stdin("short\n")
+        .assert()
+        .failure();
+    countersign(&db)
+        .args([
+            "user",
+            "add",
+            "--username",
+            "Bad Name",
+            "--role",
+            "reviewer",
+            "--password-stdin",
+        ])
+        .write_stdin("a long enough password\n")
+        .assert()
+        .failure();
+    countersign(&db)
+        .args([
+            "user",
+            "add",
+            "--username",
+            "x",
+            "--role",
+            "overlord",
+            "--password-stdin",
+        ])
+        .write_stdin("a long enough password\n")
+        .assert()
+        .failure();
+
+    let out = countersign(&db)
+        .args(["token", "create", "--agent", "sales-agent"])
+        .assert()
+        .success();
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let token = stdout.trim();
+    assert!(
+        token.starts_with("csa_") && token.len() == 68,
+        "stdout is exactly the token: {stdout:?}"
+    );
+    assert_eq!(stdout.lines().count(), 1);
+    let out = countersign(&db)
+        .args(["token", "create", "--executor", "n8n"])
+        .assert()
+        .success();
+    assert!(
+        String::from_utf8_lossy(&out.get_output().stdout)
+            .trim()
+            .starts_with("cse_")
+    );
+    countersign(&db)
+        .args(["token", "create"])
+        .assert()
+        .failure();
+    countersign(&db)
+        .args(["token", "create", "--agent", "a", "--executor", "b"])
+        .assert()
+        .failure();
+}
+
+#[test]
+fn a_bad_database_url_fails_with_a_message() {
+    let out = countersign("mysql://nope")
+        .arg("migrate")
+        .assert()
+        .failure();
+    assert!(String::from_utf8_lossy(&out.get_output().stderr).contains("sqlite:// or postgres://"));
+}
