@@ -18,6 +18,8 @@ pub struct Settings {
     pub leptos_config: PathBuf,
     /// Mark the session cookie `Secure` (behind HTTPS).
     pub secure_cookies: bool,
+    /// The routing policy file; `None` means the built-in default (every tool Category C).
+    pub policy: Option<PathBuf>,
 }
 
 impl Settings {
@@ -28,6 +30,7 @@ impl Settings {
             bind: None,
             leptos_config: PathBuf::from("Leptos.toml"),
             secure_cookies: false,
+            policy: None,
         }
     }
 }

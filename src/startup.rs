@@ -19,6 +19,7 @@ use tower_sessions::{Expiry, Session, SessionManagerLayer};
 use crate::api::{self, ApiState};
 use crate::auth::session::{AnySessionStore, WebSession};
 use crate::config::{Settings, redact_url};
+use crate::domain::policy::Policy;
 use crate::storage::{self, DynStore};
 use crate::web::ReviewDesk;
 
@@ -42,6 +43,14 @@ pub enum StartError {
         /// The file.
         path: String,
         /// Why.
+        message: String,
+    },
+    /// The policy file could not be read or is invalid.
+    #[error("policy {path}:\n{message}")]
+    Policy {
+        /// The file.
+        path: String,
+        /// Every error, one per line.
         message: String,
     },
     /// The address could not be bound.
@@ -89,11 +98,28 @@ async fn attach_session_port(mut req: Request, next: Next) -> Response {
     next.run(req).await
 }
 
+/// Loads the policy file in `settings`, or the built-in default when there is none.
+pub fn load_policy(settings: &Settings) -> Result<Policy, StartError> {
+    let Some(path) = &settings.policy else {
+        return Ok(Policy::builtin());
+    };
+    let shown = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| StartError::Policy {
+        path: shown.clone(),
+        message: e.to_string(),
+    })?;
+    Policy::from_toml_str(&text).map_err(|errors| StartError::Policy {
+        path: shown,
+        message: errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"),
+    })
+}
+
 /// The whole router over an open store.
 pub fn router(
     store: DynStore,
     sessions: AnySessionStore,
     settings: &Settings,
+    policy: Policy,
     options: LeptosOptions,
 ) -> Router {
     let desk: DynDesk = ReviewDesk::new(store.clone());
@@ -116,6 +142,7 @@ pub fn router(
     let api = api::router(ApiState {
         store,
         settings: Arc::new(settings.clone()),
+        policy: Arc::new(policy),
     });
     api.merge(web).layer(TraceLayer::new_for_http())
 }
@@ -123,13 +150,15 @@ pub fn router(
 impl Application {
     /// Opens storage, reads Leptos.toml and binds the listener.
     pub async fn build(settings: Settings) -> Result<Self, StartError> {
+        let policy = load_policy(&settings)?;
         let (store, sessions) = open_store(&settings.database_url).await?;
         let options = leptos_options(&settings)?;
+        tracing::info!(policy = %policy.version(), tools = policy.tools().len(), "policy loaded");
         let addr = settings.bind.unwrap_or(options.site_addr);
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|source| StartError::Bind { addr, source })?;
-        let router = router(store.clone(), sessions, &settings, options);
+        let router = router(store.clone(), sessions, &settings, policy, options);
         Ok(Application {
             listener,
             router,

@@ -261,7 +261,7 @@ impl Desk for ReviewDesk {
                 .blockers
                 .iter()
                 .map(|b| BlockerView {
-                    code: b.code.clone(),
+                    code: b.code.as_str().into(),
                     message: b.message.clone(),
                 })
                 .collect(),
@@ -342,7 +342,13 @@ impl Desk for ReviewDesk {
         let command = (decision.verdict == Verdict::Approved).then(|| {
             (
                 Uuid::now_v7(),
-                CommandSpec::for_approved(&p.contract, &p.request_hash, &viewer.username, now),
+                CommandSpec::for_approved(
+                    &p.contract,
+                    &p.request_hash,
+                    &viewer.username,
+                    crate::domain::proposal::AuthorizationState::Confirmed,
+                    now,
+                ),
             )
         });
         let result = self

@@ -11,7 +11,7 @@ use countersign::domain::command::{CommandSpec, CommandStatus, Outcome};
 use countersign::domain::lifecycle::{ProposalStatus, Verdict};
 use countersign::domain::principal::{ActorKind, Role, TokenKind};
 use countersign::domain::proposal::{AuthorizationState, ToolProposal};
-use countersign::domain::routing::route_by_default;
+use countersign::domain::{Policy, route_proposal};
 use countersign::storage::{
     self, AuditEntry, Conflict, DynStore, NewDecision, NewLease, NewProposal, NewReport, NewToken,
     StorageError, Submitted, UserRecord,
@@ -45,7 +45,7 @@ fn new_proposal(agent: &str, body: &Value) -> NewProposal {
         status: ProposalStatus::Pending,
         authorization_state: contract.effective_authorization(),
         request_hash: request_hash_sha256(body),
-        routing: route_by_default(&contract),
+        routing: route_proposal(&contract.facts(), &Policy::builtin()),
         contract,
         now: OffsetDateTime::now_utc(),
         command: None,
@@ -75,7 +75,7 @@ async fn approve(store: &DynStore, id: Uuid, reviewer: &str) -> Result<Uuid, Sto
             now,
             command: Some((
                 command_id,
-                CommandSpec::for_approved(&p.contract, &p.request_hash, reviewer, now),
+                CommandSpec::for_approved(&p.contract, &p.request_hash, reviewer, AuthorizationState::Confirmed, now),
             )),
         })
         .await?;

@@ -7,6 +7,7 @@ pub mod error;
 mod executor;
 pub mod extract;
 mod health;
+mod pre_tool_check;
 mod proposals;
 pub mod views;
 
@@ -16,6 +17,7 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 
 use crate::config::Settings;
+use crate::domain::policy::Policy;
 use crate::storage::DynStore;
 
 /// Largest request body the API accepts: 256 KiB.
@@ -28,6 +30,8 @@ pub struct ApiState {
     pub store: DynStore,
     /// Settings.
     pub settings: Arc<Settings>,
+    /// The routing policy in force.
+    pub policy: Arc<Policy>,
 }
 
 /// The API routes (`/api/v1/...`) and the health check.
@@ -35,6 +39,7 @@ pub fn router(state: ApiState) -> Router {
     let v1 = Router::new()
         .merge(proposals::router())
         .merge(executor::router())
+        .merge(pre_tool_check::router())
         .fallback(error::not_found)
         .method_not_allowed_fallback(error::method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES));

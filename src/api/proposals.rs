@@ -16,7 +16,9 @@ use super::views::ProposalView;
 use crate::domain::canonical::request_hash_sha256;
 use crate::domain::lifecycle::ProposalStatus;
 use crate::domain::proposal::ToolProposal;
-use crate::domain::routing::route_by_default;
+use crate::domain::aana::Route;
+use crate::domain::command::CommandSpec;
+use crate::domain::proposal_routing::route_proposal;
 use crate::storage::{Conflict, NewProposal, StorageError, Submitted};
 
 pub fn router() -> Router<ApiState> {
@@ -43,16 +45,29 @@ async fn submit(
         });
     }
     let request_hash = request_hash_sha256(&body);
-    let routing = route_by_default(&contract);
+    let routing = route_proposal(&contract.facts(), &state.policy);
+    let now = OffsetDateTime::now_utc();
+    let authorization_state = contract.effective_authorization();
+    let (status, command) = match routing.route {
+        Route::Accept => (
+            ProposalStatus::Accepted,
+            Some((
+                Uuid::now_v7(),
+                CommandSpec::for_approved(&contract, &request_hash, "policy", authorization_state, now),
+            )),
+        ),
+        Route::Ask | Route::Defer => (ProposalStatus::Pending, None),
+        Route::Refuse => (ProposalStatus::Refused, None),
+    };
     let new = NewProposal {
         agent: agent.0,
-        status: ProposalStatus::Pending,
-        authorization_state: contract.effective_authorization(),
+        status,
+        authorization_state,
         request_hash,
         routing,
         contract,
-        now: OffsetDateTime::now_utc(),
-        command: None,
+        now,
+        command,
     };
     let (status, record) = match state.store.submit_proposal(&new).await {
         Ok(Submitted::Created(r)) => (StatusCode::CREATED, r),

@@ -8,7 +8,8 @@ use uuid::Uuid;
 use crate::domain::command::{CommandSpec, CommandStatus};
 use crate::domain::lifecycle::{ProposalStatus, Verdict};
 use crate::domain::proposal::{AuthorizationState, Intent, RiskLevel, ToolRef};
-use crate::domain::routing::{Blocker, Routing};
+use crate::domain::proposal_routing::ProposalDecision;
+use crate::domain::verdict::Blocker;
 use crate::storage::{CommandRecord, ProposalRecord};
 
 /// A proposal as its agent sees it.
@@ -23,11 +24,11 @@ pub struct ProposalView {
     /// What the agent declared.
     pub declared_authorization_state: Option<AuthorizationState>,
     /// Route the policy gave it.
-    pub route: crate::domain::routing::Route,
+    pub route: crate::domain::aana::Route,
     /// What stands between it and execution, machine-readable.
     pub blockers: Vec<Blocker>,
     /// The full routing record.
-    pub routing: Routing,
+    pub routing: ProposalDecision,
     /// The proposing agent.
     pub proposed_by: String,
     /// Domain.
@@ -96,7 +97,7 @@ impl ProposalView {
             authorization_state: p.authorization_state,
             declared_authorization_state: c.authorization_state,
             route: p.routing.route,
-            blockers: if p.status == ProposalStatus::Pending {
+            blockers: if matches!(p.status, ProposalStatus::Pending | ProposalStatus::Refused) {
                 p.routing.blockers.clone()
             } else {
                 Vec::new()
@@ -138,8 +139,6 @@ pub struct CommandView {
     pub proposal_id: Uuid,
     /// Status.
     pub status: CommandStatus,
-    /// Always `confirmed`: only approved or policy-accepted commands are queued.
-    pub authorization_state: AuthorizationState,
     /// What to run.
     #[serde(flatten)]
     pub spec: CommandSpec,
@@ -159,7 +158,6 @@ impl From<CommandRecord> for CommandView {
             id: c.id,
             proposal_id: c.proposal_id,
             status: c.status,
-            authorization_state: AuthorizationState::Confirmed,
             spec: c.spec,
             attempts: c.attempts,
             created_at: c.created_at,

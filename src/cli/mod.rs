@@ -43,6 +43,15 @@ enum Command {
         /// Mark the session cookie `Secure` (set this behind HTTPS).
         #[arg(long, env = "COUNTERSIGN_SECURE_COOKIES")]
         secure_cookies: bool,
+        /// The routing policy (TOML; see policy.example.toml) [default: built-in, every tool
+        /// Category C].
+        #[arg(long, env = "COUNTERSIGN_POLICY")]
+        policy: Option<PathBuf>,
+    },
+    /// Validate and try out routing policies.
+    Policy {
+        #[command(subcommand)]
+        command: PolicyCommand,
     },
     /// Create the database if missing and apply migrations.
     Migrate {
@@ -95,6 +104,23 @@ enum TokenCommand {
     },
 }
 
+#[derive(Debug, Subcommand)]
+enum PolicyCommand {
+    /// Validate a policy file; print its version, or every error with its line.
+    Check {
+        /// The policy file.
+        file: PathBuf,
+    },
+    /// Route one AANA event or tool proposal (JSON file) under a policy and print the decision
+    /// with the rule that produced it.
+    Explain {
+        /// The policy file.
+        file: PathBuf,
+        /// An AANA v1 event (`tool_name`, …) or a seed 004 tool proposal (`proposal_id`, …).
+        event: PathBuf,
+    },
+}
+
 fn parse_role(s: &str) -> Result<Role, String> {
     Role::parse(s).ok_or_else(|| "must be one of `admin`, `reviewer`, `compliance`".to_owned())
 }
@@ -119,14 +145,44 @@ async fn execute(command: Command) -> Result<(), String> {
             bind,
             leptos_config,
             secure_cookies,
+            policy,
         } => {
             let settings = Settings {
                 database_url: db.database_url,
                 bind,
                 leptos_config,
                 secure_cookies,
+                policy,
             };
             serve(settings).await
+        }
+        Command::Policy {
+            command: PolicyCommand::Check { file },
+        } => {
+            let policy = load_policy(&file)?;
+            println!("{}", policy.version());
+            eprintln!(
+                "{}: valid, {} tool rules, {} agents",
+                file.display(),
+                policy.tools().len(),
+                policy.agents().len()
+            );
+            Ok(())
+        }
+        Command::Policy {
+            command: PolicyCommand::Explain { file, event },
+        } => {
+            let policy = load_policy(&file)?;
+            let text = std::fs::read_to_string(&event).map_err(|e| format!("{}: {e}", event.display()))?;
+            let value: serde_json::Value =
+                serde_json::from_str(&text).map_err(|e| format!("{}: not JSON: {e}", event.display()))?;
+            let (decision, route, rule) = explain(&value, &policy).map_err(|errors| {
+                let lines: Vec<String> = errors.iter().map(|e| format!("  {e}")).collect();
+                format!("{} is not a valid event or proposal:\n{}", event.display(), lines.join("\n"))
+            })?;
+            println!("{}", serde_json::to_string_pretty(&decision).map_err(|e| e.to_string())?);
+            eprintln!("route {route} by rule: {rule}");
+            Ok(())
         }
         Command::Migrate { db } => {
             open_store(&db.database_url)
@@ -211,6 +267,33 @@ async fn serve(settings: Settings) -> Result<(), String> {
     }
     tracing::info!(%addr, database = %redact_url(&settings.database_url), "Countersign is serving");
     app.run().await.map_err(|e| e.to_string())
+}
+
+fn load_policy(file: &std::path::Path) -> Result<crate::domain::policy::Policy, String> {
+    let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    crate::domain::policy::Policy::from_toml_str(&text).map_err(|errors| {
+        let lines: Vec<String> = errors.iter().map(|e| format!("  {}:{e}", file.display())).collect();
+        format!("{} is not a valid policy:\n{}", file.display(), lines.join("\n"))
+    })
+}
+
+type Explained = (serde_json::Value, String, String);
+
+/// Routes an AANA event (it has `tool_name`) or a tool proposal under `policy`.
+fn explain(
+    value: &serde_json::Value,
+    policy: &crate::domain::policy::Policy,
+) -> Result<Explained, Vec<crate::domain::FieldError>> {
+    use crate::domain::{aana::Event, gate, proposal::ToolProposal, proposal_routing::route_proposal};
+    if value.get("tool_name").is_some() {
+        let event = Event::parse(value)?;
+        let d = gate::check(&event, policy);
+        Ok((serde_json::to_value(&d).unwrap_or_default(), d.route.to_string(), d.rule.clone()))
+    } else {
+        let proposal = ToolProposal::parse(value)?;
+        let d = route_proposal(&proposal.facts(), policy);
+        Ok((serde_json::to_value(&d).unwrap_or_default(), d.route.to_string(), d.rule.clone()))
+    }
 }
 
 fn read_password(from_stdin: bool) -> Result<String, String> {

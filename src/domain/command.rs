@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::text::str_enum;
+use super::wire::wire_enum;
 
 /// Shortest lease an executor may ask for, in seconds.
 pub const MIN_LEASE_SECONDS: u64 = 5;
@@ -14,7 +14,7 @@ pub const DEFAULT_LEASE_SECONDS: u64 = 300;
 /// Largest `result` or `error` report an executor may send, in bytes of JSON.
 pub const MAX_REPORT_BYTES: usize = 64 * 1024;
 
-str_enum! {
+wire_enum! {
     /// Where a command is in the queue.
     pub enum CommandStatus {
         /// Waiting for an executor.
@@ -28,7 +28,7 @@ str_enum! {
     }
 }
 
-str_enum! {
+wire_enum! {
     /// An executor's report on a command.
     pub enum Outcome { Succeeded => "succeeded", Failed => "failed" }
 }
@@ -98,7 +98,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Map;
 use time::OffsetDateTime;
 
-use super::proposal::{BlastRadius, RollbackPlan, TargetRef, ToolProposal, ToolRef};
+use super::proposal::{
+    AuthorizationState, BlastRadius, ExecutionLimits, RollbackPlan, TargetRef, ToolProposal, ToolRef,
+};
 
 /// What an executor receives: the validated, approved command, and nothing of the agent's
 /// intent or reasoning (seed 004: executors never receive raw AI output).
@@ -121,6 +123,18 @@ pub struct CommandSpec {
     /// Impact scope.
     #[serde(default)]
     pub blast_radius: Option<BlastRadius>,
+    /// Scope constraints (seed 003), as proposed.
+    #[serde(default)]
+    pub constraints: Option<Map<String, Value>>,
+    /// Checks that must pass before dispatch (seed 003).
+    #[serde(default)]
+    pub preconditions: Vec<Value>,
+    /// Execution limits (seed 003).
+    #[serde(default)]
+    pub execution: Option<ExecutionLimits>,
+    /// `confirmed` for a reviewer's approval; a policy-accepted command carries the
+    /// authorization the policy accepted it at.
+    pub authorization_state: AuthorizationState,
     /// Domain the action belongs to.
     pub domain: String,
     /// `sha256` of the approved request; the approval is bound to exactly this request.
@@ -133,11 +147,13 @@ pub struct CommandSpec {
 }
 
 impl CommandSpec {
-    /// The command for an approved proposal.
+    /// The command for a proposal approved by `approved_by` (a reviewer, or `policy`) at
+    /// `authorization_state`.
     pub fn for_approved(
         proposal: &ToolProposal,
         request_hash: &str,
         approved_by: &str,
+        authorization_state: AuthorizationState,
         approved_at: OffsetDateTime,
     ) -> Self {
         CommandSpec {
@@ -148,6 +164,10 @@ impl CommandSpec {
             rollback_plan: proposal.rollback_plan.clone(),
             rollback_supported: proposal.rollback_supported,
             blast_radius: proposal.blast_radius,
+            constraints: proposal.constraints.clone(),
+            preconditions: proposal.preconditions.clone(),
+            execution: proposal.execution,
+            authorization_state,
             domain: proposal.domain.clone(),
             request_hash_sha256: request_hash.to_owned(),
             approved_by: approved_by.to_owned(),

@@ -3,12 +3,12 @@
 //! executor reports. Decided proposals are never decided again.
 
 use super::principal::Role;
-use super::text::str_enum;
+use super::wire::wire_enum;
 
 /// Longest rejection reason, in characters.
 pub const MAX_REASON: usize = 2_000;
 
-str_enum! {
+wire_enum! {
     /// Where a proposal is in its life.
     pub enum ProposalStatus {
         /// Waiting for a human decision.
@@ -37,7 +37,7 @@ impl ProposalStatus {
     }
 }
 
-str_enum! {
+wire_enum! {
     /// A reviewer's verdict.
     pub enum Verdict { Approved => "approved", Rejected => "rejected" }
 }

@@ -1,9 +1,9 @@
 //! Who acts in Countersign: people with a role, and machine principals (agents and executors)
 //! that authenticate with API tokens.
 
-use super::text::str_enum;
+use super::wire::wire_enum;
 
-str_enum! {
+wire_enum! {
     /// A person's role. Deny by default: each capability below names the roles it allows.
     pub enum Role { Admin => "admin", Reviewer => "reviewer", Compliance => "compliance" }
 }
@@ -20,12 +20,12 @@ impl Role {
     }
 }
 
-str_enum! {
+wire_enum! {
     /// The kind of machine principal an API token belongs to.
     pub enum TokenKind { Agent => "agent", Executor => "executor" }
 }
 
-str_enum! {
+wire_enum! {
     /// Who did something, as recorded in the audit trail.
     pub enum ActorKind { User => "user", Agent => "agent", Executor => "executor", System => "system" }
 }

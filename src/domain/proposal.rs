@@ -1,5 +1,7 @@
-//! The tool proposal contract (seed 004), with the optional safe-action fields of seed 003 and
-//! the authorization and evidence fields of seed 000, and its parser.
+//! The tool proposal contract: seed 004's Tool Proposal, with the safe-action fields of seed 003
+//! (blast radius, targets, constraints, authorization mode, rollback plan, preconditions,
+//! execution limits), seed 002's run context, seed 004's observability fields and seed 000's
+//! authorization and evidence fields, and its parser.
 //!
 //! [`ToolProposal::parse`] is the only way in from the outside: it reads untrusted JSON and
 //! returns either a fully typed proposal or every rule the input broke, each with its field
@@ -11,8 +13,10 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use uuid::Uuid;
 
-use super::FieldError;
-use super::text::{Reader, str_enum, type_name};
+pub use super::aana::{AuthorizationState, EvidenceRef, RiskDomain, ToolCategory};
+pub use super::policy::{AuthorizationMode, BlastRadius, RiskLevel};
+use super::proposal_routing::ProposalFacts;
+use super::wire::{FieldError, ObjectReader, type_name, wire_enum};
 
 /// Longest accepted intent summary, in characters.
 pub const MAX_SUMMARY: usize = 500;
@@ -20,78 +24,23 @@ pub const MAX_SUMMARY: usize = 500;
 pub const MAX_REASONING: usize = 10_000;
 /// Longest accepted idempotency key, in characters.
 pub const MAX_IDEMPOTENCY_KEY: usize = 255;
-/// Most target refs one proposal may name.
-pub const MAX_TARGET_REFS: usize = 100;
-/// Most evidence refs one proposal may carry.
-pub const MAX_EVIDENCE_REFS: usize = 100;
+/// Most target refs, preconditions or evidence refs one proposal may carry.
+pub const MAX_ITEMS: usize = 100;
+/// Longest execution or rollback timeout, in milliseconds (one day).
+pub const MAX_TIMEOUT_MS: u64 = 86_400_000;
 
-str_enum! {
-    /// Declared risk of an action (seed 004). The system may raise it, never lower it.
-    pub enum RiskLevel { Low => "low", Medium => "medium", High => "high" }
-}
-
-str_enum! {
-    /// Potential impact scope (seed 003), smallest first.
-    pub enum BlastRadius { Tiny => "tiny", Small => "small", Medium => "medium", Large => "large" }
-}
-
-str_enum! {
-    /// Consequence class of the tool call (seed 000).
-    pub enum ToolCategory {
-        PublicRead => "public_read", PrivateRead => "private_read", Write => "write", Unknown => "unknown"
-    }
-}
-
-str_enum! {
-    /// The authorization ladder (seed 000), weakest first; the derived order is the ladder's.
-    pub enum AuthorizationState {
-        None => "none", UserClaimed => "user_claimed", Authenticated => "authenticated",
-        Validated => "validated", Confirmed => "confirmed"
-    }
-}
-
-str_enum! {
-    /// Primary risk surface of the action (seed 000).
-    pub enum RiskDomain {
-        Devops => "devops", Finance => "finance", Education => "education", Hr => "hr",
-        Legal => "legal", Pharma => "pharma", Healthcare => "healthcare", Commerce => "commerce",
-        CustomerSupport => "customer_support", Security => "security", Research => "research",
-        PersonalProductivity => "personal_productivity", PublicInformation => "public_information",
-        Unknown => "unknown"
-    }
-}
-
-str_enum! {
+wire_enum! {
     /// How an action can be reversed (seed 003).
-    pub enum RollbackType { None => "none", Compensate => "compensate", Restore => "restore", Revert => "revert" }
-}
-
-str_enum! {
-    /// What kind of record an evidence ref points at (seed 000).
-    pub enum EvidenceKind {
-        UserMessage => "user_message", AssistantMessage => "assistant_message",
-        ToolResult => "tool_result", Policy => "policy", AuthEvent => "auth_event",
-        Approval => "approval", SystemState => "system_state", AuditRecord => "audit_record",
-        Other => "other"
+    pub enum RollbackType {
+        /// Irreversible by design.
+        None => "none",
+        /// Issue a compensating action.
+        Compensate => "compensate",
+        /// Restore from a snapshot or backup.
+        Restore => "restore",
+        /// Undo the mutation.
+        Revert => "revert",
     }
-}
-
-str_enum! {
-    /// How far an evidence ref can be trusted (seed 000).
-    pub enum TrustTier {
-        Verified => "verified", Runtime => "runtime", UserClaimed => "user_claimed",
-        Unverified => "unverified", Unknown => "unknown"
-    }
-}
-
-str_enum! {
-    /// Whether an evidence ref's content is safe to show (seed 000).
-    pub enum RedactionStatus { Public => "public", Redacted => "redacted", Sensitive => "sensitive", Unknown => "unknown" }
-}
-
-str_enum! {
-    /// How current an evidence ref is (seed 000).
-    pub enum Freshness { Fresh => "fresh", Stale => "stale", Unknown => "unknown" }
 }
 
 /// The tool an agent wants run.
@@ -138,43 +87,81 @@ pub struct RollbackPlan {
     #[serde(rename = "type")]
     pub kind: RollbackType,
     /// Free-form instructions (object or text).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instructions: Option<Value>,
     /// Longest the rollback may take.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
 }
 
-/// A structured evidence ref (seed 000).
+/// The authorization the agent's runtime asks for (seed 003 `authorization`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StructuredEvidence {
-    /// Opaque source or record reference.
-    pub source_id: String,
-    /// What kind of record it is.
-    pub kind: EvidenceKind,
-    /// How far it can be trusted.
-    pub trust_tier: TrustTier,
-    /// Whether its content is redacted.
-    pub redaction_status: RedactionStatus,
-    /// Redacted summary.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub summary: Option<String>,
-    /// Freshness status.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub freshness: Option<Freshness>,
-    /// Redacted source label.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub provenance: Option<String>,
+pub struct AuthorizationRequest {
+    /// `auto`, `hitl` or `blocked`. The policy decides; `blocked` always refuses.
+    pub mode: AuthorizationMode,
+    /// The policy pack that determined the mode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy_ref: Option<String>,
+    /// Role or identity required for approval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approver: Option<String>,
 }
 
-/// An evidence ref: a quickstart string or a structured record.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum EvidenceRef {
-    /// `"draft_id:123"`.
-    Plain(String),
-    /// A structured ref.
-    Structured(StructuredEvidence),
+/// Retries on transient failure (seed 003 `execution.retryPolicy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RetryPolicy {
+    /// Retry attempts.
+    pub max_retries: u64,
+    /// Delay between retries.
+    pub backoff_ms: u64,
+}
+
+/// Execution limits (seed 003 `execution`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ExecutionLimits {
+    /// Target execution time (informational).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execution_slo_ms: Option<u64>,
+    /// Hard timeout: abort and roll back when exceeded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// Retries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_policy: Option<RetryPolicy>,
+}
+
+/// Seed 002's run context: which governed run and case the proposal belongs to.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct RunContext {
+    /// Case the work is scoped to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub case_id: Option<String>,
+    /// The agent run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    /// The orchestrating run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_run_id: Option<String>,
+    /// Correlation across runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub correlation_id: Option<String>,
+}
+
+/// Seed 004's observability fields: what produced the proposal.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Observability {
+    /// Prompt version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_version: Option<String>,
+    /// Prompt hash.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_hash: Option<String>,
+    /// Model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Model provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
 }
 
 /// A validated tool proposal.
@@ -214,6 +201,18 @@ pub struct ToolProposal {
     /// Rollback procedure (seed 003).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollback_plan: Option<RollbackPlan>,
+    /// Policy, budget and scope constraints (seed 003), passed to the executor as given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub constraints: Option<Map<String, Value>>,
+    /// Requested authorization mode (seed 003).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authorization: Option<AuthorizationRequest>,
+    /// Declarative checks that must pass before dispatch (seed 003).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub preconditions: Vec<Value>,
+    /// Execution limits (seed 003).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execution: Option<ExecutionLimits>,
     /// Consequence class (seed 000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_category: Option<ToolCategory>,
@@ -226,6 +225,12 @@ pub struct ToolProposal {
     /// Risk surface (seed 000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub risk_domain: Option<RiskDomain>,
+    /// Run context (seed 002).
+    #[serde(flatten)]
+    pub run: RunContext,
+    /// What produced the proposal (seed 004).
+    #[serde(flatten)]
+    pub observability: Observability,
 }
 
 const FIELDS: &[&str] = &[
@@ -244,13 +249,25 @@ const FIELDS: &[&str] = &[
     "blast_radius",
     "target_refs",
     "rollback_plan",
+    "constraints",
+    "authorization",
+    "preconditions",
+    "execution",
     "tool_category",
     "authorization_state",
     "evidence_refs",
     "risk_domain",
+    "case_id",
+    "run_id",
+    "parent_run_id",
+    "correlation_id",
+    "prompt_version",
+    "prompt_hash",
+    "model",
+    "provider",
 ];
 
-/// Names of agents, tools' systems and domains: lowercase slugs.
+/// Names of agents, users and domains: lowercase slugs of at most `max` characters.
 pub fn is_slug(s: &str, max: usize) -> bool {
     let mut chars = s.chars();
     matches!(chars.next(), Some(c) if c.is_ascii_lowercase() || c.is_ascii_digit())
@@ -259,9 +276,7 @@ pub fn is_slug(s: &str, max: usize) -> bool {
 }
 
 fn is_tool_name(s: &str) -> bool {
-    s.len() <= 128
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "_.:-/".contains(c))
+    s.len() <= 128 && s.chars().all(|c| c.is_ascii_alphanumeric() || "_.:-/".contains(c))
 }
 
 impl ToolProposal {
@@ -276,65 +291,71 @@ impl ToolProposal {
     }
 
     /// The authorization state an agent's declaration is worth before review: `confirmed`
-    /// means a human confirmed this action, and only a Countersign reviewer's approval can
-    /// say that, so a declared `confirmed` counts as `validated` until then.
+    /// means a human confirmed this action, and only a Countersign reviewer's approval (or a
+    /// policy's `accept`) can say that here, so a declared `confirmed` counts as `validated`.
     pub fn effective_authorization(&self) -> AuthorizationState {
         self.authorization_state
             .unwrap_or(AuthorizationState::None)
             .min(AuthorizationState::Validated)
     }
+
+    /// What the policy router needs to know about this proposal.
+    pub fn facts(&self) -> ProposalFacts {
+        ProposalFacts {
+            agent: self.proposed_by.clone(),
+            domain: self.domain.clone(),
+            tool_name: self.tool.name.clone(),
+            risk_level: self.risk_level,
+            approval_required: self.approval_required,
+            gdpr: self.compliance_context.gdpr,
+            hipaa: self.compliance_context.hipaa,
+            rollback_supported: self.rollback_supported,
+            blast_radius: self.blast_radius,
+            has_rollback_plan: self.rollback_plan.as_ref().is_some_and(|p| p.kind != RollbackType::None),
+            authorization_mode: self.authorization.as_ref().map(|a| a.mode),
+            tool_category: self.tool_category,
+            authorization_state: self.authorization_state,
+            evidence: self.evidence_refs.clone(),
+            risk_domain: self.risk_domain,
+        }
+    }
+}
+
+fn slug(r: &mut ObjectReader<'_, '_>, key: &str) -> Option<String> {
+    let s = r.bounded(key, 64)?;
+    if is_slug(s, 64) {
+        Some(s.to_owned())
+    } else {
+        r.error(key, "must be a lowercase name of letters, digits, `-`, `_` or `.`");
+        None
+    }
 }
 
 fn parse_into(value: &Value, errors: &mut Vec<FieldError>) -> Option<ToolProposal> {
-    let mut r = Reader::object(value, "", errors)?;
+    let mut r = ObjectReader::new(value, "", errors)?;
     r.deny_unknown(FIELDS);
 
-    let proposal_id = r
-        .string("proposal_id", 64)
-        .and_then(|s| match Uuid::parse_str(s) {
-            Ok(id) => Some(id),
-            Err(_) => {
-                r.error("proposal_id", "must be a UUID");
-                None
-            }
-        });
-    let proposed_by = r.string("proposed_by", 64).and_then(|s| {
-        if is_slug(s, 64) {
-            Some(s.to_owned())
-        } else {
-            r.error(
-                "proposed_by",
-                "must be a lowercase name of letters, digits, `-`, `_` or `.`",
-            );
+    let proposal_id = r.bounded("proposal_id", 64).and_then(|s| match Uuid::parse_str(s) {
+        Ok(id) => Some(id),
+        Err(_) => {
+            r.error("proposal_id", "must be a UUID");
             None
         }
     });
-    let timestamp =
-        r.string("timestamp", 64)
-            .and_then(|s| match OffsetDateTime::parse(s, &Rfc3339) {
-                Ok(t) => Some(t),
-                Err(_) => {
-                    r.error(
-                        "timestamp",
-                        "must be an RFC 3339 date-time, e.g. 2026-01-31T12:00:00Z",
-                    );
-                    None
-                }
-            });
-    let domain = r.string("domain", 64).and_then(|s| {
-        if is_slug(s, 64) {
-            Some(s.to_owned())
-        } else {
-            r.error(
-                "domain",
-                "must be a lowercase name of letters, digits, `-`, `_` or `.`",
-            );
+    let proposed_by = slug(&mut r, "proposed_by");
+    let timestamp = r.bounded("timestamp", 64).and_then(|s| match OffsetDateTime::parse(s, &Rfc3339) {
+        Ok(t) => Some(t),
+        Err(_) => {
+            r.error("timestamp", "must be an RFC 3339 date-time, e.g. 2026-01-31T12:00:00Z");
             None
         }
     });
-    let tool = r.nested("tool").and_then(|mut t| {
+    let domain = slug(&mut r, "domain");
+    let tool = r.required("tool").and_then(|v| {
+        let path = r.path("tool");
+        let mut t = ObjectReader::new(v, &path, r.errors())?;
         t.deny_unknown(&["name", "version"]);
-        let name = t.string("name", 128).and_then(|s| {
+        let name = t.bounded("name", 128).and_then(|s| {
             if is_tool_name(s) {
                 Some(s.to_owned())
             } else {
@@ -342,86 +363,113 @@ fn parse_into(value: &Value, errors: &mut Vec<FieldError>) -> Option<ToolProposa
                 None
             }
         });
-        let version = t.string("version", 64).map(str::to_owned);
-        Some(ToolRef {
-            name: name?,
-            version: version?,
-        })
+        let version = t.bounded("version", 64).map(str::to_owned);
+        Some(ToolRef { name: name?, version: version? })
     });
-    let intent = r.nested("intent").and_then(|mut i| {
+    let intent = r.required("intent").and_then(|v| {
+        let path = r.path("intent");
+        let mut i = ObjectReader::new(v, &path, r.errors())?;
         i.deny_unknown(&["summary", "reasoning"]);
-        let summary = i.string("summary", MAX_SUMMARY).map(str::to_owned);
-        let reasoning = i.string("reasoning", MAX_REASONING).map(str::to_owned);
-        Some(Intent {
-            summary: summary?,
-            reasoning: reasoning?,
-        })
+        let summary = i.bounded("summary", MAX_SUMMARY).map(str::to_owned);
+        let reasoning = i.bounded("reasoning", MAX_REASONING).map(str::to_owned);
+        Some(Intent { summary: summary?, reasoning: reasoning? })
     });
     let parameters = r.required("parameters").and_then(|v| match v {
         Value::Object(m) => Some(m.clone()),
         other => {
-            r.error(
-                "parameters",
-                format!("must be an object, got {}", type_name(other)),
-            );
+            r.error("parameters", format!("must be an object, got {}", type_name(other)));
             None
         }
     });
     let risk_level = r.enumeration::<RiskLevel>("risk_level");
     let approval_required = r.boolean("approval_required");
-    let compliance_context = r.nested("compliance_context").and_then(|mut c| {
+    let compliance_context = r.required("compliance_context").and_then(|v| {
+        let path = r.path("compliance_context");
+        let mut c = ObjectReader::new(v, &path, r.errors())?;
         c.deny_unknown(&["gdpr", "hipaa"]);
         let gdpr = c.boolean("gdpr");
         let hipaa = c.boolean("hipaa");
-        Some(ComplianceContext {
-            gdpr: gdpr?,
-            hipaa: hipaa?,
-        })
+        Some(ComplianceContext { gdpr: gdpr?, hipaa: hipaa? })
     });
-    let idempotency_key = r
-        .string("idempotency_key", MAX_IDEMPOTENCY_KEY)
-        .and_then(|s| {
-            if s.chars().any(char::is_control) {
-                r.error("idempotency_key", "must not contain control characters");
-                None
-            } else {
-                Some(s.to_owned())
-            }
-        });
+    let idempotency_key = r.bounded("idempotency_key", MAX_IDEMPOTENCY_KEY).and_then(|s| {
+        if s.chars().any(char::is_control) {
+            r.error("idempotency_key", "must not contain control characters");
+            None
+        } else {
+            Some(s.to_owned())
+        }
+    });
     let rollback_supported = r.boolean("rollback_supported");
     let blast_radius = r.opt_enumeration::<BlastRadius>("blast_radius");
-    let target_refs = parse_array(&mut r, "target_refs", MAX_TARGET_REFS, parse_target_ref);
-    let rollback_plan = r.raw("rollback_plan").and_then(|v| {
+    let target_refs = items(&mut r, "target_refs", parse_target_ref);
+    let rollback_plan = r.get("rollback_plan").and_then(|v| {
         let path = r.path("rollback_plan");
-        let mut p = Reader::object(v, &path, r.errors())?;
+        let mut p = ObjectReader::new(v, &path, r.errors())?;
         p.deny_unknown(&["type", "instructions", "timeout_ms"]);
         let kind = p.enumeration::<RollbackType>("type");
-        let instructions = p.raw("instructions").and_then(|v| match v {
+        let instructions = p.get("instructions").and_then(|v| match v {
             Value::Object(_) | Value::String(_) => Some(v.clone()),
             other => {
-                p.error(
-                    "instructions",
-                    format!("must be an object or a string, got {}", type_name(other)),
-                );
+                p.error("instructions", format!("must be an object or a string, got {}", type_name(other)));
                 None
             }
         });
-        let timeout_ms = p.opt_u64("timeout_ms", 86_400_000);
-        Some(RollbackPlan {
-            kind: kind?,
-            instructions,
-            timeout_ms,
-        })
+        let timeout_ms = p.opt_u64("timeout_ms", MAX_TIMEOUT_MS);
+        Some(RollbackPlan { kind: kind?, instructions, timeout_ms })
+    });
+    let constraints = r.opt_object("constraints");
+    let authorization = r.get("authorization").and_then(|v| {
+        let path = r.path("authorization");
+        let mut a = ObjectReader::new(v, &path, r.errors())?;
+        a.deny_unknown(&["mode", "policy_ref", "approver"]);
+        let mode = a.enumeration::<AuthorizationMode>("mode");
+        let policy_ref = a.opt_bounded("policy_ref", 128).map(str::to_owned);
+        let approver = a.opt_bounded("approver", 128).map(str::to_owned);
+        Some(AuthorizationRequest { mode: mode?, policy_ref, approver })
+    });
+    let preconditions = items(&mut r, "preconditions", |v, path, errors| match v {
+        Value::Object(_) | Value::String(_) => Some(v.clone()),
+        other => {
+            errors.push(FieldError::new(path, format!("must be an object or a string, got {}", type_name(other))));
+            None
+        }
+    });
+    let execution = r.get("execution").and_then(|v| {
+        let path = r.path("execution");
+        let mut e = ObjectReader::new(v, &path, r.errors())?;
+        e.deny_unknown(&["execution_slo_ms", "timeout_ms", "retry_policy"]);
+        let execution_slo_ms = e.opt_u64("execution_slo_ms", MAX_TIMEOUT_MS);
+        let timeout_ms = e.opt_u64("timeout_ms", MAX_TIMEOUT_MS);
+        let retry_policy = e.get("retry_policy").and_then(|v| {
+            let path = e.path("retry_policy");
+            let mut rp = ObjectReader::new(v, &path, e.errors())?;
+            rp.deny_unknown(&["max_retries", "backoff_ms"]);
+            let max_retries = rp.opt_u64("max_retries", 100).unwrap_or(0);
+            let backoff_ms = rp.opt_u64("backoff_ms", MAX_TIMEOUT_MS).unwrap_or(0);
+            Some(RetryPolicy { max_retries, backoff_ms })
+        });
+        Some(ExecutionLimits { execution_slo_ms, timeout_ms, retry_policy })
     });
     let tool_category = r.opt_enumeration::<ToolCategory>("tool_category");
     let authorization_state = r.opt_enumeration::<AuthorizationState>("authorization_state");
-    let evidence_refs = parse_array(
-        &mut r,
-        "evidence_refs",
-        MAX_EVIDENCE_REFS,
-        parse_evidence_ref,
-    );
+    let evidence_refs = r.get("evidence_refs").and_then(|v| {
+        let path = r.path("evidence_refs");
+        super::aana::parse_evidence_list(v, &path, r.errors())
+    });
     let risk_domain = r.opt_enumeration::<RiskDomain>("risk_domain");
+    let mut text = |key: &str| r.opt_bounded(key, 128).map(str::to_owned);
+    let run = RunContext {
+        case_id: text("case_id"),
+        run_id: text("run_id"),
+        parent_run_id: text("parent_run_id"),
+        correlation_id: text("correlation_id"),
+    };
+    let observability = Observability {
+        prompt_version: text("prompt_version"),
+        prompt_hash: text("prompt_hash"),
+        model: text("model"),
+        provider: text("provider"),
+    };
 
     Some(ToolProposal {
         proposal_id: proposal_id?,
@@ -439,30 +487,35 @@ fn parse_into(value: &Value, errors: &mut Vec<FieldError>) -> Option<ToolProposa
         blast_radius,
         target_refs: target_refs.unwrap_or_default(),
         rollback_plan,
+        constraints,
+        authorization,
+        preconditions: preconditions.unwrap_or_default(),
+        execution,
         tool_category,
         authorization_state,
         evidence_refs: evidence_refs.unwrap_or_default(),
         risk_domain,
+        run,
+        observability,
     })
 }
 
-fn parse_array<T>(
-    r: &mut Reader<'_>,
+fn items<T>(
+    r: &mut ObjectReader<'_, '_>,
     key: &str,
-    max: usize,
-    item: fn(&Value, &str, &mut Vec<FieldError>) -> Option<T>,
+    item: impl Fn(&Value, &str, &mut Vec<FieldError>) -> Option<T>,
 ) -> Option<Vec<T>> {
-    let v = r.raw(key)?;
-    let Value::Array(items) = v else {
+    let v = r.get(key)?;
+    let Value::Array(values) = v else {
         r.error(key, format!("must be an array, got {}", type_name(v)));
         return None;
     };
-    if items.len() > max {
-        r.error(key, format!("must hold at most {max} items"));
+    if values.len() > MAX_ITEMS {
+        r.error(key, format!("must hold at most {MAX_ITEMS} items"));
         return None;
     }
     let base = r.path(key);
-    let parsed: Vec<Option<T>> = items
+    let parsed: Vec<Option<T>> = values
         .iter()
         .enumerate()
         .map(|(i, v)| item(v, &format!("{base}[{i}]"), r.errors()))
@@ -471,58 +524,11 @@ fn parse_array<T>(
 }
 
 fn parse_target_ref(v: &Value, path: &str, errors: &mut Vec<FieldError>) -> Option<TargetRef> {
-    let mut t = Reader::object(v, path, errors)?;
+    let mut t = ObjectReader::new(v, path, errors)?;
     t.deny_unknown(&["type", "id"]);
-    let kind = t.string("type", 64).map(str::to_owned);
-    let id = t.string("id", 256).map(str::to_owned);
-    Some(TargetRef {
-        kind: kind?,
-        id: id?,
-    })
-}
-
-fn parse_evidence_ref(v: &Value, path: &str, errors: &mut Vec<FieldError>) -> Option<EvidenceRef> {
-    if let Value::String(s) = v {
-        if s.trim().is_empty() || s.len() > 256 {
-            errors.push(FieldError::new(
-                path,
-                "must be a non-empty string of at most 256 characters",
-            ));
-            return None;
-        }
-        return Some(EvidenceRef::Plain(s.clone()));
-    }
-    let mut e = Reader::object(v, path, errors)?;
-    e.deny_unknown(&[
-        "source_id",
-        "kind",
-        "trust_tier",
-        "redaction_status",
-        "summary",
-        "freshness",
-        "provenance",
-    ]);
-    let source_id = e.string("source_id", 256).map(str::to_owned);
-    let kind = e.enumeration::<EvidenceKind>("kind");
-    let trust_tier = e.enumeration::<TrustTier>("trust_tier");
-    let redaction_status = e.enumeration::<RedactionStatus>("redaction_status");
-    let summary = e.opt_string("summary", 2_000).map(str::to_owned);
-    let freshness = e.raw("freshness").and_then(|f| {
-        let fpath = e.path("freshness");
-        let mut fr = Reader::object(f, &fpath, e.errors())?;
-        fr.deny_unknown(&["status"]);
-        fr.enumeration::<Freshness>("status")
-    });
-    let provenance = e.opt_string("provenance", 128).map(str::to_owned);
-    Some(EvidenceRef::Structured(StructuredEvidence {
-        source_id: source_id?,
-        kind: kind?,
-        trust_tier: trust_tier?,
-        redaction_status: redaction_status?,
-        summary,
-        freshness,
-        provenance,
-    }))
+    let kind = t.bounded("type", 64).map(str::to_owned);
+    let id = t.bounded("id", 256).map(str::to_owned);
+    Some(TargetRef { kind: kind?, id: id? })
 }
 
 #[cfg(test)]
@@ -580,15 +586,28 @@ mod tests {
         o.insert("tool_category".into(), json!("write"));
         o.insert("authorization_state".into(), json!("confirmed"));
         o.insert("risk_domain".into(), json!("commerce"));
+        o.insert("authorization".into(), json!({"mode": "hitl", "approver": "sales-lead"}));
+        o.insert("execution".into(), json!({"timeout_ms": 30000, "retry_policy": {"max_retries": 2, "backoff_ms": 500}}));
+        o.insert("preconditions".into(), json!([{"type": "resource_state", "expect": "active"}]));
+        o.insert("constraints".into(), json!({"change_window": "weekdays"}));
+        o.insert("case_id".into(), json!("case-7"));
+        o.insert("model".into(), json!("gpt-x"));
         o.insert(
             "evidence_refs".into(),
             json!(["draft:1", {"source_id": "auth.session", "kind": "auth_event", "trust_tier": "verified",
-                               "redaction_status": "redacted", "freshness": {"status": "fresh"}}]),
+                               "redaction_status": "redacted", "freshness": {"status": "fresh"}, "provenance": "connector"}]),
         );
         let p = ToolProposal::parse(&v).expect("valid");
         assert_eq!(p.blast_radius, Some(BlastRadius::Medium));
         assert_eq!(p.target_refs[0].kind, "crm_contact");
         assert_eq!(p.evidence_refs.len(), 2);
+        assert_eq!(p.authorization.as_ref().map(|a| a.mode), Some(AuthorizationMode::Hitl));
+        assert_eq!(p.execution.and_then(|e| e.retry_policy).map(|r| r.max_retries), Some(2));
+        assert_eq!(p.run.case_id.as_deref(), Some("case-7"));
+        assert_eq!(p.observability.model.as_deref(), Some("gpt-x"));
+        assert!(p.facts().has_rollback_plan);
+        let stored = serde_json::to_value(&p).expect("serialize");
+        assert_eq!(serde_json::from_value::<ToolProposal>(stored).expect("deserialize"), p);
         // An agent cannot declare itself confirmed; only a reviewer's approval can.
         assert_eq!(p.effective_authorization(), AuthorizationState::Validated);
     }
@@ -626,7 +645,7 @@ mod tests {
             .iter()
             .map(|e| (e.field.as_str(), e.message.as_str()))
             .collect();
-        assert!(got.contains(&("risk_level", "must be one of `low`, `medium`, `high`")));
+        assert!(got.contains(&("risk_level", "unknown value `catastrophic`; must be one of `low`, `medium`, `high`")));
         assert!(got.iter().any(|(f, _)| *f == "blast_radius"));
         assert!(got.iter().any(|(f, _)| *f == "authorization_state"));
         assert!(got.contains(&("surprise", "is not a known field")));

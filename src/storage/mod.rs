@@ -23,7 +23,7 @@ use crate::domain::command::{CommandSpec, CommandStatus, Outcome};
 use crate::domain::lifecycle::{ProposalStatus, Verdict};
 use crate::domain::principal::{ActorKind, Role, TokenKind};
 use crate::domain::proposal::{AuthorizationState, ToolProposal};
-use crate::domain::routing::Routing;
+use crate::domain::proposal_routing::ProposalDecision as Routing;
 
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
@@ -331,6 +331,9 @@ pub trait Store: Send + Sync + 'static {
     /// Records an executor's report against the current lease.
     async fn report_command(&self, report: &NewReport) -> Result<CommandRecord>;
 
+    /// Appends one audit row on its own (for events that change no other state, such as a
+    /// pre-tool-check decision or a rejected request).
+    async fn append_audit(&self, entry: &AuditEntry) -> Result<()>;
     /// The audit trail of one subject, in order.
     async fn audit_for_subject(
         &self,

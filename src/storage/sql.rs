@@ -16,7 +16,7 @@ use crate::domain::command::{CommandSpec, CommandStatus};
 use crate::domain::lifecycle::{ProposalStatus, Verdict};
 use crate::domain::principal::{ActorKind, Role, TokenKind};
 use crate::domain::proposal::{AuthorizationState, ToolProposal};
-use crate::domain::routing::Routing;
+use crate::domain::proposal_routing::ProposalDecision as Routing;
 
 fn parse<T>(what: &str, raw: &str, parse: fn(&str) -> Option<T>) -> Result<T> {
     parse(raw).ok_or_else(|| StorageError::Corrupt(format!("unknown {what} `{raw}`")))
@@ -200,6 +200,10 @@ pub const AUDIT_WORDS: &[&str] = &[
     "command.failed",
     "user.created",
     "token.created",
+    "pre_tool_check",
+    "pre_tool_check.decided",
+    "pre_tool_check.rejected",
+    "proposal.rejected_input",
 ];
 
 fn leak_known(word: &str) -> &'static str {
@@ -675,6 +679,13 @@ macro_rules! impl_store {
                 insert_audit(&mut tx, &proposal_entry, r.now).await?;
                 tx.commit().await?;
                 Ok(record)
+            }
+
+            async fn append_audit(&self, entry: &AuditEntry) -> Result<()> {
+                let mut tx = self.write.begin().await?;
+                insert_audit(&mut tx, entry, OffsetDateTime::now_utc()).await?;
+                tx.commit().await?;
+                Ok(())
             }
 
             async fn audit_for_subject(&self, subject_type: &str, subject_id: &str) -> Result<Vec<AuditRecord>> {

@@ -1,0 +1,488 @@
+//! Evidence assessment: what a list of evidence refs establishes, and what is wrong with it.
+//!
+//! Evidence can **support or lower** a declared authorization state, never raise it, and it is
+//! read only through its structured metadata (`kind`, `trust_tier`, `freshness`,
+//! `contradicts`): no summary is ever keyword-matched into a stronger state (AANA's own code does
+//! that; the seed's text and `conformance/README.md` rule it out). Free text is scanned only to
+//! find leaks, which can only make a decision stricter.
+//!
+//! Lowering rules, applied in order to the declared state:
+//!
+//! 1. **Unverified authorization evidence.** When the declared state is `authenticated` or
+//!    higher and structured authorization evidence (kind `auth_event` or `approval`) is present,
+//!    but none of it is `verified` or `runtime`, the effective state is at most `user_claimed`:
+//!    the only evidence for it is a claim.
+//! 2. **Confirmation without an approval.** When the state is still `confirmed` and structured
+//!    evidence is present, but no `verified`/`runtime` ref of kind `approval` is among it, the
+//!    effective state is at most `validated`: a confirmation is an explicit approval, and
+//!    production evidence must show it.
+//!
+//! Plain string refs carry no metadata: they are counted, scanned for leaks, and otherwise
+//! neither support nor lower anything.
+//!
+//! Issues found per ref (see [`EvidenceIssueCode`]): stale (declared `stale`, or `age_hours` over
+//! `max_age_hours`), contradicting something, leaking a secret, leaking personal data, or marked
+//! `sensitive` while carrying content (a summary or URL). How each issue affects a route is the
+//! route engine's business ([`super::rules`]).
+
+use serde::{Deserialize, Serialize};
+
+use super::aana::{
+    AuthorizationState, EvidenceKind, EvidenceRef, FreshnessStatus, RedactionStatus,
+    StructuredEvidence, TrustTier,
+};
+use super::scan::{find_personal_data, find_secret};
+use super::wire::wire_enum;
+
+wire_enum! {
+    /// What is wrong with (or notable about) one evidence ref.
+    pub enum EvidenceIssueCode {
+        /// Declared stale, or older than its own `max_age_hours`.
+        Stale => "stale",
+        /// Lists claims/actions it contradicts.
+        Contradicts => "contradicts",
+        /// A text field looks like it contains a password, token, API key or private key.
+        LeaksSecret => "leaks_secret",
+        /// A text field contains an email address, phone number, SSN or card number.
+        LeaksPersonalData => "leaks_personal_data",
+        /// Marked `sensitive` yet carries a summary or URL onto the audit path.
+        SensitiveContent => "sensitive_content",
+        /// Freshness is `unknown` (informational).
+        FreshnessUnknown => "freshness_unknown",
+        /// A plain string ref: no trust, redaction or freshness metadata (informational).
+        Unstructured => "unstructured",
+        /// This ref lowered the effective authorization state (informational).
+        LowersAuthorization => "lowers_authorization",
+    }
+}
+
+impl EvidenceIssueCode {
+    /// Whether the issue is a leak that makes the event unsafe to process at all.
+    pub fn is_leak(self) -> bool {
+        matches!(
+            self,
+            Self::LeaksSecret | Self::LeaksPersonalData | Self::SensitiveContent
+        )
+    }
+}
+
+/// One issue with one evidence ref.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EvidenceIssue {
+    /// Index of the ref in `evidence_refs`.
+    pub index: usize,
+    /// JSON path of the offending field, e.g. `evidence_refs[1].summary`.
+    pub field: String,
+    /// What is wrong.
+    pub code: EvidenceIssueCode,
+    /// Explanation, never quoting the offending content.
+    pub message: String,
+}
+
+/// The evidence-integrity section of a decision envelope.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct EvidenceIntegrity {
+    /// Number of refs.
+    pub total: usize,
+    /// Number of structured refs.
+    pub structured: usize,
+    /// Structured refs with `trust_tier: verified`.
+    pub verified: usize,
+    /// Stale refs.
+    pub stale: usize,
+    /// Refs whose content is not known to be redacted: `sensitive` or `unknown`
+    /// `redaction_status`, and every plain string ref.
+    pub unredacted: usize,
+    /// Issues, in ref order.
+    pub issues: Vec<EvidenceIssue>,
+}
+
+impl EvidenceIntegrity {
+    /// Whether any issue has `code`.
+    pub fn has(&self, code: EvidenceIssueCode) -> bool {
+        self.issues.iter().any(|i| i.code == code)
+    }
+}
+
+/// The result of assessing a list of evidence refs against a declared authorization state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EvidenceAssessment {
+    /// Counts and issues.
+    pub integrity: EvidenceIntegrity,
+    /// The declared state after the lowering rules (never above the declared state).
+    pub effective_authorization: AuthorizationState,
+    /// Why the state was lowered, in order.
+    pub lowering_reasons: Vec<String>,
+}
+
+/// Assesses `refs` (found at `path`, e.g. `evidence_refs`) against the `declared` state.
+pub fn assess(
+    refs: &[EvidenceRef],
+    declared: AuthorizationState,
+    path: &str,
+) -> EvidenceAssessment {
+    let mut integrity = EvidenceIntegrity {
+        total: refs.len(),
+        ..EvidenceIntegrity::default()
+    };
+    for (index, r) in refs.iter().enumerate() {
+        match r {
+            EvidenceRef::Plain(text) => {
+                integrity.unredacted += 1;
+                let field = || format!("{path}[{index}]");
+                if !scan_field(&mut integrity.issues, index, &field, text) {
+                    integrity.issues.push(EvidenceIssue {
+                        index,
+                        field: field(),
+                        code: EvidenceIssueCode::Unstructured,
+                        message: "plain string ref: carries no trust, redaction or freshness \
+                                  metadata, so it supports nothing beyond its presence"
+                            .into(),
+                    });
+                }
+            }
+            EvidenceRef::Structured(e) => {
+                assess_structured(&mut integrity, index, e, path);
+            }
+        }
+    }
+    let (effective_authorization, lowering_reasons) = lower(refs, declared, path, &mut integrity);
+    EvidenceAssessment {
+        integrity,
+        effective_authorization,
+        lowering_reasons,
+    }
+}
+
+fn assess_structured(
+    integrity: &mut EvidenceIntegrity,
+    index: usize,
+    e: &StructuredEvidence,
+    path: &str,
+) {
+    integrity.structured += 1;
+    if e.trust_tier == TrustTier::Verified {
+        integrity.verified += 1;
+    }
+    if matches!(
+        e.redaction_status,
+        RedactionStatus::Sensitive | RedactionStatus::Unknown
+    ) {
+        integrity.unredacted += 1;
+    }
+    let at = |field: &str| format!("{path}[{index}].{field}");
+    let issues = &mut integrity.issues;
+
+    let mut scan = |field: &dyn Fn() -> String, text: &str| {
+        scan_field(issues, index, field, text);
+    };
+    scan(&|| at("source_id"), &e.source_id);
+    if let Some(s) = &e.summary {
+        scan(&|| at("summary"), s);
+    }
+    if let Some(s) = &e.citation_url {
+        scan(&|| at("citation_url"), s);
+    }
+    if let Some(s) = &e.retrieval_url {
+        scan(&|| at("retrieval_url"), s);
+    }
+    scan(&|| at("provenance"), &e.provenance);
+    if let Some(s) = &e.freshness.source {
+        scan(&|| at("freshness.source"), s);
+    }
+    for (i, s) in e.supports.iter().enumerate() {
+        scan(&|| at(&format!("supports[{i}]")), s);
+    }
+    for (i, s) in e.contradicts.iter().enumerate() {
+        scan(&|| at(&format!("contradicts[{i}]")), s);
+    }
+
+    if e.redaction_status == RedactionStatus::Sensitive {
+        let carries = [
+            ("summary", e.summary.as_deref()),
+            ("citation_url", e.citation_url.as_deref()),
+            ("retrieval_url", e.retrieval_url.as_deref()),
+        ]
+        .into_iter()
+        .find(|(_, v)| v.is_some_and(|s| !s.trim().is_empty()));
+        if let Some((field, _)) = carries {
+            issues.push(EvidenceIssue {
+                index,
+                field: at(field),
+                code: EvidenceIssueCode::SensitiveContent,
+                message: format!(
+                    "marked `sensitive` but carries a {field}, which would reach the audit \
+                     path; send an opaque source_id, or redact the content and mark it `redacted`"
+                ),
+            });
+        }
+    }
+    if e.freshness.is_stale() {
+        integrity.stale += 1;
+        let message = if e.freshness.status == FreshnessStatus::Stale {
+            "declared stale: retrieve current evidence".to_owned()
+        } else {
+            "declared fresh but age_hours exceeds max_age_hours: retrieve current evidence"
+                .to_owned()
+        };
+        issues.push(EvidenceIssue {
+            index,
+            field: at("freshness"),
+            code: EvidenceIssueCode::Stale,
+            message,
+        });
+    } else if e.freshness.status == FreshnessStatus::Unknown {
+        issues.push(EvidenceIssue {
+            index,
+            field: at("freshness.status"),
+            code: EvidenceIssueCode::FreshnessUnknown,
+            message: "freshness is unknown".into(),
+        });
+    }
+    if !e.contradicts.is_empty() {
+        issues.push(EvidenceIssue {
+            index,
+            field: at("contradicts"),
+            code: EvidenceIssueCode::Contradicts,
+            message: format!(
+                "contradicts {} claim(s) or action(s): resolve the contradiction or route to review",
+                e.contradicts.len()
+            ),
+        });
+    }
+}
+
+/// Scans one text field; records at most one leak issue (its path built only then). Returns
+/// whether it found one.
+fn scan_field(
+    issues: &mut Vec<EvidenceIssue>,
+    index: usize,
+    field: &dyn Fn() -> String,
+    text: &str,
+) -> bool {
+    let issue = if let Some(kind) = find_secret(text) {
+        Some((
+            EvidenceIssueCode::LeaksSecret,
+            format!(
+                "looks like it contains a secret ({kind}); evidence must reference secrets, never carry them"
+            ),
+        ))
+    } else {
+        find_personal_data(text).map(|kind| {
+            (
+                EvidenceIssueCode::LeaksPersonalData,
+                format!(
+                    "contains unredacted personal data ({kind}); redact it before sending evidence"
+                ),
+            )
+        })
+    };
+    match issue {
+        Some((code, message)) => {
+            issues.push(EvidenceIssue {
+                index,
+                field: field(),
+                code,
+                message,
+            });
+            true
+        }
+        None => false,
+    }
+}
+
+fn structured(refs: &[EvidenceRef]) -> impl Iterator<Item = (usize, &StructuredEvidence)> {
+    refs.iter().enumerate().filter_map(|(i, r)| match r {
+        EvidenceRef::Structured(e) => Some((i, e.as_ref())),
+        EvidenceRef::Plain(_) => None,
+    })
+}
+
+fn lower(
+    refs: &[EvidenceRef],
+    declared: AuthorizationState,
+    path: &str,
+    integrity: &mut EvidenceIntegrity,
+) -> (AuthorizationState, Vec<String>) {
+    let mut effective = declared;
+    let mut reasons = Vec::new();
+    let is_auth =
+        |e: &StructuredEvidence| matches!(e.kind, EvidenceKind::AuthEvent | EvidenceKind::Approval);
+
+    if effective >= AuthorizationState::Authenticated {
+        let first_auth = structured(refs).find(|(_, e)| is_auth(e)).map(|(i, _)| i);
+        let trusted_auth = structured(refs).any(|(_, e)| is_auth(e) && e.trust_tier.is_trusted());
+        if let (Some(first), false) = (first_auth, trusted_auth) {
+            effective = AuthorizationState::UserClaimed;
+            reasons.push(format!(
+                "declared `{declared}` lowered to `user_claimed`: no authorization evidence \
+                 (auth_event/approval) is verified or runtime-asserted"
+            ));
+            integrity.issues.push(EvidenceIssue {
+                index: first,
+                field: format!("{path}[{first}].trust_tier"),
+                code: EvidenceIssueCode::LowersAuthorization,
+                message: "authorization evidence is only claimed or unverified".into(),
+            });
+        }
+    }
+
+    if effective == AuthorizationState::Confirmed && integrity.structured > 0 {
+        let approved = structured(refs)
+            .any(|(_, e)| e.kind == EvidenceKind::Approval && e.trust_tier.is_trusted());
+        if !approved {
+            effective = AuthorizationState::Validated;
+            reasons.push(
+                "declared `confirmed` lowered to `validated`: structured evidence shows no \
+                 verified or runtime-asserted approval of this action"
+                    .into(),
+            );
+        }
+    }
+    (effective, reasons)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::aana::Freshness;
+    use super::*;
+
+    fn ev(kind: EvidenceKind, trust: TrustTier) -> StructuredEvidence {
+        StructuredEvidence {
+            source_id: "src".into(),
+            kind,
+            trust_tier: trust,
+            redaction_status: RedactionStatus::Redacted,
+            summary: None,
+            retrieved_at: None,
+            freshness: Freshness {
+                status: FreshnessStatus::Fresh,
+                checked_at: None,
+                max_age_hours: None,
+                age_hours: None,
+                source: None,
+            },
+            citation_url: None,
+            retrieval_url: None,
+            provenance: "fixture".into(),
+            supports: vec![],
+            contradicts: vec![],
+        }
+    }
+
+    fn refs(items: Vec<StructuredEvidence>) -> Vec<EvidenceRef> {
+        items
+            .into_iter()
+            .map(|e| EvidenceRef::Structured(Box::new(e)))
+            .collect()
+    }
+
+    #[test]
+    fn evidence_never_raises_the_declared_state() {
+        let mut e = ev(EvidenceKind::Approval, TrustTier::Verified);
+        e.summary = Some("User is authenticated, validated and explicitly confirmed.".into());
+        for declared in [AuthorizationState::None, AuthorizationState::UserClaimed] {
+            let a = assess(&refs(vec![e.clone()]), declared, "evidence_refs");
+            assert_eq!(a.effective_authorization, declared);
+        }
+    }
+
+    #[test]
+    fn unverified_authorization_evidence_lowers_to_user_claimed() {
+        let r = refs(vec![
+            ev(EvidenceKind::AuthEvent, TrustTier::UserClaimed),
+            ev(EvidenceKind::Policy, TrustTier::Verified),
+        ]);
+        let a = assess(&r, AuthorizationState::Validated, "evidence_refs");
+        assert_eq!(a.effective_authorization, AuthorizationState::UserClaimed);
+        assert!(a.integrity.has(EvidenceIssueCode::LowersAuthorization));
+        // One trusted auth ref is enough support.
+        let r = refs(vec![
+            ev(EvidenceKind::AuthEvent, TrustTier::Unverified),
+            ev(EvidenceKind::AuthEvent, TrustTier::Runtime),
+        ]);
+        let a = assess(&r, AuthorizationState::Validated, "evidence_refs");
+        assert_eq!(a.effective_authorization, AuthorizationState::Validated);
+    }
+
+    #[test]
+    fn confirmed_needs_a_trusted_approval_when_evidence_is_structured() {
+        let r = refs(vec![ev(EvidenceKind::AuthEvent, TrustTier::Verified)]);
+        let a = assess(&r, AuthorizationState::Confirmed, "evidence_refs");
+        assert_eq!(a.effective_authorization, AuthorizationState::Validated);
+        let r = refs(vec![ev(EvidenceKind::Approval, TrustTier::Verified)]);
+        let a = assess(&r, AuthorizationState::Confirmed, "evidence_refs");
+        assert_eq!(a.effective_authorization, AuthorizationState::Confirmed);
+        // Plain refs cannot be evaluated, so they neither support nor lower.
+        let plain = vec![EvidenceRef::Plain("approval:123".into())];
+        let a = assess(&plain, AuthorizationState::Confirmed, "evidence_refs");
+        assert_eq!(a.effective_authorization, AuthorizationState::Confirmed);
+        assert_eq!(a.integrity.unredacted, 1);
+    }
+
+    #[test]
+    fn counts_and_issues() {
+        let mut stale = ev(EvidenceKind::ToolResult, TrustTier::Verified);
+        stale.freshness.status = FreshnessStatus::Stale;
+        let mut old = ev(EvidenceKind::ToolResult, TrustTier::Runtime);
+        old.freshness.age_hours = Some(48.0);
+        old.freshness.max_age_hours = Some(24.0);
+        let mut contra = ev(EvidenceKind::SystemState, TrustTier::Verified);
+        contra.contradicts = vec!["claim.account_active".into()];
+        contra.redaction_status = RedactionStatus::Unknown;
+        let mut sensitive = ev(EvidenceKind::ToolResult, TrustTier::Verified);
+        sensitive.redaction_status = RedactionStatus::Sensitive;
+        sensitive.summary = Some("full record".into());
+        let mut pii = ev(EvidenceKind::UserMessage, TrustTier::UserClaimed);
+        pii.summary = Some("reach me at jane@example.com".into());
+        let mut secret = ev(EvidenceKind::ToolResult, TrustTier::Verified);
+        secret.source_id = "https://x.example/cb?token=abc123def456".into();
+        let a = assess(
+            &refs(vec![stale, old, contra, sensitive, pii, secret]),
+            AuthorizationState::None,
+            "evidence_refs",
+        );
+        let i = &a.integrity;
+        assert_eq!(
+            (i.total, i.structured, i.verified, i.stale, i.unredacted),
+            (6, 6, 4, 2, 2)
+        );
+        let codes: Vec<(usize, &str, EvidenceIssueCode)> = i
+            .issues
+            .iter()
+            .map(|x| (x.index, x.field.as_str(), x.code))
+            .collect();
+        assert_eq!(
+            codes,
+            [
+                (0, "evidence_refs[0].freshness", EvidenceIssueCode::Stale),
+                (1, "evidence_refs[1].freshness", EvidenceIssueCode::Stale),
+                (
+                    2,
+                    "evidence_refs[2].contradicts",
+                    EvidenceIssueCode::Contradicts
+                ),
+                (
+                    3,
+                    "evidence_refs[3].summary",
+                    EvidenceIssueCode::SensitiveContent
+                ),
+                (
+                    4,
+                    "evidence_refs[4].summary",
+                    EvidenceIssueCode::LeaksPersonalData
+                ),
+                (
+                    5,
+                    "evidence_refs[5].source_id",
+                    EvidenceIssueCode::LeaksSecret
+                ),
+            ]
+        );
+        assert!(
+            i.issues
+                .iter()
+                .all(|x| !x.message.contains("jane@example.com"))
+        );
+    }
+}

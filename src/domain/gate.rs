@@ -1,0 +1,448 @@
+//! The AANA pre-tool-check gate: [`check`] routes a schema-valid [`Event`] against a
+//! [`Policy`] and returns the seed 000 decision envelope. Deterministic and free of IO.
+//!
+//! Order of evaluation (every step can only make the route stricter):
+//!
+//! 1. **Classification.** A matching policy rule's `tool_category` is a floor for the declared
+//!    category (`public_read < private_read < write < unknown`). The action is *high risk*
+//!    when its `risk_domain` is one of [`super::rules::HIGH_RISK_DOMAINS`], the rule's risk
+//!    floor is `high`, or it is a write whose name looks destructive.
+//! 2. **Lanes.** A rule with `allowed_agents` refuses events from other agents, and events with
+//!    no `agent_id` (`agent_not_in_lane`, `agent_unidentified`).
+//! 3. **Evidence** lowers the declared authorization state where it shows less
+//!    ([`super::evidence`]); it never raises it.
+//! 4. **The authorization ladder** ([`super::rules`]).
+//! 5. **Policy category.** A tool the policy lists as Category B or C needs a human:
+//!    below `confirmed` it asks (`human_approval_required`), even for a read. (For tools the
+//!    policy does not list, the ladder already is the Category C rule for consequential
+//!    actions: writes execute only at `confirmed`, unknown tools never; reads follow seed 000.)
+//! 6. **Evidence overlays**: leaks refuse; contradictions defer; stale or missing evidence
+//!    defers where the ladder depends on it.
+//! 7. **The runtime's `recommended_route`** wins only when stricter
+//!    (`runtime_route_stricter`); a looser one is ignored with a reason.
+//!
+//! `gate_decision` is `pass` only when the route is `accept` and there is no hard blocker.
+//!
+//! Of the policy, the gate applies `[tools]` (category, `tool_category` floor, `risk` floor,
+//! `allowed_agents`). Domain ownership (`[agents]`), `[blast_radius]`, GDPR/HIPAA and
+//! approvals concern tool proposals ([`super::proposal_routing`]): an AANA event carries no
+//! domain, blast radius or compliance flags. A schema-invalid event gets
+//! [`Decision::schema_invalid`]: `refuse`, one `schema_invalid` blocker per error, and no
+//! audit copy (there is no valid event to copy; the caller records the request hash).
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::aana::{
+    AuthorizationState, Event, EvidenceKind, EvidenceRef, FreshnessStatus, RedactionStatus, Route,
+    SubjectType, ToolCategory, TrustTier,
+};
+use super::evidence::{self, EvidenceIntegrity};
+use super::policy::{ActionCategory, Policy, RiskLevel};
+use super::rules;
+use super::scan;
+use super::verdict::{Blocker, BlockerCode, Verdict};
+use super::wire::{FieldError, wire_enum};
+
+/// Replaces a free-text audit field that looks like it contains personal data or a secret.
+pub const WITHHELD: &str = "[withheld]";
+
+wire_enum! {
+    /// Whether the gate lets the call through.
+    pub enum GateDecision {
+        /// Execute: the route is `accept` and nothing blocks it.
+        Pass => "pass",
+        /// Do not execute.
+        Block => "block",
+    }
+}
+
+/// Declared, effective and required authorization.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct AuthorizationReport {
+    /// As declared by the runtime.
+    pub declared: AuthorizationState,
+    /// After evidence lowering (never above `declared`).
+    pub effective: AuthorizationState,
+    /// What execution needs; `None` for `unknown` tools, which never execute.
+    pub required: Option<AuthorizationState>,
+}
+
+/// How the action was classified.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Classification {
+    /// As declared by the runtime.
+    pub declared_category: ToolCategory,
+    /// After the policy's floor.
+    pub effective_category: ToolCategory,
+    /// Whether the action counts as high risk (it changes the ladder for writes only).
+    pub high_risk: bool,
+    /// Seed 004 category (`c` for unlisted tools).
+    pub action_category: ActionCategory,
+    /// The policy rule that matched the tool, e.g. `tools."crm.*"`.
+    pub policy_rule: Option<String>,
+}
+
+/// Audit-safe metadata of one evidence ref: never its summary.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AuditEvidence {
+    /// `plain` or `structured`.
+    pub form: &'static str,
+    /// The source id, or [`WITHHELD`] when it looks like it contains private data.
+    pub source_id: String,
+    /// Kind (structured refs only).
+    pub kind: Option<EvidenceKind>,
+    /// Trust tier (structured refs only).
+    pub trust_tier: Option<TrustTier>,
+    /// Redaction status (structured refs only).
+    pub redaction_status: Option<RedactionStatus>,
+    /// Freshness status (structured refs only).
+    pub freshness: Option<FreshnessStatus>,
+    /// Provenance label, or [`WITHHELD`].
+    pub provenance: Option<String>,
+    /// Whether a summary was present (its text is never recorded).
+    pub has_summary: bool,
+    /// Number of supported claim ids.
+    pub supports: usize,
+    /// Number of contradicted claim ids.
+    pub contradicts: usize,
+}
+
+/// An audit-safe copy of an event: argument *keys* only, evidence metadata only, free text
+/// withheld when it looks like personal data or a secret.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AuditEvent {
+    /// Schema version marker, if sent.
+    pub schema_version: Option<String>,
+    /// Request id (or [`WITHHELD`]).
+    pub request_id: Option<String>,
+    /// Agent id (or [`WITHHELD`]).
+    pub agent_id: Option<String>,
+    /// User intent (or [`WITHHELD`]).
+    pub user_intent: Option<String>,
+    /// Subject type of the authorization subject.
+    pub subject_type: Option<SubjectType>,
+    /// Subject reference (or [`WITHHELD`]).
+    pub subject_ref: Option<String>,
+    /// Tool name.
+    pub tool_name: String,
+    /// Declared tool category.
+    pub tool_category: ToolCategory,
+    /// Declared authorization state.
+    pub authorization_state: AuthorizationState,
+    /// Risk domain.
+    pub risk_domain: super::aana::RiskDomain,
+    /// Sorted keys of `proposed_arguments`; their values are never recorded.
+    pub proposed_argument_keys: Vec<String>,
+    /// Evidence metadata.
+    pub evidence_refs: Vec<AuditEvidence>,
+    /// The runtime's recommended route.
+    pub recommended_route: Route,
+}
+
+/// The seed 000 decision envelope.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Decision {
+    /// The final route.
+    pub route: Route,
+    /// `pass` only when `route` is `accept` with no hard blocker.
+    pub gate_decision: GateDecision,
+    /// Same as `route`.
+    pub recommended_action: Route,
+    /// Everything that prevents execution now, with machine-readable codes.
+    pub hard_blockers: Vec<Blocker>,
+    /// Human-readable reasoning, in evaluation order.
+    pub reasons: Vec<String>,
+    /// Authorization report (absent for a schema-invalid event).
+    pub authorization_report: Option<AuthorizationReport>,
+    /// Evidence integrity (absent for a schema-invalid event).
+    pub evidence_integrity: Option<EvidenceIntegrity>,
+    /// Classification (absent for a schema-invalid event).
+    pub classification: Option<Classification>,
+    /// The version of the policy applied.
+    pub policy_version: String,
+    /// The rule that produced the route.
+    pub rule: String,
+    /// Audit-safe copy of the event (absent for a schema-invalid event).
+    pub audit_event: Option<AuditEvent>,
+}
+
+impl Decision {
+    /// The seed's execution rule: `gate_decision == pass`, `recommended_action == accept`,
+    /// no hard blockers.
+    pub fn allows_execution(&self) -> bool {
+        self.gate_decision == GateDecision::Pass
+            && self.recommended_action == Route::Accept
+            && self.route == Route::Accept
+            && self.hard_blockers.is_empty()
+    }
+
+    /// The decision for an event that failed schema validation: `refuse`, one
+    /// `schema_invalid` blocker per error.
+    pub fn schema_invalid(errors: &[FieldError], policy: &Policy) -> Decision {
+        let hard_blockers: Vec<Blocker> = errors
+            .iter()
+            .map(|e| Blocker {
+                code: BlockerCode::SchemaInvalid,
+                message: e.message.clone(),
+                field: Some(e.field.clone()),
+            })
+            .collect();
+        Decision {
+            route: Route::Refuse,
+            gate_decision: GateDecision::Block,
+            recommended_action: Route::Refuse,
+            reasons: vec![format!(
+                "refuse: the event does not conform to AANA Agent Action Contract v1 ({} error{})",
+                errors.len(),
+                if errors.len() == 1 { "" } else { "s" }
+            )],
+            hard_blockers,
+            authorization_report: None,
+            evidence_integrity: None,
+            classification: None,
+            policy_version: policy.version().to_owned(),
+            rule: "builtin:schema_invalid".into(),
+            audit_event: None,
+        }
+    }
+}
+
+/// Parses and checks untrusted JSON: a schema-invalid event is refused with every error.
+pub fn check_value(value: &Value, policy: &Policy) -> Decision {
+    match Event::parse(value) {
+        Ok(event) => check(&event, policy),
+        Err(errors) => Decision::schema_invalid(&errors, policy),
+    }
+}
+
+/// Parses and checks a JSON document (malformed JSON is a schema error).
+pub fn check_json_str(json: &str, policy: &Policy) -> Decision {
+    match Event::from_json_str(json) {
+        Ok(event) => check(&event, policy),
+        Err(errors) => Decision::schema_invalid(&errors, policy),
+    }
+}
+
+/// Routes a schema-valid event against `policy` (module docs give the order of rules).
+pub fn check(event: &Event, policy: &Policy) -> Decision {
+    let tool_rule = policy.tool_rule(&event.tool_name);
+
+    // 1. Classification.
+    let declared_category = event.tool_category;
+    let floor = tool_rule.and_then(|r| r.tool_category.filter(|&c| c > declared_category));
+    let category = floor.unwrap_or(declared_category);
+    let mut v = Verdict::accept(rules::accept_rule(category));
+    if let (Some(rule), Some(floor)) = (tool_rule, floor) {
+        v.note(format!(
+            "policy rule {} classifies the tool as {floor}; the declared {declared_category} was \
+             raised",
+            rule.id
+        ));
+    }
+    let destructive = rules::looks_destructive(&event.tool_name);
+    let domain_high = rules::is_high_risk_domain(event.risk_domain);
+    let policy_high = tool_rule.is_some_and(|r| r.risk == RiskLevel::High);
+    let destructive_write = category == ToolCategory::Write && destructive;
+    let high_risk = domain_high || policy_high || destructive_write;
+    if category == ToolCategory::Write && high_risk {
+        let why: Vec<String> = [
+            domain_high.then(|| format!("risk domain {}", event.risk_domain)),
+            policy_high.then(|| "policy risk floor high".to_owned()),
+            destructive_write.then(|| "destructive tool name".to_owned()),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        v.note(format!("high-risk write ({})", why.join(", ")));
+    }
+
+    // 2. Lanes.
+    if let Some(rule) = tool_rule.filter(|r| !r.allowed_agents.is_empty()) {
+        match event.agent_id.as_deref() {
+            None => v.block(
+                Route::Refuse,
+                format!("policy:{}.allowed_agents", rule.id),
+                BlockerCode::AgentUnidentified,
+                "the tool is restricted to certain agents and the event names none: send agent_id",
+                Some("agent_id"),
+            ),
+            Some(agent) if !rule.allows_agent(agent) => v.block(
+                Route::Refuse,
+                format!("policy:{}.allowed_agents", rule.id),
+                BlockerCode::AgentNotInLane,
+                format!("agent `{agent}` is not in the lane of {}", rule.id),
+                Some("agent_id"),
+            ),
+            Some(_) => {}
+        }
+    }
+
+    // 3. Evidence lowering.
+    let assessment = evidence::assess(
+        &event.evidence_refs,
+        event.authorization_state,
+        "evidence_refs",
+    );
+    let authorization = assessment.effective_authorization;
+    v.reasons
+        .extend(assessment.lowering_reasons.iter().cloned());
+
+    // 4. The ladder.
+    rules::apply_ladder(
+        &mut v,
+        category,
+        authorization,
+        high_risk,
+        destructive,
+        Route::Refuse,
+    );
+
+    // 5. Policy category B/C on listed tools: a read needs a human too (a write already needs
+    //    `confirmed` by the ladder; an unknown tool never executes).
+    let action_category = tool_rule.map_or(ActionCategory::C, |r| r.category);
+    let mut required = rules::required_authorization(category);
+    if let Some(rule) = tool_rule.filter(|r| !r.category.may_auto_execute()) {
+        if category != ToolCategory::Unknown {
+            required = Some(AuthorizationState::Confirmed);
+        }
+        let read = matches!(
+            category,
+            ToolCategory::PublicRead | ToolCategory::PrivateRead
+        );
+        if read && authorization < AuthorizationState::Confirmed {
+            v.block(
+                Route::Ask,
+                format!("policy:{}.category", rule.id),
+                BlockerCode::HumanApprovalRequired,
+                format!(
+                    "{} lists this tool as Category {}: a human must approve it (authorization \
+                     `confirmed`) before it runs",
+                    rule.id,
+                    rule.category.as_str().to_ascii_uppercase()
+                ),
+                None,
+            );
+        }
+    }
+
+    // 6. Evidence overlays.
+    let depends = matches!(category, ToolCategory::PrivateRead | ToolCategory::Write);
+    rules::apply_evidence_overlays(&mut v, &assessment, depends, depends);
+
+    // 7. The runtime's recommendation can only tighten.
+    let recommended = event.recommended_route;
+    if recommended > v.route {
+        let inferred = v.route;
+        v.block(
+            recommended,
+            "runtime:recommended_route",
+            BlockerCode::RuntimeRouteStricter,
+            format!(
+                "the runtime recommended `{recommended}`, stricter than the gate's `{inferred}`; \
+                 the stricter route wins"
+            ),
+            Some("recommended_route"),
+        );
+    } else if recommended < v.route {
+        v.note(format!(
+            "the runtime recommended `{recommended}`; a recommendation can only make the route \
+             stricter, so `{}` stands",
+            v.route
+        ));
+    }
+
+    let gate_decision = if v.route == Route::Accept && v.blockers.is_empty() {
+        GateDecision::Pass
+    } else {
+        GateDecision::Block
+    };
+    if v.route == Route::Accept {
+        v.note(format!("accept: {}", v.rule));
+    }
+    Decision {
+        route: v.route,
+        gate_decision,
+        recommended_action: v.route,
+        hard_blockers: v.blockers,
+        reasons: v.reasons,
+        authorization_report: Some(AuthorizationReport {
+            declared: event.authorization_state,
+            effective: authorization,
+            required,
+        }),
+        evidence_integrity: Some(assessment.integrity),
+        classification: Some(Classification {
+            declared_category,
+            effective_category: category,
+            high_risk,
+            action_category,
+            policy_rule: tool_rule.map(|r| r.id.clone()),
+        }),
+        policy_version: policy.version().to_owned(),
+        rule: v.rule,
+        audit_event: Some(audit_event(event)),
+    }
+}
+
+fn safe_text(text: &str) -> String {
+    if scan::is_clean(text) {
+        text.to_owned()
+    } else {
+        WITHHELD.to_owned()
+    }
+}
+
+/// The audit-safe copy of `event`.
+pub fn audit_event(event: &Event) -> AuditEvent {
+    let mut keys: Vec<String> = event.proposed_arguments.keys().cloned().collect();
+    keys.sort_unstable();
+    let evidence_refs = event
+        .evidence_refs
+        .iter()
+        .map(|r| match r {
+            EvidenceRef::Plain(s) => AuditEvidence {
+                form: "plain",
+                source_id: safe_text(s),
+                kind: None,
+                trust_tier: None,
+                redaction_status: None,
+                freshness: None,
+                provenance: None,
+                has_summary: false,
+                supports: 0,
+                contradicts: 0,
+            },
+            EvidenceRef::Structured(e) => AuditEvidence {
+                form: "structured",
+                source_id: safe_text(&e.source_id),
+                kind: Some(e.kind),
+                trust_tier: Some(e.trust_tier),
+                redaction_status: Some(e.redaction_status),
+                freshness: Some(e.freshness.status),
+                provenance: Some(safe_text(&e.provenance)),
+                has_summary: e.summary.is_some(),
+                supports: e.supports.len(),
+                contradicts: e.contradicts.len(),
+            },
+        })
+        .collect();
+    let subject = event.authorization_subject.as_ref();
+    AuditEvent {
+        schema_version: event.schema_version.clone(),
+        request_id: event.request_id.as_deref().map(safe_text),
+        agent_id: event.agent_id.as_deref().map(safe_text),
+        user_intent: event.user_intent.as_deref().map(safe_text),
+        subject_type: subject.and_then(|s| s.subject_type),
+        subject_ref: subject
+            .and_then(|s| s.subject_ref.as_deref())
+            .map(safe_text),
+        tool_name: event.tool_name.clone(),
+        tool_category: event.tool_category,
+        authorization_state: event.authorization_state,
+        risk_domain: event.risk_domain,
+        proposed_argument_keys: keys,
+        evidence_refs,
+        recommended_route: event.recommended_route,
+    }
+}
