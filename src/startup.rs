@@ -110,7 +110,11 @@ pub fn load_policy(settings: &Settings) -> Result<Policy, StartError> {
     })?;
     Policy::from_toml_str(&text).map_err(|errors| StartError::Policy {
         path: shown,
-        message: errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"),
+        message: errors
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("\n"),
     })
 }
 
@@ -122,7 +126,8 @@ pub fn router(
     policy: Policy,
     options: LeptosOptions,
 ) -> Router {
-    let desk: DynDesk = ReviewDesk::new(store.clone());
+    let policy = Arc::new(policy);
+    let desk: DynDesk = ReviewDesk::new(store.clone(), policy.clone());
     let routes = generate_route_list(App);
     let session_layer = SessionManagerLayer::new(sessions)
         .with_name("countersign_session")
@@ -142,7 +147,7 @@ pub fn router(
     let api = api::router(ApiState {
         store,
         settings: Arc::new(settings.clone()),
-        policy: Arc::new(policy),
+        policy,
     });
     api.merge(web).layer(TraceLayer::new_for_http())
 }

@@ -17,6 +17,7 @@ use uuid::Uuid;
 use crate::auth::password;
 use crate::domain::command::CommandSpec;
 use crate::domain::lifecycle::{DecisionError, ProposalStatus, Verdict, check_decision};
+use crate::domain::policy::Policy;
 use crate::domain::principal::Role;
 use crate::storage::{Conflict, DynStore, NewDecision, ProposalRecord, StorageError};
 
@@ -26,13 +27,25 @@ pub const QUEUE_PAGE_SIZE: i64 = 200;
 /// The reviewer's desk.
 pub struct ReviewDesk {
     store: DynStore,
+    policy: Arc<Policy>,
 }
 
 impl ReviewDesk {
-    /// A desk over `store`.
-    pub fn new(store: DynStore) -> Arc<Self> {
-        Arc::new(Self { store })
+    /// A desk over `store`, queueing approved commands under `policy`.
+    pub fn new(store: DynStore, policy: Arc<Policy>) -> Arc<Self> {
+        Arc::new(Self { store, policy })
     }
+}
+
+/// Why one reviewer's approval cannot be enough: the policy asks for several approvers, and
+/// Countersign does not collect several approvals yet, so it fails closed.
+fn quorum_block(p: &ProposalRecord) -> Option<String> {
+    let n = p.routing.required_approvals;
+    (n > 1).then(|| {
+        format!(
+            "The policy requires {n} approvals from different reviewers. Countersign does not collect several approvals yet, so this proposal can only be rejected."
+        )
+    })
 }
 
 fn internal(e: StorageError) -> AppError {
@@ -293,6 +306,7 @@ impl Desk for ReviewDesk {
                     },
                 })
                 .collect(),
+            approve_blocked: if can_decide { quorum_block(&p) } else { None },
             can_decide,
             cannot_decide_because: if p.status.is_open() { cannot } else { None },
         })
@@ -338,6 +352,14 @@ impl Desk for ReviewDesk {
                     }));
                 }
             };
+        if decision.verdict == Verdict::Approved && quorum_block(&p).is_some() {
+            return Ok(DecideOutcome::Refused("quorum"));
+        }
+        let executors = self
+            .policy
+            .tool_rule(&p.contract.tool.name)
+            .map(|r| r.allowed_executors.clone())
+            .unwrap_or_default();
         let now = OffsetDateTime::now_utc();
         let command = (decision.verdict == Verdict::Approved).then(|| {
             (
@@ -348,7 +370,8 @@ impl Desk for ReviewDesk {
                     &viewer.username,
                     crate::domain::proposal::AuthorizationState::Confirmed,
                     now,
-                ),
+                )
+                .only_for(&executors),
             )
         });
         let result = self

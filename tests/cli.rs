@@ -145,3 +145,68 @@ fn a_bad_database_url_fails_with_a_message() {
         .failure();
     assert!(String::from_utf8_lossy(&out.get_output().stderr).contains("sqlite:// or postgres://"));
 }
+
+#[test]
+fn policies_are_checked_and_explained_from_the_command_line() {
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/policy.example.toml");
+    let out = countersign("sqlite://unused.db")
+        .args(["policy", "check", example])
+        .assert()
+        .success();
+    let version = String::from_utf8_lossy(&out.get_output().stdout)
+        .trim()
+        .to_owned();
+    assert!(
+        version.starts_with("sha256:") && version.len() == 7 + 64,
+        "{version}"
+    );
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let broken = dir.path().join("broken.toml");
+    std::fs::write(
+        &broken,
+        "[defaults]\nrequired_approvals = 0\n\n[tools.\"x\"]\ncategory = \"Z\"\n",
+    )
+    .expect("write");
+    let out = countersign("sqlite://unused.db")
+        .args(["policy", "check"])
+        .arg(&broken)
+        .assert()
+        .failure();
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains(":2:") && stderr.contains(":5:"),
+        "errors carry line numbers: {stderr}"
+    );
+
+    let event = dir.path().join("event.json");
+    std::fs::write(
+        &event,
+        r#"{"tool_name": "send_email", "tool_category": "write", "authorization_state": "user_claimed",
+            "evidence_refs": ["draft_id:123"], "risk_domain": "customer_support",
+            "proposed_arguments": {"to": "customer@example.com"}, "recommended_route": "accept"}"#,
+    )
+    .expect("write");
+    let out = countersign("sqlite://unused.db")
+        .args(["policy", "explain", example])
+        .arg(&event)
+        .assert()
+        .success();
+    let decision: serde_json::Value =
+        serde_json::from_slice(&out.get_output().stdout).expect("JSON decision");
+    assert_eq!(decision["route"], "ask");
+    assert!(String::from_utf8_lossy(&out.get_output().stderr).contains("route ask by rule"));
+
+    let proposal = dir.path().join("proposal.json");
+    let mut body = common::proposal_body("sales-agent");
+    body["domain"] = serde_json::json!("accounting");
+    std::fs::write(&proposal, body.to_string()).expect("write");
+    let out = countersign("sqlite://unused.db")
+        .args(["policy", "explain", example])
+        .arg(&proposal)
+        .assert()
+        .success();
+    let decision: serde_json::Value =
+        serde_json::from_slice(&out.get_output().stdout).expect("JSON decision");
+    assert_eq!(decision["route"], "refuse");
+}

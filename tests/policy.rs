@@ -5,7 +5,9 @@
 mod policy_gen;
 
 use countersign::domain::aana::{AuthorizationState, EvidenceRef, RiskDomain, ToolCategory};
-use countersign::domain::policy::{ActionCategory, AuthorizationMode, BlastRadius, RiskLevel, UnknownAgents};
+use countersign::domain::policy::{
+    ActionCategory, AuthorizationMode, BlastRadius, RiskLevel, UnknownAgents,
+};
 use countersign::domain::verdict::BlockerCode;
 use countersign::domain::{
     Policy, PolicyError, ProposalDecision, ProposalFacts, Route, check_value, route_proposal,

@@ -75,7 +75,13 @@ async fn approve(store: &DynStore, id: Uuid, reviewer: &str) -> Result<Uuid, Sto
             now,
             command: Some((
                 command_id,
-                CommandSpec::for_approved(&p.contract, &p.request_hash, reviewer, AuthorizationState::Confirmed, now),
+                CommandSpec::for_approved(
+                    &p.contract,
+                    &p.request_hash,
+                    reviewer,
+                    AuthorizationState::Confirmed,
+                    now,
+                ),
             )),
         })
         .await?;

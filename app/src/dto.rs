@@ -158,6 +158,9 @@ pub struct ProposalView {
     pub execution: Option<ExecutionView>,
     /// Audit trail.
     pub audit: Vec<AuditView>,
+    /// Why approving is not possible even though deciding is (the policy needs more approvers
+    /// than Countersign collects yet); rejecting still is.
+    pub approve_blocked: Option<String>,
     /// Whether the viewer may decide it now.
     pub can_decide: bool,
     /// Why the viewer may not decide it, when the proposal is still pending.

@@ -54,6 +54,8 @@ create table commands (
     status text not null check (status in ('queued', 'leased', 'succeeded', 'failed')),
     spec text not null,
     attempts integer not null default 0,
+    -- Executors the policy lets run this tool, as ',a,b,'; null means any executor.
+    allowed_executors text,
     leased_by text,
     lease_token_hash text,
     lease_expires_at text,

@@ -7,6 +7,7 @@
 use axum::extract::State;
 use axum::routing::post;
 use axum::{Json, Router};
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::ApiState;
@@ -34,12 +35,21 @@ fn entry(agent: &str, action: &'static str, subject: String, details: Value) -> 
     }
 }
 
+/// The decision envelope, with the id of its audit row.
+#[derive(Serialize)]
+struct Answer {
+    /// Id under which this check is recorded in the audit trail.
+    check_id: String,
+    #[serde(flatten)]
+    decision: Decision,
+}
+
 #[tracing::instrument(skip_all, fields(agent = %agent.0))]
 async fn pre_tool_check(
     State(state): State<ApiState>,
     agent: Agent,
     JsonBody(body): JsonBody,
-) -> Result<Json<Decision>, ApiError> {
+) -> Result<Json<Answer>, ApiError> {
     let check_id = uuid::Uuid::now_v7().to_string();
     let mut event = match Event::parse(&body) {
         Ok(event) => event,
@@ -50,7 +60,15 @@ async fn pre_tool_check(
                 "policy_version": refused.policy_version,
                 "errors": errors.iter().map(|e| json!({"field": e.field, "message": e.message})).collect::<Vec<_>>(),
             });
-            state.store.append_audit(&entry(&agent.0, "pre_tool_check.rejected", check_id, details)).await?;
+            state
+                .store
+                .append_audit(&entry(
+                    &agent.0,
+                    "pre_tool_check.rejected",
+                    check_id,
+                    details,
+                ))
+                .await?;
             return Err(ApiError::validation(errors));
         }
     };
@@ -59,7 +77,10 @@ async fn pre_tool_check(
         Some(id) if *id != agent.0 => {
             return Err(ApiError::Forbidden {
                 code: "agent_mismatch",
-                message: format!("`agent_id` is `{id}` but this token belongs to agent `{}`", agent.0),
+                message: format!(
+                    "`agent_id` is `{id}` but this token belongs to agent `{}`",
+                    agent.0
+                ),
             });
         }
         Some(_) => {}
@@ -74,7 +95,15 @@ async fn pre_tool_check(
         "hard_blockers": decision.hard_blockers.iter().map(|b| b.code).collect::<Vec<_>>(),
         "event": decision.audit_event,
     });
-    state.store.append_audit(&entry(&agent.0, "pre_tool_check.decided", check_id, details)).await?;
+    state
+        .store
+        .append_audit(&entry(
+            &agent.0,
+            "pre_tool_check.decided",
+            check_id.clone(),
+            details,
+        ))
+        .await?;
     tracing::info!(tool = %event.tool_name, route = %decision.route, "pre-tool-check");
-    Ok(Json(decision))
+    Ok(Json(Answer { check_id, decision }))
 }

@@ -13,11 +13,11 @@ use super::ApiState;
 use super::error::ApiError;
 use super::extract::{Agent, JsonBody};
 use super::views::ProposalView;
+use crate::domain::aana::Route;
 use crate::domain::canonical::request_hash_sha256;
+use crate::domain::command::CommandSpec;
 use crate::domain::lifecycle::ProposalStatus;
 use crate::domain::proposal::ToolProposal;
-use crate::domain::aana::Route;
-use crate::domain::command::CommandSpec;
 use crate::domain::proposal_routing::route_proposal;
 use crate::storage::{Conflict, NewProposal, StorageError, Submitted};
 
@@ -53,7 +53,20 @@ async fn submit(
             ProposalStatus::Accepted,
             Some((
                 Uuid::now_v7(),
-                CommandSpec::for_approved(&contract, &request_hash, "policy", authorization_state, now),
+                CommandSpec::for_approved(
+                    &contract,
+                    &request_hash,
+                    "policy",
+                    authorization_state,
+                    now,
+                )
+                .only_for(
+                    &state
+                        .policy
+                        .tool_rule(&contract.tool.name)
+                        .map(|r| r.allowed_executors.clone())
+                        .unwrap_or_default(),
+                ),
             )),
         ),
         Route::Ask | Route::Defer => (ProposalStatus::Pending, None),

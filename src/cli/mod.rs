@@ -173,14 +173,22 @@ async fn execute(command: Command) -> Result<(), String> {
             command: PolicyCommand::Explain { file, event },
         } => {
             let policy = load_policy(&file)?;
-            let text = std::fs::read_to_string(&event).map_err(|e| format!("{}: {e}", event.display()))?;
-            let value: serde_json::Value =
-                serde_json::from_str(&text).map_err(|e| format!("{}: not JSON: {e}", event.display()))?;
+            let text =
+                std::fs::read_to_string(&event).map_err(|e| format!("{}: {e}", event.display()))?;
+            let value: serde_json::Value = serde_json::from_str(&text)
+                .map_err(|e| format!("{}: not JSON: {e}", event.display()))?;
             let (decision, route, rule) = explain(&value, &policy).map_err(|errors| {
                 let lines: Vec<String> = errors.iter().map(|e| format!("  {e}")).collect();
-                format!("{} is not a valid event or proposal:\n{}", event.display(), lines.join("\n"))
+                format!(
+                    "{} is not a valid event or proposal:\n{}",
+                    event.display(),
+                    lines.join("\n")
+                )
             })?;
-            println!("{}", serde_json::to_string_pretty(&decision).map_err(|e| e.to_string())?);
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&decision).map_err(|e| e.to_string())?
+            );
             eprintln!("route {route} by rule: {rule}");
             Ok(())
         }
@@ -272,8 +280,21 @@ async fn serve(settings: Settings) -> Result<(), String> {
 fn load_policy(file: &std::path::Path) -> Result<crate::domain::policy::Policy, String> {
     let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
     crate::domain::policy::Policy::from_toml_str(&text).map_err(|errors| {
-        let lines: Vec<String> = errors.iter().map(|e| format!("  {}:{e}", file.display())).collect();
-        format!("{} is not a valid policy:\n{}", file.display(), lines.join("\n"))
+        // Compiler-style `FILE:LINE:COLUMN: field: message`, one per line.
+        let lines: Vec<String> = errors
+            .iter()
+            .map(|e| match (e.line, e.column) {
+                (Some(l), Some(c)) => {
+                    format!("{}:{l}:{c}: {}: {}", file.display(), e.path, e.message)
+                }
+                _ => format!("{}: {}: {}", file.display(), e.path, e.message),
+            })
+            .collect();
+        format!(
+            "{} is not a valid policy:\n{}",
+            file.display(),
+            lines.join("\n")
+        )
     })
 }
 
@@ -284,15 +305,25 @@ fn explain(
     value: &serde_json::Value,
     policy: &crate::domain::policy::Policy,
 ) -> Result<Explained, Vec<crate::domain::FieldError>> {
-    use crate::domain::{aana::Event, gate, proposal::ToolProposal, proposal_routing::route_proposal};
+    use crate::domain::{
+        aana::Event, gate, proposal::ToolProposal, proposal_routing::route_proposal,
+    };
     if value.get("tool_name").is_some() {
         let event = Event::parse(value)?;
         let d = gate::check(&event, policy);
-        Ok((serde_json::to_value(&d).unwrap_or_default(), d.route.to_string(), d.rule.clone()))
+        Ok((
+            serde_json::to_value(&d).unwrap_or_default(),
+            d.route.to_string(),
+            d.rule.clone(),
+        ))
     } else {
         let proposal = ToolProposal::parse(value)?;
         let d = route_proposal(&proposal.facts(), policy);
-        Ok((serde_json::to_value(&d).unwrap_or_default(), d.route.to_string(), d.rule.clone()))
+        Ok((
+            serde_json::to_value(&d).unwrap_or_default(),
+            d.route.to_string(),
+            d.rule.clone(),
+        ))
     }
 }
 

@@ -99,7 +99,8 @@ use serde_json::Map;
 use time::OffsetDateTime;
 
 use super::proposal::{
-    AuthorizationState, BlastRadius, ExecutionLimits, RollbackPlan, TargetRef, ToolProposal, ToolRef,
+    AuthorizationState, BlastRadius, ExecutionLimits, RollbackPlan, TargetRef, ToolProposal,
+    ToolRef,
 };
 
 /// What an executor receives: the validated, approved command, and nothing of the agent's
@@ -132,6 +133,9 @@ pub struct CommandSpec {
     /// Execution limits (seed 003).
     #[serde(default)]
     pub execution: Option<ExecutionLimits>,
+    /// Executors the policy lets run this tool; empty means any.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed_executors: Vec<String>,
     /// `confirmed` for a reviewer's approval; a policy-accepted command carries the
     /// authorization the policy accepted it at.
     pub authorization_state: AuthorizationState,
@@ -156,6 +160,36 @@ impl CommandSpec {
         authorization_state: AuthorizationState,
         approved_at: OffsetDateTime,
     ) -> Self {
+        Self::build(
+            proposal,
+            request_hash,
+            approved_by,
+            authorization_state,
+            approved_at,
+            Vec::new(),
+        )
+    }
+
+    /// Limits the command to `executors` (from the policy's `allowed_executors`).
+    pub fn only_for(mut self, executors: &[String]) -> Self {
+        self.allowed_executors = executors.to_vec();
+        self
+    }
+
+    /// The allow-list as stored for the queue's filter: `,a,b,`, or `None` for any executor.
+    pub fn executor_filter(&self) -> Option<String> {
+        (!self.allowed_executors.is_empty())
+            .then(|| format!(",{},", self.allowed_executors.join(",")))
+    }
+
+    fn build(
+        proposal: &ToolProposal,
+        request_hash: &str,
+        approved_by: &str,
+        authorization_state: AuthorizationState,
+        approved_at: OffsetDateTime,
+        allowed_executors: Vec<String>,
+    ) -> Self {
         CommandSpec {
             tool: proposal.tool.clone(),
             parameters: proposal.parameters.clone(),
@@ -167,6 +201,7 @@ impl CommandSpec {
             constraints: proposal.constraints.clone(),
             preconditions: proposal.preconditions.clone(),
             execution: proposal.execution,
+            allowed_executors,
             authorization_state,
             domain: proposal.domain.clone(),
             request_hash_sha256: request_hash.to_owned(),

@@ -276,7 +276,9 @@ pub fn is_slug(s: &str, max: usize) -> bool {
 }
 
 fn is_tool_name(s: &str) -> bool {
-    s.len() <= 128 && s.chars().all(|c| c.is_ascii_alphanumeric() || "_.:-/".contains(c))
+    s.len() <= 128
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_.:-/".contains(c))
 }
 
 impl ToolProposal {
@@ -311,7 +313,10 @@ impl ToolProposal {
             hipaa: self.compliance_context.hipaa,
             rollback_supported: self.rollback_supported,
             blast_radius: self.blast_radius,
-            has_rollback_plan: self.rollback_plan.as_ref().is_some_and(|p| p.kind != RollbackType::None),
+            has_rollback_plan: self
+                .rollback_plan
+                .as_ref()
+                .is_some_and(|p| p.kind != RollbackType::None),
             authorization_mode: self.authorization.as_ref().map(|a| a.mode),
             tool_category: self.tool_category,
             authorization_state: self.authorization_state,
@@ -326,7 +331,10 @@ fn slug(r: &mut ObjectReader<'_, '_>, key: &str) -> Option<String> {
     if is_slug(s, 64) {
         Some(s.to_owned())
     } else {
-        r.error(key, "must be a lowercase name of letters, digits, `-`, `_` or `.`");
+        r.error(
+            key,
+            "must be a lowercase name of letters, digits, `-`, `_` or `.`",
+        );
         None
     }
 }
@@ -335,21 +343,28 @@ fn parse_into(value: &Value, errors: &mut Vec<FieldError>) -> Option<ToolProposa
     let mut r = ObjectReader::new(value, "", errors)?;
     r.deny_unknown(FIELDS);
 
-    let proposal_id = r.bounded("proposal_id", 64).and_then(|s| match Uuid::parse_str(s) {
-        Ok(id) => Some(id),
-        Err(_) => {
-            r.error("proposal_id", "must be a UUID");
-            None
-        }
-    });
+    let proposal_id = r
+        .bounded("proposal_id", 64)
+        .and_then(|s| match Uuid::parse_str(s) {
+            Ok(id) => Some(id),
+            Err(_) => {
+                r.error("proposal_id", "must be a UUID");
+                None
+            }
+        });
     let proposed_by = slug(&mut r, "proposed_by");
-    let timestamp = r.bounded("timestamp", 64).and_then(|s| match OffsetDateTime::parse(s, &Rfc3339) {
-        Ok(t) => Some(t),
-        Err(_) => {
-            r.error("timestamp", "must be an RFC 3339 date-time, e.g. 2026-01-31T12:00:00Z");
-            None
-        }
-    });
+    let timestamp =
+        r.bounded("timestamp", 64)
+            .and_then(|s| match OffsetDateTime::parse(s, &Rfc3339) {
+                Ok(t) => Some(t),
+                Err(_) => {
+                    r.error(
+                        "timestamp",
+                        "must be an RFC 3339 date-time, e.g. 2026-01-31T12:00:00Z",
+                    );
+                    None
+                }
+            });
     let domain = slug(&mut r, "domain");
     let tool = r.required("tool").and_then(|v| {
         let path = r.path("tool");
@@ -364,7 +379,10 @@ fn parse_into(value: &Value, errors: &mut Vec<FieldError>) -> Option<ToolProposa
             }
         });
         let version = t.bounded("version", 64).map(str::to_owned);
-        Some(ToolRef { name: name?, version: version? })
+        Some(ToolRef {
+            name: name?,
+            version: version?,
+        })
     });
     let intent = r.required("intent").and_then(|v| {
         let path = r.path("intent");
@@ -372,12 +390,18 @@ fn parse_into(value: &Value, errors: &mut Vec<FieldError>) -> Option<ToolProposa
         i.deny_unknown(&["summary", "reasoning"]);
         let summary = i.bounded("summary", MAX_SUMMARY).map(str::to_owned);
         let reasoning = i.bounded("reasoning", MAX_REASONING).map(str::to_owned);
-        Some(Intent { summary: summary?, reasoning: reasoning? })
+        Some(Intent {
+            summary: summary?,
+            reasoning: reasoning?,
+        })
     });
     let parameters = r.required("parameters").and_then(|v| match v {
         Value::Object(m) => Some(m.clone()),
         other => {
-            r.error("parameters", format!("must be an object, got {}", type_name(other)));
+            r.error(
+                "parameters",
+                format!("must be an object, got {}", type_name(other)),
+            );
             None
         }
     });
@@ -389,16 +413,21 @@ fn parse_into(value: &Value, errors: &mut Vec<FieldError>) -> Option<ToolProposa
         c.deny_unknown(&["gdpr", "hipaa"]);
         let gdpr = c.boolean("gdpr");
         let hipaa = c.boolean("hipaa");
-        Some(ComplianceContext { gdpr: gdpr?, hipaa: hipaa? })
+        Some(ComplianceContext {
+            gdpr: gdpr?,
+            hipaa: hipaa?,
+        })
     });
-    let idempotency_key = r.bounded("idempotency_key", MAX_IDEMPOTENCY_KEY).and_then(|s| {
-        if s.chars().any(char::is_control) {
-            r.error("idempotency_key", "must not contain control characters");
-            None
-        } else {
-            Some(s.to_owned())
-        }
-    });
+    let idempotency_key = r
+        .bounded("idempotency_key", MAX_IDEMPOTENCY_KEY)
+        .and_then(|s| {
+            if s.chars().any(char::is_control) {
+                r.error("idempotency_key", "must not contain control characters");
+                None
+            } else {
+                Some(s.to_owned())
+            }
+        });
     let rollback_supported = r.boolean("rollback_supported");
     let blast_radius = r.opt_enumeration::<BlastRadius>("blast_radius");
     let target_refs = items(&mut r, "target_refs", parse_target_ref);
@@ -410,12 +439,19 @@ fn parse_into(value: &Value, errors: &mut Vec<FieldError>) -> Option<ToolProposa
         let instructions = p.get("instructions").and_then(|v| match v {
             Value::Object(_) | Value::String(_) => Some(v.clone()),
             other => {
-                p.error("instructions", format!("must be an object or a string, got {}", type_name(other)));
+                p.error(
+                    "instructions",
+                    format!("must be an object or a string, got {}", type_name(other)),
+                );
                 None
             }
         });
         let timeout_ms = p.opt_u64("timeout_ms", MAX_TIMEOUT_MS);
-        Some(RollbackPlan { kind: kind?, instructions, timeout_ms })
+        Some(RollbackPlan {
+            kind: kind?,
+            instructions,
+            timeout_ms,
+        })
     });
     let constraints = r.opt_object("constraints");
     let authorization = r.get("authorization").and_then(|v| {
@@ -425,12 +461,19 @@ fn parse_into(value: &Value, errors: &mut Vec<FieldError>) -> Option<ToolProposa
         let mode = a.enumeration::<AuthorizationMode>("mode");
         let policy_ref = a.opt_bounded("policy_ref", 128).map(str::to_owned);
         let approver = a.opt_bounded("approver", 128).map(str::to_owned);
-        Some(AuthorizationRequest { mode: mode?, policy_ref, approver })
+        Some(AuthorizationRequest {
+            mode: mode?,
+            policy_ref,
+            approver,
+        })
     });
     let preconditions = items(&mut r, "preconditions", |v, path, errors| match v {
         Value::Object(_) | Value::String(_) => Some(v.clone()),
         other => {
-            errors.push(FieldError::new(path, format!("must be an object or a string, got {}", type_name(other))));
+            errors.push(FieldError::new(
+                path,
+                format!("must be an object or a string, got {}", type_name(other)),
+            ));
             None
         }
     });
@@ -446,9 +489,16 @@ fn parse_into(value: &Value, errors: &mut Vec<FieldError>) -> Option<ToolProposa
             rp.deny_unknown(&["max_retries", "backoff_ms"]);
             let max_retries = rp.opt_u64("max_retries", 100).unwrap_or(0);
             let backoff_ms = rp.opt_u64("backoff_ms", MAX_TIMEOUT_MS).unwrap_or(0);
-            Some(RetryPolicy { max_retries, backoff_ms })
+            Some(RetryPolicy {
+                max_retries,
+                backoff_ms,
+            })
         });
-        Some(ExecutionLimits { execution_slo_ms, timeout_ms, retry_policy })
+        Some(ExecutionLimits {
+            execution_slo_ms,
+            timeout_ms,
+            retry_policy,
+        })
     });
     let tool_category = r.opt_enumeration::<ToolCategory>("tool_category");
     let authorization_state = r.opt_enumeration::<AuthorizationState>("authorization_state");
@@ -528,7 +578,10 @@ fn parse_target_ref(v: &Value, path: &str, errors: &mut Vec<FieldError>) -> Opti
     t.deny_unknown(&["type", "id"]);
     let kind = t.bounded("type", 64).map(str::to_owned);
     let id = t.bounded("id", 256).map(str::to_owned);
-    Some(TargetRef { kind: kind?, id: id? })
+    Some(TargetRef {
+        kind: kind?,
+        id: id?,
+    })
 }
 
 #[cfg(test)]
@@ -586,9 +639,18 @@ mod tests {
         o.insert("tool_category".into(), json!("write"));
         o.insert("authorization_state".into(), json!("confirmed"));
         o.insert("risk_domain".into(), json!("commerce"));
-        o.insert("authorization".into(), json!({"mode": "hitl", "approver": "sales-lead"}));
-        o.insert("execution".into(), json!({"timeout_ms": 30000, "retry_policy": {"max_retries": 2, "backoff_ms": 500}}));
-        o.insert("preconditions".into(), json!([{"type": "resource_state", "expect": "active"}]));
+        o.insert(
+            "authorization".into(),
+            json!({"mode": "hitl", "approver": "sales-lead"}),
+        );
+        o.insert(
+            "execution".into(),
+            json!({"timeout_ms": 30000, "retry_policy": {"max_retries": 2, "backoff_ms": 500}}),
+        );
+        o.insert(
+            "preconditions".into(),
+            json!([{"type": "resource_state", "expect": "active"}]),
+        );
         o.insert("constraints".into(), json!({"change_window": "weekdays"}));
         o.insert("case_id".into(), json!("case-7"));
         o.insert("model".into(), json!("gpt-x"));
@@ -601,13 +663,24 @@ mod tests {
         assert_eq!(p.blast_radius, Some(BlastRadius::Medium));
         assert_eq!(p.target_refs[0].kind, "crm_contact");
         assert_eq!(p.evidence_refs.len(), 2);
-        assert_eq!(p.authorization.as_ref().map(|a| a.mode), Some(AuthorizationMode::Hitl));
-        assert_eq!(p.execution.and_then(|e| e.retry_policy).map(|r| r.max_retries), Some(2));
+        assert_eq!(
+            p.authorization.as_ref().map(|a| a.mode),
+            Some(AuthorizationMode::Hitl)
+        );
+        assert_eq!(
+            p.execution
+                .and_then(|e| e.retry_policy)
+                .map(|r| r.max_retries),
+            Some(2)
+        );
         assert_eq!(p.run.case_id.as_deref(), Some("case-7"));
         assert_eq!(p.observability.model.as_deref(), Some("gpt-x"));
         assert!(p.facts().has_rollback_plan);
         let stored = serde_json::to_value(&p).expect("serialize");
-        assert_eq!(serde_json::from_value::<ToolProposal>(stored).expect("deserialize"), p);
+        assert_eq!(
+            serde_json::from_value::<ToolProposal>(stored).expect("deserialize"),
+            p
+        );
         // An agent cannot declare itself confirmed; only a reviewer's approval can.
         assert_eq!(p.effective_authorization(), AuthorizationState::Validated);
     }
@@ -645,7 +718,10 @@ mod tests {
             .iter()
             .map(|e| (e.field.as_str(), e.message.as_str()))
             .collect();
-        assert!(got.contains(&("risk_level", "unknown value `catastrophic`; must be one of `low`, `medium`, `high`")));
+        assert!(got.contains(&(
+            "risk_level",
+            "unknown value `catastrophic`; must be one of `low`, `medium`, `high`"
+        )));
         assert!(got.iter().any(|(f, _)| *f == "blast_radius"));
         assert!(got.iter().any(|(f, _)| *f == "authorization_state"));
         assert!(got.contains(&("surprise", "is not a known field")));

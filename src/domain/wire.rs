@@ -318,7 +318,10 @@ impl<'a, 'e> ObjectReader<'a, 'e> {
                 None
             }
             None => {
-                let msg = format!("must be a whole number from 0 to {max}, got {}", type_name(v));
+                let msg = format!(
+                    "must be a whole number from 0 to {max}, got {}",
+                    type_name(v)
+                );
                 self.error(key, msg);
                 None
             }

@@ -51,5 +51,6 @@ crate::storage::sql::impl_store!(
     Postgres,
     backend = Backend::Postgres,
     expired = "lease_expires_at < $4",
+    contains = "strpos",
     lock = "for update skip locked"
 );

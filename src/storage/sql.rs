@@ -1,6 +1,6 @@
 //! The SQL both backends share, written once. [`impl_store!`] expands it for a backend's
-//! pool type; the only per-backend text is how an expired lease is recognised and how the
-//! queue head is locked (`for update skip locked` on PostgreSQL; SQLite's single writer
+//! pool type; the only per-backend text is how an expired lease is recognised, the name of the
+//! substring function, and how the queue head is locked (`for update skip locked` on PostgreSQL; SQLite's single writer
 //! connection serialises claims instead).
 
 use serde_json::Value;
@@ -230,7 +230,14 @@ pub(super) use {command_cols, proposal_cols};
 
 /// Implements [`super::Store`] for `$store` (which has `write` and `read` pools of `$db`).
 macro_rules! impl_store {
-    ($store:ty, $db:ty, backend = $backend:expr, expired = $expired:literal, lock = $lock:literal) => {
+    (
+        $store:ty,
+        $db:ty,
+        backend = $backend:expr,
+        expired = $expired:literal,
+        contains = $contains:literal,
+        lock = $lock:literal
+    ) => {
         use sqlx::types::Json;
         use time::OffsetDateTime;
         use uuid::Uuid;
@@ -277,12 +284,13 @@ macro_rules! impl_store {
             now: OffsetDateTime,
         ) -> Result<()> {
             sqlx::query(
-                "insert into commands (id, proposal_id, status, spec, created_at, updated_at) \
-                 values ($1, $2, 'queued', $3, $4, $4)",
+                "insert into commands (id, proposal_id, status, spec, allowed_executors, created_at, updated_at) \
+                 values ($1, $2, 'queued', $3, $4, $5, $5)",
             )
             .bind(command.0)
             .bind(proposal_id)
             .bind(Json(&command.1))
+            .bind(command.1.executor_filter())
             .bind(now)
             .execute(&mut **tx)
             .await?;
@@ -560,9 +568,11 @@ macro_rules! impl_store {
                 let row = sqlx::query_as::<_, CommandRow>(concat!(
                     "update commands set status = 'leased', attempts = attempts + 1, leased_by = $1, \
                      lease_token_hash = $2, lease_expires_at = $3, updated_at = $4 \
-                     where seq = (select seq from commands where status = 'queued' or (status = 'leased' and ",
+                     where seq = (select seq from commands where (status = 'queued' or (status = 'leased' and ",
                     $expired,
-                    ") order by seq limit 1 ",
+                    ")) and (allowed_executors is null or ",
+                    $contains,
+                    "(allowed_executors, ',' || $1 || ',') > 0) order by seq limit 1 ",
                     $lock,
                     ") returning ",
                     command_cols!()

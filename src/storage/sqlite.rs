@@ -53,5 +53,6 @@ crate::storage::sql::impl_store!(
     Sqlite,
     backend = Backend::Sqlite,
     expired = "julianday(lease_expires_at) < julianday($4)",
+    contains = "instr",
     lock = ""
 );

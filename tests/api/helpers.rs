@@ -13,6 +13,7 @@ use crate::common;
 
 pub struct TestApp {
     pub base: String,
+    pub db_url: String,
     pub store: DynStore,
     pub client: Client,
     _dir: Option<tempfile::TempDir>,
@@ -22,8 +23,23 @@ pub const PASSWORD: &str = "correct horse battery staple";
 
 impl TestApp {
     pub async fn spawn(backend: &str) -> TestApp {
+        Self::spawn_with(backend, None).await
+    }
+
+    /// The app under the policy in `policy_toml`.
+    pub async fn spawn_with_policy(backend: &str, policy_toml: &str) -> TestApp {
+        Self::spawn_with(backend, Some(policy_toml)).await
+    }
+
+    async fn spawn_with(backend: &str, policy_toml: Option<&str>) -> TestApp {
         let (url, dir) = common::fresh_database(backend);
         let mut settings = Settings::for_database(&url);
+        let policy_dir = tempfile::tempdir().expect("temp dir");
+        if let Some(text) = policy_toml {
+            let path = policy_dir.path().join("policy.toml");
+            std::fs::write(&path, text).expect("write policy");
+            settings.policy = Some(path);
+        }
         settings.bind = Some("127.0.0.1:0".parse().expect("addr"));
         let app = Application::build(settings)
             .await
@@ -33,6 +49,7 @@ impl TestApp {
         tokio::spawn(app.run_forever());
         TestApp {
             base,
+            db_url: url,
             store,
             client: Client::new(),
             _dir: dir,
@@ -69,6 +86,39 @@ impl TestApp {
 
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
+    }
+
+    /// A count straight from the database, for checking what was (not) written.
+    pub async fn count(&self, sql: &str) -> i64 {
+        if self.db_url.starts_with("sqlite:") {
+            let mut c = <sqlx::SqliteConnection as sqlx::Connection>::connect(&self.db_url)
+                .await
+                .expect("connect");
+            sqlx::query_scalar(sql)
+                .fetch_one(&mut c)
+                .await
+                .expect("count")
+        } else {
+            let mut c = <sqlx::PgConnection as sqlx::Connection>::connect(&self.db_url)
+                .await
+                .expect("connect");
+            sqlx::query_scalar(sql)
+                .fetch_one(&mut c)
+                .await
+                .expect("count")
+        }
+    }
+
+    pub async fn pre_tool_check(&self, token: &str, body: &Value) -> (StatusCode, Value) {
+        let r = self
+            .client
+            .post(self.url("/api/v1/pre-tool-check"))
+            .bearer_auth(token)
+            .json(body)
+            .send()
+            .await
+            .expect("request");
+        (r.status(), r.json().await.unwrap_or(Value::Null))
     }
 
     pub async fn propose(&self, token: &str, body: &Value) -> Response {

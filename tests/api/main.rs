@@ -7,4 +7,5 @@ mod helpers;
 
 mod errors;
 mod loop_end_to_end;
+mod policy;
 mod web;

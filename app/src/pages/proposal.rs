@@ -43,9 +43,10 @@ fn Detail(p: ProposalView, csrf: String) -> impl IntoView {
     } else {
         p.targets.join(", ")
     };
+    let approve_blocked = p.approve_blocked.clone();
     let decide = p
         .can_decide
-        .then(|| view! { <DecideForms id=p.id.clone() csrf/> });
+        .then(|| view! { <DecideForms id=p.id.clone() csrf approve_blocked/> });
     let cannot = p
         .cannot_decide_because
         .clone()
@@ -124,15 +125,22 @@ fn Detail(p: ProposalView, csrf: String) -> impl IntoView {
 }
 
 #[component]
-fn DecideForms(id: String, csrf: String) -> impl IntoView {
-    view! {
-        <div class="decide">
+fn DecideForms(id: String, csrf: String, approve_blocked: Option<String>) -> impl IntoView {
+    let approve = match approve_blocked {
+        Some(why) => view! { <p class="note" data-testid="approve-blocked">{why}</p> }.into_any(),
+        None => view! {
             <form method="post" action=DecideProposal::url() class="approve">
                 <input type="hidden" name="csrf_token" value=csrf.clone()/>
                 <input type="hidden" name="id" value=id.clone()/>
                 <input type="hidden" name="verdict" value="approved"/>
                 <button type="submit" class="approve" data-testid="approve">"Approve"</button>
             </form>
+        }
+        .into_any(),
+    };
+    view! {
+        <div class="decide">
+            {approve}
             <form method="post" action=DecideProposal::url() class="reject">
                 <input type="hidden" name="csrf_token" value=csrf/>
                 <input type="hidden" name="id" value=id/>
