@@ -9,6 +9,7 @@ pub mod extract;
 mod health;
 mod pre_tool_check;
 mod proposals;
+pub mod schemas;
 pub mod views;
 
 use std::sync::Arc;
@@ -40,6 +41,7 @@ pub fn router(state: ApiState) -> Router {
         .merge(proposals::router())
         .merge(executor::router())
         .merge(pre_tool_check::router())
+        .merge(schemas::router())
         .fallback(error::not_found)
         .method_not_allowed_fallback(error::method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES));

@@ -213,7 +213,7 @@ wire_enum! {
 }
 
 /// Freshness of a structured evidence ref.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Freshness {
     /// Declared status.
     pub status: FreshnessStatus,
@@ -245,7 +245,7 @@ impl Freshness {
 }
 
 /// A structured evidence ref (the production form).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StructuredEvidence {
     /// Opaque source or record reference.
     pub source_id: String,
@@ -280,7 +280,7 @@ pub struct StructuredEvidence {
 }
 
 /// An evidence ref: a quickstart string or a structured record.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum EvidenceRef {
     /// A quickstart reference such as `"draft_id:123"`: accepted, but carries no trust,
@@ -291,7 +291,7 @@ pub enum EvidenceRef {
 }
 
 /// The redacted subject whose authorization was checked.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AuthorizationSubject {
     /// Kind of subject.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -302,7 +302,8 @@ pub struct AuthorizationSubject {
 }
 
 /// A schema-valid Agent Action Contract v1 event.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Event {
     /// Optional compatibility marker; when present it is [`SCHEMA_VERSION`].
     #[serde(default, skip_serializing_if = "Option::is_none")]

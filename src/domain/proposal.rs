@@ -44,7 +44,8 @@ wire_enum! {
 }
 
 /// The tool an agent wants run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct ToolRef {
     /// Fully qualified tool action name, e.g. `google_calendar.create_event`.
     pub name: String,
@@ -53,7 +54,8 @@ pub struct ToolRef {
 }
 
 /// Why the agent wants it (shown to reviewers; never sent to executors).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Intent {
     /// One-line description of the action.
     pub summary: String,
@@ -62,7 +64,8 @@ pub struct Intent {
 }
 
 /// Which regulatory regimes apply (seed 004).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct ComplianceContext {
     /// Personal data under GDPR is involved.
     pub gdpr: bool,
@@ -71,7 +74,8 @@ pub struct ComplianceContext {
 }
 
 /// A resource the action affects (seed 003 `targetRefs`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct TargetRef {
     /// Resource type, e.g. `crm_contact`.
     #[serde(rename = "type")]
@@ -81,7 +85,8 @@ pub struct TargetRef {
 }
 
 /// How the action can be reversed (seed 003 `rollbackPlan`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct RollbackPlan {
     /// Kind of rollback.
     #[serde(rename = "type")]
@@ -95,7 +100,8 @@ pub struct RollbackPlan {
 }
 
 /// The authorization the agent's runtime asks for (seed 003 `authorization`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct AuthorizationRequest {
     /// `auto`, `hitl` or `blocked`. The policy decides; `blocked` always refuses.
     pub mode: AuthorizationMode,
@@ -108,7 +114,8 @@ pub struct AuthorizationRequest {
 }
 
 /// Retries on transient failure (seed 003 `execution.retryPolicy`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct RetryPolicy {
     /// Retry attempts.
     pub max_retries: u64,
@@ -117,7 +124,10 @@ pub struct RetryPolicy {
 }
 
 /// Execution limits (seed 003 `execution`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[schemars(deny_unknown_fields)]
 pub struct ExecutionLimits {
     /// Target execution time (informational).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -131,7 +141,7 @@ pub struct ExecutionLimits {
 }
 
 /// Seed 002's run context: which governed run and case the proposal belongs to.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunContext {
     /// Case the work is scoped to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -148,7 +158,7 @@ pub struct RunContext {
 }
 
 /// Seed 004's observability fields: what produced the proposal.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Observability {
     /// Prompt version.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -165,14 +175,17 @@ pub struct Observability {
 }
 
 /// A validated tool proposal.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct ToolProposal {
     /// Globally unique id chosen by the agent.
+    #[schemars(with = "String", extend("format" = "uuid"))]
     pub proposal_id: Uuid,
     /// The proposing agent; must be the authenticated agent.
     pub proposed_by: String,
-    /// When the agent created the proposal.
+    /// When the agent created the proposal (RFC 3339).
     #[serde(with = "time::serde::rfc3339")]
+    #[schemars(with = "String", extend("format" = "date-time"))]
     pub timestamp: OffsetDateTime,
     /// Domain context, used for policy and ownership.
     pub domain: String,

@@ -306,3 +306,82 @@ async fn bad_events_are_422_with_every_error_and_only_the_rejection_is_stored() 
         (StatusCode::FORBIDDEN, Some("agent_mismatch"))
     );
 }
+
+#[tokio::test]
+async fn the_contracts_are_published_as_json_schema() {
+    let app = TestApp::spawn("sqlite").await;
+    let get = |path: &'static str| app.client.get(app.url(path)).send();
+    let r = get("/api/v1/schemas/tool-proposal.json")
+        .await
+        .expect("send");
+    assert_eq!(r.status(), StatusCode::OK);
+    let schema: Value = r.json().await.expect("json");
+    let mut required: Vec<&str> = schema["required"]
+        .as_array()
+        .expect("required")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    required.sort();
+    assert_eq!(
+        required,
+        [
+            "approval_required",
+            "compliance_context",
+            "domain",
+            "idempotency_key",
+            "intent",
+            "parameters",
+            "proposal_id",
+            "proposed_by",
+            "risk_level",
+            "rollback_supported",
+            "timestamp",
+            "tool",
+        ]
+    );
+    assert_eq!(schema["additionalProperties"], false);
+    for field in [
+        "blast_radius",
+        "target_refs",
+        "rollback_plan",
+        "authorization",
+        "execution",
+        "case_id",
+        "model",
+    ] {
+        assert!(
+            schema["properties"].get(field).is_some(),
+            "schema lists {field}"
+        );
+    }
+    let text = schema.to_string();
+    assert!(
+        text.contains("\"hitl\"") && text.contains("\"large\""),
+        "enums are closed lists"
+    );
+
+    let r = get("/api/v1/schemas/agent-action-contract-v1.json")
+        .await
+        .expect("send");
+    let schema: Value = r.json().await.expect("json");
+    let mut required: Vec<&str> = schema["required"]
+        .as_array()
+        .expect("required")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    required.sort();
+    assert_eq!(
+        required,
+        [
+            "authorization_state",
+            "evidence_refs",
+            "proposed_arguments",
+            "recommended_route",
+            "risk_domain",
+            "tool_category",
+            "tool_name",
+        ]
+    );
+}
