@@ -267,6 +267,9 @@ impl Desk for ReviewDesk {
             compliance,
             classification,
             route: p.routing.route.as_str().into(),
+            effective_risk: p.routing.effective_risk.as_str().into(),
+            required_approvals: p.routing.required_approvals,
+            category: p.routing.category.as_str().into(),
             rule: p.routing.rule.clone(),
             policy_version: p.routing.policy_version.clone(),
             blockers: p

@@ -140,6 +140,12 @@ pub struct ProposalView {
     pub classification: Vec<(String, String)>,
     /// Route.
     pub route: String,
+    /// Risk after the policy's raises.
+    pub effective_risk: String,
+    /// Approvals the policy asks for.
+    pub required_approvals: u8,
+    /// The tool's seed 004 category under the policy.
+    pub category: String,
     /// Rule that produced it.
     pub rule: String,
     /// Policy version.

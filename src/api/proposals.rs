@@ -17,9 +17,10 @@ use crate::domain::aana::Route;
 use crate::domain::canonical::request_hash_sha256;
 use crate::domain::command::CommandSpec;
 use crate::domain::lifecycle::ProposalStatus;
+use crate::domain::principal::ActorKind;
 use crate::domain::proposal::ToolProposal;
 use crate::domain::proposal_routing::route_proposal;
-use crate::storage::{Conflict, NewProposal, StorageError, Submitted};
+use crate::storage::{AuditEntry, Conflict, NewProposal, StorageError, Submitted};
 
 pub fn router() -> Router<ApiState> {
     Router::new()
@@ -34,7 +35,28 @@ async fn submit(
     agent: Agent,
     JsonBody(body): JsonBody,
 ) -> Result<impl IntoResponse, ApiError> {
-    let contract = ToolProposal::parse(&body).map_err(ApiError::validation)?;
+    let contract = match ToolProposal::parse(&body) {
+        Ok(contract) => contract,
+        Err(errors) => {
+            // The rejection is recorded (field paths and rules, never values); nothing else is.
+            let entry = AuditEntry {
+                actor_kind: ActorKind::Agent,
+                actor: agent.0.clone(),
+                action: "proposal.rejected_input",
+                subject_type: "proposal",
+                subject_id: body
+                    .get("proposal_id")
+                    .and_then(|v| v.as_str())
+                    .and_then(|s| Uuid::parse_str(s).ok())
+                    .map_or_else(|| "unidentified".to_owned(), |id| id.to_string()),
+                before_status: None,
+                after_status: None,
+                details: json!({ "errors": errors }),
+            };
+            state.store.append_audit(&entry).await?;
+            return Err(ApiError::validation(errors));
+        }
+    };
     if contract.proposed_by != agent.0 {
         return Err(ApiError::Forbidden {
             code: "proposer_mismatch",

@@ -85,6 +85,9 @@ fn Detail(p: ProposalView, csrf: String) -> impl IntoView {
             </section>
             <section class="routing">
                 <h2>"Why it is here"</h2>
+                <p>"Category " <strong>{p.category.to_uppercase()}</strong> " · effective risk "
+                   <strong data-testid="proposal-effective-risk">{p.effective_risk}</strong>
+                   " · approvals required " <strong>{p.required_approvals}</strong></p>
                 <p>"Route " <strong data-testid="proposal-route">{p.route}</strong> " by rule " <em>{p.rule}</em>
                    " (policy " <code>{p.policy_version}</code> ")"</p>
                 <ul>{p.reasons.into_iter().map(|r| view! { <li>{r}</li> }).collect_view()}</ul>
