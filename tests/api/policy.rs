@@ -100,6 +100,30 @@ async fn personal_data_always_waits_for_a_human_and_says_why() {
         .filter_map(|b| b["code"].as_str())
         .collect();
     assert!(codes.contains(&"human_approval_required"), "{codes:?}");
+
+    // The reviewer sees the route, its blockers and the rule that sent it to them.
+    app.user("rev", Role::Reviewer).await;
+    let browser = app.browser();
+    browser.login("rev", PASSWORD).await;
+    let id = body["proposal"]["id"].as_str().expect("id");
+    let page = browser.page(&format!("/proposals/{id}")).await;
+    assert!(
+        page.contains("data-testid=\"proposal-route\">ask<"),
+        "route shown"
+    );
+    assert!(page.contains("human_approval_required"), "blocker shown");
+    let rule = body["proposal"]["routing"]["rule"].as_str().expect("rule");
+    assert!(
+        page.contains(&rule.replace('\'', "&#x27;").replace('"', "&quot;")) || page.contains(rule),
+        "rule shown"
+    );
+    assert!(
+        page.contains(
+            body["proposal"]["routing"]["policy_version"]
+                .as_str()
+                .expect("version")
+        )
+    );
 }
 
 #[tokio::test]
