@@ -101,6 +101,15 @@ fn targets(p: &ProposalRecord) -> Vec<String> {
         .collect()
 }
 
+/// `key=…` for every parameter, cut to `max` characters.
+fn keys_only(params: &serde_json::Map<String, Value>, max: usize) -> String {
+    let masked: serde_json::Map<String, Value> = params
+        .keys()
+        .map(|k| (k.clone(), Value::String("…".into())))
+        .collect();
+    preview(&masked, max)
+}
+
 /// One line of `key=value` pairs, cut to `max` characters.
 fn preview(params: &serde_json::Map<String, Value>, max: usize) -> String {
     let line = params
@@ -166,7 +175,15 @@ impl Desk for ReviewDesk {
                 summary: p.contract.intent.summary.clone(),
                 tool: format!("{} {}", p.contract.tool.name, p.contract.tool.version),
                 targets: targets(&p),
-                affected: preview(&p.contract.parameters, 120),
+                affected: if p.contract.compliance_context.gdpr
+                    || p.contract.compliance_context.hipaa
+                {
+                    // Personal or health data: the queue names the fields; the values are shown
+                    // only on the proposal page, to the reviewer who opens it to decide.
+                    keys_only(&p.contract.parameters, 120)
+                } else {
+                    preview(&p.contract.parameters, 120)
+                },
                 rollback: rollback_words(&p),
                 risk: p.contract.risk_level.as_str().into(),
                 age: age(p.created_at, now),
@@ -300,9 +317,9 @@ impl Desk for ReviewDesk {
                 .into_iter()
                 .map(|a| AuditView {
                     at: rfc3339(a.at),
-                    actor: format!("{}:{}", a.entry.actor_kind, a.entry.actor),
-                    action: a.entry.action.into(),
-                    change: match (a.entry.before_status, a.entry.after_status) {
+                    actor: format!("{}:{}", a.actor_kind, a.actor),
+                    action: a.action,
+                    change: match (a.before_status, a.after_status) {
                         (Some(b), Some(a)) => format!("{b} → {a}"),
                         (None, Some(a)) => format!("→ {a}"),
                         _ => String::new(),
@@ -358,11 +375,6 @@ impl Desk for ReviewDesk {
         if decision.verdict == Verdict::Approved && quorum_block(&p).is_some() {
             return Ok(DecideOutcome::Refused("quorum"));
         }
-        let executors = self
-            .policy
-            .tool_rule(&p.contract.tool.name)
-            .map(|r| r.allowed_executors.clone())
-            .unwrap_or_default();
         let now = OffsetDateTime::now_utc();
         let command = (decision.verdict == Verdict::Approved).then(|| {
             (
@@ -374,7 +386,7 @@ impl Desk for ReviewDesk {
                     crate::domain::proposal::AuthorizationState::Confirmed,
                     now,
                 )
-                .only_for(&executors),
+                .only_for(self.policy.executors_for(&p.contract.tool.name)),
             )
         });
         let result = self
@@ -425,5 +437,6 @@ mod tests {
         assert_eq!(preview(&m, 100), "email=a@example.com, n=3");
         assert_eq!(preview(&m, 5), "email…");
         assert_eq!(preview(&serde_json::Map::new(), 5), "(no parameters)");
+        assert_eq!(keys_only(&m, 100), "email=…, n=…");
     }
 }

@@ -109,13 +109,13 @@ fn report(command_id: Uuid, token: &str, outcome: Outcome) -> NewReport {
     }
 }
 
-async fn actions(store: &DynStore, subject_type: &str, id: Uuid) -> Vec<&'static str> {
+async fn actions(store: &DynStore, subject_type: &str, id: Uuid) -> Vec<String> {
     store
         .audit_for_subject(subject_type, &id.to_string())
         .await
         .expect("audit")
         .into_iter()
-        .map(|a| a.entry.action)
+        .map(|a| a.action)
         .collect()
 }
 
@@ -221,9 +221,9 @@ async fn approval_confirms_queues_and_audits_in_one_go(backend: &str) {
         .audit_for_subject("proposal", &id.to_string())
         .await
         .expect("audit");
-    assert_eq!(audit[1].entry.before_status.as_deref(), Some("pending"));
-    assert_eq!(audit[1].entry.after_status.as_deref(), Some("approved"));
-    assert_eq!(audit[1].entry.actor, "rev");
+    assert_eq!(audit[1].before_status.as_deref(), Some("pending"));
+    assert_eq!(audit[1].after_status.as_deref(), Some("approved"));
+    assert_eq!(audit[1].actor, "rev");
 }
 
 async fn a_decided_proposal_is_never_decided_again(backend: &str) {
@@ -279,7 +279,7 @@ async fn concurrent_reviewers_produce_one_decision_and_one_command(backend: &str
     let approvals = actions(&db.store, "proposal", id)
         .await
         .iter()
-        .filter(|a| **a == "proposal.approved")
+        .filter(|a| *a == "proposal.approved")
         .count();
     assert_eq!(approvals, 1);
     assert!(

@@ -16,6 +16,7 @@ test.describe('approve a proposal', () => {
       blast_radius: 'large',
       rollback_supported: false,
       risk_level: 'high',
+      compliance_context: { gdpr: false, hipaa: false },
     });
 
     await login(page, server.reviewer);
@@ -32,6 +33,10 @@ test.describe('approve a proposal', () => {
 
     const other = queueRow(page, contrast.id);
     await expect(other.getByTestId('queue-risk')).toContainText('high');
+    // GDPR mode minimises what the queue shows: field names, not personal values.
+    await expect(row.getByTestId('queue-affected')).toContainText('email');
+    await expect(row.getByTestId('queue-affected')).not.toContainText('@example.com');
+    await expect(other.getByTestId('queue-affected')).toContainText('other@example.com');
     await expect(other.getByTestId('queue-affected')).not.toHaveText(
       (await row.getByTestId('queue-affected').innerText()).trim(),
     );

@@ -82,13 +82,7 @@ async fn submit(
                     authorization_state,
                     now,
                 )
-                .only_for(
-                    &state
-                        .policy
-                        .tool_rule(&contract.tool.name)
-                        .map(|r| r.allowed_executors.clone())
-                        .unwrap_or_default(),
-                ),
+                .only_for(state.policy.executors_for(&contract.tool.name)),
             )),
         ),
         Route::Ask | Route::Defer => (ProposalStatus::Pending, None),

@@ -530,6 +530,12 @@ impl Policy {
             .is_none_or(|rule| rule.allows_executor(executor))
     }
 
+    /// The executors allowed to run `tool_name`; empty means any executor.
+    pub fn executors_for(&self, tool_name: &str) -> &[String] {
+        self.tool_rule(tool_name)
+            .map_or(&[], |rule| rule.allowed_executors.as_slice())
+    }
+
     /// The approval expiry for `tool_name`, in seconds.
     pub fn expiry_secs(&self, tool_name: &str) -> u64 {
         self.tool_rule(tool_name)

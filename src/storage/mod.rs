@@ -105,8 +105,22 @@ pub struct AuditRecord {
     pub seq: i64,
     /// When.
     pub at: OffsetDateTime,
-    /// The entry.
-    pub entry: AuditEntry,
+    /// Who.
+    pub actor_kind: ActorKind,
+    /// Their name.
+    pub actor: String,
+    /// What.
+    pub action: String,
+    /// What kind of thing it happened to.
+    pub subject_type: String,
+    /// Its id.
+    pub subject_id: String,
+    /// Status before.
+    pub before_status: Option<String>,
+    /// Status after.
+    pub after_status: Option<String>,
+    /// Audit-safe details.
+    pub details: Value,
 }
 
 /// A person who signs in.

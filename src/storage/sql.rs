@@ -168,50 +168,16 @@ impl AuditRow {
         Ok(AuditRecord {
             seq: self.seq,
             at: self.at,
-            entry: super::AuditEntry {
-                actor_kind: parse("actor kind", &self.actor_kind, ActorKind::parse)?,
-                actor: self.actor,
-                // Audit actions and subject types are written from a closed set of literals.
-                action: leak_known(&self.action),
-                subject_type: leak_known(&self.subject_type),
-                subject_id: self.subject_id,
-                before_status: self.before_status,
-                after_status: self.after_status,
-                details: self.details.0,
-            },
+            actor_kind: parse("actor kind", &self.actor_kind, ActorKind::parse)?,
+            actor: self.actor,
+            action: self.action,
+            subject_type: self.subject_type,
+            subject_id: self.subject_id,
+            before_status: self.before_status,
+            after_status: self.after_status,
+            details: self.details.0,
         })
     }
-}
-
-/// Every audit action and subject type Countersign writes.
-pub const AUDIT_WORDS: &[&str] = &[
-    "proposal",
-    "command",
-    "user",
-    "token",
-    "proposal.submitted",
-    "proposal.approved",
-    "proposal.rejected",
-    "proposal.succeeded",
-    "proposal.failed",
-    "command.queued",
-    "command.leased",
-    "command.succeeded",
-    "command.failed",
-    "user.created",
-    "token.created",
-    "pre_tool_check",
-    "pre_tool_check.decided",
-    "pre_tool_check.rejected",
-    "proposal.rejected_input",
-];
-
-fn leak_known(word: &str) -> &'static str {
-    AUDIT_WORDS
-        .iter()
-        .find(|w| **w == word)
-        .copied()
-        .unwrap_or("unknown")
 }
 
 macro_rules! proposal_cols {

@@ -262,7 +262,7 @@ async fn the_pre_tool_check_routes_the_seed_examples_and_records_keys_not_values
             .await
             .expect("audit");
         assert_eq!(audit.len(), 1);
-        let recorded = audit[0].entry.details.to_string();
+        let recorded = audit[0].details.to_string();
         // Argument keys are recorded; their values never are.
         for (key, value) in event["proposed_arguments"].as_object().expect("object") {
             assert!(recorded.contains(key.as_str()));
