@@ -183,8 +183,10 @@ impl Application {
         &self.store
     }
 
-    /// Serves until SIGINT or SIGTERM, then finishes in-flight requests.
+    /// Serves until SIGINT or SIGTERM, then finishes in-flight requests. Pending proposals whose
+    /// time ran out are expired every [`EXPIRY_SWEEP`].
     pub async fn run(self) -> std::io::Result<()> {
+        tokio::spawn(sweep_expired(self.store.clone()));
         axum::serve(self.listener, self.router)
             .with_graceful_shutdown(shutdown_signal())
             .await
@@ -193,6 +195,25 @@ impl Application {
     /// Serves until the process ends (tests).
     pub async fn run_forever(self) -> std::io::Result<()> {
         axum::serve(self.listener, self.router).await
+    }
+}
+
+/// How often the server expires pending proposals whose time ran out.
+pub const EXPIRY_SWEEP: std::time::Duration = std::time::Duration::from_secs(15);
+
+async fn sweep_expired(store: DynStore) {
+    let mut tick = tokio::time::interval(EXPIRY_SWEEP);
+    loop {
+        tick.tick().await;
+        match store.expire_due(time::OffsetDateTime::now_utc()).await {
+            Ok(expired) if !expired.is_empty() => {
+                tracing::info!(count = expired.len(), "proposals expired")
+            }
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "expiring proposals failed; retrying at the next sweep")
+            }
+        }
     }
 }
 

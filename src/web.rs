@@ -163,6 +163,8 @@ impl Desk for ReviewDesk {
     async fn queue(&self, viewer: &Viewer) -> Result<Vec<QueueItem>, AppError> {
         may_view(viewer)?;
         let now = OffsetDateTime::now_utc();
+        // What ran out of time leaves the queue now rather than at the next sweep.
+        self.store.expire_due(now).await.map_err(internal)?;
         let pending = self
             .store
             .proposals_by_status(ProposalStatus::Pending, QUEUE_PAGE_SIZE)
@@ -272,6 +274,7 @@ impl Desk for ReviewDesk {
             domain: c.domain.clone(),
             created_at: rfc3339(p.created_at),
             age: age(p.created_at, OffsetDateTime::now_utc()),
+            expires_at: p.expires_at.map(rfc3339),
             risk_level: c.risk_level.as_str().into(),
             blast_radius: c.blast_radius.map(|b| b.as_str().into()),
             rollback: rollback_words(&p),
@@ -367,6 +370,7 @@ impl Desk for ReviewDesk {
                     return Ok(DecideOutcome::Refused(match e {
                         DecisionError::RoleMayNotDecide => "role",
                         DecisionError::OwnProposal => "own_proposal",
+                        DecisionError::AlreadyDecided(ProposalStatus::Expired) => "expired",
                         DecisionError::AlreadyDecided(_) => "already_decided",
                         DecisionError::ReasonRequired => "reason_required",
                     }));

@@ -48,6 +48,7 @@ fn new_proposal(agent: &str, body: &Value) -> NewProposal {
         routing: route_proposal(&contract.facts(), &Policy::builtin()),
         contract,
         now: OffsetDateTime::now_utc(),
+        expires_at: None,
         command: None,
     }
 }
@@ -614,6 +615,66 @@ async fn migrations_run_twice_without_harm(backend: &str) {
     );
 }
 
+async fn undecided_proposals_expire_and_are_never_approved(backend: &str) {
+    let db = db(backend).await;
+    let now = OffsetDateTime::now_utc();
+    let mut late = new_proposal("agent-a", &common::proposal_body("agent-a"));
+    late.expires_at = Some(now - Duration::seconds(1));
+    let Submitted::Created(late) = db.store.submit_proposal(&late).await.expect("submit") else {
+        panic!("created")
+    };
+    let mut timely = new_proposal("agent-a", &common::proposal_body("agent-a"));
+    timely.expires_at = Some(now + Duration::hours(1));
+    let Submitted::Created(timely) = db.store.submit_proposal(&timely).await.expect("submit")
+    else {
+        panic!("created")
+    };
+
+    // Deciding after the deadline fails and expires it, even before any sweep.
+    match approve(&db.store, late.id, "rev").await {
+        Err(StorageError::Conflict(Conflict::AlreadyDecided(ProposalStatus::Expired))) => {}
+        other => panic!("expected expired, got {other:?}"),
+    }
+    let p = db
+        .store
+        .proposal(late.id)
+        .await
+        .expect("read")
+        .expect("exists");
+    assert_eq!(
+        (p.status, p.authorization_state),
+        (ProposalStatus::Expired, AuthorizationState::None)
+    );
+    assert!(
+        db.store
+            .command_for_proposal(late.id)
+            .await
+            .expect("read")
+            .is_none()
+    );
+    assert_eq!(
+        actions(&db.store, "proposal", late.id).await,
+        ["proposal.submitted", "proposal.expired"]
+    );
+
+    // The sweep expires exactly what is due.
+    assert!(db.store.expire_due(now).await.expect("sweep").is_empty());
+    let swept = db
+        .store
+        .expire_due(now + Duration::hours(2))
+        .await
+        .expect("sweep");
+    assert_eq!(swept.iter().map(|p| p.id).collect::<Vec<_>>(), [timely.id]);
+    assert_eq!(
+        db.store
+            .proposals_by_status(ProposalStatus::Pending, 10)
+            .await
+            .expect("list")
+            .len(),
+        0
+    );
+}
+
 macro_rules! on_both_backends {
     ($($name:ident),+ $(,)?) => {
         mod sqlite {
@@ -641,4 +702,5 @@ on_both_backends!(
     users_and_tokens_round_trip,
     the_audit_trail_refuses_updates_and_deletes,
     migrations_run_twice_without_harm,
+    undecided_proposals_expire_and_are_never_approved,
 );

@@ -122,6 +122,8 @@ pub struct ProposalView {
     pub created_at: String,
     /// Age.
     pub age: String,
+    /// When it expires if undecided (RFC 3339).
+    pub expires_at: Option<String>,
     /// Risk level.
     pub risk_level: String,
     /// Blast radius.

@@ -38,6 +38,8 @@ create table proposals (
     contract jsonb not null,
     created_at timestamptz not null,
     updated_at timestamptz not null,
+    -- A pending proposal not decided by then expires (never approved); null: never.
+    expires_at timestamptz,
     decision text check (decision in ('approved', 'rejected')),
     decided_by text,
     decided_at timestamptz,

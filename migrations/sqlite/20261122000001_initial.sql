@@ -38,6 +38,8 @@ create table proposals (
     contract text not null,
     created_at text not null,
     updated_at text not null,
+    -- A pending proposal not decided by then expires (never approved); null: never.
+    expires_at text,
     decision text check (decision in ('approved', 'rejected')),
     decided_by text,
     decided_at text,

@@ -88,9 +88,14 @@ async fn submit(
         Route::Ask | Route::Defer => (ProposalStatus::Pending, None),
         Route::Refuse => (ProposalStatus::Refused, None),
     };
+    // A proposal waiting for a human expires after the policy's expiry for its tool.
+    let expires_at = (status == ProposalStatus::Pending).then(|| {
+        now + time::Duration::seconds(i64::try_from(routing.expires_after_secs).unwrap_or(i64::MAX))
+    });
     let new = NewProposal {
         agent: agent.0,
         status,
+        expires_at,
         authorization_state,
         request_hash,
         routing,

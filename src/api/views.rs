@@ -49,6 +49,9 @@ pub struct ProposalView {
     /// Last change.
     #[serde(with = "time::serde::rfc3339")]
     pub updated_at: OffsetDateTime,
+    /// When it expires if no one decides it (pending proposals only).
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub expires_at: Option<OffsetDateTime>,
     /// The reviewer's decision, once taken.
     pub review: Option<ReviewView>,
     /// The executor side, once queued.
@@ -112,6 +115,7 @@ impl ProposalView {
             request_hash_sha256: p.request_hash,
             created_at: p.created_at,
             updated_at: p.updated_at,
+            expires_at: p.expires_at,
             review: p.review.map(|r| ReviewView {
                 decision: r.verdict,
                 decided_by: r.decided_by,

@@ -199,6 +199,8 @@ pub struct ProposalRecord {
     pub created_at: OffsetDateTime,
     /// Last change.
     pub updated_at: OffsetDateTime,
+    /// When a pending proposal expires.
+    pub expires_at: Option<OffsetDateTime>,
     /// The decision, once taken.
     pub review: Option<Review>,
 }
@@ -219,6 +221,8 @@ pub struct NewProposal {
     pub contract: ToolProposal,
     /// Arrival time.
     pub now: OffsetDateTime,
+    /// When it expires if still pending.
+    pub expires_at: Option<OffsetDateTime>,
     /// A command to queue at once (policy `accept`).
     pub command: Option<(Uuid, CommandSpec)>,
 }
@@ -337,6 +341,10 @@ pub trait Store: Send + Sync + 'static {
     /// Decides a pending proposal: status, authorization, reviewer, command and audit rows
     /// in one transaction. `Conflict(AlreadyDecided)` if someone decided first.
     async fn decide_proposal(&self, decision: &NewDecision) -> Result<ProposalRecord>;
+
+    /// Marks every pending proposal whose time ran out `expired`, each with its audit row,
+    /// and returns them. The server runs this periodically; decisions check expiry themselves.
+    async fn expire_due(&self, now: OffsetDateTime) -> Result<Vec<ProposalRecord>>;
 
     /// The command for a proposal.
     async fn command_for_proposal(&self, proposal_id: Uuid) -> Result<Option<CommandRecord>>;

@@ -51,6 +51,8 @@ crate::storage::sql::impl_store!(
     Postgres,
     backend = Backend::Postgres,
     expired = "lease_expires_at < $4",
+    due = "expires_at <= $1",
+    live = "(expires_at is null or expires_at > $5)",
     contains = "strpos",
     lock = "for update skip locked"
 );

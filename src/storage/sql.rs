@@ -34,6 +34,7 @@ pub(super) struct ProposalRow {
     contract: Json<ToolProposal>,
     created_at: OffsetDateTime,
     updated_at: OffsetDateTime,
+    expires_at: Option<OffsetDateTime>,
     decision: Option<String>,
     decided_by: Option<String>,
     decided_at: Option<OffsetDateTime>,
@@ -66,6 +67,7 @@ impl ProposalRow {
             contract: self.contract.0,
             created_at: self.created_at,
             updated_at: self.updated_at,
+            expires_at: self.expires_at,
             review,
         })
     }
@@ -183,7 +185,7 @@ impl AuditRow {
 macro_rules! proposal_cols {
     () => {
         "seq, id, agent, status, authorization_state, request_hash, routing, contract, \
-         created_at, updated_at, decision, decided_by, decided_at, decision_reason"
+         created_at, updated_at, expires_at, decision, decided_by, decided_at, decision_reason"
     };
 }
 macro_rules! command_cols {
@@ -201,6 +203,8 @@ macro_rules! impl_store {
         $db:ty,
         backend = $backend:expr,
         expired = $expired:literal,
+        due = $due:literal,
+        live = $live:literal,
         contains = $contains:literal,
         lock = $lock:literal
     ) => {
@@ -383,8 +387,8 @@ macro_rules! impl_store {
                 let c = &new.contract;
                 let inserted = sqlx::query_as::<_, ProposalRow>(concat!(
                     "insert into proposals (id, agent, idempotency_key, request_hash, status, authorization_state, \
-                     risk_level, tool_name, domain, route, routing, contract, created_at, updated_at) \
-                     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13) \
+                     risk_level, tool_name, domain, route, routing, contract, created_at, updated_at, expires_at) \
+                     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13, $14) \
                      on conflict do nothing returning ",
                     proposal_cols!()
                 ))
@@ -401,6 +405,7 @@ macro_rules! impl_store {
                 .bind(Json(&new.routing))
                 .bind(Json(c))
                 .bind(new.now)
+                .bind(new.expires_at)
                 .fetch_optional(&mut *tx)
                 .await?;
 
@@ -474,7 +479,9 @@ macro_rules! impl_store {
                 let updated = sqlx::query_as::<_, ProposalRow>(concat!(
                     "update proposals set status = $1, authorization_state = coalesce($2, authorization_state), \
                      decision = $3, decided_by = $4, decided_at = $5, decision_reason = $6, updated_at = $5 \
-                     where id = $7 and status = 'pending' returning ",
+                     where id = $7 and status = 'pending' and ",
+                    $live,
+                    " returning ",
                     proposal_cols!()
                 ))
                 .bind(status.as_str())
@@ -490,6 +497,11 @@ macro_rules! impl_store {
                     let current = proposal_in(&mut *tx, d.proposal_id).await?;
                     tx.rollback().await?;
                     return match current {
+                        // Still pending, so its time ran out: it expires now, never approved.
+                        Some(p) if p.status == ProposalStatus::Pending => {
+                            self.expire_due(d.now).await?;
+                            Err(StorageError::Conflict(Conflict::AlreadyDecided(ProposalStatus::Expired)))
+                        }
                         Some(p) => Err(StorageError::Conflict(Conflict::AlreadyDecided(p.status))),
                         None => Err(StorageError::NotFound),
                     };
@@ -518,6 +530,39 @@ macro_rules! impl_store {
                 }
                 tx.commit().await?;
                 Ok(record)
+            }
+
+            async fn expire_due(&self, now: OffsetDateTime) -> Result<Vec<ProposalRecord>> {
+                let mut tx = self.write.begin().await?;
+                let rows = sqlx::query_as::<_, ProposalRow>(concat!(
+                    "update proposals set status = 'expired', updated_at = $1 where status = 'pending' and ",
+                    $due,
+                    " returning ",
+                    proposal_cols!()
+                ))
+                .bind(now)
+                .fetch_all(&mut *tx)
+                .await?;
+                let mut expired = Vec::with_capacity(rows.len());
+                for row in rows {
+                    let record = row.into_record()?;
+                    let entry = AuditEntry {
+                        actor_kind: ActorKind::System,
+                        actor: "expiry".into(),
+                        action: "proposal.expired",
+                        subject_type: "proposal",
+                        subject_id: record.id.to_string(),
+                        before_status: Some(ProposalStatus::Pending.as_str().into()),
+                        after_status: Some(ProposalStatus::Expired.as_str().into()),
+                        details: serde_json::json!({
+                            "expires_at": record.expires_at.and_then(|t| t.format(&time::format_description::well_known::Rfc3339).ok()),
+                        }),
+                    };
+                    insert_audit(&mut tx, &entry, now).await?;
+                    expired.push(record);
+                }
+                tx.commit().await?;
+                Ok(expired)
             }
 
             async fn command_for_proposal(&self, proposal_id: Uuid) -> Result<Option<CommandRecord>> {

@@ -53,6 +53,8 @@ crate::storage::sql::impl_store!(
     Sqlite,
     backend = Backend::Sqlite,
     expired = "julianday(lease_expires_at) < julianday($4)",
+    due = "julianday(expires_at) <= julianday($1)",
+    live = "(expires_at is null or julianday(expires_at) > julianday($5))",
     contains = "instr",
     lock = ""
 );

@@ -4,6 +4,7 @@
 use countersign::domain::principal::Role;
 use reqwest::StatusCode;
 use serde_json::json;
+use time::format_description::well_known::Rfc3339;
 
 use crate::common;
 use crate::helpers::{PASSWORD, TestApp, location};
@@ -27,6 +28,14 @@ async fn the_whole_loop(backend: &str) {
     assert_eq!(p["blockers"][0]["code"], "human_approval_required");
     assert!(p["created_at"].as_str().expect("created_at").ends_with('Z'));
     assert_eq!(p["request_hash_sha256"].as_str().expect("hash").len(), 64);
+    // The built-in policy gives a reviewer 24 hours before an undecided proposal expires.
+    let created_at =
+        time::OffsetDateTime::parse(p["created_at"].as_str().expect("created"), &Rfc3339)
+            .expect("time");
+    let expires_at =
+        time::OffsetDateTime::parse(p["expires_at"].as_str().expect("expires"), &Rfc3339)
+            .expect("time");
+    assert_eq!(expires_at - created_at, time::Duration::hours(24));
 
     // Nothing runs before a human says so.
     assert_eq!(app.lease(&executor).await.0, StatusCode::NO_CONTENT);

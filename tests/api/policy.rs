@@ -78,6 +78,10 @@ async fn allow_listed_category_a_is_accepted_and_queued_at_once() {
             .starts_with("sha256:")
     );
     assert_eq!(p["execution"]["status"], "queued");
+    assert!(
+        p["expires_at"].is_null(),
+        "nothing waits, so nothing expires"
+    );
     let (status, leased) = app.lease(&executor).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(leased["command"]["approved_by"], "policy");

@@ -68,6 +68,9 @@ fn flash_text(code: &str) -> &'static str {
         "own_proposal" => "You proposed this action, so someone else must decide it.",
         "role" => "Your role may view proposals but not decide them.",
         "reason_required" => "A rejection needs a reason (up to 2,000 characters).",
+        "expired" => {
+            "This proposal expired before anyone decided it; it will never run. The agent may propose it again."
+        }
         "quorum" => {
             "The policy requires approvals from several reviewers, which Countersign does not collect yet; this proposal can only be rejected."
         }

@@ -72,6 +72,8 @@ fn Detail(p: ProposalView, csrf: String) -> impl IntoView {
                 <dl>
                     <dt>"Tool"</dt><dd><code>{p.tool}</code> " " {p.tool_version}</dd>
                     <dt>"Target"</dt><dd data-testid="proposal-target">{targets}</dd>
+                    <dt>"Expires"</dt>
+                    <dd data-testid="proposal-expires">{p.expires_at.unwrap_or_else(|| "—".into())}</dd>
                     <dt>"Risk"</dt><dd>{p.risk_level}</dd>
                     <dt>"Blast radius"</dt><dd>{p.blast_radius.unwrap_or_else(|| "not stated".into())}</dd>
                     <dt>"Rollback"</dt><dd data-testid="proposal-rollback">{p.rollback}</dd>
