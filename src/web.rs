@@ -37,17 +37,6 @@ impl ReviewDesk {
     }
 }
 
-/// Why one reviewer's approval cannot be enough: the policy asks for several approvers, and
-/// Countersign does not collect several approvals yet, so it fails closed.
-fn quorum_block(p: &ProposalRecord) -> Option<String> {
-    let n = p.routing.required_approvals;
-    (n > 1).then(|| {
-        format!(
-            "The policy requires {n} approvals from different reviewers. Countersign does not collect several approvals yet, so this proposal can only be rejected."
-        )
-    })
-}
-
 fn internal(e: StorageError) -> AppError {
     tracing::error!(error = %e, "storage failed");
     AppError::Internal
@@ -209,6 +198,7 @@ impl Desk for ReviewDesk {
             .command_for_proposal(id)
             .await
             .map_err(internal)?;
+        let approvals = self.store.approvals(id).await.map_err(internal)?;
         let mut audit = self
             .store
             .audit_for_subject("proposal", &id.to_string())
@@ -329,7 +319,17 @@ impl Desk for ReviewDesk {
                     },
                 })
                 .collect(),
-            approve_blocked: if can_decide { quorum_block(&p) } else { None },
+            approve_blocked: (can_decide
+                && approvals.iter().any(|(who, _)| *who == viewer.username))
+            .then(|| {
+                let more =
+                    usize::from(p.routing.required_approvals).saturating_sub(approvals.len());
+                format!("You approved. {more} more approval(s) from other reviewers are needed.")
+            }),
+            approvals: approvals
+                .iter()
+                .map(|(who, at)| format!("{who} at {}", rfc3339(*at)))
+                .collect(),
             can_decide,
             cannot_decide_because: if p.status.is_open() { cannot } else { None },
         })
@@ -376,9 +376,6 @@ impl Desk for ReviewDesk {
                     }));
                 }
             };
-        if decision.verdict == Verdict::Approved && quorum_block(&p).is_some() {
-            return Ok(DecideOutcome::Refused("quorum"));
-        }
         let now = OffsetDateTime::now_utc();
         let command = (decision.verdict == Verdict::Approved).then(|| {
             (
@@ -400,14 +397,25 @@ impl Desk for ReviewDesk {
                 verdict: decision.verdict,
                 reviewer: viewer.username.clone(),
                 reason: decision.reason,
+                required_approvals: p.routing.required_approvals.max(1),
                 now,
                 command,
             })
             .await;
         match result {
+            Ok(record) if record.status == ProposalStatus::Pending => {
+                tracing::info!(proposal.id = %id, reviewer = %viewer.username, "approval recorded; more needed");
+                Ok(DecideOutcome::Decided("approval_recorded"))
+            }
             Ok(_) => {
                 tracing::info!(proposal.id = %id, reviewer = %viewer.username, verdict = %verdict, "proposal decided");
                 Ok(DecideOutcome::Decided(verdict.as_str()))
+            }
+            Err(StorageError::Conflict(Conflict::AlreadyApproved)) => {
+                Ok(DecideOutcome::Refused("already_approved"))
+            }
+            Err(StorageError::Conflict(Conflict::AlreadyDecided(ProposalStatus::Expired))) => {
+                Ok(DecideOutcome::Refused("expired"))
             }
             Err(StorageError::Conflict(Conflict::AlreadyDecided(_))) => {
                 Ok(DecideOutcome::Refused("already_decided"))

@@ -73,6 +73,7 @@ async fn approve(store: &DynStore, id: Uuid, reviewer: &str) -> Result<Uuid, Sto
             verdict: Verdict::Approved,
             reviewer: reviewer.into(),
             reason: None,
+            required_approvals: 1,
             now,
             command: Some((
                 command_id,
@@ -242,6 +243,7 @@ async fn a_decided_proposal_is_never_decided_again(backend: &str) {
             verdict: Verdict::Rejected,
             reviewer: "rev2".into(),
             reason: Some("no".into()),
+            required_approvals: 1,
             now: OffsetDateTime::now_utc(),
             command: None,
         })
@@ -302,6 +304,7 @@ async fn rejection_records_the_reason_and_queues_nothing(backend: &str) {
             verdict: Verdict::Rejected,
             reviewer: "rev".into(),
             reason: Some("wrong customer".into()),
+            required_approvals: 1,
             now: OffsetDateTime::now_utc(),
             command: None,
         })
@@ -675,6 +678,87 @@ async fn undecided_proposals_expire_and_are_never_approved(backend: &str) {
     );
 }
 
+async fn quorum_needs_distinct_approvers(backend: &str) {
+    let db = db(backend).await;
+    let id = submit(&db.store, "agent-a").await;
+    let decide = |reviewer: &'static str| {
+        let store = Arc::clone(&db.store);
+        async move {
+            let p = store.proposal(id).await?.expect("exists");
+            let now = OffsetDateTime::now_utc();
+            let spec = CommandSpec::for_approved(
+                &p.contract,
+                &p.request_hash,
+                reviewer,
+                AuthorizationState::Confirmed,
+                now,
+            );
+            store
+                .decide_proposal(&NewDecision {
+                    proposal_id: id,
+                    verdict: Verdict::Approved,
+                    reviewer: reviewer.into(),
+                    reason: None,
+                    required_approvals: 2,
+                    now,
+                    command: Some((Uuid::now_v7(), spec)),
+                })
+                .await
+        }
+    };
+    let first = decide("rev1").await.expect("first approval");
+    assert_eq!(
+        (first.status, first.authorization_state),
+        (ProposalStatus::Pending, AuthorizationState::None)
+    );
+    assert!(
+        db.store
+            .command_for_proposal(id)
+            .await
+            .expect("read")
+            .is_none()
+    );
+    assert!(matches!(
+        decide("rev1").await,
+        Err(StorageError::Conflict(Conflict::AlreadyApproved))
+    ));
+    let second = decide("rev2").await.expect("second approval");
+    assert_eq!(
+        (second.status, second.authorization_state),
+        (ProposalStatus::Approved, AuthorizationState::Confirmed)
+    );
+    assert!(
+        db.store
+            .command_for_proposal(id)
+            .await
+            .expect("read")
+            .is_some()
+    );
+    let approvers: Vec<String> = db
+        .store
+        .approvals(id)
+        .await
+        .expect("read")
+        .into_iter()
+        .map(|a| a.0)
+        .collect();
+    assert_eq!(approvers, ["rev1", "rev2"]);
+    assert_eq!(
+        actions(&db.store, "proposal", id).await,
+        [
+            "proposal.submitted",
+            "proposal.approval_recorded",
+            "proposal.approved"
+        ]
+    );
+    assert!(matches!(
+        decide("rev3").await,
+        Err(StorageError::Conflict(Conflict::AlreadyDecided(
+            ProposalStatus::Approved
+        )))
+    ));
+}
+
 macro_rules! on_both_backends {
     ($($name:ident),+ $(,)?) => {
         mod sqlite {
@@ -703,4 +787,5 @@ on_both_backends!(
     the_audit_trail_refuses_updates_and_deletes,
     migrations_run_twice_without_harm,
     undecided_proposals_expire_and_are_never_approved,
+    quorum_needs_distinct_approvers,
 );

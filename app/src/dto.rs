@@ -166,9 +166,11 @@ pub struct ProposalView {
     pub execution: Option<ExecutionView>,
     /// Audit trail.
     pub audit: Vec<AuditView>,
-    /// Why approving is not possible even though deciding is (the policy needs more approvers
-    /// than Countersign collects yet); rejecting still is.
+    /// Why this viewer cannot approve (again) although the proposal is open: they already
+    /// approved and it waits for other approvers. Rejecting still is possible.
     pub approve_blocked: Option<String>,
+    /// Approvals so far, `reviewer at time`.
+    pub approvals: Vec<String>,
     /// Whether the viewer may decide it now.
     pub can_decide: bool,
     /// Why the viewer may not decide it, when the proposal is still pending.

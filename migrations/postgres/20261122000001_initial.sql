@@ -49,6 +49,14 @@ create table proposals (
 create index proposals_by_status on proposals (status, seq);
 create index proposals_by_agent on proposals (agent, seq);
 
+-- Approvals of proposals whose policy asks for several approvers; one row per reviewer.
+create table approvals (
+    proposal_id uuid not null references proposals (id),
+    reviewer text not null,
+    at timestamptz not null,
+    primary key (proposal_id, reviewer)
+);
+
 create table commands (
     seq bigint generated always as identity primary key,
     id uuid not null unique,

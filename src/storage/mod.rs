@@ -55,6 +55,8 @@ pub enum Conflict {
     UsernameTaken,
     /// The proposal was already decided; it is now in this status.
     AlreadyDecided(ProposalStatus),
+    /// This reviewer already approved the proposal, which waits for other approvers.
+    AlreadyApproved,
     /// The same idempotency key was used by this agent for a different request.
     IdempotencyKeyReused,
     /// The proposal id is already taken by another request.
@@ -246,6 +248,8 @@ pub struct NewDecision {
     pub reviewer: String,
     /// Reason.
     pub reason: Option<String>,
+    /// How many distinct reviewers must approve (the policy's `required_approvals`).
+    pub required_approvals: u8,
     /// When.
     pub now: OffsetDateTime,
     /// The command to queue on approval.
@@ -339,8 +343,12 @@ pub trait Store: Send + Sync + 'static {
         limit: i64,
     ) -> Result<Vec<ProposalRecord>>;
     /// Decides a pending proposal: status, authorization, reviewer, command and audit rows
-    /// in one transaction. `Conflict(AlreadyDecided)` if someone decided first.
+    /// in one transaction. `Conflict(AlreadyDecided)` if someone decided first (or its time ran
+    /// out: `Expired`). An approval short of `required_approvals` distinct reviewers is recorded
+    /// and the proposal stays `pending`; `Conflict(AlreadyApproved)` if this reviewer approved.
     async fn decide_proposal(&self, decision: &NewDecision) -> Result<ProposalRecord>;
+    /// Who has approved a proposal so far, in order.
+    async fn approvals(&self, proposal_id: Uuid) -> Result<Vec<(String, OffsetDateTime)>>;
 
     /// Marks every pending proposal whose time ran out `expired`, each with its audit row,
     /// and returns them. The server runs this periodically; decisions check expiry themselves.

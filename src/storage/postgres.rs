@@ -52,7 +52,7 @@ crate::storage::sql::impl_store!(
     backend = Backend::Postgres,
     expired = "lease_expires_at < $4",
     due = "expires_at <= $1",
-    live = "(expires_at is null or expires_at > $5)",
+    live = "(expires_at is null or expires_at > $1)",
     contains = "strpos",
     lock = "for update skip locked"
 );

@@ -476,24 +476,19 @@ macro_rules! impl_store {
                     Verdict::Rejected => None,
                 };
                 let mut tx = self.write.begin().await?;
-                let updated = sqlx::query_as::<_, ProposalRow>(concat!(
-                    "update proposals set status = $1, authorization_state = coalesce($2, authorization_state), \
-                     decision = $3, decided_by = $4, decided_at = $5, decision_reason = $6, updated_at = $5 \
-                     where id = $7 and status = 'pending' and ",
+                // Claim the pending, unexpired proposal (a row lock on PostgreSQL; SQLite has one
+                // writer): concurrent reviewers queue up here and see each other's outcome.
+                let claimed = sqlx::query_as::<_, ProposalRow>(concat!(
+                    "update proposals set updated_at = $1 where id = $2 and status = 'pending' and ",
                     $live,
                     " returning ",
                     proposal_cols!()
                 ))
-                .bind(status.as_str())
-                .bind(authorization)
-                .bind(d.verdict.as_str())
-                .bind(&d.reviewer)
                 .bind(d.now)
-                .bind(&d.reason)
                 .bind(d.proposal_id)
                 .fetch_optional(&mut *tx)
                 .await?;
-                let Some(row) = updated else {
+                let Some(claimed) = claimed else {
                     let current = proposal_in(&mut *tx, d.proposal_id).await?;
                     tx.rollback().await?;
                     return match current {
@@ -506,6 +501,61 @@ macro_rules! impl_store {
                         None => Err(StorageError::NotFound),
                     };
                 };
+                if d.verdict == Verdict::Approved {
+                    let added = sqlx::query(
+                        "insert into approvals (proposal_id, reviewer, at) values ($1, $2, $3) on conflict do nothing",
+                    )
+                    .bind(d.proposal_id)
+                    .bind(&d.reviewer)
+                    .bind(d.now)
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected();
+                    if added == 0 {
+                        tx.rollback().await?;
+                        return Err(StorageError::Conflict(Conflict::AlreadyApproved));
+                    }
+                    let (count,): (i64,) = sqlx::query_as("select count(*) from approvals where proposal_id = $1")
+                        .bind(d.proposal_id)
+                        .fetch_one(&mut *tx)
+                        .await?;
+                    if count < i64::from(d.required_approvals) {
+                        let record = claimed.into_record()?;
+                        let entry = AuditEntry {
+                            actor_kind: ActorKind::User,
+                            actor: d.reviewer.clone(),
+                            action: "proposal.approval_recorded",
+                            subject_type: "proposal",
+                            subject_id: record.id.to_string(),
+                            before_status: Some(ProposalStatus::Pending.as_str().into()),
+                            after_status: Some(ProposalStatus::Pending.as_str().into()),
+                            details: serde_json::json!({
+                                "approvals": count,
+                                "required_approvals": d.required_approvals,
+                                "reason": d.reason,
+                                "request_hash_sha256": record.request_hash,
+                            }),
+                        };
+                        insert_audit(&mut tx, &entry, d.now).await?;
+                        tx.commit().await?;
+                        return Ok(record);
+                    }
+                }
+                let row = sqlx::query_as::<_, ProposalRow>(concat!(
+                    "update proposals set status = $1, authorization_state = coalesce($2, authorization_state), \
+                     decision = $3, decided_by = $4, decided_at = $5, decision_reason = $6, updated_at = $5 \
+                     where id = $7 returning ",
+                    proposal_cols!()
+                ))
+                .bind(status.as_str())
+                .bind(authorization)
+                .bind(d.verdict.as_str())
+                .bind(&d.reviewer)
+                .bind(d.now)
+                .bind(&d.reason)
+                .bind(d.proposal_id)
+                .fetch_one(&mut *tx)
+                .await?;
                 let record = row.into_record()?;
                 let entry = AuditEntry {
                     actor_kind: ActorKind::User,
@@ -521,6 +571,7 @@ macro_rules! impl_store {
                     details: serde_json::json!({
                         "authorization_state": record.authorization_state,
                         "reason": d.reason,
+                        "required_approvals": d.required_approvals,
                         "request_hash_sha256": record.request_hash,
                     }),
                 };
@@ -530,6 +581,13 @@ macro_rules! impl_store {
                 }
                 tx.commit().await?;
                 Ok(record)
+            }
+
+            async fn approvals(&self, proposal_id: Uuid) -> Result<Vec<(String, OffsetDateTime)>> {
+                Ok(sqlx::query_as("select reviewer, at from approvals where proposal_id = $1 order by at, reviewer")
+                    .bind(proposal_id)
+                    .fetch_all(&self.read)
+                    .await?)
             }
 
             async fn expire_due(&self, now: OffsetDateTime) -> Result<Vec<ProposalRecord>> {

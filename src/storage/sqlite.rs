@@ -54,7 +54,7 @@ crate::storage::sql::impl_store!(
     backend = Backend::Sqlite,
     expired = "julianday(lease_expires_at) < julianday($4)",
     due = "julianday(expires_at) <= julianday($1)",
-    live = "(expires_at is null or julianday(expires_at) > julianday($5))",
+    live = "(expires_at is null or julianday(expires_at) > julianday($1))",
     contains = "instr",
     lock = ""
 );

@@ -186,33 +186,54 @@ async fn approved_commands_go_only_to_the_executors_the_policy_names() {
 }
 
 #[tokio::test]
-async fn a_policy_asking_for_two_approvers_fails_closed() {
+async fn two_distinct_approvers_are_collected_before_anything_runs() {
     let app = TestApp::spawn_with_policy("sqlite", POLICY).await;
     let agent = app.agent_token("sales-agent").await;
-    app.user("rev", Role::Reviewer).await;
+    let executor = app.executor_token("worker").await;
+    app.user("rev1", Role::Reviewer).await;
+    app.user("rev2", Role::Reviewer).await;
     let r = app.propose(&agent, &proposal("crm.delete_contact")).await;
     let body: Value = r.json().await.expect("json");
     assert_eq!(body["proposal"]["routing"]["required_approvals"], 2);
     let id = body["proposal"]["id"].as_str().expect("id").to_owned();
-    let browser = app.browser();
-    browser.login("rev", PASSWORD).await;
-    let page = browser.page(&format!("/proposals/{id}")).await;
+    let page = format!("/proposals/{id}");
+
+    let first = app.browser();
+    first.login("rev1", PASSWORD).await;
+    assert_eq!(
+        location(&first.decide(&id, "approved", None).await),
+        format!("{page}?notice=approval_recorded")
+    );
+    let (_, polled) = app.poll(&agent, &id).await;
+    assert_eq!(polled["proposal"]["status"], "pending");
+    assert_eq!(polled["proposal"]["authorization_state"], "none");
+    assert_eq!(
+        app.lease(&executor).await.0,
+        StatusCode::NO_CONTENT,
+        "one approval of two runs nothing"
+    );
+    let html = first.page(&page).await;
     assert!(
-        page.contains("data-testid=\"approve-blocked\"")
-            && !page.contains("data-testid=\"approve\"")
+        html.contains("data-testid=\"approve-blocked\"")
+            && !html.contains("data-testid=\"approve\"")
     );
     assert_eq!(
-        location(&browser.decide(&id, "approved", None).await),
-        format!("/proposals/{id}?error=quorum")
+        location(&first.decide(&id, "approved", None).await),
+        format!("{page}?error=already_approved")
     );
+
+    let second = app.browser();
+    second.login("rev2", PASSWORD).await;
     assert_eq!(
-        location(
-            &browser
-                .decide(&id, "rejected", Some("needs a second person"))
-                .await
-        ),
-        format!("/proposals/{id}?notice=rejected")
+        location(&second.decide(&id, "approved", None).await),
+        format!("{page}?notice=approved")
     );
+    let (_, polled) = app.poll(&agent, &id).await;
+    assert_eq!(polled["proposal"]["status"], "approved");
+    assert_eq!(polled["proposal"]["authorization_state"], "confirmed");
+    assert_eq!(polled["proposal"]["review"]["decided_by"], "rev2");
+    assert_eq!(app.lease(&executor).await.0, StatusCode::OK);
+    assert_eq!(app.count("select count(*) from approvals").await, 2);
 }
 
 #[tokio::test]

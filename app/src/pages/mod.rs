@@ -71,9 +71,10 @@ fn flash_text(code: &str) -> &'static str {
         "expired" => {
             "This proposal expired before anyone decided it; it will never run. The agent may propose it again."
         }
-        "quorum" => {
-            "The policy requires approvals from several reviewers, which Countersign does not collect yet; this proposal can only be rejected."
+        "approval_recorded" => {
+            "Your approval is recorded. The policy asks for more approvers; the proposal waits for them."
         }
+        "already_approved" => "You already approved this proposal; it waits for other approvers.",
         "bad_verdict" => "Choose approve or reject.",
         "not_found" => "No such proposal.",
         _ => "Something happened that this page cannot describe.",

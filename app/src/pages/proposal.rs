@@ -89,7 +89,8 @@ fn Detail(p: ProposalView, csrf: String) -> impl IntoView {
                 <h2>"Why it is here"</h2>
                 <p>"Category " <strong>{p.category.to_uppercase()}</strong> " · effective risk "
                    <strong data-testid="proposal-effective-risk">{p.effective_risk}</strong>
-                   " · approvals required " <strong>{p.required_approvals}</strong></p>
+                   " · approvals " <strong data-testid="proposal-approvals">{p.approvals.len()} " of " {p.required_approvals}</strong></p>
+                <ul>{p.approvals.iter().map(|a| view! { <li>"Approved by " {a.clone()}</li> }).collect_view()}</ul>
                 <p>"Route " <strong data-testid="proposal-route">{p.route}</strong> " by rule " <em>{p.rule}</em>
                    " (policy " <code>{p.policy_version}</code> ")"</p>
                 <ul>{p.reasons.into_iter().map(|r| view! { <li>{r}</li> }).collect_view()}</ul>
