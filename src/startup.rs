@@ -23,6 +23,11 @@ use crate::domain::policy::Policy;
 use crate::storage::{self, DynStore};
 use crate::web::ReviewDesk;
 
+/// The app's routes: fixed at compile time, so listed once per process. (Leptos lists them by
+/// rendering the app in a special mode; doing that while another server in the same process
+/// renders pages — as parallel tests do — must not happen.)
+static ROUTES: std::sync::OnceLock<Vec<leptos_axum::AxumRouteListing>> = std::sync::OnceLock::new();
+
 /// How long a reviewer's session lives without activity.
 pub const SESSION_IDLE: time::Duration = time::Duration::hours(8);
 
@@ -128,7 +133,7 @@ pub fn router(
 ) -> Router {
     let policy = Arc::new(policy);
     let desk: DynDesk = ReviewDesk::new(store.clone(), policy.clone());
-    let routes = generate_route_list(App);
+    let routes = ROUTES.get_or_init(|| generate_route_list(App)).clone();
     let session_layer = SessionManagerLayer::new(sessions)
         .with_name("countersign_session")
         .with_secure(settings.secure_cookies)

@@ -32,6 +32,9 @@ impl TestApp {
     }
 
     async fn spawn_with(backend: &str, policy_toml: Option<&str>) -> TestApp {
+        if std::env::var_os("RUST_LOG").is_some() {
+            countersign::telemetry::init();
+        }
         let (url, dir) = common::fresh_database(backend);
         let mut settings = Settings::for_database(&url);
         let policy_dir = tempfile::tempdir().expect("temp dir");
