@@ -58,7 +58,8 @@ async fn pre_tool_check(
             let details = json!({
                 "route": refused.route,
                 "policy_version": refused.policy_version,
-                "errors": errors.iter().map(|e| json!({"field": e.field, "message": e.message})).collect::<Vec<_>>(),
+                // Field paths only: messages may quote the rejected values.
+                "fields": errors.iter().map(|e| e.field.as_str()).collect::<Vec<_>>(),
             });
             state
                 .store

@@ -38,7 +38,8 @@ async fn submit(
     let contract = match ToolProposal::parse(&body) {
         Ok(contract) => contract,
         Err(errors) => {
-            // The rejection is recorded (field paths and rules, never values); nothing else is.
+            // The rejection is recorded by field path only (messages may quote the rejected
+            // values); nothing else is stored.
             let entry = AuditEntry {
                 actor_kind: ActorKind::Agent,
                 actor: agent.0.clone(),
@@ -51,7 +52,7 @@ async fn submit(
                     .map_or_else(|| "unidentified".to_owned(), |id| id.to_string()),
                 before_status: None,
                 after_status: None,
-                details: json!({ "errors": errors }),
+                details: json!({ "fields": errors.iter().map(|e| e.field.as_str()).collect::<Vec<_>>() }),
             };
             state.store.append_audit(&entry).await?;
             return Err(ApiError::validation(errors));

@@ -27,6 +27,12 @@ async fn nothing_stored(app: &TestApp) {
         .await
         .expect("list");
     assert!(pending.is_empty(), "a rejected request wrote a proposal");
+    assert_eq!(app.count("select count(*) from proposals").await, 0);
+    assert_eq!(app.count("select count(*) from commands").await, 0);
+    let other = app
+        .count("select count(*) from audit_events where action not in ('token.created', 'proposal.rejected_input')")
+        .await;
+    assert_eq!(other, 0, "only the rejection may be audited");
 }
 
 fn fields(body: &Value) -> Vec<String> {
@@ -154,6 +160,22 @@ async fn contract_violations_are_422_with_every_field_listed() {
     assert_eq!(
         (status, fields(&e)),
         (StatusCode::UNPROCESSABLE_ENTITY, vec![String::new()])
+    );
+    assert_eq!(
+        app.count("select count(*) from audit_events where action = 'proposal.rejected_input'")
+            .await,
+        3
+    );
+    // The audit trail names the broken fields, never the rejected values.
+    assert_eq!(
+        app.count("select count(*) from audit_events where details like '%extreme%'")
+            .await,
+        0
+    );
+    assert_eq!(
+        app.count("select count(*) from audit_events where details like '%risk_level%'")
+            .await,
+        1
     );
     nothing_stored(&app).await;
 }
