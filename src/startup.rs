@@ -73,6 +73,7 @@ pub struct Application {
     listener: tokio::net::TcpListener,
     router: Router,
     store: DynStore,
+    sessions: AnySessionStore,
 }
 
 /// Opens the database, creating and migrating it, and returns it with its session store.
@@ -168,11 +169,12 @@ impl Application {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|source| StartError::Bind { addr, source })?;
-        let router = router(store.clone(), sessions, &settings, policy, options);
+        let router = router(store.clone(), sessions.clone(), &settings, policy, options);
         Ok(Application {
             listener,
             router,
             store,
+            sessions,
         })
     }
 
@@ -192,6 +194,7 @@ impl Application {
     /// time ran out are expired every [`EXPIRY_SWEEP`].
     pub async fn run(self) -> std::io::Result<()> {
         tokio::spawn(sweep_expired(self.store.clone()));
+        tokio::spawn(purge_sessions(self.sessions.clone()));
         axum::serve(self.listener, self.router)
             .with_graceful_shutdown(shutdown_signal())
             .await
@@ -218,6 +221,20 @@ async fn sweep_expired(store: DynStore) {
             Err(e) => {
                 tracing::warn!(error = %e, "expiring proposals failed; retrying at the next sweep")
             }
+        }
+    }
+}
+
+/// How often expired web sessions are deleted from the database.
+pub const SESSION_PURGE: std::time::Duration = std::time::Duration::from_secs(600);
+
+async fn purge_sessions(sessions: AnySessionStore) {
+    use tower_sessions::session_store::ExpiredDeletion;
+    let mut tick = tokio::time::interval(SESSION_PURGE);
+    loop {
+        tick.tick().await;
+        if let Err(e) = sessions.delete_expired().await {
+            tracing::warn!(error = %e, "deleting expired sessions failed; retrying later");
         }
     }
 }

@@ -46,14 +46,23 @@ fn role_of(viewer: &Viewer) -> Result<Role, AppError> {
     Role::parse(&viewer.role).ok_or_else(|| AppError::Forbidden("unknown role".into()))
 }
 
-fn may_view(viewer: &Viewer) -> Result<Role, AppError> {
-    let role = role_of(viewer)?;
-    if role.can_view_proposals() {
-        Ok(role)
-    } else {
-        Err(AppError::Forbidden(
-            "your role may not view proposals".into(),
-        ))
+impl ReviewDesk {
+    /// The viewer's role as the stored account has it now: a disabled account, or one whose role
+    /// changed since sign-in, must sign in again. Deny by default.
+    async fn may_view(&self, viewer: &Viewer) -> Result<Role, AppError> {
+        let role = role_of(viewer)?;
+        let user = self
+            .store
+            .user_by_username(&viewer.username)
+            .await
+            .map_err(internal)?;
+        match user {
+            Some(u) if !u.disabled && u.role == role && role.can_view_proposals() => Ok(role),
+            Some(u) if !u.disabled && u.role == role => Err(AppError::Forbidden(
+                "your role may not view proposals".into(),
+            )),
+            _ => Err(AppError::Unauthenticated),
+        }
     }
 }
 
@@ -143,14 +152,26 @@ impl Desk for ReviewDesk {
                 })
             }
             _ => {
-                tracing::info!(user = %username, "sign-in refused");
+                // What was typed may be a password pasted into the wrong box: log it only if
+                // it could be a username at all.
+                let shown = crate::domain::principal::parse_name(username)
+                    .unwrap_or_else(|_| "<not a username>".into());
+                tracing::info!(user = %shown, "sign-in refused");
                 Err(AppError::Unauthenticated)
             }
         }
     }
 
+    async fn revalidate(&self, viewer: &Viewer) -> Result<bool, AppError> {
+        match self.may_view(viewer).await {
+            Ok(_) | Err(AppError::Forbidden(_)) => Ok(true),
+            Err(AppError::Unauthenticated) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
     async fn queue(&self, viewer: &Viewer) -> Result<Vec<QueueItem>, AppError> {
-        may_view(viewer)?;
+        self.may_view(viewer).await?;
         let now = OffsetDateTime::now_utc();
         // What ran out of time leaves the queue now rather than at the next sweep.
         self.store.expire_due(now).await.map_err(internal)?;
@@ -185,8 +206,13 @@ impl Desk for ReviewDesk {
     }
 
     async fn proposal(&self, viewer: &Viewer, id: &str) -> Result<ProposalView, AppError> {
-        let role = may_view(viewer)?;
+        let role = self.may_view(viewer).await?;
         let id = Uuid::parse_str(id).map_err(|_| AppError::NotFound)?;
+        // A proposal whose time ran out is shown as expired, not as still decidable.
+        self.store
+            .expire_due(OffsetDateTime::now_utc())
+            .await
+            .map_err(internal)?;
         let p = self
             .store
             .proposal(id)

@@ -101,9 +101,13 @@ fn lease(executor: &str, token: &str, expires_in: Duration) -> NewLease {
 }
 
 fn report(command_id: Uuid, token: &str, outcome: Outcome) -> NewReport {
+    report_by("exec", command_id, token, outcome)
+}
+
+fn report_by(executor: &str, command_id: Uuid, token: &str, outcome: Outcome) -> NewReport {
     NewReport {
         command_id,
-        executor: "exec".into(),
+        executor: executor.into(),
         lease_token_hash: countersign::auth::token::hash(token),
         outcome,
         report: json!({"ok": outcome == Outcome::Succeeded}),
@@ -372,6 +376,15 @@ async fn leases_are_exclusive_and_reports_need_the_current_token(backend: &str) 
         Err(StorageError::Conflict(Conflict::LeaseTokenMismatch)) => {}
         other => panic!("expected lease mismatch, got {other:?}"),
     }
+    // The right token from another executor is refused too: the lease is "exec"'s.
+    match db
+        .store
+        .report_command(&report_by("intruder", command_id, "t1", Outcome::Succeeded))
+        .await
+    {
+        Err(StorageError::Conflict(Conflict::LeaseTokenMismatch)) => {}
+        other => panic!("expected lease mismatch, got {other:?}"),
+    }
     let done = db
         .store
         .report_command(&report(command_id, "t1", Outcome::Succeeded))
@@ -457,16 +470,25 @@ async fn an_expired_lease_is_taken_over_and_fences_the_old_holder(backend: &str)
     assert_eq!((second.id, second.attempts), (command_id, 2));
     match db
         .store
-        .report_command(&report(command_id, "old", Outcome::Succeeded))
+        .report_command(&report_by("slow", command_id, "old", Outcome::Succeeded))
         .await
     {
         Err(StorageError::Conflict(Conflict::LeaseTokenMismatch)) => {}
         other => panic!("the old holder must be fenced off, got {other:?}"),
     }
     db.store
-        .report_command(&report(command_id, "new", Outcome::Succeeded))
+        .report_command(&report_by("fast", command_id, "new", Outcome::Succeeded))
         .await
         .expect("current holder reports");
+    let audit = db
+        .store
+        .audit_for_subject("command", &command_id.to_string())
+        .await
+        .expect("audit");
+    assert_eq!(
+        audit.last().map(|a| a.details["late"].clone()),
+        Some(json!(false))
+    );
 }
 
 async fn concurrent_executors_never_share_a_command(backend: &str) {

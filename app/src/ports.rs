@@ -12,6 +12,9 @@ pub trait Desk: Send + Sync + 'static {
     /// Checks a username and password. Wrong name or password is `Unauthenticated`, with the
     /// same timing either way.
     async fn authenticate(&self, username: &str, password: &str) -> Result<Viewer, AppError>;
+    /// Whether a session's viewer still matches the stored account (exists, not disabled, same
+    /// role). A session that no longer does is ended.
+    async fn revalidate(&self, viewer: &Viewer) -> Result<bool, AppError>;
     /// Pending proposals, oldest first.
     async fn queue(&self, viewer: &Viewer) -> Result<Vec<QueueItem>, AppError>;
     /// One proposal with its review, execution and audit trail.

@@ -25,12 +25,22 @@ mod ssr {
     }
 
     pub async fn viewer() -> Result<Viewer, AppError> {
-        session()
-            .await?
-            .0
-            .viewer()
-            .await?
-            .ok_or(AppError::Unauthenticated)
+        current_viewer().await?.ok_or(AppError::Unauthenticated)
+    }
+
+    /// The session's viewer if the stored account still matches it; a stale session (account
+    /// disabled or role changed since sign-in) is ended here.
+    pub async fn current_viewer() -> Result<Option<Viewer>, AppError> {
+        let session = session().await?;
+        let Some(viewer) = session.0.viewer().await? else {
+            return Ok(None);
+        };
+        if desk()?.revalidate(&viewer).await? {
+            Ok(Some(viewer))
+        } else {
+            session.0.sign_out().await?;
+            Ok(None)
+        }
     }
 
     /// Whether the form's CSRF token is this session's.
@@ -48,7 +58,7 @@ mod ssr {
 pub async fn session_info() -> Result<SessionView, AppError> {
     let session = ssr::session().await?;
     Ok(SessionView {
-        viewer: session.0.viewer().await?,
+        viewer: ssr::current_viewer().await?,
         csrf_token: session.0.csrf_token().await?,
     })
 }

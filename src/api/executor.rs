@@ -1,7 +1,7 @@
 //! The executor queue: `POST /api/v1/executor/lease`, then
 //! `POST /api/v1/executor/commands/{id}/complete` or `/fail` with the lease token.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
@@ -13,7 +13,7 @@ use uuid::Uuid;
 
 use super::ApiState;
 use super::error::ApiError;
-use super::extract::{Executor, JsonBody};
+use super::extract::{Executor, JsonBody, PathId};
 use super::views::CommandView;
 use crate::auth::token;
 use crate::domain::FieldError;
@@ -147,7 +147,7 @@ async fn report(
 async fn complete(
     State(state): State<ApiState>,
     executor: Executor,
-    Path(id): Path<String>,
+    PathId(id): PathId,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
     report(state, executor.0, id, body, Outcome::Succeeded).await
@@ -158,7 +158,7 @@ async fn complete(
 async fn fail(
     State(state): State<ApiState>,
     executor: Executor,
-    Path(id): Path<String>,
+    PathId(id): PathId,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
     report(state, executor.0, id, body, Outcome::Failed).await

@@ -65,6 +65,21 @@ impl FromRequestParts<ApiState> for Executor {
     }
 }
 
+/// The `{id}` path segment; one that cannot even be read (bad percent-encoding) is `404`,
+/// like any unknown id.
+pub struct PathId(pub String);
+
+impl FromRequestParts<ApiState> for PathId {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &ApiState) -> Result<Self, ApiError> {
+        axum::extract::Path::<String>::from_request_parts(parts, state)
+            .await
+            .map(|axum::extract::Path(id)| PathId(id))
+            .map_err(|_| ApiError::NotFound)
+    }
+}
+
 /// A JSON request body. An empty body reads as `{}`.
 pub struct JsonBody(pub Value);
 

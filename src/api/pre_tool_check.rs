@@ -16,6 +16,7 @@ use super::extract::{Agent, JsonBody};
 use crate::domain::aana::Event;
 use crate::domain::gate::{self, Decision};
 use crate::domain::principal::ActorKind;
+use crate::domain::scan::audit_safe_name;
 use crate::storage::AuditEntry;
 
 pub fn router() -> Router<ApiState> {
@@ -59,7 +60,7 @@ async fn pre_tool_check(
                 "route": refused.route,
                 "policy_version": refused.policy_version,
                 // Field paths only: messages may quote the rejected values.
-                "fields": errors.iter().map(|e| e.field.as_str()).collect::<Vec<_>>(),
+                "fields": errors.iter().map(|e| audit_safe_name(&e.field)).collect::<Vec<_>>(),
             });
             state
                 .store

@@ -1,6 +1,6 @@
 //! `POST /api/v1/proposals` (submit) and `GET /api/v1/proposals/{id}` (poll), for agents.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use super::ApiState;
 use super::error::ApiError;
-use super::extract::{Agent, JsonBody};
+use super::extract::{Agent, JsonBody, PathId};
 use super::views::ProposalView;
 use crate::domain::aana::Route;
 use crate::domain::canonical::request_hash_sha256;
@@ -20,6 +20,7 @@ use crate::domain::lifecycle::ProposalStatus;
 use crate::domain::principal::ActorKind;
 use crate::domain::proposal::ToolProposal;
 use crate::domain::proposal_routing::route_proposal;
+use crate::domain::scan::audit_safe_name;
 use crate::storage::{AuditEntry, Conflict, NewProposal, StorageError, Submitted};
 
 pub fn router() -> Router<ApiState> {
@@ -52,7 +53,7 @@ async fn submit(
                     .map_or_else(|| "unidentified".to_owned(), |id| id.to_string()),
                 before_status: None,
                 after_status: None,
-                details: json!({ "fields": errors.iter().map(|e| e.field.as_str()).collect::<Vec<_>>() }),
+                details: json!({ "fields": errors.iter().map(|e| audit_safe_name(&e.field)).collect::<Vec<_>>() }),
             };
             state.store.append_audit(&entry).await?;
             return Err(ApiError::validation(errors));
@@ -139,7 +140,7 @@ async fn submit(
 async fn poll(
     State(state): State<ApiState>,
     agent: Agent,
-    Path(id): Path<String>,
+    PathId(id): PathId,
 ) -> Result<impl IntoResponse, ApiError> {
     let id = Uuid::parse_str(&id).map_err(|_| ApiError::NotFound)?;
     let record = state

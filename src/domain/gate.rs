@@ -395,7 +395,11 @@ fn safe_text(text: &str) -> String {
 
 /// The audit-safe copy of `event`.
 pub fn audit_event(event: &Event) -> AuditEvent {
-    let mut keys: Vec<String> = event.proposed_arguments.keys().cloned().collect();
+    let mut keys: Vec<String> = event
+        .proposed_arguments
+        .keys()
+        .map(|k| scan::audit_safe_name(k).to_owned())
+        .collect();
     keys.sort_unstable();
     let evidence_refs = event
         .evidence_refs
@@ -437,7 +441,7 @@ pub fn audit_event(event: &Event) -> AuditEvent {
         subject_ref: subject
             .and_then(|s| s.subject_ref.as_deref())
             .map(safe_text),
-        tool_name: event.tool_name.clone(),
+        tool_name: scan::audit_safe_name(&event.tool_name).to_owned(),
         tool_category: event.tool_category,
         authorization_state: event.authorization_state,
         risk_domain: event.risk_domain,

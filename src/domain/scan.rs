@@ -139,6 +139,22 @@ pub fn find_personal_data(text: &str) -> Option<PersonalDataKind> {
     scan_digit_runs(b)
 }
 
+/// `name` as it may be written to the audit trail: a short identifier-like name that carries no
+/// secret or personal data is kept; anything else (a key that is an email address, a token, a
+/// 10 KB string) becomes [`super::gate::WITHHELD`].
+pub fn audit_safe_name(name: &str) -> &str {
+    let identifier = !name.is_empty()
+        && name.len() <= 128
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_.-[]:/".contains(c));
+    if identifier && is_clean(name) {
+        name
+    } else {
+        super::gate::WITHHELD
+    }
+}
+
 /// Neither a secret nor personal data was found.
 pub fn is_clean(text: &str) -> bool {
     find_secret(text).is_none() && find_personal_data(text).is_none()
@@ -432,6 +448,7 @@ fn luhn_valid(digits: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::gate::WITHHELD;
 
     #[test]
     fn finds_secrets() {
@@ -556,5 +573,15 @@ mod tests {
             assert_eq!(find_personal_data(text), None, "{text}");
         }
         assert!(is_clean("Draft email is ready for a scoped send."));
+    }
+
+    #[test]
+    fn only_plain_names_reach_the_audit_trail() {
+        assert_eq!(audit_safe_name("email"), "email");
+        assert_eq!(audit_safe_name("target_refs[0].id"), "target_refs[0].id");
+        assert_eq!(audit_safe_name("jane.doe@example.com"), WITHHELD);
+        assert_eq!(audit_safe_name(&"k".repeat(129)), WITHHELD);
+        assert_eq!(audit_safe_name("has space"), WITHHELD);
+        assert_eq!(audit_safe_name(""), WITHHELD);
     }
 }

@@ -441,7 +441,11 @@ macro_rules! impl_store {
                         "rule": new.routing.rule,
                         "policy_version": new.routing.policy_version,
                         "request_hash_sha256": new.request_hash,
-                        "parameter_keys": c.parameters.keys().collect::<Vec<_>>(),
+                        "parameter_keys": c
+                            .parameters
+                            .keys()
+                            .map(|k| $crate::domain::scan::audit_safe_name(k))
+                            .collect::<Vec<_>>(),
                     }),
                 };
                 insert_audit(&mut tx, &entry, new.now).await?;
@@ -685,7 +689,8 @@ macro_rules! impl_store {
                 let mut tx = self.write.begin().await?;
                 let updated = sqlx::query_as::<_, CommandRow>(concat!(
                     "update commands set status = $1, result = $2, error = $3, completed_at = $4, updated_at = $4, \
-                     lease_token_hash = null where id = $5 and status = 'leased' and lease_token_hash = $6 returning ",
+                     lease_token_hash = null where id = $5 and status = 'leased' and lease_token_hash = $6 \
+                     and leased_by = $7 returning ",
                     command_cols!()
                 ))
                 .bind(status.as_str())
@@ -694,6 +699,7 @@ macro_rules! impl_store {
                 .bind(r.now)
                 .bind(r.command_id)
                 .bind(&r.lease_token_hash)
+                .bind(&r.executor)
                 .fetch_optional(&mut *tx)
                 .await?;
                 let Some(row) = updated else {
@@ -739,7 +745,12 @@ macro_rules! impl_store {
                     subject_id: record.id.to_string(),
                     before_status: Some("leased".into()),
                     after_status: Some(status.as_str().into()),
-                    details: serde_json::json!({ "proposal_id": record.proposal_id, "attempt": record.attempts }),
+details: serde_json::json!({
+                        "proposal_id": record.proposal_id,
+                        "attempt": record.attempts,
+                        // Reported after the lease ran out (but before anyone else took it).
+                        "late": record.lease_expires_at.is_some_and(|t| t < r.now),
+                    }),
                 };
                 insert_audit(&mut tx, &command_entry, r.now).await?;
                 let proposal_entry = AuditEntry {

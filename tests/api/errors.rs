@@ -348,3 +348,28 @@ async fn unknown_paths_and_methods_answer_in_the_error_shape() {
     assert_eq!(r.status(), StatusCode::OK);
     assert_eq!(r.json::<Value>().await.expect("json")["database"], "sqlite");
 }
+
+#[tokio::test]
+async fn unknown_keys_that_carry_personal_data_never_reach_the_audit_trail() {
+    let app = TestApp::spawn("sqlite").await;
+    let agent = app.agent_token("a1").await;
+    let mut body = common::proposal_body("a1");
+    body["jane.doe@example.com"] = json!(true);
+    let (status, e) = error_of(app.propose(&agent, &body).await).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(
+        fields(&e),
+        ["jane.doe@example.com"],
+        "the agent is told which key"
+    );
+    assert_eq!(
+        app.count("select count(*) from audit_events where details like '%jane.doe%'")
+            .await,
+        0
+    );
+    assert_eq!(
+        app.count("select count(*) from audit_events where details like '%[withheld]%'")
+            .await,
+        1
+    );
+}

@@ -112,6 +112,21 @@ impl TestApp {
         }
     }
 
+    /// Runs one SQL statement straight on the database (to simulate an operator's change).
+    pub async fn exec(&self, sql: &str) {
+        if self.db_url.starts_with("sqlite:") {
+            let mut c = <sqlx::SqliteConnection as sqlx::Connection>::connect(&self.db_url)
+                .await
+                .expect("connect");
+            sqlx::query(sql).execute(&mut c).await.expect("exec");
+        } else {
+            let mut c = <sqlx::PgConnection as sqlx::Connection>::connect(&self.db_url)
+                .await
+                .expect("connect");
+            sqlx::query(sql).execute(&mut c).await.expect("exec");
+        }
+    }
+
     pub async fn pre_tool_check(&self, token: &str, body: &Value) -> (StatusCode, Value) {
         let r = self
             .client

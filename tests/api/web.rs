@@ -161,3 +161,25 @@ async fn unknown_pages_are_404() {
         StatusCode::NOT_FOUND
     );
 }
+
+#[tokio::test]
+async fn a_disabled_or_demoted_account_must_sign_in_again() {
+    let app = TestApp::spawn("sqlite").await;
+    app.user("rev", Role::Reviewer).await;
+    let browser = app.browser();
+    browser.login("rev", PASSWORD).await;
+    assert_eq!(browser.get("/").await.status(), StatusCode::OK);
+    app.exec("update users set role = 'compliance' where username = 'rev'")
+        .await;
+    assert_eq!(
+        location(&browser.get("/").await),
+        "/login",
+        "the session's role is stale"
+    );
+    app.exec("update users set role = 'reviewer', disabled_at = '2026-01-01T00:00:00Z' where username = 'rev'").await;
+    assert_eq!(location(&browser.get("/").await), "/login");
+    assert_eq!(
+        location(&browser.login("rev", PASSWORD).await),
+        "/login?error=invalid_credentials"
+    );
+}
