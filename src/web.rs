@@ -24,7 +24,8 @@ use crate::storage::{Conflict, DynStore, NewDecision, ProposalRecord, StorageErr
 /// How many pending proposals the queue page shows at most.
 pub const QUEUE_PAGE_SIZE: i64 = 200;
 
-/// The reviewer's desk.
+/// The reviewer's desk. Its methods receive a viewer the server functions have just checked
+/// against the stored account ([`Desk::revalidate`]); they check the role for each operation.
 pub struct ReviewDesk {
     store: DynStore,
     policy: Arc<Policy>,
@@ -46,23 +47,14 @@ fn role_of(viewer: &Viewer) -> Result<Role, AppError> {
     Role::parse(&viewer.role).ok_or_else(|| AppError::Forbidden("unknown role".into()))
 }
 
-impl ReviewDesk {
-    /// The viewer's role as the stored account has it now: a disabled account, or one whose role
-    /// changed since sign-in, must sign in again. Deny by default.
-    async fn may_view(&self, viewer: &Viewer) -> Result<Role, AppError> {
-        let role = role_of(viewer)?;
-        let user = self
-            .store
-            .user_by_username(&viewer.username)
-            .await
-            .map_err(internal)?;
-        match user {
-            Some(u) if !u.disabled && u.role == role && role.can_view_proposals() => Ok(role),
-            Some(u) if !u.disabled && u.role == role => Err(AppError::Forbidden(
-                "your role may not view proposals".into(),
-            )),
-            _ => Err(AppError::Unauthenticated),
-        }
+fn may_view(viewer: &Viewer) -> Result<Role, AppError> {
+    let role = role_of(viewer)?;
+    if role.can_view_proposals() {
+        Ok(role)
+    } else {
+        Err(AppError::Forbidden(
+            "your role may not view proposals".into(),
+        ))
     }
 }
 
@@ -163,15 +155,16 @@ impl Desk for ReviewDesk {
     }
 
     async fn revalidate(&self, viewer: &Viewer) -> Result<bool, AppError> {
-        match self.may_view(viewer).await {
-            Ok(_) | Err(AppError::Forbidden(_)) => Ok(true),
-            Err(AppError::Unauthenticated) => Ok(false),
-            Err(e) => Err(e),
-        }
+        let user = self
+            .store
+            .user_by_username(&viewer.username)
+            .await
+            .map_err(internal)?;
+        Ok(user.is_some_and(|u| !u.disabled && u.role.as_str() == viewer.role))
     }
 
     async fn queue(&self, viewer: &Viewer) -> Result<Vec<QueueItem>, AppError> {
-        self.may_view(viewer).await?;
+        may_view(viewer)?;
         let now = OffsetDateTime::now_utc();
         // What ran out of time leaves the queue now rather than at the next sweep.
         self.store.expire_due(now).await.map_err(internal)?;
@@ -206,7 +199,7 @@ impl Desk for ReviewDesk {
     }
 
     async fn proposal(&self, viewer: &Viewer, id: &str) -> Result<ProposalView, AppError> {
-        let role = self.may_view(viewer).await?;
+        let role = may_view(viewer)?;
         let id = Uuid::parse_str(id).map_err(|_| AppError::NotFound)?;
         // A proposal whose time ran out is shown as expired, not as still decidable.
         self.store
@@ -373,16 +366,6 @@ impl Desk for ReviewDesk {
             return Ok(DecideOutcome::Refused("bad_verdict"));
         };
         let id = Uuid::parse_str(id).map_err(|_| AppError::NotFound)?;
-        // The session's role may be stale: the stored account decides.
-        let user = self
-            .store
-            .user_by_username(&viewer.username)
-            .await
-            .map_err(internal)?;
-        let role = match user {
-            Some(u) if !u.disabled && u.role == role => role,
-            _ => return Ok(DecideOutcome::Refused("role")),
-        };
         let p = self
             .store
             .proposal(id)
