@@ -7,6 +7,9 @@ use std::path::PathBuf;
 /// The default database: a SQLite file in the working directory.
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://countersign.db";
 
+/// Where `serve` keeps its audit checkpoint key unless told otherwise.
+pub const DEFAULT_AUDIT_KEY: &str = "countersign-audit.key";
+
 /// What `serve` runs with.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -20,6 +23,8 @@ pub struct Settings {
     pub secure_cookies: bool,
     /// The routing policy file; `None` means the built-in default (every tool Category C).
     pub policy: Option<PathBuf>,
+    /// The key that signs audit checkpoints; `None`: the head is not signed.
+    pub audit_key: Option<PathBuf>,
 }
 
 impl Settings {
@@ -31,6 +36,7 @@ impl Settings {
             leptos_config: PathBuf::from("Leptos.toml"),
             secure_cookies: false,
             policy: None,
+            audit_key: None,
         }
     }
 }

@@ -17,10 +17,12 @@ use tower_sessions::cookie::SameSite;
 use tower_sessions::{Expiry, Session, SessionManagerLayer};
 
 use crate::api::{self, ApiState};
+use crate::audit::checkpoint::CheckpointKey;
 use crate::auth::session::{AnySessionStore, WebSession};
 use crate::config::{Settings, redact_url};
 use crate::domain::policy::Policy;
-use crate::storage::{self, DynStore};
+use crate::service::Services;
+use crate::storage::{self, Store};
 use crate::web::ReviewDesk;
 
 /// The app's routes: fixed at compile time, so listed once per process. (Leptos lists them by
@@ -58,6 +60,9 @@ pub enum StartError {
         /// Every error, one per line.
         message: String,
     },
+    /// The audit checkpoint key could not be read or created.
+    #[error("audit key: {0}")]
+    AuditKey(#[from] crate::audit::checkpoint::KeyError),
     /// The address could not be bound.
     #[error("binding {addr}: {source}")]
     Bind {
@@ -72,12 +77,13 @@ pub enum StartError {
 pub struct Application {
     listener: tokio::net::TcpListener,
     router: Router,
-    store: DynStore,
+    services: Services,
     sessions: AnySessionStore,
+    checkpoint_key: Option<Arc<CheckpointKey>>,
 }
 
 /// Opens the database, creating and migrating it, and returns it with its session store.
-pub async fn open_store(url: &str) -> Result<(DynStore, AnySessionStore), StartError> {
+pub async fn open_store(url: &str) -> Result<(Store, AnySessionStore), StartError> {
     storage::connect(url)
         .await
         .map_err(|source| StartError::Storage {
@@ -124,16 +130,14 @@ pub fn load_policy(settings: &Settings) -> Result<Policy, StartError> {
     })
 }
 
-/// The whole router over an open store.
+/// The whole router over the use cases.
 pub fn router(
-    store: DynStore,
+    services: Services,
     sessions: AnySessionStore,
     settings: &Settings,
-    policy: Policy,
     options: LeptosOptions,
 ) -> Router {
-    let policy = Arc::new(policy);
-    let desk: DynDesk = ReviewDesk::new(store.clone(), policy.clone());
+    let desk: DynDesk = ReviewDesk::new(services.clone());
     let routes = ROUTES.get_or_init(|| generate_route_list(App)).clone();
     let session_layer = SessionManagerLayer::new(sessions)
         .with_name("countersign_session")
@@ -151,9 +155,8 @@ pub fn router(
         .layer(middleware::from_fn(attach_session_port))
         .layer(session_layer);
     let api = api::router(ApiState {
-        store,
+        services,
         settings: Arc::new(settings.clone()),
-        policy,
     });
     api.merge(web).layer(TraceLayer::new_for_http())
 }
@@ -169,12 +172,18 @@ impl Application {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|source| StartError::Bind { addr, source })?;
-        let router = router(store.clone(), sessions.clone(), &settings, policy, options);
+        let checkpoint_key = match &settings.audit_key {
+            Some(path) => Some(Arc::new(CheckpointKey::load_or_create(path)?)),
+            None => None,
+        };
+        let services = Services::new(store, Arc::new(policy));
+        let router = router(services.clone(), sessions.clone(), &settings, options);
         Ok(Application {
             listener,
             router,
-            store,
+            services,
             sessions,
+            checkpoint_key,
         })
     }
 
@@ -185,16 +194,22 @@ impl Application {
             .unwrap_or_else(|_| SocketAddr::from(([127, 0, 0, 1], 0)))
     }
 
-    /// The store, for start-up tasks.
-    pub fn store(&self) -> &DynStore {
-        &self.store
+    /// The use cases, for start-up tasks.
+    pub fn services(&self) -> &Services {
+        &self.services
     }
 
     /// Serves until SIGINT or SIGTERM, then finishes in-flight requests. Pending proposals whose
     /// time ran out are expired every [`EXPIRY_SWEEP`].
     pub async fn run(self) -> std::io::Result<()> {
-        tokio::spawn(sweep_expired(self.store.clone()));
+        tokio::spawn(sweep_expired(self.services.clone()));
         tokio::spawn(purge_sessions(self.sessions.clone()));
+        match self.checkpoint_key.clone() {
+            Some(key) => {
+                tokio::spawn(sign_checkpoints(self.services.clone(), key));
+            }
+            None => tracing::warn!("no audit key: the chain head is not signed"),
+        }
         axum::serve(self.listener, self.router)
             .with_graceful_shutdown(shutdown_signal())
             .await
@@ -209,11 +224,11 @@ impl Application {
 /// How often the server expires pending proposals whose time ran out.
 pub const EXPIRY_SWEEP: std::time::Duration = std::time::Duration::from_secs(15);
 
-async fn sweep_expired(store: DynStore) {
+async fn sweep_expired(services: Services) {
     let mut tick = tokio::time::interval(EXPIRY_SWEEP);
     loop {
         tick.tick().await;
-        match store.expire_due(time::OffsetDateTime::now_utc()).await {
+        match services.expire_due().await {
             Ok(expired) if !expired.is_empty() => {
                 tracing::info!(count = expired.len(), "proposals expired")
             }
@@ -221,6 +236,41 @@ async fn sweep_expired(store: DynStore) {
             Err(e) => {
                 tracing::warn!(error = %e, "expiring proposals failed; retrying at the next sweep")
             }
+        }
+    }
+}
+
+/// The head is signed once this many events were written since the last checkpoint…
+pub const CHECKPOINT_EVERY_EVENTS: i64 = 1_000;
+/// …or when it moved and this long has passed.
+pub const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
+
+async fn sign_checkpoints(services: Services, key: Arc<CheckpointKey>) {
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+    let mut last_signed = tokio::time::Instant::now() - CHECKPOINT_EVERY;
+    loop {
+        tick.tick().await;
+        let due = match services.latest_checkpoint().await {
+            Ok((last, head)) => {
+                let since = head.seq - last.map_or(0, |c| c.seq);
+                since >= CHECKPOINT_EVERY_EVENTS
+                    || (since > 0 && last_signed.elapsed() >= CHECKPOINT_EVERY)
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "reading the chain head failed; retrying");
+                false
+            }
+        };
+        if !due {
+            continue;
+        }
+        match services.sign_checkpoint(&key).await {
+            Ok(Some(cp)) => {
+                last_signed = tokio::time::Instant::now();
+                tracing::info!(seq = cp.seq, "audit checkpoint signed");
+            }
+            Ok(None) => {}
+            Err(e) => tracing::warn!(error = %e, "signing a checkpoint failed; retrying"),
         }
     }
 }

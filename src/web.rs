@@ -1,11 +1,13 @@
-//! The server's side of the UI's ports: the reviewer's desk over the store. Every method
-//! checks the viewer's role again (deny by default), and decisions follow the domain's
-//! lifecycle rules before the store applies them atomically.
+//! The server's side of the UI's ports: the reviewer's desk over the use cases in
+//! [`crate::service`]. Every method checks the viewer's role again (deny by default); the
+//! decision rules and their atomic application live in the service. Reads here never write:
+//! a pending proposal whose time ran out is shown expired until the sweep records it.
 
 use std::sync::Arc;
 
 use app::dto::{
-    AppError, AuditView, BlockerView, ExecutionView, ProposalView, QueueItem, ReviewView, Viewer,
+    self, AppError, AuditView, BlockerView, ExecutionView, Notice, ProposalView, QueueItem,
+    ReviewView, Viewer,
 };
 use app::ports::{DecideOutcome, Desk};
 use async_trait::async_trait;
@@ -14,41 +16,56 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use uuid::Uuid;
 
-use crate::auth::password;
-use crate::domain::command::CommandSpec;
-use crate::domain::lifecycle::{DecisionError, ProposalStatus, Verdict, check_decision};
-use crate::domain::policy::Policy;
+use crate::domain::lifecycle::{self, DecisionError, ProposalStatus, Verdict, check_decision};
 use crate::domain::principal::Role;
-use crate::storage::{Conflict, DynStore, NewDecision, ProposalRecord, StorageError};
-
-/// How many pending proposals the queue page shows at most.
-pub const QUEUE_PAGE_SIZE: i64 = 200;
+use crate::service::{Conflict, Decided, QUEUE_LIMIT, Reviewer, ServiceError, Services};
+use crate::storage::AuditRecord;
+use crate::storage::commands::CommandRecord;
+use crate::storage::proposals::ProposalRecord;
 
 /// The reviewer's desk. Its methods receive a viewer the server functions have just checked
 /// against the stored account ([`Desk::revalidate`]); they check the role for each operation.
 pub struct ReviewDesk {
-    store: DynStore,
-    policy: Arc<Policy>,
+    services: Services,
 }
 
 impl ReviewDesk {
-    /// A desk over `store`, queueing approved commands under `policy`.
-    pub fn new(store: DynStore, policy: Arc<Policy>) -> Arc<Self> {
-        Arc::new(Self { store, policy })
+    /// A desk over the use cases.
+    pub fn new(services: Services) -> Arc<Self> {
+        Arc::new(Self { services })
     }
 }
 
-fn internal(e: StorageError) -> AppError {
-    tracing::error!(error = %e, "storage failed");
-    AppError::Internal
+impl From<Role> for dto::Role {
+    fn from(role: Role) -> Self {
+        match role {
+            Role::Admin => dto::Role::Admin,
+            Role::Reviewer => dto::Role::Reviewer,
+            Role::Compliance => dto::Role::Compliance,
+        }
+    }
 }
 
-fn role_of(viewer: &Viewer) -> Result<Role, AppError> {
-    Role::parse(&viewer.role).ok_or_else(|| AppError::Forbidden("unknown role".into()))
+fn role_of(viewer: &Viewer) -> Role {
+    match viewer.role {
+        dto::Role::Admin => Role::Admin,
+        dto::Role::Reviewer => Role::Reviewer,
+        dto::Role::Compliance => Role::Compliance,
+    }
+}
+
+fn internal(e: ServiceError) -> AppError {
+    match e {
+        ServiceError::NotFound => AppError::NotFound,
+        other => {
+            tracing::error!(error = %other, "service failed");
+            AppError::Internal
+        }
+    }
 }
 
 fn may_view(viewer: &Viewer) -> Result<Role, AppError> {
-    let role = role_of(viewer)?;
+    let role = role_of(viewer);
     if role.can_view_proposals() {
         Ok(role)
     } else {
@@ -120,30 +137,239 @@ fn preview(params: &serde_json::Map<String, Value>, max: usize) -> String {
     }
 }
 
+fn queue_item(p: ProposalRecord, now: OffsetDateTime) -> QueueItem {
+    let c = &p.contract;
+    QueueItem {
+        id: p.id.to_string(),
+        summary: c.intent.summary.clone(),
+        tool: format!("{} {}", c.tool.name, c.tool.version),
+        targets: targets(&p),
+        affected: if c.compliance_context.gdpr || c.compliance_context.hipaa {
+            // Personal or health data: the queue names the fields; the values are shown only
+            // on the proposal page, to the reviewer who opens it to decide.
+            keys_only(&c.parameters, 120)
+        } else {
+            preview(&c.parameters, 120)
+        },
+        rollback: rollback_words(&p),
+        risk: c.risk_level.as_str().into(),
+        age: age(p.created_at, now),
+        proposed_by: p.agent.clone(),
+        route: p.routing.route.as_str().into(),
+    }
+}
+
+/// GDPR/HIPAA flags and the seed 003 classification, as label/value pairs.
+fn compliance_and_classification(p: &ProposalRecord) -> (Vec<String>, Vec<(String, String)>) {
+    let c = &p.contract;
+    let mut compliance = Vec::new();
+    if c.compliance_context.gdpr {
+        compliance.push("GDPR (personal data)".to_owned());
+    }
+    if c.compliance_context.hipaa {
+        compliance.push("HIPAA (health data)".to_owned());
+    }
+    let mut classification = Vec::new();
+    if let Some(cat) = c.tool_category {
+        classification.push(("Tool category".to_owned(), cat.as_str().to_owned()));
+    }
+    if let Some(d) = c.risk_domain {
+        classification.push(("Risk domain".to_owned(), d.as_str().to_owned()));
+    }
+    if !c.evidence_refs.is_empty() {
+        classification.push((
+            "Evidence refs".to_owned(),
+            c.evidence_refs.len().to_string(),
+        ));
+    }
+    classification.push((
+        "Agent says approval required".to_owned(),
+        c.approval_required.to_string(),
+    ));
+    (compliance, classification)
+}
+
+fn audit_view(a: AuditRecord) -> AuditView {
+    AuditView {
+        at: rfc3339(a.at),
+        actor: format!("{}:{}", a.actor_kind, a.actor),
+        action: a.action,
+        change: match (a.before_status, a.after_status) {
+            (Some(b), Some(a)) => format!("{b} → {a}"),
+            (None, Some(a)) => format!("→ {a}"),
+            _ => String::new(),
+        },
+    }
+}
+
+/// Whether this viewer may decide now, and if not, why (for open proposals only).
+struct Standing {
+    status: ProposalStatus,
+    can_decide: bool,
+    cannot: Option<String>,
+    approve_blocked: Option<String>,
+}
+
+fn standing(
+    p: &ProposalRecord,
+    viewer: &Viewer,
+    role: Role,
+    approvals: &[(String, OffsetDateTime)],
+    now: OffsetDateTime,
+) -> Standing {
+    let status = lifecycle::status_at(p.status, p.expires_at, now);
+    let check = check_decision(
+        status,
+        &p.agent,
+        &viewer.username,
+        role,
+        Verdict::Approved,
+        None,
+    );
+    let (can_decide, cannot) = match check {
+        Ok(_) => (true, None),
+        Err(DecisionError::AlreadyDecided(_)) => (false, None),
+        Err(e) => (false, Some(e.to_string())),
+    };
+    let approve_blocked = (can_decide && approvals.iter().any(|(who, _)| *who == viewer.username))
+        .then(|| {
+            let more = usize::from(p.routing.required_approvals).saturating_sub(approvals.len());
+            format!("You approved. {more} more approval(s) from other reviewers are needed.")
+        });
+    Standing {
+        status,
+        can_decide,
+        cannot: if status.is_open() { cannot } else { None },
+        approve_blocked,
+    }
+}
+
+/// Everything the detail page shows about one proposal.
+struct Detail {
+    p: ProposalRecord,
+    command: Option<CommandRecord>,
+    approvals: Vec<(String, OffsetDateTime)>,
+    audit: Vec<AuditRecord>,
+    standing: Standing,
+    now: OffsetDateTime,
+}
+
+impl Detail {
+    fn into_view(self) -> ProposalView {
+        let Detail {
+            p,
+            command,
+            approvals,
+            audit,
+            standing,
+            now,
+        } = self;
+        let (compliance, classification) = compliance_and_classification(&p);
+        let rollback = rollback_words(&p);
+        let targets = targets(&p);
+        let c = p.contract;
+        let r = p.routing;
+        ProposalView {
+            id: p.id.to_string(),
+            status: standing.status.as_str().into(),
+            authorization_state: p.authorization_state.as_str().into(),
+            declared_authorization: c.authorization_state.map(|a| a.as_str().into()),
+            summary: c.intent.summary,
+            reasoning: c.intent.reasoning,
+            tool: c.tool.name,
+            tool_version: c.tool.version,
+            proposed_by: p.agent,
+            domain: c.domain,
+            created_at: rfc3339(p.created_at),
+            age: age(p.created_at, now),
+            expires_at: p.expires_at.map(rfc3339),
+            risk_level: c.risk_level.as_str().into(),
+            blast_radius: c.blast_radius.map(|b| b.as_str().into()),
+            rollback,
+            rollback_plan: c
+                .rollback_plan
+                .as_ref()
+                .and_then(|plan| serde_json::to_string_pretty(plan).ok()),
+            targets,
+            parameters: serde_json::to_string_pretty(&c.parameters).unwrap_or_default(),
+            compliance,
+            classification,
+            route: r.route.as_str().into(),
+            effective_risk: r.effective_risk.as_str().into(),
+            required_approvals: r.required_approvals,
+            category: r.category.as_str().into(),
+            rule: r.rule,
+            policy_version: r.policy_version,
+            blockers: r
+                .blockers
+                .into_iter()
+                .map(|b| BlockerView {
+                    code: b.code.as_str().into(),
+                    message: b.message,
+                })
+                .collect(),
+            reasons: r.reasons,
+            request_hash: p.request_hash,
+            idempotency_key: c.idempotency_key,
+            review: p.review.map(|r| ReviewView {
+                verdict: r.verdict.as_str().into(),
+                decided_by: r.decided_by,
+                decided_at: rfc3339(r.decided_at),
+                reason: r.reason,
+            }),
+            execution: command.map(|x| ExecutionView {
+                command_id: x.id.to_string(),
+                status: x.status.as_str().into(),
+                attempts: x.attempts,
+                leased_by: x.leased_by,
+            }),
+            audit: audit.into_iter().map(audit_view).collect(),
+            approve_blocked: standing.approve_blocked,
+            approvals: approvals
+                .iter()
+                .map(|(who, at)| format!("{who} at {}", rfc3339(*at)))
+                .collect(),
+            can_decide: standing.can_decide,
+            cannot_decide_because: standing.cannot,
+        }
+    }
+}
+
+/// The notice a refused or conflicting decision shows.
+fn refusal(e: &ServiceError) -> Option<Notice> {
+    Some(match e {
+        ServiceError::Refused(DecisionError::RoleMayNotDecide) => Notice::Role,
+        ServiceError::Refused(DecisionError::OwnProposal) => Notice::OwnProposal,
+        ServiceError::Refused(DecisionError::AlreadyDecided(ProposalStatus::Expired))
+        | ServiceError::Conflict(Conflict::AlreadyDecided(ProposalStatus::Expired)) => {
+            Notice::Expired
+        }
+        ServiceError::Refused(DecisionError::AlreadyDecided(_))
+        | ServiceError::Conflict(Conflict::AlreadyDecided(_)) => Notice::AlreadyDecided,
+        ServiceError::Refused(DecisionError::ReasonRequired) => Notice::ReasonRequired,
+        ServiceError::Conflict(Conflict::AlreadyApproved) => Notice::AlreadyApproved,
+        _ => return None,
+    })
+}
+
 #[async_trait]
 impl Desk for ReviewDesk {
     async fn authenticate(&self, username: &str, password: &str) -> Result<Viewer, AppError> {
-        let user = self
-            .store
-            .user_by_username(username)
+        match self
+            .services
+            .authenticate(username, password)
             .await
-            .map_err(internal)?;
-        let active = user.filter(|u| !u.disabled);
-        let ok = password::verify(
-            password.to_owned(),
-            active.as_ref().map(|u| u.password_hash.clone()),
-        )
-        .await;
-        match active {
-            Some(u) if ok => {
+            .map_err(internal)?
+        {
+            Some(u) => {
                 tracing::info!(user = %u.username, "signed in");
                 Ok(Viewer {
                     username: u.username,
-                    role: u.role.as_str().into(),
+                    role: u.role.into(),
                     can_decide: u.role.can_decide(),
                 })
             }
-            _ => {
+            None => {
                 // What was typed may be a password pasted into the wrong box: log it only if
                 // it could be a username at all.
                 let shown = crate::domain::principal::parse_name(username)
@@ -156,202 +382,54 @@ impl Desk for ReviewDesk {
 
     async fn revalidate(&self, viewer: &Viewer) -> Result<bool, AppError> {
         let user = self
-            .store
-            .user_by_username(&viewer.username)
+            .services
+            .user(&viewer.username)
             .await
             .map_err(internal)?;
-        Ok(user.is_some_and(|u| !u.disabled && u.role.as_str() == viewer.role))
+        Ok(user.is_some_and(|u| !u.disabled && dto::Role::from(u.role) == viewer.role))
     }
 
     async fn queue(&self, viewer: &Viewer) -> Result<Vec<QueueItem>, AppError> {
         may_view(viewer)?;
-        let now = OffsetDateTime::now_utc();
-        // What ran out of time leaves the queue now rather than at the next sweep.
-        self.store.expire_due(now).await.map_err(internal)?;
-        let pending = self
-            .store
-            .proposals_by_status(ProposalStatus::Pending, QUEUE_PAGE_SIZE)
-            .await
-            .map_err(internal)?;
-        Ok(pending
-            .into_iter()
-            .map(|p| QueueItem {
-                id: p.id.to_string(),
-                summary: p.contract.intent.summary.clone(),
-                tool: format!("{} {}", p.contract.tool.name, p.contract.tool.version),
-                targets: targets(&p),
-                affected: if p.contract.compliance_context.gdpr
-                    || p.contract.compliance_context.hipaa
-                {
-                    // Personal or health data: the queue names the fields; the values are shown
-                    // only on the proposal page, to the reviewer who opens it to decide.
-                    keys_only(&p.contract.parameters, 120)
-                } else {
-                    preview(&p.contract.parameters, 120)
-                },
-                rollback: rollback_words(&p),
-                risk: p.contract.risk_level.as_str().into(),
-                age: age(p.created_at, now),
-                proposed_by: p.agent.clone(),
-                route: p.routing.route.as_str().into(),
-            })
-            .collect())
+        let now = self.services.now();
+        let pending = self.services.pending(QUEUE_LIMIT).await.map_err(internal)?;
+        Ok(pending.into_iter().map(|p| queue_item(p, now)).collect())
     }
 
     async fn proposal(&self, viewer: &Viewer, id: &str) -> Result<ProposalView, AppError> {
         let role = may_view(viewer)?;
         let id = Uuid::parse_str(id).map_err(|_| AppError::NotFound)?;
-        // A proposal whose time ran out is shown as expired, not as still decidable.
-        self.store
-            .expire_due(OffsetDateTime::now_utc())
-            .await
-            .map_err(internal)?;
-        let p = self
-            .store
+        let s = &self.services;
+        let p = s
             .proposal(id)
             .await
             .map_err(internal)?
             .ok_or(AppError::NotFound)?;
-        let command = self
-            .store
-            .command_for_proposal(id)
-            .await
-            .map_err(internal)?;
-        let approvals = self.store.approvals(id).await.map_err(internal)?;
-        let mut audit = self
-            .store
-            .audit_for_subject("proposal", &id.to_string())
+        let command = s.command_for_proposal(id).await.map_err(internal)?;
+        let approvals = s.approvals(id).await.map_err(internal)?;
+        let mut audit = s
+            .trail("proposal", &id.to_string())
             .await
             .map_err(internal)?;
         if let Some(c) = &command {
             audit.extend(
-                self.store
-                    .audit_for_subject("command", &c.id.to_string())
+                s.trail("command", &c.id.to_string())
                     .await
                     .map_err(internal)?,
             );
             audit.sort_by_key(|a| a.seq);
         }
-        let check = check_decision(
-            p.status,
-            &p.agent,
-            &viewer.username,
-            role,
-            Verdict::Approved,
-            None,
-        );
-        let (can_decide, cannot) = match check {
-            Ok(_) => (true, None),
-            Err(DecisionError::AlreadyDecided(_)) => (false, None),
-            Err(e) => (false, Some(e.to_string())),
-        };
-        let c = &p.contract;
-        let mut compliance = Vec::new();
-        if c.compliance_context.gdpr {
-            compliance.push("GDPR (personal data)".to_owned());
+        let now = s.now();
+        let standing = standing(&p, viewer, role, &approvals, now);
+        Ok(Detail {
+            p,
+            command,
+            approvals,
+            audit,
+            standing,
+            now,
         }
-        if c.compliance_context.hipaa {
-            compliance.push("HIPAA (health data)".to_owned());
-        }
-        let mut classification = Vec::new();
-        if let Some(cat) = c.tool_category {
-            classification.push(("Tool category".to_owned(), cat.as_str().to_owned()));
-        }
-        if let Some(d) = c.risk_domain {
-            classification.push(("Risk domain".to_owned(), d.as_str().to_owned()));
-        }
-        if !c.evidence_refs.is_empty() {
-            classification.push((
-                "Evidence refs".to_owned(),
-                c.evidence_refs.len().to_string(),
-            ));
-        }
-        classification.push((
-            "Agent says approval required".to_owned(),
-            c.approval_required.to_string(),
-        ));
-        Ok(ProposalView {
-            id: p.id.to_string(),
-            status: p.status.as_str().into(),
-            authorization_state: p.authorization_state.as_str().into(),
-            declared_authorization: c.authorization_state.map(|a| a.as_str().into()),
-            summary: c.intent.summary.clone(),
-            reasoning: c.intent.reasoning.clone(),
-            tool: c.tool.name.clone(),
-            tool_version: c.tool.version.clone(),
-            proposed_by: p.agent.clone(),
-            domain: c.domain.clone(),
-            created_at: rfc3339(p.created_at),
-            age: age(p.created_at, OffsetDateTime::now_utc()),
-            expires_at: p.expires_at.map(rfc3339),
-            risk_level: c.risk_level.as_str().into(),
-            blast_radius: c.blast_radius.map(|b| b.as_str().into()),
-            rollback: rollback_words(&p),
-            rollback_plan: c
-                .rollback_plan
-                .as_ref()
-                .and_then(|plan| serde_json::to_string_pretty(plan).ok()),
-            targets: targets(&p),
-            parameters: serde_json::to_string_pretty(&c.parameters).unwrap_or_default(),
-            compliance,
-            classification,
-            route: p.routing.route.as_str().into(),
-            effective_risk: p.routing.effective_risk.as_str().into(),
-            required_approvals: p.routing.required_approvals,
-            category: p.routing.category.as_str().into(),
-            rule: p.routing.rule.clone(),
-            policy_version: p.routing.policy_version.clone(),
-            blockers: p
-                .routing
-                .blockers
-                .iter()
-                .map(|b| BlockerView {
-                    code: b.code.as_str().into(),
-                    message: b.message.clone(),
-                })
-                .collect(),
-            reasons: p.routing.reasons.clone(),
-            request_hash: p.request_hash.clone(),
-            idempotency_key: c.idempotency_key.clone(),
-            review: p.review.as_ref().map(|r| ReviewView {
-                verdict: r.verdict.as_str().into(),
-                decided_by: r.decided_by.clone(),
-                decided_at: rfc3339(r.decided_at),
-                reason: r.reason.clone(),
-            }),
-            execution: command.map(|x| ExecutionView {
-                command_id: x.id.to_string(),
-                status: x.status.as_str().into(),
-                attempts: x.attempts,
-                leased_by: x.leased_by,
-            }),
-            audit: audit
-                .into_iter()
-                .map(|a| AuditView {
-                    at: rfc3339(a.at),
-                    actor: format!("{}:{}", a.actor_kind, a.actor),
-                    action: a.action,
-                    change: match (a.before_status, a.after_status) {
-                        (Some(b), Some(a)) => format!("{b} → {a}"),
-                        (None, Some(a)) => format!("→ {a}"),
-                        _ => String::new(),
-                    },
-                })
-                .collect(),
-            approve_blocked: (can_decide
-                && approvals.iter().any(|(who, _)| *who == viewer.username))
-            .then(|| {
-                let more =
-                    usize::from(p.routing.required_approvals).saturating_sub(approvals.len());
-                format!("You approved. {more} more approval(s) from other reviewers are needed.")
-            }),
-            approvals: approvals
-                .iter()
-                .map(|(who, at)| format!("{who} at {}", rfc3339(*at)))
-                .collect(),
-            can_decide,
-            cannot_decide_because: if p.status.is_open() { cannot } else { None },
-        })
+        .into_view())
     }
 
     async fn decide(
@@ -361,76 +439,26 @@ impl Desk for ReviewDesk {
         verdict: &str,
         reason: Option<&str>,
     ) -> Result<DecideOutcome, AppError> {
-        let role = role_of(viewer)?;
         let Some(verdict) = Verdict::parse(verdict) else {
-            return Ok(DecideOutcome::Refused("bad_verdict"));
+            return Ok(DecideOutcome::Refused(Notice::BadVerdict));
         };
         let id = Uuid::parse_str(id).map_err(|_| AppError::NotFound)?;
-        let p = self
-            .store
-            .proposal(id)
-            .await
-            .map_err(internal)?
-            .ok_or(AppError::NotFound)?;
-        let decision =
-            match check_decision(p.status, &p.agent, &viewer.username, role, verdict, reason) {
-                Ok(d) => d,
-                Err(e) => {
-                    return Ok(DecideOutcome::Refused(match e {
-                        DecisionError::RoleMayNotDecide => "role",
-                        DecisionError::OwnProposal => "own_proposal",
-                        DecisionError::AlreadyDecided(ProposalStatus::Expired) => "expired",
-                        DecisionError::AlreadyDecided(_) => "already_decided",
-                        DecisionError::ReasonRequired => "reason_required",
-                    }));
-                }
-            };
-        let now = OffsetDateTime::now_utc();
-        let command = (decision.verdict == Verdict::Approved).then(|| {
-            (
-                Uuid::now_v7(),
-                CommandSpec::for_approved(
-                    &p.contract,
-                    &p.request_hash,
-                    &viewer.username,
-                    crate::domain::proposal::AuthorizationState::Confirmed,
-                    now,
-                )
-                .only_for(self.policy.executors_for(&p.contract.tool.name)),
-            )
-        });
-        let result = self
-            .store
-            .decide_proposal(&NewDecision {
-                proposal_id: id,
-                verdict: decision.verdict,
-                reviewer: viewer.username.clone(),
-                reason: decision.reason,
-                required_approvals: p.routing.required_approvals.max(1),
-                now,
-                command,
-            })
-            .await;
-        match result {
-            Ok(record) if record.status == ProposalStatus::Pending => {
-                tracing::info!(proposal.id = %id, reviewer = %viewer.username, "approval recorded; more needed");
-                Ok(DecideOutcome::Decided("approval_recorded"))
+        let reviewer = Reviewer {
+            username: viewer.username.clone(),
+            role: role_of(viewer),
+        };
+        match self.services.decide(&reviewer, id, verdict, reason).await {
+            Ok(Decided::ApprovalRecorded(_)) => {
+                Ok(DecideOutcome::Decided(Notice::ApprovalRecorded))
             }
-            Ok(_) => {
-                tracing::info!(proposal.id = %id, reviewer = %viewer.username, verdict = %verdict, "proposal decided");
-                Ok(DecideOutcome::Decided(verdict.as_str()))
-            }
-            Err(StorageError::Conflict(Conflict::AlreadyApproved)) => {
-                Ok(DecideOutcome::Refused("already_approved"))
-            }
-            Err(StorageError::Conflict(Conflict::AlreadyDecided(ProposalStatus::Expired))) => {
-                Ok(DecideOutcome::Refused("expired"))
-            }
-            Err(StorageError::Conflict(Conflict::AlreadyDecided(_))) => {
-                Ok(DecideOutcome::Refused("already_decided"))
-            }
-            Err(StorageError::NotFound) => Err(AppError::NotFound),
-            Err(e) => Err(internal(e)),
+            Ok(Decided::Final(_)) => Ok(DecideOutcome::Decided(match verdict {
+                Verdict::Approved => Notice::Approved,
+                Verdict::Rejected => Notice::Rejected,
+            })),
+            Err(e) => match refusal(&e) {
+                Some(notice) => Ok(DecideOutcome::Refused(notice)),
+                None => Err(internal(e)),
+            },
         }
     }
 }

@@ -1,123 +1,140 @@
 //! The storage test suite, run against both backends: every test below runs once on a fresh
 //! SQLite file and once on a fresh PostgreSQL database. A database it cannot reach is a
 //! failure, never a skip.
+//!
+//! Changes go through the service layer (the only writer of state and audit events); the
+//! assertions are about what the store then holds. Time comes from a test clock the tests
+//! move, never from sleeping.
 
 mod common;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
-use countersign::domain::canonical::request_hash_sha256;
-use countersign::domain::command::{CommandSpec, CommandStatus, Outcome};
-use countersign::domain::lifecycle::{ProposalStatus, Verdict};
+use countersign::audit::Actor;
+use countersign::auth::token;
+use countersign::domain::Policy;
+use countersign::domain::command::{CommandStatus, Outcome};
+use countersign::domain::lifecycle::{DecisionError, ProposalStatus, Verdict};
 use countersign::domain::principal::{ActorKind, Role, TokenKind};
-use countersign::domain::proposal::{AuthorizationState, ToolProposal};
-use countersign::domain::{Policy, route_proposal};
-use countersign::storage::{
-    self, AuditEntry, Conflict, DynStore, NewDecision, NewLease, NewProposal, NewReport, NewToken,
-    StorageError, Submitted, UserRecord,
+use countersign::domain::proposal::AuthorizationState;
+use countersign::service::{
+    AccountError, Clock, Conflict, Decided, Report, Reviewer, ServiceError, Services, Submitted,
 };
-use serde_json::{Value, json};
+use countersign::storage;
+use countersign::storage::proposals::ProposalRecord;
+use serde_json::json;
 use time::{Duration, OffsetDateTime};
 use uuid::Uuid;
 
+/// A clock the test moves by hand.
+struct TestClock(Mutex<OffsetDateTime>);
+
+impl TestClock {
+    /// Starts at the current time, in whole seconds (both databases store microseconds, so
+    /// times read back compare equal).
+    fn starting_now() -> Self {
+        let now = OffsetDateTime::now_utc();
+        Self(Mutex::new(now.replace_nanosecond(0).unwrap_or(now)))
+    }
+
+    fn set(&self, t: OffsetDateTime) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = t;
+    }
+
+    fn advance(&self, by: Duration) {
+        let now = self.now();
+        self.set(now + by);
+    }
+}
+
+impl Clock for TestClock {
+    fn now(&self) -> OffsetDateTime {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
 struct Db {
-    store: DynStore,
+    services: Services,
+    clock: Arc<TestClock>,
     url: String,
     _dir: Option<tempfile::TempDir>,
 }
 
 async fn db(backend: &str) -> Db {
+    db_with(backend, Policy::builtin()).await
+}
+
+async fn db_with(backend: &str, policy: Policy) -> Db {
     let (url, dir) = common::fresh_database(backend);
     let (store, _) = storage::connect(&url)
         .await
         .unwrap_or_else(|e| panic!("cannot open {backend} test database {url}: {e}"));
+    let clock = Arc::new(TestClock::starting_now());
+    let services = Services::with_clock(store, Arc::new(policy), clock.clone());
     Db {
-        store,
+        services,
+        clock,
         url,
         _dir: dir,
     }
 }
 
-fn new_proposal(agent: &str, body: &Value) -> NewProposal {
-    let contract = ToolProposal::parse(body).expect("valid body");
-    NewProposal {
-        agent: agent.into(),
-        status: ProposalStatus::Pending,
-        authorization_state: contract.effective_authorization(),
-        request_hash: request_hash_sha256(body),
-        routing: route_proposal(&contract.facts(), &Policy::builtin()),
-        contract,
-        now: OffsetDateTime::now_utc(),
-        expires_at: None,
-        command: None,
+fn reviewer(name: &str) -> Reviewer {
+    Reviewer {
+        username: name.into(),
+        role: Role::Reviewer,
     }
 }
 
-async fn submit(store: &DynStore, agent: &str) -> Uuid {
-    match store
-        .submit_proposal(&new_proposal(agent, &common::proposal_body(agent)))
-        .await
-    {
-        Ok(Submitted::Created(p)) => p.id,
+async fn submit(services: &Services, agent: &str) -> Uuid {
+    submit_record(services, agent).await.id
+}
+
+async fn submit_record(services: &Services, agent: &str) -> ProposalRecord {
+    match services.submit(agent, &common::proposal_body(agent)).await {
+        Ok(Submitted::Created(p)) => p,
         other => panic!("expected a new proposal, got {other:?}"),
     }
 }
 
-async fn approve(store: &DynStore, id: Uuid, reviewer: &str) -> Result<Uuid, StorageError> {
-    let p = store.proposal(id).await?.expect("exists");
-    let command_id = Uuid::now_v7();
-    let now = OffsetDateTime::now_utc();
-    store
-        .decide_proposal(&NewDecision {
-            proposal_id: id,
-            verdict: Verdict::Approved,
-            reviewer: reviewer.into(),
-            reason: None,
-            required_approvals: 1,
-            now,
-            command: Some((
-                command_id,
-                CommandSpec::for_approved(
-                    &p.contract,
-                    &p.request_hash,
-                    reviewer,
-                    AuthorizationState::Confirmed,
-                    now,
-                ),
-            )),
-        })
-        .await?;
-    Ok(command_id)
+/// `reviewer` approves proposal `id` (one approval is enough); the id of the queued command.
+async fn approve(services: &Services, id: Uuid, by: &str) -> Result<Uuid, ServiceError> {
+    match services
+        .decide(&reviewer(by), id, Verdict::Approved, None)
+        .await?
+    {
+        Decided::Final(p) => assert_eq!(p.status, ProposalStatus::Approved),
+        Decided::ApprovalRecorded(p) => panic!("one approval should decide, got {p:?}"),
+    }
+    let command = services
+        .command_for_proposal(id)
+        .await?
+        .expect("an approval queues a command");
+    Ok(command.id)
 }
 
-fn lease(executor: &str, token: &str, expires_in: Duration) -> NewLease {
-    let now = OffsetDateTime::now_utc();
-    NewLease {
-        executor: executor.into(),
-        lease_token_hash: countersign::auth::token::hash(token),
-        now,
-        expires_at: now + expires_in,
+/// The status a refusal as "already decided" names, whether the review rules caught it before
+/// the write or the store's atomic check (`where status = 'pending'`) caught it in the write.
+fn already_decided<T>(result: &Result<T, ServiceError>) -> Option<ProposalStatus> {
+    match result {
+        Err(ServiceError::Conflict(Conflict::AlreadyDecided(s)))
+        | Err(ServiceError::Refused(DecisionError::AlreadyDecided(s))) => Some(*s),
+        _ => None,
     }
 }
 
-fn report(command_id: Uuid, token: &str, outcome: Outcome) -> NewReport {
-    report_by("exec", command_id, token, outcome)
-}
-
-fn report_by(executor: &str, command_id: Uuid, token: &str, outcome: Outcome) -> NewReport {
-    NewReport {
+fn report(command_id: Uuid, lease_token: &str, outcome: Outcome) -> Report {
+    Report {
         command_id,
-        executor: executor.into(),
-        lease_token_hash: countersign::auth::token::hash(token),
+        lease_token: lease_token.into(),
         outcome,
-        report: json!({"ok": outcome == Outcome::Succeeded}),
-        now: OffsetDateTime::now_utc(),
+        body: json!({"ok": outcome == Outcome::Succeeded}),
     }
 }
 
-async fn actions(store: &DynStore, subject_type: &str, id: Uuid) -> Vec<String> {
-    store
-        .audit_for_subject(subject_type, &id.to_string())
+async fn actions(services: &Services, subject_type: &str, id: Uuid) -> Vec<String> {
+    services
+        .trail(subject_type, &id.to_string())
         .await
         .expect("audit")
         .into_iter()
@@ -125,14 +142,17 @@ async fn actions(store: &DynStore, subject_type: &str, id: Uuid) -> Vec<String> 
         .collect()
 }
 
+async fn count_users(services: &Services) -> i64 {
+    let mut read = services.store().read().await.expect("read");
+    storage::accounts::count_users(read.conn())
+        .await
+        .expect("count")
+}
+
 async fn submission_is_idempotent_per_agent_and_body(backend: &str) {
     let db = db(backend).await;
     let body = common::proposal_body("agent-a");
-    let first = db
-        .store
-        .submit_proposal(&new_proposal("agent-a", &body))
-        .await
-        .expect("first");
+    let first = db.services.submit("agent-a", &body).await.expect("first");
     let Submitted::Created(original) = first else {
         panic!("first submission must create")
     };
@@ -142,11 +162,7 @@ async fn submission_is_idempotent_per_agent_and_body(backend: &str) {
     // The same request again, even with a new timestamp, returns the original.
     let mut retry = body.clone();
     retry["timestamp"] = json!("2026-11-22T10:05:00Z");
-    match db
-        .store
-        .submit_proposal(&new_proposal("agent-a", &retry))
-        .await
-    {
+    match db.services.submit("agent-a", &retry).await {
         Ok(Submitted::Replayed(p)) => assert_eq!(p.id, original.id),
         other => panic!("expected a replay, got {other:?}"),
     }
@@ -154,24 +170,16 @@ async fn submission_is_idempotent_per_agent_and_body(backend: &str) {
     // The same key with a different body is refused.
     let mut changed = body.clone();
     changed["parameters"]["email"] = json!("other@example.com");
-    match db
-        .store
-        .submit_proposal(&new_proposal("agent-a", &changed))
-        .await
-    {
-        Err(StorageError::Conflict(Conflict::IdempotencyKeyReused)) => {}
+    match db.services.submit("agent-a", &changed).await {
+        Err(ServiceError::Conflict(Conflict::IdempotencyKeyReused)) => {}
         other => panic!("expected idempotency_key_reused, got {other:?}"),
     }
 
     // The same proposal id under another key is a conflict, and nothing was written twice.
     let mut same_id = common::proposal_body("agent-a");
     same_id["proposal_id"] = body["proposal_id"].clone();
-    match db
-        .store
-        .submit_proposal(&new_proposal("agent-a", &same_id))
-        .await
-    {
-        Err(StorageError::Conflict(Conflict::ProposalIdTaken)) => {}
+    match db.services.submit("agent-a", &same_id).await {
+        Err(ServiceError::Conflict(Conflict::ProposalIdTaken)) => {}
         other => panic!("expected proposal id conflict, got {other:?}"),
     }
 
@@ -179,22 +187,25 @@ async fn submission_is_idempotent_per_agent_and_body(backend: &str) {
     let mut other_agent = common::proposal_body("agent-b");
     other_agent["idempotency_key"] = body["idempotency_key"].clone();
     assert!(matches!(
-        db.store
-            .submit_proposal(&new_proposal("agent-b", &other_agent))
-            .await,
+        db.services.submit("agent-b", &other_agent).await,
         Ok(Submitted::Created(_))
     ));
     assert_eq!(
-        actions(&db.store, "proposal", original.id).await,
+        actions(&db.services, "proposal", original.id).await,
         ["proposal.submitted"]
     );
 }
 
 async fn approval_confirms_queues_and_audits_in_one_go(backend: &str) {
     let db = db(backend).await;
-    let id = submit(&db.store, "agent-a").await;
-    let command_id = approve(&db.store, id, "rev").await.expect("approve");
-    let p = db.store.proposal(id).await.expect("read").expect("exists");
+    let id = submit(&db.services, "agent-a").await;
+    let command_id = approve(&db.services, id, "rev").await.expect("approve");
+    let p = db
+        .services
+        .proposal(id)
+        .await
+        .expect("read")
+        .expect("exists");
     assert_eq!(p.status, ProposalStatus::Approved);
     assert_eq!(p.authorization_state, AuthorizationState::Confirmed);
     let review = p.review.expect("review recorded");
@@ -203,94 +214,108 @@ async fn approval_confirms_queues_and_audits_in_one_go(backend: &str) {
         (Verdict::Approved, "rev")
     );
     let command = db
-        .store
+        .services
         .command_for_proposal(id)
         .await
         .expect("read")
         .expect("queued");
     assert_eq!(
-        (command.id, command.status),
-        (command_id, CommandStatus::Queued)
+        (command.id, command.proposal_id, command.status),
+        (command_id, id, CommandStatus::Queued)
     );
     assert_eq!(command.spec.parameters["email"], "new@example.com");
     assert_eq!(command.spec.request_hash_sha256, p.request_hash);
     assert_eq!(
-        actions(&db.store, "proposal", id).await,
+        actions(&db.services, "proposal", id).await,
         ["proposal.submitted", "proposal.approved"]
     );
     assert_eq!(
-        actions(&db.store, "command", command_id).await,
+        actions(&db.services, "command", command_id).await,
         ["command.queued"]
     );
     let audit = db
-        .store
-        .audit_for_subject("proposal", &id.to_string())
+        .services
+        .trail("proposal", &id.to_string())
         .await
         .expect("audit");
     assert_eq!(audit[1].before_status.as_deref(), Some("pending"));
     assert_eq!(audit[1].after_status.as_deref(), Some("approved"));
     assert_eq!(audit[1].actor, "rev");
+    assert_eq!(audit[1].actor_kind, ActorKind::User);
 }
 
 async fn a_decided_proposal_is_never_decided_again(backend: &str) {
     let db = db(backend).await;
-    let id = submit(&db.store, "agent-a").await;
-    approve(&db.store, id, "rev").await.expect("first decision");
-    match approve(&db.store, id, "rev2").await {
-        Err(StorageError::Conflict(Conflict::AlreadyDecided(ProposalStatus::Approved))) => {}
-        other => panic!("expected already decided, got {other:?}"),
-    }
+    let id = submit(&db.services, "agent-a").await;
+    approve(&db.services, id, "rev")
+        .await
+        .expect("first decision");
+    let again = approve(&db.services, id, "rev2").await;
+    assert_eq!(
+        already_decided(&again),
+        Some(ProposalStatus::Approved),
+        "expected already decided, got {again:?}"
+    );
     let reject = db
-        .store
-        .decide_proposal(&NewDecision {
-            proposal_id: id,
-            verdict: Verdict::Rejected,
-            reviewer: "rev2".into(),
-            reason: Some("no".into()),
-            required_approvals: 1,
-            now: OffsetDateTime::now_utc(),
-            command: None,
-        })
+        .services
+        .decide(&reviewer("rev2"), id, Verdict::Rejected, Some("no"))
         .await;
-    assert!(matches!(
-        reject,
-        Err(StorageError::Conflict(Conflict::AlreadyDecided(_)))
-    ));
-    let p = db.store.proposal(id).await.expect("read").expect("exists");
+    assert!(
+        already_decided(&reject).is_some(),
+        "expected already decided, got {reject:?}"
+    );
+    // The store's own guard: a decided proposal can no longer be claimed for a decision.
+    let now = db.clock.now();
+    let claimed = db
+        .services
+        .store()
+        .write(move |tx| {
+            Box::pin(async move { storage::proposals::claim_pending(tx.conn(), id, now).await })
+        })
+        .await
+        .expect("claim");
+    assert!(claimed.is_none(), "claimed a decided proposal: {claimed:?}");
+    let p = db
+        .services
+        .proposal(id)
+        .await
+        .expect("read")
+        .expect("exists");
     assert_eq!(p.review.expect("review").decided_by, "rev");
     assert_eq!(
-        actions(&db.store, "proposal", id).await,
+        actions(&db.services, "proposal", id).await,
         ["proposal.submitted", "proposal.approved"]
     );
 }
 
 async fn concurrent_reviewers_produce_one_decision_and_one_command(backend: &str) {
     let db = db(backend).await;
-    let id = submit(&db.store, "agent-a").await;
+    let id = submit(&db.services, "agent-a").await;
     let mut tasks = Vec::new();
     for i in 0..8 {
-        let store = Arc::clone(&db.store);
+        let services = db.services.clone();
         tasks.push(tokio::spawn(async move {
-            approve(&store, id, &format!("rev{i}")).await
+            approve(&services, id, &format!("rev{i}")).await
         }));
     }
     let mut won = 0;
     for t in tasks {
-        match t.await.expect("task") {
+        let outcome = t.await.expect("task");
+        match &outcome {
             Ok(_) => won += 1,
-            Err(StorageError::Conflict(Conflict::AlreadyDecided(_))) => {}
+            Err(_) if already_decided(&outcome).is_some() => {}
             Err(e) => panic!("unexpected error {e}"),
         }
     }
     assert_eq!(won, 1);
-    let approvals = actions(&db.store, "proposal", id)
+    let approvals = actions(&db.services, "proposal", id)
         .await
         .iter()
         .filter(|a| *a == "proposal.approved")
         .count();
     assert_eq!(approvals, 1);
     assert!(
-        db.store
+        db.services
             .command_for_proposal(id)
             .await
             .expect("read")
@@ -300,20 +325,20 @@ async fn concurrent_reviewers_produce_one_decision_and_one_command(backend: &str
 
 async fn rejection_records_the_reason_and_queues_nothing(backend: &str) {
     let db = db(backend).await;
-    let id = submit(&db.store, "agent-a").await;
-    let p = db
-        .store
-        .decide_proposal(&NewDecision {
-            proposal_id: id,
-            verdict: Verdict::Rejected,
-            reviewer: "rev".into(),
-            reason: Some("wrong customer".into()),
-            required_approvals: 1,
-            now: OffsetDateTime::now_utc(),
-            command: None,
-        })
+    let id = submit(&db.services, "agent-a").await;
+    let decided = db
+        .services
+        .decide(
+            &reviewer("rev"),
+            id,
+            Verdict::Rejected,
+            Some("wrong customer"),
+        )
         .await
         .expect("reject");
+    let Decided::Final(p) = decided else {
+        panic!("a rejection is final, got {decided:?}")
+    };
     assert_eq!(p.status, ProposalStatus::Rejected);
     assert_eq!(p.authorization_state, AuthorizationState::None);
     assert_eq!(
@@ -321,15 +346,15 @@ async fn rejection_records_the_reason_and_queues_nothing(backend: &str) {
         Some("wrong customer")
     );
     assert!(
-        db.store
+        db.services
             .command_for_proposal(id)
             .await
             .expect("read")
             .is_none()
     );
     assert!(
-        db.store
-            .lease_command(&lease("exec", "t", Duration::minutes(1)))
+        db.services
+            .lease("exec", 60)
             .await
             .expect("lease")
             .is_none()
@@ -339,83 +364,86 @@ async fn rejection_records_the_reason_and_queues_nothing(backend: &str) {
 async fn leases_are_exclusive_and_reports_need_the_current_token(backend: &str) {
     let db = db(backend).await;
     assert!(
-        db.store
-            .lease_command(&lease("exec", "t0", Duration::minutes(1)))
+        db.services
+            .lease("exec", 60)
             .await
             .expect("lease")
             .is_none()
     );
-    let id = submit(&db.store, "agent-a").await;
-    let command_id = approve(&db.store, id, "rev").await.expect("approve");
+    let id = submit(&db.services, "agent-a").await;
+    let command_id = approve(&db.services, id, "rev").await.expect("approve");
 
-    let leased = db
-        .store
-        .lease_command(&lease("exec", "t1", Duration::minutes(1)))
-        .await
-        .expect("lease");
+    let leased = db.services.lease("exec", 60).await.expect("lease");
     let leased = leased.expect("a command");
+    let token = leased.lease_token.expose().to_owned();
+    let command = &leased.command;
     assert_eq!(
-        (leased.id, leased.status, leased.attempts),
+        (command.id, command.status, command.attempts),
         (command_id, CommandStatus::Leased, 1)
     );
-    assert_eq!(leased.leased_by.as_deref(), Some("exec"));
+    assert_eq!(command.leased_by.as_deref(), Some("exec"));
     // Held: nobody else gets it.
     assert!(
-        db.store
-            .lease_command(&lease("exec2", "t2", Duration::minutes(1)))
+        db.services
+            .lease("exec2", 60)
             .await
             .expect("lease")
             .is_none()
     );
 
     match db
-        .store
-        .report_command(&report(command_id, "wrong", Outcome::Succeeded))
+        .services
+        .report("exec", report(command_id, "wrong", Outcome::Succeeded))
         .await
     {
-        Err(StorageError::Conflict(Conflict::LeaseTokenMismatch)) => {}
+        Err(ServiceError::Conflict(Conflict::LeaseTokenMismatch)) => {}
         other => panic!("expected lease mismatch, got {other:?}"),
     }
     // The right token from another executor is refused too: the lease is "exec"'s.
     match db
-        .store
-        .report_command(&report_by("intruder", command_id, "t1", Outcome::Succeeded))
+        .services
+        .report("intruder", report(command_id, &token, Outcome::Succeeded))
         .await
     {
-        Err(StorageError::Conflict(Conflict::LeaseTokenMismatch)) => {}
+        Err(ServiceError::Conflict(Conflict::LeaseTokenMismatch)) => {}
         other => panic!("expected lease mismatch, got {other:?}"),
     }
     let done = db
-        .store
-        .report_command(&report(command_id, "t1", Outcome::Succeeded))
+        .services
+        .report("exec", report(command_id, &token, Outcome::Succeeded))
         .await
         .expect("report");
     assert_eq!(done.status, CommandStatus::Succeeded);
     assert_eq!(done.result, Some(json!({"ok": true})));
-    let p = db.store.proposal(id).await.expect("read").expect("exists");
+    let p = db
+        .services
+        .proposal(id)
+        .await
+        .expect("read")
+        .expect("exists");
     assert_eq!(p.status, ProposalStatus::Succeeded);
     match db
-        .store
-        .report_command(&report(command_id, "t1", Outcome::Failed))
+        .services
+        .report("exec", report(command_id, &token, Outcome::Failed))
         .await
     {
-        Err(StorageError::Conflict(Conflict::CommandNotLeased(CommandStatus::Succeeded))) => {}
+        Err(ServiceError::Conflict(Conflict::CommandNotLeased(CommandStatus::Succeeded))) => {}
         other => panic!("expected not leased, got {other:?}"),
     }
     match db
-        .store
-        .report_command(&report(Uuid::now_v7(), "t1", Outcome::Failed))
+        .services
+        .report("exec", report(Uuid::now_v7(), &token, Outcome::Failed))
         .await
     {
-        Err(StorageError::NotFound) => {}
+        Err(ServiceError::NotFound) => {}
         other => panic!("expected not found, got {other:?}"),
     }
     assert_eq!(
-        actions(&db.store, "command", command_id).await,
+        actions(&db.services, "command", command_id).await,
         ["command.queued", "command.leased", "command.succeeded"]
     );
     assert_eq!(
-        actions(&db.store, "proposal", id).await,
+        actions(&db.services, "proposal", id).await,
         [
             "proposal.submitted",
             "proposal.approved",
@@ -426,22 +454,27 @@ async fn leases_are_exclusive_and_reports_need_the_current_token(backend: &str) 
 
 async fn failures_are_recorded_on_command_and_proposal(backend: &str) {
     let db = db(backend).await;
-    let id = submit(&db.store, "agent-a").await;
-    let command_id = approve(&db.store, id, "rev").await.expect("approve");
-    db.store
-        .lease_command(&lease("exec", "t", Duration::minutes(1)))
+    let id = submit(&db.services, "agent-a").await;
+    let command_id = approve(&db.services, id, "rev").await.expect("approve");
+    let leased = db
+        .services
+        .lease("exec", 60)
         .await
         .expect("lease")
         .expect("command");
+    assert_eq!(leased.command.id, command_id);
     let failed = db
-        .store
-        .report_command(&report(command_id, "t", Outcome::Failed))
+        .services
+        .report(
+            "exec",
+            report(command_id, leased.lease_token.expose(), Outcome::Failed),
+        )
         .await
         .expect("report");
     assert_eq!(failed.status, CommandStatus::Failed);
     assert_eq!(failed.error, Some(json!({"ok": false})));
     assert_eq!(
-        db.store
+        db.services
             .proposal(id)
             .await
             .expect("read")
@@ -453,36 +486,44 @@ async fn failures_are_recorded_on_command_and_proposal(backend: &str) {
 
 async fn an_expired_lease_is_taken_over_and_fences_the_old_holder(backend: &str) {
     let db = db(backend).await;
-    let id = submit(&db.store, "agent-a").await;
-    let command_id = approve(&db.store, id, "rev").await.expect("approve");
+    let id = submit(&db.services, "agent-a").await;
+    let command_id = approve(&db.services, id, "rev").await.expect("approve");
     let first = db
-        .store
-        .lease_command(&lease("slow", "old", -Duration::seconds(1)))
+        .services
+        .lease("slow", 5)
         .await
-        .expect("lease");
-    assert_eq!(first.expect("command").attempts, 1);
-    let second = db
-        .store
-        .lease_command(&lease("fast", "new", Duration::minutes(1)))
-        .await
-        .expect("lease");
+        .expect("lease")
+        .expect("command");
+    assert_eq!(first.command.attempts, 1);
+    // The slow executor's lease runs out.
+    db.clock.advance(Duration::seconds(6));
+    let second = db.services.lease("fast", 60).await.expect("lease");
     let second = second.expect("expired lease is re-leased");
-    assert_eq!((second.id, second.attempts), (command_id, 2));
+    assert_eq!(
+        (second.command.id, second.command.attempts),
+        (command_id, 2)
+    );
     match db
-        .store
-        .report_command(&report_by("slow", command_id, "old", Outcome::Succeeded))
+        .services
+        .report(
+            "slow",
+            report(command_id, first.lease_token.expose(), Outcome::Succeeded),
+        )
         .await
     {
-        Err(StorageError::Conflict(Conflict::LeaseTokenMismatch)) => {}
+        Err(ServiceError::Conflict(Conflict::LeaseTokenMismatch)) => {}
         other => panic!("the old holder must be fenced off, got {other:?}"),
     }
-    db.store
-        .report_command(&report_by("fast", command_id, "new", Outcome::Succeeded))
+    db.services
+        .report(
+            "fast",
+            report(command_id, second.lease_token.expose(), Outcome::Succeeded),
+        )
         .await
         .expect("current holder reports");
     let audit = db
-        .store
-        .audit_for_subject("command", &command_id.to_string())
+        .services
+        .trail("command", &command_id.to_string())
         .await
         .expect("audit");
     assert_eq!(
@@ -494,26 +535,20 @@ async fn an_expired_lease_is_taken_over_and_fences_the_old_holder(backend: &str)
 async fn concurrent_executors_never_share_a_command(backend: &str) {
     let db = db(backend).await;
     for _ in 0..6 {
-        let id = submit(&db.store, "agent-a").await;
-        approve(&db.store, id, "rev").await.expect("approve");
+        let id = submit(&db.services, "agent-a").await;
+        approve(&db.services, id, "rev").await.expect("approve");
     }
     let mut tasks = Vec::new();
     for i in 0..12 {
-        let store = Arc::clone(&db.store);
+        let services = db.services.clone();
         tasks.push(tokio::spawn(async move {
-            store
-                .lease_command(&lease(
-                    &format!("exec{i}"),
-                    &format!("tok{i}"),
-                    Duration::minutes(1),
-                ))
-                .await
+            services.lease(&format!("exec{i}"), 60).await
         }));
     }
     let mut leased = Vec::new();
     for t in tasks {
-        if let Some(c) = t.await.expect("task").expect("lease") {
-            leased.push(c.id);
+        if let Some(l) = t.await.expect("task").expect("lease") {
+            leased.push(l.command.id);
         }
     }
     leased.sort();
@@ -524,75 +559,73 @@ async fn concurrent_executors_never_share_a_command(backend: &str) {
 
 async fn the_queue_lists_pending_proposals_oldest_first(backend: &str) {
     let db = db(backend).await;
-    let a = submit(&db.store, "agent-a").await;
-    let b = submit(&db.store, "agent-a").await;
-    let c = submit(&db.store, "agent-a").await;
-    approve(&db.store, b, "rev").await.expect("approve");
-    let pending: Vec<Uuid> = db
-        .store
-        .proposals_by_status(ProposalStatus::Pending, 10)
+    let a = submit(&db.services, "agent-a").await;
+    let b = submit(&db.services, "agent-a").await;
+    let c = submit(&db.services, "agent-a").await;
+    approve(&db.services, b, "rev").await.expect("approve");
+    let ids = |list: Vec<ProposalRecord>| list.into_iter().map(|p| p.id).collect::<Vec<_>>();
+    let pending = ids(db
+        .services
+        .proposals_in(ProposalStatus::Pending, 10)
         .await
-        .expect("list")
-        .into_iter()
-        .map(|p| p.id)
-        .collect();
+        .expect("list"));
     assert_eq!(pending, [a, c]);
+    let queue = ids(db.services.pending(10).await.expect("queue"));
+    assert_eq!(queue, [a, c]);
 }
 
 async fn users_and_tokens_round_trip(backend: &str) {
     let db = db(backend).await;
-    assert_eq!(db.store.count_users().await.expect("count"), 0);
-    let audit = AuditEntry {
-        actor_kind: ActorKind::System,
-        actor: "test".into(),
-        action: "user.created",
-        subject_type: "user",
-        subject_id: "u".into(),
-        before_status: None,
-        after_status: None,
-        details: json!({}),
-    };
-    let user = UserRecord {
-        id: Uuid::now_v7(),
-        username: "rev".into(),
-        password_hash: "$argon2id$fake".into(),
-        role: Role::Reviewer,
-        disabled: false,
-    };
-    db.store.insert_user(&user, &audit).await.expect("insert");
-    let again = UserRecord {
-        id: Uuid::now_v7(),
-        ..user.clone()
-    };
-    assert!(matches!(
-        db.store.insert_user(&again, &audit).await,
-        Err(StorageError::Conflict(Conflict::UsernameTaken))
-    ));
+    let actor = Actor::system("test");
+    let password = "correct horse battery staple";
+    assert_eq!(count_users(&db.services).await, 0);
+    db.services
+        .add_user("rev", Role::Reviewer, password.into(), &actor)
+        .await
+        .expect("insert");
+    match db
+        .services
+        .add_user("rev", Role::Admin, "another long password".into(), &actor)
+        .await
+    {
+        Err(AccountError::Taken(name)) => assert_eq!(name, "rev"),
+        Err(AccountError::Service(ServiceError::Conflict(Conflict::UsernameTaken))) => {}
+        Err(e) => panic!("expected username taken, got {e}"),
+        Ok(()) => panic!("expected username taken, got a second user"),
+    }
+    assert_eq!(count_users(&db.services).await, 1);
     let read = db
-        .store
-        .user_by_username("rev")
+        .services
+        .user("rev")
         .await
         .expect("read")
         .expect("exists");
-    assert_eq!((read.id, read.role), (user.id, Role::Reviewer));
-    assert!(
-        db.store
-            .user_by_username("nobody")
-            .await
-            .expect("read")
-            .is_none()
+    assert_eq!(
+        (read.username.as_str(), read.role, read.disabled),
+        ("rev", Role::Reviewer, false)
     );
+    // The row read back is the one created: its id is the one the trail recorded.
+    assert_eq!(
+        actions(&db.services, "user", read.id).await,
+        ["user.created"]
+    );
+    let signed_in = db
+        .services
+        .authenticate("rev", password)
+        .await
+        .expect("authenticate")
+        .expect("the stored hash verifies");
+    assert_eq!(signed_in.id, read.id);
+    assert!(db.services.user("nobody").await.expect("read").is_none());
 
-    let token = NewToken {
-        id: Uuid::now_v7(),
-        kind: TokenKind::Executor,
-        name: "n8n".into(),
-        token_hash: "h1".into(),
-    };
-    db.store.insert_token(&token, &audit).await.expect("token");
+    let secret = db
+        .services
+        .create_token(TokenKind::Executor, "n8n", &actor)
+        .await
+        .expect("token");
     let found = db
-        .store
-        .token_by_hash("h1")
+        .services
+        .token(&token::hash(secret.expose()))
         .await
         .expect("read")
         .expect("exists");
@@ -600,14 +633,29 @@ async fn users_and_tokens_round_trip(backend: &str) {
         (found.kind, found.name.as_str(), found.revoked),
         (TokenKind::Executor, "n8n", false)
     );
-    assert!(db.store.token_by_hash("h2").await.expect("read").is_none());
+    // Only the hash is stored: the secret itself finds nothing, nor does an unknown hash.
+    assert!(
+        db.services
+            .token(secret.expose())
+            .await
+            .expect("read")
+            .is_none()
+    );
+    assert!(
+        db.services
+            .token(&token::hash("h2"))
+            .await
+            .expect("read")
+            .is_none()
+    );
 }
 
 async fn the_audit_trail_refuses_updates_and_deletes(backend: &str) {
     let db = db(backend).await;
-    submit(&db.store, "agent-a").await;
+    let id = submit(&db.services, "agent-a").await;
     let update = "update audit_events set actor = 'mallory'";
     let delete = "delete from audit_events";
+    let truncate = "truncate audit_events";
     match backend {
         "sqlite" => {
             let mut conn = <sqlx::SqliteConnection as sqlx::Connection>::connect(&db.url)
@@ -615,6 +663,7 @@ async fn the_audit_trail_refuses_updates_and_deletes(backend: &str) {
                 .expect("connect");
             assert!(sqlx::query(update).execute(&mut conn).await.is_err());
             assert!(sqlx::query(delete).execute(&mut conn).await.is_err());
+            // SQLite has no `truncate`.
         }
         _ => {
             let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(&db.url)
@@ -622,17 +671,31 @@ async fn the_audit_trail_refuses_updates_and_deletes(backend: &str) {
                 .expect("connect");
             assert!(sqlx::query(update).execute(&mut conn).await.is_err());
             assert!(sqlx::query(delete).execute(&mut conn).await.is_err());
+            assert!(sqlx::query(truncate).execute(&mut conn).await.is_err());
         }
     }
+    let trail = db
+        .services
+        .trail("proposal", &id.to_string())
+        .await
+        .expect("audit");
+    assert_eq!(
+        trail
+            .iter()
+            .map(|a| (a.action.as_str(), a.actor.as_str()))
+            .collect::<Vec<_>>(),
+        [("proposal.submitted", "agent-a")]
+    );
 }
 
 async fn migrations_run_twice_without_harm(backend: &str) {
     let db = db(backend).await;
-    submit(&db.store, "agent-a").await;
+    submit(&db.services, "agent-a").await;
     let (again, _) = storage::connect(&db.url).await.expect("reconnect");
+    let again = Services::new(again, Arc::new(Policy::builtin()));
     assert_eq!(
         again
-            .proposals_by_status(ProposalStatus::Pending, 10)
+            .proposals_in(ProposalStatus::Pending, 10)
             .await
             .expect("list")
             .len(),
@@ -642,26 +705,25 @@ async fn migrations_run_twice_without_harm(backend: &str) {
 
 async fn undecided_proposals_expire_and_are_never_approved(backend: &str) {
     let db = db(backend).await;
-    let now = OffsetDateTime::now_utc();
-    let mut late = new_proposal("agent-a", &common::proposal_body("agent-a"));
-    late.expires_at = Some(now - Duration::seconds(1));
-    let Submitted::Created(late) = db.store.submit_proposal(&late).await.expect("submit") else {
-        panic!("created")
-    };
-    let mut timely = new_proposal("agent-a", &common::proposal_body("agent-a"));
-    timely.expires_at = Some(now + Duration::hours(1));
-    let Submitted::Created(timely) = db.store.submit_proposal(&timely).await.expect("submit")
-    else {
-        panic!("created")
-    };
+    let now = db.clock.now();
+    // Submitted more than a day ago (the built-in policy's expiry is 24 h): due a second ago.
+    db.clock
+        .set(now - Duration::hours(24) - Duration::seconds(1));
+    let late = submit_record(&db.services, "agent-a").await;
+    assert_eq!(late.expires_at, Some(now - Duration::seconds(1)));
+    // Submitted 23 h ago: due in an hour.
+    db.clock.set(now - Duration::hours(23));
+    let timely = submit_record(&db.services, "agent-a").await;
+    assert_eq!(timely.expires_at, Some(now + Duration::hours(1)));
+    db.clock.set(now);
 
     // Deciding after the deadline fails and expires it, even before any sweep.
-    match approve(&db.store, late.id, "rev").await {
-        Err(StorageError::Conflict(Conflict::AlreadyDecided(ProposalStatus::Expired))) => {}
+    match approve(&db.services, late.id, "rev").await {
+        Err(ServiceError::Conflict(Conflict::AlreadyDecided(ProposalStatus::Expired))) => {}
         other => panic!("expected expired, got {other:?}"),
     }
     let p = db
-        .store
+        .services
         .proposal(late.id)
         .await
         .expect("read")
@@ -671,28 +733,25 @@ async fn undecided_proposals_expire_and_are_never_approved(backend: &str) {
         (ProposalStatus::Expired, AuthorizationState::None)
     );
     assert!(
-        db.store
+        db.services
             .command_for_proposal(late.id)
             .await
             .expect("read")
             .is_none()
     );
     assert_eq!(
-        actions(&db.store, "proposal", late.id).await,
+        actions(&db.services, "proposal", late.id).await,
         ["proposal.submitted", "proposal.expired"]
     );
 
     // The sweep expires exactly what is due.
-    assert!(db.store.expire_due(now).await.expect("sweep").is_empty());
-    let swept = db
-        .store
-        .expire_due(now + Duration::hours(2))
-        .await
-        .expect("sweep");
+    assert!(db.services.expire_due().await.expect("sweep").is_empty());
+    db.clock.set(now + Duration::hours(2));
+    let swept = db.services.expire_due().await.expect("sweep");
     assert_eq!(swept.iter().map(|p| p.id).collect::<Vec<_>>(), [timely.id]);
     assert_eq!(
-        db.store
-            .proposals_by_status(ProposalStatus::Pending, 10)
+        db.services
+            .proposals_in(ProposalStatus::Pending, 10)
             .await
             .expect("list")
             .len(),
@@ -700,41 +759,51 @@ async fn undecided_proposals_expire_and_are_never_approved(backend: &str) {
     );
 }
 
+/// The built-in policy's behaviour, except that `crm.update_contact` needs two approvers.
+const QUORUM_POLICY: &str = r#"
+[policy]
+name = "quorum"
+
+[defaults]
+required_approvals = 1
+expiry = "24h"
+unknown_agents = "allow"
+
+[tools."crm.update_contact"]
+category = "C"
+tool_category = "write"
+risk = "medium"
+required_approvals = 2
+"#;
+
 async fn quorum_needs_distinct_approvers(backend: &str) {
-    let db = db(backend).await;
-    let id = submit(&db.store, "agent-a").await;
-    let decide = |reviewer: &'static str| {
-        let store = Arc::clone(&db.store);
+    let policy = Policy::from_toml_str(QUORUM_POLICY)
+        .unwrap_or_else(|e| panic!("the quorum policy must load: {e:?}"));
+    let db = db_with(backend, policy).await;
+    let p = submit_record(&db.services, "agent-a").await;
+    assert_eq!(
+        (p.status, p.routing.required_approvals),
+        (ProposalStatus::Pending, 2)
+    );
+    let id = p.id;
+    let decide = |by: &'static str| {
+        let services = db.services.clone();
         async move {
-            let p = store.proposal(id).await?.expect("exists");
-            let now = OffsetDateTime::now_utc();
-            let spec = CommandSpec::for_approved(
-                &p.contract,
-                &p.request_hash,
-                reviewer,
-                AuthorizationState::Confirmed,
-                now,
-            );
-            store
-                .decide_proposal(&NewDecision {
-                    proposal_id: id,
-                    verdict: Verdict::Approved,
-                    reviewer: reviewer.into(),
-                    reason: None,
-                    required_approvals: 2,
-                    now,
-                    command: Some((Uuid::now_v7(), spec)),
-                })
+            services
+                .decide(&reviewer(by), id, Verdict::Approved, None)
                 .await
         }
     };
     let first = decide("rev1").await.expect("first approval");
+    let Decided::ApprovalRecorded(first) = first else {
+        panic!("one of two approvals must not decide, got {first:?}")
+    };
     assert_eq!(
         (first.status, first.authorization_state),
         (ProposalStatus::Pending, AuthorizationState::None)
     );
     assert!(
-        db.store
+        db.services
             .command_for_proposal(id)
             .await
             .expect("read")
@@ -742,22 +811,26 @@ async fn quorum_needs_distinct_approvers(backend: &str) {
     );
     assert!(matches!(
         decide("rev1").await,
-        Err(StorageError::Conflict(Conflict::AlreadyApproved))
+        Err(ServiceError::Conflict(Conflict::AlreadyApproved))
     ));
+    db.clock.advance(Duration::seconds(1));
     let second = decide("rev2").await.expect("second approval");
+    let Decided::Final(second) = second else {
+        panic!("the second approval must decide, got {second:?}")
+    };
     assert_eq!(
         (second.status, second.authorization_state),
         (ProposalStatus::Approved, AuthorizationState::Confirmed)
     );
     assert!(
-        db.store
+        db.services
             .command_for_proposal(id)
             .await
             .expect("read")
             .is_some()
     );
     let approvers: Vec<String> = db
-        .store
+        .services
         .approvals(id)
         .await
         .expect("read")
@@ -766,19 +839,19 @@ async fn quorum_needs_distinct_approvers(backend: &str) {
         .collect();
     assert_eq!(approvers, ["rev1", "rev2"]);
     assert_eq!(
-        actions(&db.store, "proposal", id).await,
+        actions(&db.services, "proposal", id).await,
         [
             "proposal.submitted",
             "proposal.approval_recorded",
             "proposal.approved"
         ]
     );
-    assert!(matches!(
-        decide("rev3").await,
-        Err(StorageError::Conflict(Conflict::AlreadyDecided(
-            ProposalStatus::Approved
-        )))
-    ));
+    let third = decide("rev3").await;
+    assert_eq!(
+        already_decided(&third),
+        Some(ProposalStatus::Approved),
+        "expected already decided, got {third:?}"
+    );
 }
 
 macro_rules! on_both_backends {

@@ -7,10 +7,39 @@ use serde::{Deserialize, Serialize};
 pub struct Viewer {
     /// Username.
     pub username: String,
-    /// Role: `admin`, `reviewer` or `compliance`.
-    pub role: String,
+    /// Role.
+    pub role: Role,
     /// Whether the role may approve or reject.
     pub can_decide: bool,
+}
+
+/// A person's role, as pages see it (the server's domain has the rules for each).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Decides and administers.
+    Admin,
+    /// Decides.
+    Reviewer,
+    /// Reads everything, decides nothing.
+    Compliance,
+}
+
+impl Role {
+    /// `admin`, `reviewer` or `compliance`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Admin => "admin",
+            Role::Reviewer => "reviewer",
+            Role::Compliance => "compliance",
+        }
+    }
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// What every page needs about the session.
@@ -205,5 +234,113 @@ impl leptos::server_fn::error::FromServerFnError for AppError {
 
     fn from_server_fn_error(value: leptos::server_fn::error::ServerFnErrorErr) -> Self {
         AppError::ServerFn(value)
+    }
+}
+
+/// Every notice and error a page can show after a redirect. The code travels in the query
+/// string (`?notice=approved`, `?error=csrf`); the words live in [`Notice::text`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Notice {
+    /// A proposal was approved.
+    Approved,
+    /// A proposal was rejected.
+    Rejected,
+    /// One approval of several was recorded.
+    ApprovalRecorded,
+    /// Signed out.
+    SignedOut,
+    /// Wrong username or password.
+    InvalidCredentials,
+    /// The form's CSRF token did not match.
+    Csrf,
+    /// Someone decided first.
+    AlreadyDecided,
+    /// Nobody decides their own proposal.
+    OwnProposal,
+    /// The role may view but not decide.
+    Role,
+    /// A rejection needs a reason.
+    ReasonRequired,
+    /// The proposal expired.
+    Expired,
+    /// This reviewer already approved.
+    AlreadyApproved,
+    /// Neither approve nor reject.
+    BadVerdict,
+    /// No such proposal.
+    NotFound,
+}
+
+impl Notice {
+    const ALL: [Notice; 14] = [
+        Notice::Approved,
+        Notice::Rejected,
+        Notice::ApprovalRecorded,
+        Notice::SignedOut,
+        Notice::InvalidCredentials,
+        Notice::Csrf,
+        Notice::AlreadyDecided,
+        Notice::OwnProposal,
+        Notice::Role,
+        Notice::ReasonRequired,
+        Notice::Expired,
+        Notice::AlreadyApproved,
+        Notice::BadVerdict,
+        Notice::NotFound,
+    ];
+
+    /// The code in the query string.
+    pub fn code(self) -> &'static str {
+        match self {
+            Notice::Approved => "approved",
+            Notice::Rejected => "rejected",
+            Notice::ApprovalRecorded => "approval_recorded",
+            Notice::SignedOut => "signed_out",
+            Notice::InvalidCredentials => "invalid_credentials",
+            Notice::Csrf => "csrf",
+            Notice::AlreadyDecided => "already_decided",
+            Notice::OwnProposal => "own_proposal",
+            Notice::Role => "role",
+            Notice::ReasonRequired => "reason_required",
+            Notice::Expired => "expired",
+            Notice::AlreadyApproved => "already_approved",
+            Notice::BadVerdict => "bad_verdict",
+            Notice::NotFound => "not_found",
+        }
+    }
+
+    /// The notice a code names, if any.
+    pub fn parse(code: &str) -> Option<Notice> {
+        Notice::ALL.into_iter().find(|n| n.code() == code)
+    }
+
+    /// What the page says.
+    pub fn text(self) -> &'static str {
+        match self {
+            Notice::Approved => {
+                "Approved. Its authorization is now confirmed and its command is in the executor queue."
+            }
+            Notice::Rejected => "Rejected. The agent will see your reason.",
+            Notice::SignedOut => "You are signed out.",
+            Notice::InvalidCredentials => "That username and password do not match.",
+            Notice::Csrf => "This form had expired. Please try again.",
+            Notice::AlreadyDecided => {
+                "Someone already decided this proposal; it cannot be decided twice."
+            }
+            Notice::OwnProposal => "You proposed this action, so someone else must decide it.",
+            Notice::Role => "Your role may view proposals but not decide them.",
+            Notice::ReasonRequired => "A rejection needs a reason (up to 2,000 characters).",
+            Notice::Expired => {
+                "This proposal expired before anyone decided it; it will never run. The agent may propose it again."
+            }
+            Notice::ApprovalRecorded => {
+                "Your approval is recorded. The policy asks for more approvers; the proposal waits for them."
+            }
+            Notice::AlreadyApproved => {
+                "You already approved this proposal; it waits for other approvers."
+            }
+            Notice::BadVerdict => "Choose approve or reject.",
+            Notice::NotFound => "No such proposal.",
+        }
     }
 }

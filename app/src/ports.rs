@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use crate::dto::{AppError, ProposalView, QueueItem, Viewer};
+use crate::dto::{AppError, Notice, ProposalView, QueueItem, Viewer};
 
 /// The reviewer's desk: sign-in and proposals.
 #[async_trait::async_trait]
@@ -29,13 +29,13 @@ pub trait Desk: Send + Sync + 'static {
     ) -> Result<DecideOutcome, AppError>;
 }
 
-/// What a decision attempt came to, as codes a page turns into words.
+/// What a decision attempt came to, as notices a page turns into words.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DecideOutcome {
-    /// Decided; the code is `approved` or `rejected`.
-    Decided(&'static str),
-    /// Refused by a rule; the code names it (`already_decided`, `own_proposal`, …).
-    Refused(&'static str),
+    /// Decided: `Approved`, `Rejected` or `ApprovalRecorded`.
+    Decided(Notice),
+    /// Refused by a rule: the notice names it (`AlreadyDecided`, `OwnProposal`, …).
+    Refused(Notice),
 }
 
 /// The desk, shared.

@@ -67,7 +67,7 @@ pub async fn session_info() -> Result<SessionView, AppError> {
 #[server(prefix = "/fn", endpoint = "login")]
 pub async fn login(csrf_token: String, username: String, password: String) -> Result<(), AppError> {
     if !ssr::csrf_ok(&csrf_token).await? {
-        ssr::redirect("/login?error=csrf");
+        ssr::redirect(&format!("/login?error={}", crate::dto::Notice::Csrf.code()));
         return Ok(());
     }
     let desk = ssr::desk()?;
@@ -78,7 +78,10 @@ pub async fn login(csrf_token: String, username: String, password: String) -> Re
             Ok(())
         }
         Err(AppError::Unauthenticated) => {
-            ssr::redirect("/login?error=invalid_credentials");
+            ssr::redirect(&format!(
+                "/login?error={}",
+                crate::dto::Notice::InvalidCredentials.code()
+            ));
             Ok(())
         }
         Err(e) => Err(e),
@@ -89,11 +92,14 @@ pub async fn login(csrf_token: String, username: String, password: String) -> Re
 #[server(prefix = "/fn", endpoint = "logout")]
 pub async fn logout(csrf_token: String) -> Result<(), AppError> {
     if !ssr::csrf_ok(&csrf_token).await? {
-        ssr::redirect("/?error=csrf");
+        ssr::redirect(&format!("/?error={}", crate::dto::Notice::Csrf.code()));
         return Ok(());
     }
     ssr::session().await?.0.sign_out().await?;
-    ssr::redirect("/login?notice=signed_out");
+    ssr::redirect(&format!(
+        "/login?notice={}",
+        crate::dto::Notice::SignedOut.code()
+    ));
     Ok(())
 }
 
@@ -133,23 +139,30 @@ pub async fn decide_proposal(
     let id = match uuid::Uuid::parse_str(id.trim()) {
         Ok(id) => id.to_string(),
         Err(_) => {
-            ssr::redirect("/?error=not_found");
+            ssr::redirect(&format!("/?error={}", crate::dto::Notice::NotFound.code()));
             return Ok(());
         }
     };
     if !ssr::csrf_ok(&csrf_token).await? {
-        ssr::redirect(&format!("/proposals/{id}?error=csrf"));
+        ssr::redirect(&format!(
+            "/proposals/{id}?error={}",
+            crate::dto::Notice::Csrf.code()
+        ));
         return Ok(());
     }
     let outcome = ssr::desk()?
         .decide(&viewer, &id, &verdict, reason.as_deref())
         .await;
     match outcome {
-        Ok(DecideOutcome::Decided(code)) => {
-            ssr::redirect(&format!("/proposals/{id}?notice={code}"))
+        Ok(DecideOutcome::Decided(notice)) => {
+            ssr::redirect(&format!("/proposals/{id}?notice={}", notice.code()))
         }
-        Ok(DecideOutcome::Refused(code)) => ssr::redirect(&format!("/proposals/{id}?error={code}")),
-        Err(AppError::NotFound) => ssr::redirect("/?error=not_found"),
+        Ok(DecideOutcome::Refused(notice)) => {
+            ssr::redirect(&format!("/proposals/{id}?error={}", notice.code()))
+        }
+        Err(AppError::NotFound) => {
+            ssr::redirect(&format!("/?error={}", crate::dto::Notice::NotFound.code()))
+        }
         Err(e) => return Err(e),
     }
     Ok(())

@@ -8,6 +8,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
 use crate::domain::FieldError;
+use crate::service::{Conflict, ServiceError};
 use crate::storage::StorageError;
 
 /// An API error.
@@ -168,6 +169,60 @@ impl IntoResponse for ApiError {
             );
         }
         response
+    }
+}
+
+impl From<ServiceError> for ApiError {
+    fn from(e: ServiceError) -> Self {
+        match e {
+            ServiceError::Invalid(errors) => ApiError::validation(errors),
+            ServiceError::Forbidden { code, message } => ApiError::Forbidden { code, message },
+            ServiceError::Refused(e) => ApiError::Forbidden {
+                code: "forbidden",
+                message: e.to_string(),
+            },
+            ServiceError::Conflict(c) => conflict(c),
+            ServiceError::NotFound => ApiError::NotFound,
+            ServiceError::Storage(e) => e.into(),
+        }
+    }
+}
+
+/// What each conflict means to an API client.
+fn conflict(c: Conflict) -> ApiError {
+    match c {
+        Conflict::IdempotencyKeyReused => ApiError::Unprocessable {
+            code: "idempotency_key_reused",
+            message: "this idempotency_key was already used for a different request; use a new key for a new request".into(),
+            details: vec![FieldError::new(
+                "idempotency_key",
+                "already used by this agent with a different body",
+            )],
+        },
+        Conflict::ProposalIdTaken => ApiError::Conflict {
+            code: "proposal_id_conflict",
+            message: "a different proposal already has this proposal_id; generate a new UUID".into(),
+        },
+        Conflict::LeaseTokenMismatch => ApiError::Conflict {
+            code: "lease_token_mismatch",
+            message: "this is not the command's current lease token; the lease may have expired and been taken by another executor".into(),
+        },
+        Conflict::CommandNotLeased(status) => ApiError::Conflict {
+            code: "command_not_leased",
+            message: format!("the command is {status}, not leased; it was already reported"),
+        },
+        Conflict::AlreadyDecided(status) => ApiError::Conflict {
+            code: "already_decided",
+            message: format!("the proposal is already {status}"),
+        },
+        Conflict::AlreadyApproved => ApiError::Conflict {
+            code: "already_approved",
+            message: "you already approved this proposal".into(),
+        },
+        Conflict::UsernameTaken => ApiError::Conflict {
+            code: "username_taken",
+            message: "a user with this name exists".into(),
+        },
     }
 }
 

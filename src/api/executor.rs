@@ -7,7 +7,6 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
 use serde_json::{Value, json};
-use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use uuid::Uuid;
 
@@ -15,10 +14,9 @@ use super::ApiState;
 use super::error::ApiError;
 use super::extract::{Executor, JsonBody, PathId};
 use super::views::CommandView;
-use crate::auth::token;
 use crate::domain::FieldError;
 use crate::domain::command::{Outcome, check_report, lease_seconds};
-use crate::storage::{Conflict, NewLease, NewReport, StorageError};
+use crate::service::Report;
 
 pub fn router() -> Router<ApiState> {
     Router::new()
@@ -58,26 +56,14 @@ async fn lease(
         })?),
     };
     let seconds = lease_seconds(requested).map_err(|m| ApiError::field("lease_seconds", m))?;
-    let secret = token::new_lease_token();
-    let now = OffsetDateTime::now_utc();
-    let expires_at = now + time::Duration::seconds(seconds as i64);
-    let leased = state
-        .store
-        .lease_command(&NewLease {
-            executor: executor.0.clone(),
-            lease_token_hash: secret.hash(),
-            now,
-            expires_at,
-        })
-        .await?;
-    let Some(command) = leased else {
+    let leased = state.services.lease(&executor.0, seconds).await?;
+    let Some(leased) = leased else {
         return Ok(StatusCode::NO_CONTENT.into_response());
     };
-    tracing::info!(command.id = %command.id, proposal.id = %command.proposal_id, "command leased");
     Ok(Json(json!({
-        "command": CommandView::from(command),
-        "lease_token": secret.expose(),
-        "lease_expires_at": expires_at.format(&Rfc3339).map_err(|_| ApiError::Internal)?,
+        "command": CommandView::from(leased.command),
+        "lease_token": leased.lease_token.expose(),
+        "lease_expires_at": leased.lease_expires_at.format(&Rfc3339).map_err(|_| ApiError::Internal)?,
     }))
     .into_response())
 }
@@ -114,32 +100,14 @@ async fn report(
     let (Some(lease_token), true) = (lease_token, errors.is_empty()) else {
         return Err(ApiError::validation(errors));
     };
-    let result = state
-        .store
-        .report_command(&NewReport {
-            command_id: id,
-            executor,
-            lease_token_hash: token::hash(&lease_token),
-            outcome,
-            report: payload,
-            now: OffsetDateTime::now_utc(),
-        })
-        .await;
-    match result {
-        Ok(command) => {
-            tracing::info!(command.id = %command.id, outcome = %outcome, "command reported");
-            Ok(Json(json!({ "command": CommandView::from(command) })).into_response())
-        }
-        Err(StorageError::Conflict(Conflict::LeaseTokenMismatch)) => Err(ApiError::Conflict {
-            code: "lease_token_mismatch",
-            message: "this is not the command's current lease token; the lease may have expired and been taken by another executor".into(),
-        }),
-        Err(StorageError::Conflict(Conflict::CommandNotLeased(status))) => Err(ApiError::Conflict {
-            code: "command_not_leased",
-            message: format!("the command is {status}, not leased; it was already reported"),
-        }),
-        Err(e) => Err(e.into()),
-    }
+    let report = Report {
+        command_id: id,
+        lease_token,
+        outcome,
+        body: payload,
+    };
+    let command = state.services.report(&executor, report).await?;
+    Ok(Json(json!({ "command": CommandView::from(command) })).into_response())
 }
 
 /// Reports success.

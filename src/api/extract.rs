@@ -24,8 +24,8 @@ async fn principal(parts: &Parts, state: &ApiState, kind: TokenKind) -> Result<S
         .filter(|t| !t.is_empty() && t.len() <= 256)
         .ok_or(ApiError::Unauthenticated)?;
     let record = state
-        .store
-        .token_by_hash(&token::hash(presented))
+        .services
+        .token(&token::hash(presented))
         .await?
         .filter(|t| !t.revoked)
         .ok_or(ApiError::Unauthenticated)?;

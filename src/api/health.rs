@@ -14,11 +14,11 @@ pub fn router() -> Router<ApiState> {
 }
 
 async fn healthz(State(state): State<ApiState>) -> Result<Json<Value>, ApiError> {
-    state.store.ping().await.map_err(|e| {
+    state.services.store().ping().await.map_err(|e| {
         tracing::warn!(error = %e, "health check: database not answering");
         ApiError::Unavailable
     })?;
-    let database = match state.store.backend() {
+    let database = match state.services.store().backend() {
         Backend::Sqlite => "sqlite",
         Backend::Postgres => "postgres",
     };

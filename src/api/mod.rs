@@ -18,8 +18,7 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 
 use crate::config::Settings;
-use crate::domain::policy::Policy;
-use crate::storage::DynStore;
+use crate::service::Services;
 
 /// Largest request body the API accepts: 256 KiB.
 pub const MAX_BODY_BYTES: usize = 256 * 1024;
@@ -27,12 +26,10 @@ pub const MAX_BODY_BYTES: usize = 256 * 1024;
 /// What API handlers share.
 #[derive(Clone)]
 pub struct ApiState {
-    /// The store.
-    pub store: DynStore,
+    /// The use cases (store, policy, clock).
+    pub services: Services,
     /// Settings.
     pub settings: Arc<Settings>,
-    /// The routing policy in force.
-    pub policy: Arc<Policy>,
 }
 
 /// The API routes (`/api/v1/...`) and the health check.

@@ -10,11 +10,12 @@ use crate::domain::lifecycle::{ProposalStatus, Verdict};
 use crate::domain::proposal::{AuthorizationState, Intent, RiskLevel, ToolRef};
 use crate::domain::proposal_routing::ProposalDecision;
 use crate::domain::verdict::Blocker;
-use crate::storage::{CommandRecord, ProposalRecord};
+use crate::storage::commands::CommandRecord;
+use crate::storage::proposals::ProposalRecord;
 
 /// A proposal as its agent sees it.
 #[derive(Serialize)]
-pub struct ProposalView {
+pub struct AgentProposal {
     /// The agent's proposal id.
     pub id: Uuid,
     /// Current status.
@@ -53,14 +54,14 @@ pub struct ProposalView {
     #[serde(with = "time::serde::rfc3339::option")]
     pub expires_at: Option<OffsetDateTime>,
     /// The reviewer's decision, once taken.
-    pub review: Option<ReviewView>,
+    pub review: Option<AgentReview>,
     /// The executor side, once queued.
-    pub execution: Option<ExecutionView>,
+    pub execution: Option<AgentExecution>,
 }
 
 /// A reviewer's decision.
 #[derive(Serialize)]
-pub struct ReviewView {
+pub struct AgentReview {
     /// `approved` or `rejected`.
     pub decision: Verdict,
     /// Reviewer.
@@ -74,7 +75,7 @@ pub struct ReviewView {
 
 /// The command's progress as the agent sees it.
 #[derive(Serialize)]
-pub struct ExecutionView {
+pub struct AgentExecution {
     /// Command id.
     pub command_id: Uuid,
     /// Command status.
@@ -90,11 +91,11 @@ pub struct ExecutionView {
     pub completed_at: Option<OffsetDateTime>,
 }
 
-impl ProposalView {
+impl AgentProposal {
     /// Builds the view of a stored proposal and its command.
     pub fn new(p: ProposalRecord, command: Option<CommandRecord>) -> Self {
         let c = p.contract;
-        ProposalView {
+        AgentProposal {
             id: p.id,
             status: p.status,
             authorization_state: p.authorization_state,
@@ -116,13 +117,13 @@ impl ProposalView {
             created_at: p.created_at,
             updated_at: p.updated_at,
             expires_at: p.expires_at,
-            review: p.review.map(|r| ReviewView {
+            review: p.review.map(|r| AgentReview {
                 decision: r.verdict,
                 decided_by: r.decided_by,
                 decided_at: r.decided_at,
                 reason: r.reason,
             }),
-            execution: command.map(|x| ExecutionView {
+            execution: command.map(|x| AgentExecution {
                 command_id: x.id,
                 status: x.status,
                 attempts: x.attempts,

@@ -96,7 +96,7 @@ impl SessionPort for WebSession {
             let role = crate::domain::principal::Role::parse(&u.role)?;
             Some(Viewer {
                 username: u.username,
-                role: u.role,
+                role: role.into(),
                 can_decide: role.can_decide(),
             })
         }))
@@ -126,7 +126,7 @@ impl SessionPort for WebSession {
         self.0.insert(CSRF_KEY, &token).await.map_err(internal)?;
         let user = SessionUser {
             username: viewer.username.clone(),
-            role: viewer.role.clone(),
+            role: viewer.role.as_str().to_owned(),
         };
         self.0.insert(USER_KEY, user).await.map_err(internal)
     }

@@ -1,4 +1,5 @@
-//! The `countersign` command: `serve`, `migrate`, `user add`, `token create`. Every flag
+//! The `countersign` command: `serve`, `migrate`, `user add`, `token create`, `policy`,
+//! `audit verify|checkpoint|export`. Every flag
 //! that configures the database or address has an environment fallback.
 
 use std::io::{BufRead, IsTerminal, Write};
@@ -8,9 +9,12 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::accounts::{self, AccountError};
-use crate::config::{DEFAULT_DATABASE_URL, Settings, redact_url};
-use crate::domain::principal::{ActorKind, Role, TokenKind};
+mod audit;
+
+use crate::audit::Actor;
+use crate::config::{DEFAULT_AUDIT_KEY, DEFAULT_DATABASE_URL, Settings, redact_url};
+use crate::domain::principal::{Role, TokenKind};
+use crate::service::{AccountError, Services};
 use crate::startup::{Application, open_store};
 
 /// Countersign: the approval gate between AI agents and the tools they want to run.
@@ -22,10 +26,10 @@ pub struct Cli {
 }
 
 #[derive(Debug, Args)]
-struct Database {
+pub(crate) struct Database {
     /// Database URL: `sqlite://FILE` (created if missing) or `postgres://USER@HOST/DB`.
     #[arg(long, env = "COUNTERSIGN_DATABASE_URL", default_value = DEFAULT_DATABASE_URL)]
-    database_url: String,
+    pub(crate) database_url: String,
 }
 
 #[derive(Debug, Subcommand)]
@@ -47,6 +51,10 @@ enum Command {
         /// Category C].
         #[arg(long, env = "COUNTERSIGN_POLICY")]
         policy: Option<PathBuf>,
+        /// The Ed25519 key that signs audit checkpoints (created, mode 0600, if missing). Keep
+        /// it where the database's owner cannot write.
+        #[arg(long, env = "COUNTERSIGN_AUDIT_KEY", default_value = DEFAULT_AUDIT_KEY)]
+        audit_key: PathBuf,
     },
     /// Validate and try out routing policies.
     Policy {
@@ -67,6 +75,11 @@ enum Command {
     Token {
         #[command(subcommand)]
         command: TokenCommand,
+    },
+    /// Verify, checkpoint and export the hash-chained audit trail.
+    Audit {
+        #[command(subcommand)]
+        command: audit::AuditCommand,
     },
 }
 
@@ -146,6 +159,7 @@ async fn execute(command: Command) -> Result<(), String> {
             leptos_config,
             secure_cookies,
             policy,
+            audit_key,
         } => {
             let settings = Settings {
                 database_url: db.database_url,
@@ -153,12 +167,27 @@ async fn execute(command: Command) -> Result<(), String> {
                 leptos_config,
                 secure_cookies,
                 policy,
+                audit_key: Some(audit_key),
             };
             serve(settings).await
         }
-        Command::Policy {
-            command: PolicyCommand::Check { file },
-        } => {
+        Command::Policy { command } => policy_command(command),
+        Command::Migrate { db } => {
+            open_store(&db.database_url)
+                .await
+                .map_err(|e| e.to_string())?;
+            eprintln!("database {} is migrated", redact_url(&db.database_url));
+            Ok(())
+        }
+        Command::User { command } => user_command(command).await,
+        Command::Token { command } => token_command(command).await,
+        Command::Audit { command } => audit::run(command).await,
+    }
+}
+
+fn policy_command(command: PolicyCommand) -> Result<(), String> {
+    match command {
+        PolicyCommand::Check { file } => {
             let policy = load_policy(&file)?;
             println!("{}", policy.version());
             eprintln!(
@@ -169,9 +198,7 @@ async fn execute(command: Command) -> Result<(), String> {
             );
             Ok(())
         }
-        Command::Policy {
-            command: PolicyCommand::Explain { file, event },
-        } => {
+        PolicyCommand::Explain { file, event } => {
             let policy = load_policy(&file)?;
             let text =
                 std::fs::read_to_string(&event).map_err(|e| format!("{}: {e}", event.display()))?;
@@ -192,67 +219,60 @@ async fn execute(command: Command) -> Result<(), String> {
             eprintln!("route {route} by rule: {rule}");
             Ok(())
         }
-        Command::Migrate { db } => {
-            open_store(&db.database_url)
-                .await
-                .map_err(|e| e.to_string())?;
-            eprintln!("database {} is migrated", redact_url(&db.database_url));
-            Ok(())
-        }
-        Command::User {
-            command:
-                UserCommand::Add {
-                    db,
-                    username,
-                    role,
-                    password_stdin,
-                },
-        } => {
-            let password = read_password(password_stdin)?;
-            let (store, _) = open_store(&db.database_url)
-                .await
-                .map_err(|e| e.to_string())?;
-            accounts::add_user(
-                &store,
-                &username,
-                role,
-                password,
-                (ActorKind::System, "cli"),
-            )
-            .await
-            .map_err(|e| match e {
-                AccountError::Storage(s) => format!("storage: {s}"),
-                other => other.to_string(),
-            })?;
-            eprintln!("added {role} `{username}`");
-            Ok(())
-        }
-        Command::Token {
-            command:
-                TokenCommand::Create {
-                    db,
-                    agent,
-                    executor,
-                },
-        } => {
-            let (kind, name) = match (agent, executor) {
-                (Some(a), None) => (TokenKind::Agent, a),
-                (None, Some(e)) => (TokenKind::Executor, e),
-                _ => return Err("give exactly one of --agent or --executor".into()),
-            };
-            let (store, _) = open_store(&db.database_url)
-                .await
-                .map_err(|e| e.to_string())?;
-            let secret = accounts::create_token(&store, kind, &name, (ActorKind::System, "cli"))
-                .await
-                .map_err(|e| e.to_string())?;
-            eprintln!(
-                "created a token for {kind} `{name}`; it is shown once, below, and stored only as a hash:"
-            );
-            println!("{}", secret.expose());
-            Ok(())
-        }
     }
+}
+
+async fn user_command(command: UserCommand) -> Result<(), String> {
+    let UserCommand::Add {
+        db,
+        username,
+        role,
+        password_stdin,
+    } = command;
+    let password = read_password(password_stdin)?;
+    let services = services(&db.database_url).await?;
+    services
+        .add_user(&username, role, password, &Actor::system("cli"))
+        .await
+        .map_err(|e| match e {
+            AccountError::Service(s) => format!("storage: {s}"),
+            other => other.to_string(),
+        })?;
+    eprintln!("added {role} `{username}`");
+    Ok(())
+}
+
+async fn token_command(command: TokenCommand) -> Result<(), String> {
+    let TokenCommand::Create {
+        db,
+        agent,
+        executor,
+    } = command;
+    let (kind, name) = match (agent, executor) {
+        (Some(a), None) => (TokenKind::Agent, a),
+        (None, Some(e)) => (TokenKind::Executor, e),
+        _ => return Err("give exactly one of --agent or --executor".into()),
+    };
+    let services = services(&db.database_url).await?;
+    let secret = services
+        .create_token(kind, &name, &Actor::system("cli"))
+        .await
+        .map_err(|e| e.to_string())?;
+    eprintln!(
+        "created a token for {kind} `{name}`; it is shown once, below, and stored only as a hash:"
+    );
+    println!("{}", secret.expose());
+    Ok(())
+}
+
+/// The use cases over the database at `url`, for one-off commands (built-in policy: account
+/// commands do not route anything).
+pub(crate) async fn services(url: &str) -> Result<Services, String> {
+    let (store, _) = open_store(url).await.map_err(|e| e.to_string())?;
+    Ok(Services::new(
+        store,
+        std::sync::Arc::new(crate::domain::policy::Policy::builtin()),
+    ))
 }
 
 async fn serve(settings: Settings) -> Result<(), String> {
@@ -260,7 +280,9 @@ async fn serve(settings: Settings) -> Result<(), String> {
         .await
         .map_err(|e| e.to_string())?;
     let addr = app.local_addr();
-    if let Some(b) = accounts::bootstrap_admin(app.store())
+    if let Some(b) = app
+        .services()
+        .bootstrap_admin()
         .await
         .map_err(|e| e.to_string())?
     {

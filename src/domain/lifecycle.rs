@@ -2,6 +2,9 @@
 //! `confirmed`, one command queued) or `rejected`; then `succeeded` or `failed` when the
 //! executor reports. Decided proposals are never decided again.
 
+use time::OffsetDateTime;
+
+use super::aana::Route;
 use super::principal::Role;
 use super::wire::wire_enum;
 
@@ -108,6 +111,46 @@ pub fn check_decision(
         verdict,
         reason: reason.map(str::to_owned),
     })
+}
+
+/// The status a proposal starts in, by its route: `accept` is queued at once, `ask` and
+/// `defer` wait for a reviewer, `refuse` never executes.
+pub fn initial_status(route: Route) -> ProposalStatus {
+    match route {
+        Route::Accept => ProposalStatus::Accepted,
+        Route::Ask | Route::Defer => ProposalStatus::Pending,
+        Route::Refuse => ProposalStatus::Refused,
+    }
+}
+
+/// When a proposal in `status` stops waiting for a decision: only pending proposals expire,
+/// `expires_after_secs` after they arrive.
+pub fn expires_at(
+    status: ProposalStatus,
+    arrived: OffsetDateTime,
+    expires_after_secs: u64,
+) -> Option<OffsetDateTime> {
+    (status == ProposalStatus::Pending).then(|| {
+        arrived + time::Duration::seconds(i64::try_from(expires_after_secs).unwrap_or(i64::MAX))
+    })
+}
+
+/// The status a proposal shows at `now`: a pending one whose time ran out is expired, even
+/// before the sweep records it.
+pub fn status_at(
+    status: ProposalStatus,
+    expires_at: Option<OffsetDateTime>,
+    now: OffsetDateTime,
+) -> ProposalStatus {
+    match (status, expires_at) {
+        (ProposalStatus::Pending, Some(t)) if t <= now => ProposalStatus::Expired,
+        (s, _) => s,
+    }
+}
+
+/// Whether `approvals` distinct reviewers meet the policy's `required` (at least one).
+pub fn quorum_met(approvals: i64, required: u8) -> bool {
+    approvals >= i64::from(required.max(1))
 }
 
 #[cfg(test)]

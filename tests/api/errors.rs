@@ -22,8 +22,8 @@ async fn error_of(r: reqwest::Response) -> (StatusCode, Value) {
 
 async fn nothing_stored(app: &TestApp) {
     let pending = app
-        .store
-        .proposals_by_status(ProposalStatus::Pending, 10)
+        .services
+        .proposals_in(ProposalStatus::Pending, 10)
         .await
         .expect("list");
     assert!(pending.is_empty(), "a rejected request wrote a proposal");
@@ -232,8 +232,8 @@ async fn same_key_same_body_replays_and_different_body_is_refused() {
         (StatusCode::CONFLICT, Some("proposal_id_conflict"))
     );
     let pending = app
-        .store
-        .proposals_by_status(ProposalStatus::Pending, 10)
+        .services
+        .proposals_in(ProposalStatus::Pending, 10)
         .await
         .expect("list");
     assert_eq!(pending.len(), 1);

@@ -1,11 +1,11 @@
 //! `TestApp`: the real application on a random port over a fresh database, with helpers that
 //! speak to it the way agents, executors and browsers do.
 
-use countersign::accounts;
+use countersign::audit::Actor;
 use countersign::config::Settings;
-use countersign::domain::principal::{ActorKind, Role, TokenKind};
+use countersign::domain::principal::{Role, TokenKind};
+use countersign::service::Services;
 use countersign::startup::Application;
-use countersign::storage::DynStore;
 use reqwest::{Client, Response, StatusCode};
 use serde_json::Value;
 
@@ -14,7 +14,7 @@ use crate::common;
 pub struct TestApp {
     pub base: String,
     pub db_url: String,
-    pub store: DynStore,
+    pub services: Services,
     pub client: Client,
     _dir: Option<tempfile::TempDir>,
 }
@@ -48,12 +48,12 @@ impl TestApp {
             .await
             .unwrap_or_else(|e| panic!("cannot start on {backend}: {e}"));
         let base = format!("http://{}", app.local_addr());
-        let store = app.store().clone();
+        let services = app.services().clone();
         tokio::spawn(app.run_forever());
         TestApp {
             base,
             db_url: url,
-            store,
+            services,
             client: Client::new(),
             _dir: dir,
         }
@@ -68,7 +68,8 @@ impl TestApp {
     }
 
     async fn token(&self, kind: TokenKind, name: &str) -> String {
-        accounts::create_token(&self.store, kind, name, (ActorKind::System, "test"))
+        self.services
+            .create_token(kind, name, &Actor::system("test"))
             .await
             .expect("token")
             .expose()
@@ -76,15 +77,10 @@ impl TestApp {
     }
 
     pub async fn user(&self, name: &str, role: Role) {
-        accounts::add_user(
-            &self.store,
-            name,
-            role,
-            PASSWORD.into(),
-            (ActorKind::System, "test"),
-        )
-        .await
-        .expect("user");
+        self.services
+            .add_user(name, role, PASSWORD.into(), &Actor::system("test"))
+            .await
+            .expect("user");
     }
 
     pub fn url(&self, path: &str) -> String {

@@ -282,8 +282,8 @@ async fn the_pre_tool_check_routes_the_seed_examples_and_records_keys_not_values
         assert!(d["policy_version"].is_string() && d["hard_blockers"].is_array());
         let check_id = d["check_id"].as_str().expect("check id");
         let audit = app
-            .store
-            .audit_for_subject("pre_tool_check", check_id)
+            .services
+            .trail("pre_tool_check", check_id)
             .await
             .expect("audit");
         assert_eq!(audit.len(), 1);

@@ -12,7 +12,7 @@ use leptos::prelude::*;
 use leptos::server_fn::ServerFn;
 use leptos_router::hooks::use_query_map;
 
-use crate::dto::{AppError, SessionView};
+use crate::dto::{AppError, Notice, SessionView};
 use crate::server::Logout;
 
 /// The session resource the app provides to every page.
@@ -37,7 +37,7 @@ pub fn Header() -> impl IntoView {
                             <nav>
                                 <a href="/">"Queue"</a>
                                 <span class="who" data-testid="viewer">
-                                    {viewer.username} " · " {viewer.role}
+                                    {viewer.username} " · " {viewer.role.as_str()}
                                 </span>
                                 <form method="post" action=Logout::url() class="inline">
                                     <input type="hidden" name="csrf_token" value=csrf_token/>
@@ -56,29 +56,10 @@ pub fn Header() -> impl IntoView {
 
 /// Words for the notice and error codes that redirects carry in the query string.
 fn flash_text(code: &str) -> &'static str {
-    match code {
-        "approved" => {
-            "Approved. Its authorization is now confirmed and its command is in the executor queue."
-        }
-        "rejected" => "Rejected. The agent will see your reason.",
-        "signed_out" => "You are signed out.",
-        "invalid_credentials" => "That username and password do not match.",
-        "csrf" => "This form had expired. Please try again.",
-        "already_decided" => "Someone already decided this proposal; it cannot be decided twice.",
-        "own_proposal" => "You proposed this action, so someone else must decide it.",
-        "role" => "Your role may view proposals but not decide them.",
-        "reason_required" => "A rejection needs a reason (up to 2,000 characters).",
-        "expired" => {
-            "This proposal expired before anyone decided it; it will never run. The agent may propose it again."
-        }
-        "approval_recorded" => {
-            "Your approval is recorded. The policy asks for more approvers; the proposal waits for them."
-        }
-        "already_approved" => "You already approved this proposal; it waits for other approvers.",
-        "bad_verdict" => "Choose approve or reject.",
-        "not_found" => "No such proposal.",
-        _ => "Something happened that this page cannot describe.",
-    }
+    Notice::parse(code).map_or(
+        "Something happened that this page cannot describe.",
+        Notice::text,
+    )
 }
 
 /// The notice or error a redirect asked this page to show.

@@ -5,7 +5,7 @@ use leptos::server_fn::ServerFn;
 use leptos_router::hooks::use_params_map;
 
 use super::{Flash, error_view, use_session};
-use crate::dto::{ProposalView, SessionView};
+use crate::dto::{AuditView, ProposalView, SessionView};
 use crate::server::{DecideProposal, get_proposal};
 
 /// The proposal page.
@@ -44,6 +44,7 @@ fn Detail(p: ProposalView, csrf: String) -> impl IntoView {
         p.targets.join(", ")
     };
     let approve_blocked = p.approve_blocked.clone();
+    let why = why_here(&p);
     let decide = p
         .can_decide
         .then(|| view! { <DecideForms id=p.id.clone() csrf approve_blocked/> });
@@ -85,19 +86,7 @@ fn Detail(p: ProposalView, csrf: String) -> impl IntoView {
                 <pre data-testid="proposal-parameters">{p.parameters}</pre>
                 {p.rollback_plan.map(|plan| view! { <h3>"Rollback plan"</h3><pre>{plan}</pre> })}
             </section>
-            <section class="routing">
-                <h2>"Why it is here"</h2>
-                <p>"Category " <strong>{p.category.to_uppercase()}</strong> " · effective risk "
-                   <strong data-testid="proposal-effective-risk">{p.effective_risk}</strong>
-                   " · approvals " <strong data-testid="proposal-approvals">{p.approvals.len()} " of " {p.required_approvals}</strong></p>
-                <ul>{p.approvals.iter().map(|a| view! { <li>"Approved by " {a.clone()}</li> }).collect_view()}</ul>
-                <p>"Route " <strong data-testid="proposal-route">{p.route}</strong> " by rule " <em>{p.rule}</em>
-                   " (policy " <code>{p.policy_version}</code> ")"</p>
-                <ul>{p.reasons.into_iter().map(|r| view! { <li>{r}</li> }).collect_view()}</ul>
-                <ul class="blockers">
-                    {p.blockers.into_iter().map(|b| view! { <li><code>{b.code}</code> " " {b.message}</li> }).collect_view()}
-                </ul>
-            </section>
+            {why}
             {p.review.map(|r| view! {
                 <section class="review">
                     <h2>"Decision"</h2>
@@ -115,18 +104,45 @@ fn Detail(p: ProposalView, csrf: String) -> impl IntoView {
                        {x.leased_by.map(|e| format!(", executor {e}"))}</p>
                 </section>
             })}
-            <section class="audit">
-                <h2>"Audit trail"</h2>
-                <table>
-                    <tbody>
-                        {p.audit.into_iter().map(|a| view! {
-                            <tr><td>{a.at}</td><td>{a.actor}</td><td><code>{a.action}</code></td><td>{a.change}</td></tr>
-                        }).collect_view()}
-                    </tbody>
-                </table>
-                <p class="hash">"Request hash " <code>{p.request_hash}</code> " · idempotency key " <code>{p.idempotency_key}</code></p>
-            </section>
+            {trail(p.audit, p.request_hash, p.idempotency_key)}
         </article>
+    }
+}
+
+/// Why the proposal needs a human: category, risk, approvals, route, rule and blockers.
+fn why_here(p: &ProposalView) -> impl IntoView + use<> {
+    let p = p.clone();
+    view! {
+            <section class="routing">
+            <h2>"Why it is here"</h2>
+            <p>"Category " <strong>{p.category.to_uppercase()}</strong> " · effective risk "
+               <strong data-testid="proposal-effective-risk">{p.effective_risk}</strong>
+               " · approvals " <strong data-testid="proposal-approvals">{p.approvals.len()} " of " {p.required_approvals}</strong></p>
+            <ul>{p.approvals.iter().map(|a| view! { <li>"Approved by " {a.clone()}</li> }).collect_view()}</ul>
+            <p>"Route " <strong data-testid="proposal-route">{p.route}</strong> " by rule " <em>{p.rule}</em>
+               " (policy " <code>{p.policy_version}</code> ")"</p>
+            <ul>{p.reasons.into_iter().map(|r| view! { <li>{r}</li> }).collect_view()}</ul>
+            <ul class="blockers">
+                {p.blockers.into_iter().map(|b| view! { <li><code>{b.code}</code> " " {b.message}</li> }).collect_view()}
+            </ul>
+        </section>
+    }
+}
+
+/// The proposal's audit trail, with the request hash and idempotency key.
+fn trail(audit: Vec<AuditView>, request_hash: String, idempotency_key: String) -> impl IntoView {
+    view! {
+            <section class="audit">
+            <h2>"Audit trail"</h2>
+            <table>
+                <tbody>
+                    {audit.into_iter().map(|a| view! {
+                        <tr><td>{a.at}</td><td>{a.actor}</td><td><code>{a.action}</code></td><td>{a.change}</td></tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+            <p class="hash">"Request hash " <code>{request_hash}</code> " · idempotency key " <code>{idempotency_key}</code></p>
+        </section>
     }
 }
 

@@ -1,0 +1,169 @@
+//! Signed checkpoints of the chain head. The server holds an Ed25519 key in a file outside
+//! the database (created on first start, mode 0600) and signs `(seq, hash, time)` of the head
+//! every so many events or seconds. A checkpoint kept where the database's owner cannot reach
+//! it proves the trail up to its seq was not recomputed or cut short.
+
+use std::io::Write;
+use std::path::Path;
+
+use ed25519_dalek::{Signature, Signer, SigningKey, Verifier as _, VerifyingKey};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::chain::{FORMAT, Head};
+
+/// The server's checkpoint signing key. Deliberately not `Debug`.
+pub struct CheckpointKey {
+    key: SigningKey,
+}
+
+/// Why a key file could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    /// Reading or writing the file failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not a key this server wrote.
+    #[error("{0}: not an audit key (64 hex characters expected)")]
+    Malformed(String),
+}
+
+impl CheckpointKey {
+    /// Reads the key at `path`, creating it (mode 0600) if the file does not exist.
+    pub fn load_or_create(path: &Path) -> Result<Self, KeyError> {
+        let shown = path.display().to_string();
+        let io = |source| KeyError::Io {
+            path: shown.clone(),
+            source,
+        };
+        match std::fs::read_to_string(path) {
+            Ok(text) => {
+                let bytes = hex::decode(text.trim())
+                    .ok()
+                    .and_then(|b| <[u8; 32]>::try_from(b).ok())
+                    .ok_or_else(|| KeyError::Malformed(shown.clone()))?;
+                Ok(Self {
+                    key: SigningKey::from_bytes(&bytes),
+                })
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let key = SigningKey::generate(&mut rand::rngs::OsRng);
+                let mut options = std::fs::OpenOptions::new();
+                options.write(true).create_new(true);
+                #[cfg(unix)]
+                std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+                let mut file = options.open(path).map_err(io)?;
+                writeln!(file, "{}", hex::encode(key.to_bytes())).map_err(io)?;
+                file.sync_all().map_err(io)?;
+                Ok(Self { key })
+            }
+            Err(e) => Err(io(e)),
+        }
+    }
+
+    /// The public half, hex.
+    pub fn public_key(&self) -> String {
+        hex::encode(self.key.verifying_key().to_bytes())
+    }
+
+    /// Signs the head at time `at` (RFC 3339).
+    pub fn sign(&self, head: &Head, at: &str) -> Checkpoint {
+        let signature = self.key.sign(message(head, at).as_bytes());
+        Checkpoint {
+            seq: head.seq,
+            hash: head.hash.clone(),
+            at: at.to_owned(),
+            public_key: self.public_key(),
+            signature: hex::encode(signature.to_bytes()),
+        }
+    }
+}
+
+/// A signed chain head, as stored, printed by `countersign audit checkpoint` and put into
+/// export manifests.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Checkpoint {
+    /// The head's seq.
+    pub seq: i64,
+    /// The head's hash.
+    pub hash: String,
+    /// When it was signed (RFC 3339).
+    pub at: String,
+    /// The signer's Ed25519 public key, hex.
+    pub public_key: String,
+    /// Ed25519 signature over the canonical `{format, seq, hash, at}`, hex.
+    pub signature: String,
+}
+
+impl Checkpoint {
+    /// Whether the signature holds for this checkpoint's own public key.
+    pub fn signature_holds(&self) -> bool {
+        let key = hex::decode(&self.public_key)
+            .ok()
+            .and_then(|b| <[u8; 32]>::try_from(b).ok())
+            .and_then(|b| VerifyingKey::from_bytes(&b).ok());
+        let signature = hex::decode(&self.signature)
+            .ok()
+            .and_then(|b| <[u8; 64]>::try_from(b).ok())
+            .map(|b| Signature::from_bytes(&b));
+        let head = Head {
+            seq: self.seq,
+            hash: self.hash.clone(),
+        };
+        match (key, signature) {
+            (Some(k), Some(s)) => k.verify(message(&head, &self.at).as_bytes(), &s).is_ok(),
+            _ => false,
+        }
+    }
+
+    /// The head it vouches for.
+    pub fn head(&self) -> Head {
+        Head {
+            seq: self.seq,
+            hash: self.hash.clone(),
+        }
+    }
+}
+
+/// What is signed: the canonical JSON of the format, seq, hash and time.
+fn message(head: &Head, at: &str) -> String {
+    let value = json!({"format": FORMAT, "seq": head.seq, "hash": head.hash, "at": at});
+    serde_json_canonicalizer::to_string(&value).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_checkpoint_verifies_and_fails_after_any_change() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("audit.key");
+        let key = CheckpointKey::load_or_create(&path).expect("create");
+        let again = CheckpointKey::load_or_create(&path).expect("load");
+        assert_eq!(key.public_key(), again.public_key());
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).expect("meta").permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+        let head = Head {
+            seq: 42,
+            hash: "ab".repeat(32),
+        };
+        let cp = key.sign(&head, "2026-11-23T12:00:00Z");
+        assert!(cp.signature_holds());
+        let mut moved = cp.clone();
+        moved.seq = 43;
+        assert!(!moved.signature_holds());
+        let mut rehashed = cp;
+        rehashed.hash = "cd".repeat(32);
+        assert!(!rehashed.signature_holds());
+    }
+}

@@ -1,0 +1,182 @@
+//! A reviewer's decision: checked against the review rules, then applied atomically — the
+//! claim of the pending proposal, the approval (or the quorum still short), the decision, its
+//! audit events and, on approval, the command for the executor queue.
+
+use uuid::Uuid;
+
+use super::expire::expire_due_in;
+use super::submit::queue_command;
+use super::{Conflict, ServiceError, Services};
+use crate::audit::{Actor, ApprovalRecorded, AuditEvent, ProposalDecided};
+use crate::domain::command::CommandSpec;
+use crate::domain::lifecycle::{self, ProposalStatus, Verdict, check_decision};
+use crate::domain::principal::Role;
+use crate::domain::proposal::AuthorizationState;
+use crate::storage::Tx;
+use crate::storage::proposals::{self, DecisionRow, ProposalRecord};
+
+/// A person deciding, as the session knows them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reviewer {
+    /// Username.
+    pub username: String,
+    /// Role.
+    pub role: Role,
+}
+
+/// What a decision came to.
+#[derive(Debug)]
+pub enum Decided {
+    /// The approval is recorded; the policy wants more approvers before the proposal moves.
+    ApprovalRecorded(ProposalRecord),
+    /// The proposal is approved (its command queued) or rejected.
+    Final(ProposalRecord),
+}
+
+/// A checked decision, ready to apply.
+struct Change {
+    id: Uuid,
+    verdict: Verdict,
+    reviewer: String,
+    reason: Option<String>,
+    required_approvals: u8,
+    command: Option<(Uuid, CommandSpec)>,
+    now: time::OffsetDateTime,
+}
+
+/// What applying it did.
+enum Applied {
+    Recorded(ProposalRecord),
+    Final(ProposalRecord),
+    /// Its time had run out: it is expired now, never approved.
+    Expired,
+}
+
+impl Services {
+    /// `reviewer` approves or rejects proposal `id`.
+    pub async fn decide(
+        &self,
+        reviewer: &Reviewer,
+        id: Uuid,
+        verdict: Verdict,
+        reason: Option<&str>,
+    ) -> Result<Decided, ServiceError> {
+        let p = self.proposal(id).await?.ok_or(ServiceError::NotFound)?;
+        let decision = check_decision(
+            p.status,
+            &p.agent,
+            &reviewer.username,
+            reviewer.role,
+            verdict,
+            reason,
+        )?;
+        let now = self.now();
+        let command = (decision.verdict == Verdict::Approved).then(|| {
+            let spec = self.command_spec(
+                &p.contract,
+                &p.request_hash,
+                &reviewer.username,
+                AuthorizationState::Confirmed,
+                now,
+            );
+            (Uuid::now_v7(), spec)
+        });
+        let change = Change {
+            id,
+            verdict: decision.verdict,
+            reviewer: reviewer.username.clone(),
+            reason: decision.reason,
+            required_approvals: p.routing.required_approvals.max(1),
+            command,
+            now,
+        };
+        let applied = self
+            .store()
+            .write(move |tx| Box::pin(async move { change.apply(tx).await }))
+            .await?;
+        match applied {
+            Applied::Recorded(p) => {
+                tracing::info!(proposal.id = %id, reviewer = %reviewer.username, "approval recorded; more needed");
+                Ok(Decided::ApprovalRecorded(p))
+            }
+            Applied::Final(p) => {
+                tracing::info!(proposal.id = %id, reviewer = %reviewer.username, verdict = %verdict, "proposal decided");
+                Ok(Decided::Final(p))
+            }
+            Applied::Expired => Err(ServiceError::Conflict(Conflict::AlreadyDecided(
+                ProposalStatus::Expired,
+            ))),
+        }
+    }
+}
+
+impl Change {
+    async fn apply(self, tx: &mut Tx) -> Result<Applied, ServiceError> {
+        let Some(claimed) = proposals::claim_pending(tx.conn(), self.id, self.now).await? else {
+            return self.not_claimed(tx).await;
+        };
+        let reviewer = Actor::user(&self.reviewer);
+        if self.verdict == Verdict::Approved {
+            if !proposals::insert_approval(tx.conn(), self.id, &self.reviewer, self.now).await? {
+                return Err(ServiceError::Conflict(Conflict::AlreadyApproved));
+            }
+            let approvals = proposals::count_approvals(tx.conn(), self.id).await?;
+            if !lifecycle::quorum_met(approvals, self.required_approvals) {
+                let recorded = ApprovalRecorded {
+                    proposal_id: self.id,
+                    approvals,
+                    required_approvals: self.required_approvals,
+                    reason: self.reason.clone(),
+                    request_hash_sha256: claimed.request_hash.clone(),
+                };
+                tx.record(self.now, &reviewer, AuditEvent::ApprovalRecorded(recorded));
+                return Ok(Applied::Recorded(claimed));
+            }
+        }
+        let record = self.record_decision(tx, &reviewer).await?;
+        if let Some((command_id, spec)) = &self.command {
+            queue_command(tx, self.id, *command_id, spec, &reviewer, self.now).await?;
+        }
+        Ok(Applied::Final(record))
+    }
+
+    async fn record_decision(
+        &self,
+        tx: &mut Tx,
+        reviewer: &Actor,
+    ) -> Result<ProposalRecord, ServiceError> {
+        let row = DecisionRow {
+            id: self.id,
+            status: self.verdict.status(),
+            authorization_state: (self.verdict == Verdict::Approved)
+                .then_some(AuthorizationState::Confirmed),
+            verdict: self.verdict,
+            reviewer: &self.reviewer,
+            reason: self.reason.as_deref(),
+            now: self.now,
+        };
+        let record = proposals::record_decision(tx.conn(), &row).await?;
+        let decided = ProposalDecided {
+            proposal_id: self.id,
+            verdict: self.verdict,
+            authorization_state: record.authorization_state,
+            reason: self.reason.clone(),
+            required_approvals: self.required_approvals,
+            request_hash_sha256: record.request_hash.clone(),
+        };
+        tx.record(self.now, reviewer, AuditEvent::ProposalDecided(decided));
+        Ok(record)
+    }
+
+    /// Someone decided first, or the proposal's time ran out (then it expires now).
+    async fn not_claimed(&self, tx: &mut Tx) -> Result<Applied, ServiceError> {
+        match proposals::by_id(tx.conn(), self.id).await? {
+            Some(p) if p.status == ProposalStatus::Pending => {
+                expire_due_in(tx, self.now).await?;
+                Ok(Applied::Expired)
+            }
+            Some(p) => Err(ServiceError::Conflict(Conflict::AlreadyDecided(p.status))),
+            None => Err(ServiceError::NotFound),
+        }
+    }
+}

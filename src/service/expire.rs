@@ -1,0 +1,37 @@
+//! Expiry: a pending proposal nobody decided before its policy's deadline is expired, never
+//! approved. The server sweeps periodically; a decision that comes too late expires it too.
+
+use super::{ServiceError, Services};
+use crate::audit::{Actor, AuditEvent, ProposalExpired};
+use crate::storage::Tx;
+use crate::storage::proposals::{self, ProposalRecord};
+
+impl Services {
+    /// Expires every pending proposal whose time ran out, each with its audit event.
+    pub async fn expire_due(&self) -> Result<Vec<ProposalRecord>, ServiceError> {
+        let now = self.now();
+        self.store()
+            .write(move |tx| Box::pin(async move { expire_due_in(tx, now).await }))
+            .await
+    }
+}
+
+/// Expires what is due at `now` inside `tx`.
+pub(super) async fn expire_due_in(
+    tx: &mut Tx,
+    now: time::OffsetDateTime,
+) -> Result<Vec<ProposalRecord>, ServiceError> {
+    let expired = proposals::expire_due(tx.conn(), now).await?;
+    let system = Actor::system("expiry");
+    for p in &expired {
+        let event = ProposalExpired {
+            proposal_id: p.id,
+            expires_at: p.expires_at.and_then(|t| {
+                t.format(&time::format_description::well_known::Rfc3339)
+                    .ok()
+            }),
+        };
+        tx.record(now, &system, AuditEvent::ProposalExpired(event));
+    }
+    Ok(expired)
+}

@@ -1,0 +1,87 @@
+//! Seed 000's pre-tool-check: an AANA Agent Action Contract v1 event in, the decision envelope
+//! out, and every answer recorded in the audit trail as its audit-safe form (argument keys,
+//! never values). A schema-invalid event is recorded by field path only.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{ServiceError, Services};
+use crate::audit::{Actor, AuditEvent, PreToolCheckDecided, PreToolCheckRejected};
+use crate::domain::aana::Event;
+use crate::domain::gate::{self, Decision};
+use crate::domain::scan::audit_safe_name;
+
+/// The decision envelope, with the id of its audit row.
+#[derive(Debug, Serialize)]
+pub struct CheckAnswer {
+    /// Id under which this check is recorded in the audit trail.
+    pub check_id: String,
+    /// The decision.
+    #[serde(flatten)]
+    pub decision: Decision,
+}
+
+impl Services {
+    /// Answers `agent`'s pre-tool-check for the event `body`.
+    pub async fn pre_tool_check(
+        &self,
+        agent: &str,
+        body: &Value,
+    ) -> Result<CheckAnswer, ServiceError> {
+        let check_id = uuid::Uuid::now_v7().to_string();
+        let actor = Actor::agent(agent);
+        let mut event = match Event::parse(body) {
+            Ok(event) => event,
+            Err(errors) => {
+                let refused = Decision::schema_invalid(&errors, self.policy());
+                let rejected = PreToolCheckRejected {
+                    check_id,
+                    route: refused.route,
+                    policy_version: refused.policy_version,
+                    fields: errors
+                        .iter()
+                        .map(|e| audit_safe_name(&e.field).to_owned())
+                        .collect(),
+                };
+                let record = (
+                    self.now(),
+                    actor,
+                    AuditEvent::PreToolCheckRejected(rejected),
+                );
+                self.store().record(vec![record]).await?;
+                return Err(ServiceError::Invalid(errors));
+            }
+        };
+        // The token says who is asking; an event may not speak for another agent.
+        match &event.agent_id {
+            Some(id) if id != agent => {
+                return Err(ServiceError::Forbidden {
+                    code: "agent_mismatch",
+                    message: format!(
+                        "`agent_id` is `{id}` but this token belongs to agent `{agent}`"
+                    ),
+                });
+            }
+            Some(_) => {}
+            None => event.agent_id = Some(agent.to_owned()),
+        }
+        let decision = gate::check(&event, self.policy());
+        let decided = PreToolCheckDecided {
+            check_id: check_id.clone(),
+            route: decision.route,
+            gate_decision: serde_json::to_value(decision.gate_decision).unwrap_or(Value::Null),
+            rule: decision.rule.clone(),
+            policy_version: decision.policy_version.clone(),
+            hard_blockers: decision
+                .hard_blockers
+                .iter()
+                .map(|b| b.code.as_str().to_owned())
+                .collect(),
+            event: serde_json::to_value(&decision.audit_event).unwrap_or(Value::Null),
+        };
+        let record = (self.now(), actor, AuditEvent::PreToolCheckDecided(decided));
+        self.store().record(vec![record]).await?;
+        tracing::info!(tool = %event.tool_name, route = %decision.route, "pre-tool-check");
+        Ok(CheckAnswer { check_id, decision })
+    }
+}

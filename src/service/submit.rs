@@ -1,0 +1,195 @@
+//! Submitting a tool proposal: parse it, bind it to the agent, route it by policy, and store
+//! it with its audit event (and, when the policy accepts it outright, its command). A replay of
+//! the same request returns the original.
+
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::{Conflict, ServiceError, Services};
+use crate::audit::{Actor, AuditEvent, CommandQueued, ProposalInputRejected, ProposalSubmitted};
+use crate::domain::canonical::request_hash_sha256;
+use crate::domain::command::CommandSpec;
+use crate::domain::lifecycle::{self, ProposalStatus};
+use crate::domain::proposal::ToolProposal;
+use crate::domain::proposal_routing::{ProposalDecision, route_proposal};
+use crate::domain::scan::audit_safe_name;
+use crate::storage::proposals::{self, NewProposal, ProposalRecord};
+use crate::storage::{Tx, commands};
+
+/// What a submission came to.
+#[derive(Debug)]
+pub enum Submitted {
+    /// A new proposal.
+    Created(ProposalRecord),
+    /// The same request was submitted before: the original.
+    Replayed(ProposalRecord),
+}
+
+impl Submitted {
+    /// The proposal, new or original.
+    pub fn record(&self) -> &ProposalRecord {
+        match self {
+            Submitted::Created(p) | Submitted::Replayed(p) => p,
+        }
+    }
+}
+
+/// A routed proposal, ready to store.
+struct Routed {
+    agent: String,
+    contract: ToolProposal,
+    request_hash: String,
+    routing: ProposalDecision,
+    status: ProposalStatus,
+    command: Option<(Uuid, CommandSpec)>,
+}
+
+impl Services {
+    /// Submits `body` as a tool proposal from `agent`.
+    pub async fn submit(&self, agent: &str, body: &Value) -> Result<Submitted, ServiceError> {
+        let contract = match ToolProposal::parse(body) {
+            Ok(contract) => contract,
+            Err(errors) => return Err(self.reject_input(agent, errors).await),
+        };
+        if contract.proposed_by != agent {
+            return Err(ServiceError::Forbidden {
+                code: "proposer_mismatch",
+                message: format!(
+                    "`proposed_by` is `{}` but this token belongs to agent `{agent}`",
+                    contract.proposed_by
+                ),
+            });
+        }
+        let now = self.now();
+        let routed = self.route(agent, contract, request_hash_sha256(body), now);
+        let submitted = self
+            .store()
+            .write(move |tx| Box::pin(async move { store_proposal(tx, routed, now).await }))
+            .await?;
+        let p = submitted.record();
+        tracing::info!(proposal.id = %p.id, status = %p.status, route = %p.routing.route, "proposal received");
+        Ok(submitted)
+    }
+
+    /// Records a contract violation against the agent, by field path only (messages may quote
+    /// the rejected values), and returns the error to answer.
+    async fn reject_input(
+        &self,
+        agent: &str,
+        errors: Vec<crate::domain::FieldError>,
+    ) -> ServiceError {
+        let event = AuditEvent::ProposalInputRejected(ProposalInputRejected {
+            agent: agent.to_owned(),
+            fields: errors
+                .iter()
+                .map(|e| audit_safe_name(&e.field).to_owned())
+                .collect(),
+        });
+        match self
+            .store()
+            .record(vec![(self.now(), Actor::agent(agent), event)])
+            .await
+        {
+            Ok(()) => ServiceError::Invalid(errors),
+            Err(e) => e.into(),
+        }
+    }
+
+    fn route(
+        &self,
+        agent: &str,
+        contract: ToolProposal,
+        request_hash: String,
+        now: time::OffsetDateTime,
+    ) -> Routed {
+        let routing = route_proposal(&contract.facts(), self.policy());
+        let status = lifecycle::initial_status(routing.route);
+        let command = (status == ProposalStatus::Accepted).then(|| {
+            let spec = self.command_spec(
+                &contract,
+                &request_hash,
+                "policy",
+                contract.effective_authorization(),
+                now,
+            );
+            (Uuid::now_v7(), spec)
+        });
+        Routed {
+            agent: agent.to_owned(),
+            contract,
+            request_hash,
+            routing,
+            status,
+            command,
+        }
+    }
+}
+
+async fn store_proposal(
+    tx: &mut Tx,
+    r: Routed,
+    now: time::OffsetDateTime,
+) -> Result<Submitted, ServiceError> {
+    let new = NewProposal {
+        agent: &r.agent,
+        status: r.status,
+        authorization_state: r.contract.effective_authorization(),
+        request_hash: &r.request_hash,
+        routing: &r.routing,
+        contract: &r.contract,
+        now,
+        expires_at: lifecycle::expires_at(r.status, now, r.routing.expires_after_secs),
+    };
+    let Some(record) = proposals::insert(tx.conn(), &new).await? else {
+        let existing =
+            proposals::by_agent_key(tx.conn(), &r.agent, &r.contract.idempotency_key).await?;
+        return match existing {
+            Some(p) if p.request_hash == r.request_hash => Ok(Submitted::Replayed(p)),
+            Some(_) => Err(ServiceError::Conflict(Conflict::IdempotencyKeyReused)),
+            None => Err(ServiceError::Conflict(Conflict::ProposalIdTaken)),
+        };
+    };
+    let agent = Actor::agent(&r.agent);
+    let c = &r.contract;
+    let submitted = ProposalSubmitted {
+        proposal_id: record.id,
+        status: record.status,
+        tool: c.tool.name.clone(),
+        domain: c.domain.clone(),
+        risk_level: c.risk_level,
+        route: r.routing.route,
+        rule: r.routing.rule.clone(),
+        policy_version: r.routing.policy_version.clone(),
+        request_hash_sha256: r.request_hash.clone(),
+        parameter_keys: c
+            .parameters
+            .keys()
+            .map(|k| audit_safe_name(k).to_owned())
+            .collect(),
+    };
+    tx.record(now, &agent, AuditEvent::ProposalSubmitted(submitted));
+    if let Some((id, spec)) = &r.command {
+        queue_command(tx, record.id, *id, spec, &Actor::system("policy"), now).await?;
+    }
+    Ok(Submitted::Created(record))
+}
+
+/// Queues the command of an approved or accepted proposal, with its audit event.
+pub(super) async fn queue_command(
+    tx: &mut Tx,
+    proposal_id: Uuid,
+    command_id: Uuid,
+    spec: &CommandSpec,
+    actor: &Actor,
+    now: time::OffsetDateTime,
+) -> Result<(), ServiceError> {
+    commands::insert(tx.conn(), command_id, proposal_id, spec, now).await?;
+    let queued = CommandQueued {
+        command_id,
+        proposal_id,
+        tool: spec.tool.name.clone(),
+        request_hash_sha256: spec.request_hash_sha256.clone(),
+    };
+    tx.record(now, actor, AuditEvent::CommandQueued(queued));
+    Ok(())
+}

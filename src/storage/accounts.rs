@@ -1,0 +1,143 @@
+//! People and machine principals: users and API tokens.
+
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use super::db::{Conn, on};
+use super::{Result, parse};
+use crate::domain::principal::{Role, TokenKind};
+
+/// A person who signs in.
+#[derive(Clone)]
+pub struct UserRecord {
+    /// Id.
+    pub id: Uuid,
+    /// Unique name.
+    pub username: String,
+    /// argon2id PHC string. Deliberately not `Debug`.
+    pub password_hash: String,
+    /// Role.
+    pub role: Role,
+    /// Disabled users cannot sign in.
+    pub disabled: bool,
+}
+
+/// A machine principal behind an API token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenRecord {
+    /// Id.
+    pub id: Uuid,
+    /// Agent or executor.
+    pub kind: TokenKind,
+    /// Principal name.
+    pub name: String,
+    /// Revoked tokens authenticate nobody.
+    pub revoked: bool,
+}
+
+/// A new token: only the hash of the secret is stored.
+pub struct NewToken {
+    /// Id.
+    pub id: Uuid,
+    /// Agent or executor.
+    pub kind: TokenKind,
+    /// Principal name.
+    pub name: String,
+    /// sha256 hex of the token.
+    pub token_hash: String,
+}
+
+#[derive(sqlx::FromRow)]
+struct UserRow {
+    id: Uuid,
+    username: String,
+    password_hash: String,
+    role: String,
+    disabled_at: Option<OffsetDateTime>,
+}
+
+#[derive(sqlx::FromRow)]
+struct TokenRow {
+    id: Uuid,
+    kind: String,
+    name: String,
+    revoked_at: Option<OffsetDateTime>,
+}
+
+/// How many users exist.
+pub async fn count_users(conn: Conn<'_>) -> Result<i64> {
+    let (n,): (i64,) = on!(conn, |c| sqlx::query_as("select count(*) from users")
+        .fetch_one(c)
+        .await)?;
+    Ok(n)
+}
+
+/// Adds a user; `false` if the name is taken.
+pub async fn insert_user(conn: Conn<'_>, user: &UserRecord, now: OffsetDateTime) -> Result<bool> {
+    let sql = "insert into users (id, username, password_hash, role, created_at) \
+               values ($1, $2, $3, $4, $5) on conflict do nothing";
+    let added = on!(conn, |c| sqlx::query(sql)
+        .bind(user.id)
+        .bind(&user.username)
+        .bind(&user.password_hash)
+        .bind(user.role.as_str())
+        .bind(now)
+        .execute(c)
+        .await
+        .map(|r| r.rows_affected()))?;
+    Ok(added > 0)
+}
+
+/// A user by name.
+pub async fn user_by_username(conn: Conn<'_>, username: &str) -> Result<Option<UserRecord>> {
+    let sql =
+        "select id, username, password_hash, role, disabled_at from users where username = $1";
+    let row: Option<UserRow> = on!(conn, |c| sqlx::query_as(sql)
+        .bind(username)
+        .fetch_optional(c)
+        .await)?;
+    row.map(|r| {
+        Ok(UserRecord {
+            id: r.id,
+            username: r.username,
+            password_hash: r.password_hash,
+            role: parse("role", &r.role, Role::parse)?,
+            disabled: r.disabled_at.is_some(),
+        })
+    })
+    .transpose()
+}
+
+/// Stores a token's hash.
+pub async fn insert_token(conn: Conn<'_>, token: &NewToken, now: OffsetDateTime) -> Result<()> {
+    let sql = "insert into api_tokens (id, kind, name, token_hash, created_at) \
+               values ($1, $2, $3, $4, $5)";
+    on!(conn, |c| sqlx::query(sql)
+        .bind(token.id)
+        .bind(token.kind.as_str())
+        .bind(&token.name)
+        .bind(&token.token_hash)
+        .bind(now)
+        .execute(c)
+        .await
+        .map(|_| ()))?;
+    Ok(())
+}
+
+/// The principal behind a token hash.
+pub async fn token_by_hash(conn: Conn<'_>, token_hash: &str) -> Result<Option<TokenRecord>> {
+    let sql = "select id, kind, name, revoked_at from api_tokens where token_hash = $1";
+    let row: Option<TokenRow> = on!(conn, |c| sqlx::query_as(sql)
+        .bind(token_hash)
+        .fetch_optional(c)
+        .await)?;
+    row.map(|r| {
+        Ok(TokenRecord {
+            id: r.id,
+            kind: parse("token kind", &r.kind, TokenKind::parse)?,
+            name: r.name,
+            revoked: r.revoked_at.is_some(),
+        })
+    })
+    .transpose()
+}

@@ -1,0 +1,306 @@
+//! The audit trail's SQL: appending events as linked rows of the hash chain, and reading
+//! them back. Appends happen only at commit ([`super::db::Tx`]), after every other statement of
+//! the change, so the chain head is held for as short a time as possible.
+//!
+//! The head lives in `audit_chain` (one row). Locking it (`for update` on PostgreSQL; SQLite's
+//! `begin immediate` already holds the only write lock) serialises appends across instances,
+//! so two servers on one database still write one chain.
+
+use serde_json::Value;
+use sqlx::types::Json;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use super::db::{Conn, Tx, on};
+use super::{Result, StorageError, parse};
+use crate::audit::chain::{self, ChainedEvent, Head};
+use crate::audit::checkpoint::Checkpoint;
+use crate::audit::{Actor, AuditEvent, EventRow};
+use crate::domain::principal::ActorKind;
+
+/// An event recorded on a transaction, waiting for its commit.
+#[derive(Debug, Clone)]
+pub struct PendingEvent {
+    at: OffsetDateTime,
+    actor: Actor,
+    row: EventRow,
+}
+
+impl PendingEvent {
+    /// An event by `actor` at `at`.
+    pub fn new(at: OffsetDateTime, actor: Actor, event: AuditEvent) -> Self {
+        Self {
+            at: chain::trail_time(at),
+            actor,
+            row: event.into_row(),
+        }
+    }
+}
+
+/// An audit row as read back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuditRecord {
+    /// Position in the trail.
+    pub seq: i64,
+    /// When.
+    pub at: OffsetDateTime,
+    /// Who.
+    pub actor_kind: ActorKind,
+    /// Their name.
+    pub actor: String,
+    /// What, e.g. `proposal.approved`.
+    pub action: String,
+    /// What kind of thing it happened to.
+    pub subject_type: String,
+    /// Its id.
+    pub subject_id: String,
+    /// Status before.
+    pub before_status: Option<String>,
+    /// Status after.
+    pub after_status: Option<String>,
+    /// Audit-safe details.
+    pub details: Value,
+}
+
+#[derive(sqlx::FromRow)]
+struct AuditRow {
+    seq: i64,
+    id: Uuid,
+    at: OffsetDateTime,
+    actor_kind: String,
+    actor: String,
+    action: String,
+    subject_type: String,
+    subject_id: String,
+    before_status: Option<String>,
+    after_status: Option<String>,
+    details: Json<Value>,
+    hash: Option<String>,
+}
+
+impl AuditRow {
+    fn into_record(self) -> Result<AuditRecord> {
+        Ok(AuditRecord {
+            seq: self.seq,
+            at: self.at,
+            actor_kind: parse("actor kind", &self.actor_kind, ActorKind::parse)?,
+            actor: self.actor,
+            action: self.action,
+            subject_type: self.subject_type,
+            subject_id: self.subject_id,
+            before_status: self.before_status,
+            after_status: self.after_status,
+            details: self.details.0,
+        })
+    }
+
+    fn into_chained(self) -> ChainedEvent {
+        ChainedEvent {
+            seq: self.seq,
+            id: self.id,
+            at: self.at,
+            actor_kind: self.actor_kind,
+            actor: self.actor,
+            kind: self.action,
+            subject_type: self.subject_type,
+            subject_id: self.subject_id,
+            before_status: self.before_status,
+            after_status: self.after_status,
+            details: self.details.0,
+            hash: self.hash.unwrap_or_default(),
+        }
+    }
+}
+
+const COLUMNS: &str = "seq, id, at, actor_kind, actor, action, subject_type, subject_id, \
+                       before_status, after_status, details, hash";
+
+/// Rows per insert statement (12 binds each; well under SQLite's limit of 32,766).
+const ROWS_PER_INSERT: usize = 256;
+
+/// Appends `events` to the chain, linked after the current head, and moves the head.
+pub(super) async fn append(tx: &mut Tx, events: Vec<PendingEvent>) -> Result<()> {
+    if events.is_empty() {
+        return Ok(());
+    }
+    let mut head = lock_head(tx.conn()).await?;
+    let mut rows = Vec::with_capacity(events.len());
+    for e in events {
+        let mut row = ChainedEvent {
+            seq: head.seq + 1,
+            id: Uuid::now_v7(),
+            at: e.at,
+            actor_kind: e.actor.kind.as_str().to_owned(),
+            actor: e.actor.name,
+            kind: e.row.kind.to_owned(),
+            subject_type: e.row.subject_type.to_owned(),
+            subject_id: e.row.subject_id,
+            before_status: e.row.before_status,
+            after_status: e.row.after_status,
+            details: e.row.details,
+            hash: String::new(),
+        };
+        row.hash = row.link_hash(&head.hash);
+        head = Head {
+            seq: row.seq,
+            hash: row.hash.clone(),
+        };
+        rows.push(row);
+    }
+    for chunk in rows.chunks(ROWS_PER_INSERT) {
+        insert_rows(tx.conn(), chunk).await?;
+    }
+    set_head(tx.conn(), &head).await
+}
+
+/// The chain head, locked until the transaction ends.
+async fn lock_head(conn: Conn<'_>) -> Result<Head> {
+    let sql = conn.pick(
+        "select seq, hash from audit_chain where id = 1",
+        "select seq, hash from audit_chain where id = 1 for update",
+    );
+    let (seq, hash): (i64, String) = on!(conn, |c| sqlx::query_as(sql).fetch_one(c).await)?;
+    Ok(Head { seq, hash })
+}
+
+async fn set_head(conn: Conn<'_>, head: &Head) -> Result<()> {
+    let sql = "update audit_chain set seq = $1, hash = $2 where id = 1";
+    on!(conn, |c| sqlx::query(sql)
+        .bind(head.seq)
+        .bind(&head.hash)
+        .execute(c)
+        .await
+        .map(|_| ()))?;
+    Ok(())
+}
+
+async fn insert_rows(conn: Conn<'_>, rows: &[ChainedEvent]) -> Result<()> {
+    on!(conn, |c| {
+        let mut q = sqlx::QueryBuilder::new(
+            "insert into audit_events (seq, id, at, actor_kind, actor, action, subject_type, \
+             subject_id, before_status, after_status, details, hash) ",
+        );
+        q.push_values(rows, |mut b, r| {
+            b.push_bind(r.seq)
+                .push_bind(r.id)
+                .push_bind(r.at)
+                .push_bind(&r.actor_kind)
+                .push_bind(&r.actor)
+                .push_bind(&r.kind)
+                .push_bind(&r.subject_type)
+                .push_bind(&r.subject_id)
+                .push_bind(&r.before_status)
+                .push_bind(&r.after_status)
+                .push_bind(Json(&r.details))
+                .push_bind(&r.hash);
+        });
+        q.build().execute(c).await.map(|_| ())
+    })?;
+    Ok(())
+}
+
+/// The trail of one subject, in order.
+pub async fn for_subject(
+    conn: Conn<'_>,
+    subject_type: &str,
+    subject_id: &str,
+) -> Result<Vec<AuditRecord>> {
+    let sql = format!(
+        "select {COLUMNS} from audit_events where subject_type = $1 and subject_id = $2 order by seq"
+    );
+    let rows: Vec<AuditRow> = on!(conn, |c| sqlx::query_as(&sql)
+        .bind(subject_type)
+        .bind(subject_id)
+        .fetch_all(c)
+        .await)?;
+    rows.into_iter().map(AuditRow::into_record).collect()
+}
+
+/// Up to `limit` rows of the chain after `after_seq`, in order (for verification and export).
+pub async fn chain_page(conn: Conn<'_>, after_seq: i64, limit: i64) -> Result<Vec<ChainedEvent>> {
+    let sql = format!("select {COLUMNS} from audit_events where seq > $1 order by seq limit $2");
+    let rows: Vec<AuditRow> = on!(conn, |c| sqlx::query_as(&sql)
+        .bind(after_seq)
+        .bind(limit)
+        .fetch_all(c)
+        .await)?;
+    Ok(rows.into_iter().map(AuditRow::into_chained).collect())
+}
+
+/// The chain head as the database records it, and the first chained seq (rows before it
+/// were written before the chain existed).
+pub async fn head(conn: Conn<'_>) -> Result<(Head, i64)> {
+    let sql = "select seq, hash, chained_from from audit_chain where id = 1";
+    let (seq, hash, from): (i64, String, i64) =
+        on!(conn, |c| sqlx::query_as(sql).fetch_one(c).await)?;
+    Ok((Head { seq, hash }, from))
+}
+
+/// The hash of the row at `seq`, if there is one.
+pub async fn hash_at(conn: Conn<'_>, seq: i64) -> Result<Option<String>> {
+    let sql = "select hash from audit_events where seq = $1";
+    let row: Option<(Option<String>,)> = on!(conn, |c| sqlx::query_as(sql)
+        .bind(seq)
+        .fetch_optional(c)
+        .await)?;
+    Ok(row.and_then(|(h,)| h))
+}
+
+/// Stores a signed checkpoint (a second one for the same seq is ignored).
+pub async fn insert_checkpoint(conn: Conn<'_>, cp: &Checkpoint) -> Result<()> {
+    let sql = "insert into audit_checkpoints (seq, hash, at, public_key, signature) \
+               values ($1, $2, $3, $4, $5) on conflict do nothing";
+    on!(conn, |c| sqlx::query(sql)
+        .bind(cp.seq)
+        .bind(&cp.hash)
+        .bind(&cp.at)
+        .bind(&cp.public_key)
+        .bind(&cp.signature)
+        .execute(c)
+        .await
+        .map(|_| ()))?;
+    Ok(())
+}
+
+type CheckpointRow = (i64, String, String, String, String);
+
+fn checkpoint((seq, hash, at, public_key, signature): CheckpointRow) -> Checkpoint {
+    Checkpoint {
+        seq,
+        hash,
+        at,
+        public_key,
+        signature,
+    }
+}
+
+/// Every stored checkpoint, oldest first.
+pub async fn checkpoints(conn: Conn<'_>) -> Result<Vec<Checkpoint>> {
+    let sql = "select seq, hash, at, public_key, signature from audit_checkpoints order by seq";
+    let rows: Vec<CheckpointRow> =
+        on!(conn, |c| sqlx::query_as(sql).fetch_all(c).await)?;
+    Ok(rows.into_iter().map(checkpoint).collect())
+}
+
+/// The latest stored checkpoint.
+pub async fn latest_checkpoint(conn: Conn<'_>) -> Result<Option<Checkpoint>> {
+    let sql = "select seq, hash, at, public_key, signature from audit_checkpoints \
+               order by seq desc limit 1";
+    let row: Option<CheckpointRow> =
+        on!(conn, |c| sqlx::query_as(sql).fetch_optional(c).await)?;
+    Ok(
+        row.map(|(seq, hash, at, public_key, signature)| Checkpoint {
+            seq,
+            hash,
+            at,
+            public_key,
+            signature,
+        }),
+    )
+}
+
+impl From<chain::ChainError> for StorageError {
+    fn from(e: chain::ChainError) -> Self {
+        StorageError::Corrupt(e.to_string())
+    }
+}

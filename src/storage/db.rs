@@ -1,0 +1,419 @@
+//! The connection plumbing under every statement: one [`Store`] handle over either backend,
+//! read connections, write transactions ([`Tx`]) that collect the audit events of the change
+//! they carry, and SQLite's single writer task with group commit.
+//!
+//! ## One source of SQL for two backends
+//!
+//! Statements are ordinary functions taking a [`Conn`]; their body runs through [`on!`], a
+//! two-arm `match` that expands the same sqlx expression once per backend. The expression
+//! stays plain Rust that rustfmt formats and rust-analyzer reads (a generic function over
+//! `sqlx::Database` needs a dozen higher-ranked bounds per statement; `sqlx::Any` cannot bind
+//! UUIDs, times or JSON). Where the dialects differ, a statement picks its text with
+//! [`Conn::pick`].
+//!
+//! ## The write path
+//!
+//! [`Store::write`] runs a change (a closure over a [`Tx`]) and commits it with the audit
+//! events it recorded, or not at all. On SQLite every change goes to one writer task, which
+//! takes everything waiting, runs each change under its own savepoint inside one `begin
+//! immediate` transaction, appends all their events, commits once (one fsync) and only then
+//! answers each caller. On PostgreSQL each change is its own transaction; instances share the
+//! database and are serialised where the audit trail is appended.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sqlx::migrate::MigrateDatabase;
+use sqlx::pool::PoolConnection;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{PgConnection, PgPool, Postgres, Sqlite, SqliteConnection, SqlitePool};
+use tokio::sync::{mpsc, oneshot};
+
+use super::audit::{self, PendingEvent};
+use super::{Result, StorageError};
+use crate::audit::{Actor, AuditEvent};
+use crate::auth::session::AnySessionStore;
+
+/// A boxed future, as write closures return.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Runs `$body` with `$c` bound to the backend's own connection type. See the module docs.
+macro_rules! on {
+    ($conn:expr, |$c:ident| $body:expr) => {
+        match $conn {
+            $crate::storage::db::Conn::Sqlite($c) => $body,
+            $crate::storage::db::Conn::Postgres($c) => $body,
+        }
+    };
+}
+pub(crate) use on;
+
+/// Which backend a store runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// SQLite file.
+    Sqlite,
+    /// PostgreSQL server.
+    Postgres,
+}
+
+/// A borrowed connection on either backend; every statement function takes one.
+pub enum Conn<'c> {
+    /// SQLite.
+    Sqlite(&'c mut SqliteConnection),
+    /// PostgreSQL.
+    Postgres(&'c mut PgConnection),
+}
+
+impl Conn<'_> {
+    /// The SQLite or the PostgreSQL text of a statement whose dialects differ.
+    pub fn pick(&self, sqlite: &'static str, postgres: &'static str) -> &'static str {
+        match self {
+            Conn::Sqlite(_) => sqlite,
+            Conn::Postgres(_) => postgres,
+        }
+    }
+}
+
+/// A pooled read connection.
+pub enum ReadConn {
+    /// SQLite (read-only pool).
+    Sqlite(PoolConnection<Sqlite>),
+    /// PostgreSQL.
+    Postgres(PoolConnection<Postgres>),
+}
+
+impl ReadConn {
+    /// The connection, for a statement.
+    pub fn conn(&mut self) -> Conn<'_> {
+        match self {
+            ReadConn::Sqlite(c) => Conn::Sqlite(c),
+            ReadConn::Postgres(c) => Conn::Postgres(c),
+        }
+    }
+}
+
+enum TxInner {
+    Sqlite(sqlx::Transaction<'static, Sqlite>),
+    Postgres(sqlx::Transaction<'static, Postgres>),
+}
+
+/// A write transaction: the statements of one change, and the audit events it records.
+/// The events are appended to the trail when the transaction commits, in the same commit.
+pub struct Tx {
+    inner: TxInner,
+    events: Vec<PendingEvent>,
+}
+
+impl Tx {
+    /// The connection, for a statement.
+    pub fn conn(&mut self) -> Conn<'_> {
+        match &mut self.inner {
+            TxInner::Sqlite(t) => Conn::Sqlite(t),
+            TxInner::Postgres(t) => Conn::Postgres(t),
+        }
+    }
+
+    /// Records an audit event; it is written with this transaction's commit, or never.
+    pub fn record(&mut self, at: time::OffsetDateTime, actor: &Actor, event: AuditEvent) {
+        self.events
+            .push(PendingEvent::new(at, actor.clone(), event));
+    }
+
+    async fn execute(&mut self, sql: &'static str) -> Result<()> {
+        on!(self.conn(), |c| sqlx::query(sql)
+            .execute(c)
+            .await
+            .map(|_| ()))?;
+        Ok(())
+    }
+
+    async fn commit(mut self) -> Result<()> {
+        let events = std::mem::take(&mut self.events);
+        audit::append(&mut self, events).await?;
+        match self.inner {
+            TxInner::Sqlite(t) => t.commit().await?,
+            TxInner::Postgres(t) => t.commit().await?,
+        }
+        Ok(())
+    }
+}
+
+/// A change's closure: runs against a [`Tx`]; an `Err` leaves nothing of it behind.
+type Change<R, E> = Box<dyn for<'t> FnOnce(&'t mut Tx) -> BoxFuture<'t, Result<R, E>> + Send>;
+
+/// A change waiting for the SQLite writer, its result type erased.
+trait Job: Send {
+    /// Runs the change; `true` if it succeeded (and its writes should stay).
+    fn run<'t>(&'t mut self, tx: &'t mut Tx) -> BoxFuture<'t, bool>;
+    /// Answers the caller once the batch is durable (`None`) or failed.
+    fn finish(self: Box<Self>, failure: Option<&str>);
+}
+
+struct TypedJob<R, E> {
+    change: Option<Change<R, E>>,
+    outcome: Option<Result<R, E>>,
+    reply: oneshot::Sender<Result<R, E>>,
+}
+
+impl<R: Send + 'static, E: From<StorageError> + Send + 'static> Job for TypedJob<R, E> {
+    fn run<'t>(&'t mut self, tx: &'t mut Tx) -> BoxFuture<'t, bool> {
+        Box::pin(async move {
+            let Some(change) = self.change.take() else {
+                return false;
+            };
+            let outcome = change(tx).await;
+            let ok = outcome.is_ok();
+            self.outcome = Some(outcome);
+            ok
+        })
+    }
+
+    fn finish(self: Box<Self>, failure: Option<&str>) {
+        let answer = match (failure, self.outcome) {
+            // A failed change keeps its own error even when the batch also failed.
+            (_, Some(Err(e))) => Err(e),
+            (None, Some(Ok(r))) => Ok(r),
+            (Some(why), _) => Err(StorageError::Batch(why.to_owned()).into()),
+            (None, None) => Err(StorageError::Batch("the change never ran".into()).into()),
+        };
+        // The caller may have gone away (request cancelled); the change stands regardless.
+        let _ = self.reply.send(answer);
+    }
+}
+
+/// Most changes one SQLite transaction takes.
+const MAX_BATCH: usize = 512;
+/// How many changes may wait for the writer before callers wait to hand theirs over.
+const WRITER_QUEUE: usize = 4_096;
+
+/// The SQLite writer: owns the write connection and commits changes in groups.
+async fn run_writer(pool: SqlitePool, mut jobs: mpsc::Receiver<Box<dyn Job>>) {
+    let mut batch: Vec<Box<dyn Job>> = Vec::with_capacity(MAX_BATCH);
+    while jobs.recv_many(&mut batch, MAX_BATCH).await > 0 {
+        let failure = match commit_batch(&pool, &mut batch).await {
+            Ok(()) => None,
+            Err(e) => {
+                tracing::error!(error = %e, changes = batch.len(), "write batch failed");
+                Some(e.to_string())
+            }
+        };
+        for job in batch.drain(..) {
+            job.finish(failure.as_deref());
+        }
+    }
+}
+
+async fn commit_batch(pool: &SqlitePool, batch: &mut [Box<dyn Job>]) -> Result<()> {
+    // `begin immediate` takes the write lock up front, so a CLI writing the same file waits
+    // (busy timeout) instead of failing to upgrade a read transaction.
+    let tx = pool.begin_with("begin immediate").await?;
+    let mut tx = Tx {
+        inner: TxInner::Sqlite(tx),
+        events: Vec::new(),
+    };
+    if let [only] = batch {
+        // A batch of one needs no savepoint: its failure rolls the transaction back.
+        if !only.run(&mut tx).await {
+            return Ok(());
+        }
+        return tx.commit().await;
+    }
+    for job in batch.iter_mut() {
+        let events_before = tx.events.len();
+        tx.execute("savepoint change").await?;
+        if job.run(&mut tx).await {
+            tx.execute("release change").await?;
+        } else {
+            tx.events.truncate(events_before);
+            tx.execute("rollback to change").await?;
+            tx.execute("release change").await?;
+        }
+    }
+    tx.commit().await
+}
+
+enum Engine {
+    Sqlite {
+        read: SqlitePool,
+        writer: mpsc::Sender<Box<dyn Job>>,
+    },
+    Postgres {
+        pool: PgPool,
+    },
+}
+
+/// Countersign's database, on either backend. Cheap to clone.
+#[derive(Clone)]
+pub struct Store {
+    engine: Arc<Engine>,
+}
+
+impl Store {
+    /// Which backend this is.
+    pub fn backend(&self) -> Backend {
+        match *self.engine {
+            Engine::Sqlite { .. } => Backend::Sqlite,
+            Engine::Postgres { .. } => Backend::Postgres,
+        }
+    }
+
+    /// A read connection.
+    pub async fn read(&self) -> Result<ReadConn> {
+        Ok(match &*self.engine {
+            Engine::Sqlite { read, .. } => ReadConn::Sqlite(read.acquire().await?),
+            Engine::Postgres { pool } => ReadConn::Postgres(pool.acquire().await?),
+        })
+    }
+
+    /// Runs `change` in a write transaction and commits it with the audit events it recorded;
+    /// answers once the commit is durable. If `change` fails, nothing of it is written.
+    pub async fn write<R, E, F>(&self, change: F) -> Result<R, E>
+    where
+        R: Send + 'static,
+        E: From<StorageError> + Send + 'static,
+        F: for<'t> FnOnce(&'t mut Tx) -> BoxFuture<'t, Result<R, E>> + Send + 'static,
+    {
+        match &*self.engine {
+            Engine::Sqlite { writer, .. } => {
+                let (reply, answer) = oneshot::channel();
+                let job = TypedJob {
+                    change: Some(Box::new(change) as Change<R, E>),
+                    outcome: None,
+                    reply,
+                };
+                writer
+                    .send(Box::new(job))
+                    .await
+                    .map_err(|_| StorageError::Batch("the writer has stopped".into()))?;
+                answer
+                    .await
+                    .map_err(|_| StorageError::Batch("the writer has stopped".into()))?
+            }
+            Engine::Postgres { pool } => {
+                let tx = pool.begin().await.map_err(StorageError::from)?;
+                let mut tx = Tx {
+                    inner: TxInner::Postgres(tx),
+                    events: Vec::new(),
+                };
+                let outcome = change(&mut tx).await?;
+                tx.commit().await?;
+                Ok(outcome)
+            }
+        }
+    }
+
+    /// Writes audit events that change nothing else (a pre-tool-check, a rejected request).
+    pub async fn record(
+        &self,
+        events: Vec<(time::OffsetDateTime, Actor, AuditEvent)>,
+    ) -> Result<()> {
+        self.write(move |tx| {
+            Box::pin(async move {
+                for (at, actor, event) in events {
+                    tx.record(at, &actor, event);
+                }
+                Ok::<_, StorageError>(())
+            })
+        })
+        .await
+    }
+
+    /// Checks the database answers.
+    pub async fn ping(&self) -> Result<()> {
+        let mut c = self.read().await?;
+        on!(c.conn(), |c| sqlx::query("select 1")
+            .execute(c)
+            .await
+            .map(|_| ()))?;
+        Ok(())
+    }
+}
+
+/// Connects to `url` (`sqlite://…` or `postgres://…`), creating the database if it is missing
+/// and applying migrations. Returns the store and the session store for the same database.
+pub async fn connect(url: &str) -> Result<(Store, AnySessionStore)> {
+    if url.starts_with("sqlite:") {
+        connect_sqlite(url).await
+    } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+        connect_postgres(url).await
+    } else {
+        Err(StorageError::Database(sqlx::Error::Configuration(
+            "database URL must start with sqlite:// or postgres://".into(),
+        )))
+    }
+}
+
+/// SQLite, the embedded default: one file, created and migrated on first start. Writes go
+/// through the one writer connection; reads use a small read-only pool. WAL with
+/// `synchronous = full`: an acknowledged write survives `kill -9` and power loss.
+async fn connect_sqlite(url: &str) -> Result<(Store, AnySessionStore)> {
+    if url.contains(":memory:") || url.contains("mode=memory") {
+        return Err(StorageError::Database(sqlx::Error::Configuration(
+            "in-memory SQLite is not supported: give a file, e.g. sqlite://countersign.db".into(),
+        )));
+    }
+    let options = SqliteConnectOptions::from_str(url)?
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        .synchronous(SqliteSynchronous::Full)
+        .foreign_keys(true)
+        .busy_timeout(Duration::from_secs(10));
+    let write = SqlitePoolOptions::new()
+        .max_connections(1)
+        .connect_with(options.clone())
+        .await?;
+    sqlx::migrate!("./migrations/sqlite").run(&write).await?;
+    // Sessions get their own connection: a sign-in must not wait behind a write batch.
+    let session_pool = SqlitePoolOptions::new()
+        .max_connections(2)
+        .connect_with(options.clone())
+        .await?;
+    let sessions = tower_sessions_sqlx_store::SqliteStore::new(session_pool);
+    sessions.migrate().await?;
+    let read = SqlitePoolOptions::new()
+        .max_connections(4)
+        .connect_with(options.read_only(true))
+        .await?;
+    let (writer, jobs) = mpsc::channel(WRITER_QUEUE);
+    tokio::spawn(run_writer(write, jobs));
+    let engine = Engine::Sqlite { read, writer };
+    Ok((
+        Store {
+            engine: Arc::new(engine),
+        },
+        AnySessionStore::Sqlite(sessions),
+    ))
+}
+
+/// PostgreSQL, for deployments that outgrow one machine: several Countersign instances can
+/// share one database. The queue head is claimed with `for update skip locked`, so instances
+/// never lease the same command.
+async fn connect_postgres(url: &str) -> Result<(Store, AnySessionStore)> {
+    if !Postgres::database_exists(url).await? {
+        // Two instances starting at once may race here; the loser finds it created.
+        if let Err(e) = Postgres::create_database(url).await
+            && !Postgres::database_exists(url).await?
+        {
+            return Err(e.into());
+        }
+    }
+    let options = PgConnectOptions::from_str(url)?;
+    let pool = PgPoolOptions::new()
+        .max_connections(16)
+        .connect_with(options)
+        .await?;
+    sqlx::migrate!("./migrations/postgres").run(&pool).await?;
+    let sessions = tower_sessions_sqlx_store::PostgresStore::new(pool.clone());
+    sessions.migrate().await?;
+    Ok((
+        Store {
+            engine: Arc::new(Engine::Postgres { pool }),
+        },
+        AnySessionStore::Postgres(sessions),
+    ))
+}

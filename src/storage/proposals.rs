@@ -1,0 +1,395 @@
+//! Proposals and their approvals: rows and statements.
+
+use sqlx::types::Json;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use super::db::{Conn, on};
+use super::{Result, parse};
+use crate::domain::lifecycle::{ProposalStatus, Verdict};
+use crate::domain::proposal::{AuthorizationState, ToolProposal};
+use crate::domain::proposal_routing::ProposalDecision as Routing;
+
+/// A reviewer's decision as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Review {
+    /// Approved or rejected.
+    pub verdict: Verdict,
+    /// Reviewer's username.
+    pub decided_by: String,
+    /// When.
+    pub decided_at: OffsetDateTime,
+    /// Reviewer's reason.
+    pub reason: Option<String>,
+}
+
+/// A proposal as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProposalRecord {
+    /// Position in arrival order.
+    pub seq: i64,
+    /// The agent's proposal id.
+    pub id: Uuid,
+    /// The authenticated agent that submitted it.
+    pub agent: String,
+    /// Current status.
+    pub status: ProposalStatus,
+    /// Current effective authorization (`confirmed` once approved).
+    pub authorization_state: AuthorizationState,
+    /// `sha256` of the canonical request.
+    pub request_hash: String,
+    /// How it was routed.
+    pub routing: Routing,
+    /// The validated contract.
+    pub contract: ToolProposal,
+    /// Arrival time.
+    pub created_at: OffsetDateTime,
+    /// Last change.
+    pub updated_at: OffsetDateTime,
+    /// When a pending proposal expires.
+    pub expires_at: Option<OffsetDateTime>,
+    /// The decision, once taken.
+    pub review: Option<Review>,
+}
+
+/// A proposal row to insert.
+pub struct NewProposal<'a> {
+    /// The authenticated agent.
+    pub agent: &'a str,
+    /// Status it starts in.
+    pub status: ProposalStatus,
+    /// Effective authorization.
+    pub authorization_state: AuthorizationState,
+    /// Request hash.
+    pub request_hash: &'a str,
+    /// Routing.
+    pub routing: &'a Routing,
+    /// Contract.
+    pub contract: &'a ToolProposal,
+    /// Arrival time.
+    pub now: OffsetDateTime,
+    /// When it expires if still pending.
+    pub expires_at: Option<OffsetDateTime>,
+}
+
+/// A decision to write onto a claimed proposal.
+pub struct DecisionRow<'a> {
+    /// The proposal.
+    pub id: Uuid,
+    /// Its new status.
+    pub status: ProposalStatus,
+    /// Its new authorization, if the decision raises it.
+    pub authorization_state: Option<AuthorizationState>,
+    /// Approved or rejected.
+    pub verdict: Verdict,
+    /// Reviewer.
+    pub reviewer: &'a str,
+    /// Reason.
+    pub reason: Option<&'a str>,
+    /// When.
+    pub now: OffsetDateTime,
+}
+
+#[derive(sqlx::FromRow)]
+struct ProposalRow {
+    seq: i64,
+    id: Uuid,
+    agent: String,
+    status: String,
+    authorization_state: String,
+    request_hash: String,
+    routing: Json<Routing>,
+    contract: Json<ToolProposal>,
+    created_at: OffsetDateTime,
+    updated_at: OffsetDateTime,
+    expires_at: Option<OffsetDateTime>,
+    decision: Option<String>,
+    decided_by: Option<String>,
+    decided_at: Option<OffsetDateTime>,
+    decision_reason: Option<String>,
+}
+
+impl ProposalRow {
+    fn into_record(self) -> Result<ProposalRecord> {
+        let review = match (self.decision, self.decided_by, self.decided_at) {
+            (Some(d), Some(by), Some(at)) => Some(Review {
+                verdict: parse("decision", &d, Verdict::parse)?,
+                decided_by: by,
+                decided_at: at,
+                reason: self.decision_reason,
+            }),
+            _ => None,
+        };
+        Ok(ProposalRecord {
+            seq: self.seq,
+            id: self.id,
+            agent: self.agent,
+            status: parse("proposal status", &self.status, ProposalStatus::parse)?,
+            authorization_state: parse(
+                "authorization state",
+                &self.authorization_state,
+                AuthorizationState::parse,
+            )?,
+            request_hash: self.request_hash,
+            routing: self.routing.0,
+            contract: self.contract.0,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            expires_at: self.expires_at,
+            review,
+        })
+    }
+}
+
+fn records(rows: Vec<ProposalRow>) -> Result<Vec<ProposalRecord>> {
+    rows.into_iter().map(ProposalRow::into_record).collect()
+}
+
+fn record(row: Option<ProposalRow>) -> Result<Option<ProposalRecord>> {
+    row.map(ProposalRow::into_record).transpose()
+}
+
+macro_rules! cols {
+    () => {
+        "seq, id, agent, status, authorization_state, request_hash, routing, contract, \
+         created_at, updated_at, expires_at, decision, decided_by, decided_at, decision_reason"
+    };
+}
+
+/// Inserts a proposal; `None` if its id or its (agent, idempotency key) is already taken.
+pub async fn insert(conn: Conn<'_>, p: &NewProposal<'_>) -> Result<Option<ProposalRecord>> {
+    let sql = concat!(
+        "insert into proposals (id, agent, idempotency_key, request_hash, status, \
+         authorization_state, risk_level, tool_name, domain, route, routing, contract, \
+         created_at, updated_at, expires_at) \
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13, $14) \
+         on conflict do nothing returning ",
+        cols!()
+    );
+    let c = p.contract;
+    let row: Option<ProposalRow> = on!(conn, |db| sqlx::query_as(sql)
+        .bind(c.proposal_id)
+        .bind(p.agent)
+        .bind(&c.idempotency_key)
+        .bind(p.request_hash)
+        .bind(p.status.as_str())
+        .bind(p.authorization_state.as_str())
+        .bind(c.risk_level.as_str())
+        .bind(&c.tool.name)
+        .bind(&c.domain)
+        .bind(p.routing.route.as_str())
+        .bind(Json(p.routing))
+        .bind(Json(c))
+        .bind(p.now)
+        .bind(p.expires_at)
+        .fetch_optional(db)
+        .await)?;
+    record(row)
+}
+
+/// The proposal an agent submitted under an idempotency key.
+pub async fn by_agent_key(
+    conn: Conn<'_>,
+    agent: &str,
+    key: &str,
+) -> Result<Option<ProposalRecord>> {
+    let sql = concat!(
+        "select ",
+        cols!(),
+        " from proposals where agent = $1 and idempotency_key = $2"
+    );
+    let row: Option<ProposalRow> = on!(conn, |c| sqlx::query_as(sql)
+        .bind(agent)
+        .bind(key)
+        .fetch_optional(c)
+        .await)?;
+    record(row)
+}
+
+/// A proposal by id.
+pub async fn by_id(conn: Conn<'_>, id: Uuid) -> Result<Option<ProposalRecord>> {
+    let sql = concat!("select ", cols!(), " from proposals where id = $1");
+    let row: Option<ProposalRow> = on!(conn, |c| sqlx::query_as(sql)
+        .bind(id)
+        .fetch_optional(c)
+        .await)?;
+    record(row)
+}
+
+/// Proposals in `status`, oldest first.
+pub async fn by_status(
+    conn: Conn<'_>,
+    status: ProposalStatus,
+    limit: i64,
+) -> Result<Vec<ProposalRecord>> {
+    let sql = concat!(
+        "select ",
+        cols!(),
+        " from proposals where status = $1 order by seq limit $2"
+    );
+    let rows: Vec<ProposalRow> = on!(conn, |c| sqlx::query_as(sql)
+        .bind(status.as_str())
+        .bind(limit)
+        .fetch_all(c)
+        .await)?;
+    records(rows)
+}
+
+/// Pending proposals whose time has not run out at `now`, oldest first.
+pub async fn pending_live(
+    conn: Conn<'_>,
+    now: OffsetDateTime,
+    limit: i64,
+) -> Result<Vec<ProposalRecord>> {
+    let sql = conn.pick(
+        concat!(
+            "select ",
+            cols!(),
+            " from proposals where status = 'pending' and \
+             (expires_at is null or julianday(expires_at) > julianday($1)) order by seq limit $2"
+        ),
+        concat!(
+            "select ",
+            cols!(),
+            " from proposals where status = 'pending' and \
+             (expires_at is null or expires_at > $1) order by seq limit $2"
+        ),
+    );
+    let rows: Vec<ProposalRow> = on!(conn, |c| sqlx::query_as(sql)
+        .bind(now)
+        .bind(limit)
+        .fetch_all(c)
+        .await)?;
+    records(rows)
+}
+
+/// Claims a pending proposal whose time has not run out (a row lock on PostgreSQL; SQLite has
+/// one writer): concurrent reviewers queue up here and see each other's outcome.
+pub async fn claim_pending(
+    conn: Conn<'_>,
+    id: Uuid,
+    now: OffsetDateTime,
+) -> Result<Option<ProposalRecord>> {
+    let sql = conn.pick(
+        concat!(
+            "update proposals set updated_at = $1 where id = $2 and status = 'pending' and \
+             (expires_at is null or julianday(expires_at) > julianday($1)) returning ",
+            cols!()
+        ),
+        concat!(
+            "update proposals set updated_at = $1 where id = $2 and status = 'pending' and \
+             (expires_at is null or expires_at > $1) returning ",
+            cols!()
+        ),
+    );
+    let row: Option<ProposalRow> = on!(conn, |c| sqlx::query_as(sql)
+        .bind(now)
+        .bind(id)
+        .fetch_optional(c)
+        .await)?;
+    record(row)
+}
+
+/// Writes a reviewer's final decision onto a claimed proposal.
+pub async fn record_decision(conn: Conn<'_>, d: &DecisionRow<'_>) -> Result<ProposalRecord> {
+    let sql = concat!(
+        "update proposals set status = $1, authorization_state = coalesce($2, authorization_state), \
+         decision = $3, decided_by = $4, decided_at = $5, decision_reason = $6, updated_at = $5 \
+         where id = $7 returning ",
+        cols!()
+    );
+    let row: ProposalRow = on!(conn, |c| sqlx::query_as(sql)
+        .bind(d.status.as_str())
+        .bind(d.authorization_state.map(AuthorizationState::as_str))
+        .bind(d.verdict.as_str())
+        .bind(d.reviewer)
+        .bind(d.now)
+        .bind(d.reason)
+        .bind(d.id)
+        .fetch_one(c)
+        .await)?;
+    row.into_record()
+}
+
+/// Marks every pending proposal whose time ran out at `now` expired, and returns them.
+pub async fn expire_due(conn: Conn<'_>, now: OffsetDateTime) -> Result<Vec<ProposalRecord>> {
+    let sql = conn.pick(
+        concat!(
+            "update proposals set status = 'expired', updated_at = $1 where status = 'pending' \
+             and julianday(expires_at) <= julianday($1) returning ",
+            cols!()
+        ),
+        concat!(
+            "update proposals set status = 'expired', updated_at = $1 where status = 'pending' \
+             and expires_at <= $1 returning ",
+            cols!()
+        ),
+    );
+    let rows: Vec<ProposalRow> = on!(conn, |c| sqlx::query_as(sql).bind(now).fetch_all(c).await)?;
+    records(rows)
+}
+
+/// The status of a proposal whose command may report (`approved` or `accepted`), if it is one.
+pub async fn executable_status(conn: Conn<'_>, id: Uuid) -> Result<Option<ProposalStatus>> {
+    let sql = "select status from proposals where id = $1 and status in ('approved', 'accepted')";
+    let status: Option<(String,)> = on!(conn, |c| sqlx::query_as(sql)
+        .bind(id)
+        .fetch_optional(c)
+        .await)?;
+    status
+        .map(|(s,)| parse("proposal status", &s, ProposalStatus::parse))
+        .transpose()
+}
+
+/// Sets a proposal's status.
+pub async fn set_status(
+    conn: Conn<'_>,
+    id: Uuid,
+    status: ProposalStatus,
+    now: OffsetDateTime,
+) -> Result<()> {
+    let sql = "update proposals set status = $1, updated_at = $2 where id = $3";
+    on!(conn, |c| sqlx::query(sql)
+        .bind(status.as_str())
+        .bind(now)
+        .bind(id)
+        .execute(c)
+        .await
+        .map(|_| ()))?;
+    Ok(())
+}
+
+/// Records one reviewer's approval; `false` if they had already approved.
+pub async fn insert_approval(
+    conn: Conn<'_>,
+    id: Uuid,
+    reviewer: &str,
+    now: OffsetDateTime,
+) -> Result<bool> {
+    let sql = "insert into approvals (proposal_id, reviewer, at) values ($1, $2, $3) \
+               on conflict do nothing";
+    let added = on!(conn, |c| sqlx::query(sql)
+        .bind(id)
+        .bind(reviewer)
+        .bind(now)
+        .execute(c)
+        .await
+        .map(|r| r.rows_affected()))?;
+    Ok(added > 0)
+}
+
+/// How many reviewers have approved a proposal.
+pub async fn count_approvals(conn: Conn<'_>, id: Uuid) -> Result<i64> {
+    let sql = "select count(*) from approvals where proposal_id = $1";
+    let (n,): (i64,) = on!(conn, |c| sqlx::query_as(sql).bind(id).fetch_one(c).await)?;
+    Ok(n)
+}
+
+/// Who has approved a proposal so far, in order.
+pub async fn approvals(conn: Conn<'_>, id: Uuid) -> Result<Vec<(String, OffsetDateTime)>> {
+    let sql = "select reviewer, at from approvals where proposal_id = $1 order by at, reviewer";
+    Ok(on!(conn, |c| sqlx::query_as(sql)
+        .bind(id)
+        .fetch_all(c)
+        .await)?)
+}
