@@ -19,7 +19,7 @@ use tower_sessions::{Expiry, Session, SessionManagerLayer};
 use crate::api::{self, ApiState};
 use crate::auth::session::{AnySessionStore, WebSession};
 use crate::config::{Settings, redact_url};
-use crate::domain::policy::Policy;
+use crate::domain::Policy;
 use crate::storage::{self, DynStore};
 use crate::web::ReviewDesk;
 

@@ -15,9 +15,9 @@ use time::format_description::well_known::Rfc3339;
 use uuid::Uuid;
 
 use crate::auth::password;
+use crate::domain::Policy;
 use crate::domain::command::CommandSpec;
-use crate::domain::lifecycle::{DecisionError, ProposalStatus, Verdict, check_decision};
-use crate::domain::policy::Policy;
+use crate::domain::lifecycle::{DecisionError, ProposalStatus, ReviewVerdict, check_decision};
 use crate::domain::principal::Role;
 use crate::storage::{Conflict, DynStore, NewDecision, ProposalRecord, StorageError};
 
@@ -237,7 +237,7 @@ impl Desk for ReviewDesk {
             &p.agent,
             &viewer.username,
             role,
-            Verdict::Approved,
+            ReviewVerdict::Approved,
             None,
         );
         let (can_decide, cannot) = match check {
@@ -362,7 +362,7 @@ impl Desk for ReviewDesk {
         reason: Option<&str>,
     ) -> Result<DecideOutcome, AppError> {
         let role = role_of(viewer)?;
-        let Some(verdict) = Verdict::parse(verdict) else {
+        let Some(verdict) = ReviewVerdict::parse(verdict) else {
             return Ok(DecideOutcome::Refused("bad_verdict"));
         };
         let id = Uuid::parse_str(id).map_err(|_| AppError::NotFound)?;
@@ -386,14 +386,14 @@ impl Desk for ReviewDesk {
                 }
             };
         let now = OffsetDateTime::now_utc();
-        let command = (decision.verdict == Verdict::Approved).then(|| {
+        let command = (decision.verdict == ReviewVerdict::Approved).then(|| {
             (
                 Uuid::now_v7(),
                 CommandSpec::for_approved(
                     &p.contract,
                     &p.request_hash,
                     &viewer.username,
-                    crate::domain::proposal::AuthorizationState::Confirmed,
+                    crate::domain::contract::vocab::AuthorizationState::Confirmed,
                     now,
                 )
                 .only_for(self.policy.executors_for(&p.contract.tool.name)),

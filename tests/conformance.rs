@@ -7,11 +7,12 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::PathBuf;
 
-use countersign::domain::aana::{
-    AuthorizationState, EvidenceKind, FreshnessStatus, OPTIONAL_FIELDS, REQUIRED_FIELDS,
-    RedactionStatus, RiskDomain, SCHEMA_VERSION, SubjectType, ToolCategory, TrustTier,
+use countersign::domain::contract::aana::{
+    EvidenceKind, FreshnessStatus, OPTIONAL_FIELDS, REQUIRED_FIELDS, RedactionStatus,
+    SCHEMA_VERSION, SubjectType, TrustTier,
 };
-use countersign::domain::gate::GateDecision;
+use countersign::domain::contract::vocab::{AuthorizationState, RiskDomain, ToolCategory};
+use countersign::domain::routing::gate::GateDecision;
 use countersign::domain::{Event, Policy, Route, WireEnum, check, check_value};
 use serde_json::{Value, json};
 

@@ -6,11 +6,12 @@ mod common;
 
 use std::sync::Arc;
 
-use countersign::domain::canonical::request_hash_sha256;
 use countersign::domain::command::{CommandSpec, CommandStatus, Outcome};
-use countersign::domain::lifecycle::{ProposalStatus, Verdict};
+use countersign::domain::contract::canonical::request_hash_sha256;
+use countersign::domain::contract::proposal::ToolProposal;
+use countersign::domain::contract::vocab::AuthorizationState;
+use countersign::domain::lifecycle::{ProposalStatus, ReviewVerdict};
 use countersign::domain::principal::{ActorKind, Role, TokenKind};
-use countersign::domain::proposal::{AuthorizationState, ToolProposal};
 use countersign::domain::{Policy, route_proposal};
 use countersign::storage::{
     self, AuditEntry, Conflict, DynStore, NewDecision, NewLease, NewProposal, NewReport, NewToken,
@@ -70,7 +71,7 @@ async fn approve(store: &DynStore, id: Uuid, reviewer: &str) -> Result<Uuid, Sto
     store
         .decide_proposal(&NewDecision {
             proposal_id: id,
-            verdict: Verdict::Approved,
+            verdict: ReviewVerdict::Approved,
             reviewer: reviewer.into(),
             reason: None,
             required_approvals: 1,
@@ -200,7 +201,7 @@ async fn approval_confirms_queues_and_audits_in_one_go(backend: &str) {
     let review = p.review.expect("review recorded");
     assert_eq!(
         (review.verdict, review.decided_by.as_str()),
-        (Verdict::Approved, "rev")
+        (ReviewVerdict::Approved, "rev")
     );
     let command = db
         .store
@@ -244,7 +245,7 @@ async fn a_decided_proposal_is_never_decided_again(backend: &str) {
         .store
         .decide_proposal(&NewDecision {
             proposal_id: id,
-            verdict: Verdict::Rejected,
+            verdict: ReviewVerdict::Rejected,
             reviewer: "rev2".into(),
             reason: Some("no".into()),
             required_approvals: 1,
@@ -305,7 +306,7 @@ async fn rejection_records_the_reason_and_queues_nothing(backend: &str) {
         .store
         .decide_proposal(&NewDecision {
             proposal_id: id,
-            verdict: Verdict::Rejected,
+            verdict: ReviewVerdict::Rejected,
             reviewer: "rev".into(),
             reason: Some("wrong customer".into()),
             required_approvals: 1,
@@ -718,7 +719,7 @@ async fn quorum_needs_distinct_approvers(backend: &str) {
             store
                 .decide_proposal(&NewDecision {
                     proposal_id: id,
-                    verdict: Verdict::Approved,
+                    verdict: ReviewVerdict::Approved,
                     reviewer: reviewer.into(),
                     reason: None,
                     required_approvals: 2,

@@ -18,7 +18,7 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 
 use crate::config::Settings;
-use crate::domain::policy::Policy;
+use crate::domain::Policy;
 use crate::storage::DynStore;
 
 /// Largest request body the API accepts: 256 KiB.

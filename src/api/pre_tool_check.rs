@@ -13,10 +13,10 @@ use serde_json::{Value, json};
 use super::ApiState;
 use super::error::ApiError;
 use super::extract::{Agent, JsonBody};
-use crate::domain::aana::Event;
-use crate::domain::gate::{self, Decision};
+use crate::domain::Event;
 use crate::domain::principal::ActorKind;
-use crate::domain::scan::audit_safe_name;
+use crate::domain::routing::gate::{self, Decision};
+use crate::domain::routing::scan::audit_safe_name;
 use crate::storage::AuditEntry;
 
 pub fn router() -> Router<ApiState> {

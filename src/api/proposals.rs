@@ -13,14 +13,14 @@ use super::ApiState;
 use super::error::ApiError;
 use super::extract::{Agent, JsonBody, PathId};
 use super::views::ProposalView;
-use crate::domain::aana::Route;
-use crate::domain::canonical::request_hash_sha256;
+use crate::domain::Route;
 use crate::domain::command::CommandSpec;
+use crate::domain::contract::canonical::request_hash_sha256;
+use crate::domain::contract::proposal::ToolProposal;
 use crate::domain::lifecycle::ProposalStatus;
 use crate::domain::principal::ActorKind;
-use crate::domain::proposal::ToolProposal;
-use crate::domain::proposal_routing::route_proposal;
-use crate::domain::scan::audit_safe_name;
+use crate::domain::route_proposal;
+use crate::domain::routing::scan::audit_safe_name;
 use crate::storage::{AuditEntry, Conflict, NewProposal, StorageError, Submitted};
 
 pub fn router() -> Router<ApiState> {

@@ -6,10 +6,11 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use crate::domain::command::{CommandSpec, CommandStatus};
-use crate::domain::lifecycle::{ProposalStatus, Verdict};
-use crate::domain::proposal::{AuthorizationState, Intent, RiskLevel, ToolRef};
-use crate::domain::proposal_routing::ProposalDecision;
-use crate::domain::verdict::Blocker;
+use crate::domain::contract::proposal::{Intent, ToolRef};
+use crate::domain::contract::vocab::{AuthorizationState, RiskLevel};
+use crate::domain::lifecycle::{ProposalStatus, ReviewVerdict};
+use crate::domain::routing::proposal::ProposalDecision;
+use crate::domain::routing::verdict::Blocker;
 use crate::storage::{CommandRecord, ProposalRecord};
 
 /// A proposal as its agent sees it.
@@ -24,7 +25,7 @@ pub struct ProposalView {
     /// What the agent declared.
     pub declared_authorization_state: Option<AuthorizationState>,
     /// Route the policy gave it.
-    pub route: crate::domain::aana::Route,
+    pub route: crate::domain::Route,
     /// What stands between it and execution, machine-readable.
     pub blockers: Vec<Blocker>,
     /// The full routing record.
@@ -62,7 +63,7 @@ pub struct ProposalView {
 #[derive(Serialize)]
 pub struct ReviewView {
     /// `approved` or `rejected`.
-    pub decision: Verdict,
+    pub decision: ReviewVerdict,
     /// Reviewer.
     pub decided_by: String,
     /// When.

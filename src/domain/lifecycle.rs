@@ -2,8 +2,8 @@
 //! `confirmed`, one command queued) or `rejected`; then `succeeded` or `failed` when the
 //! executor reports. Decided proposals are never decided again.
 
+use super::contract::wire::wire_enum;
 use super::principal::Role;
-use super::wire::wire_enum;
 
 /// Longest rejection reason, in characters.
 pub const MAX_REASON: usize = 2_000;
@@ -38,16 +38,16 @@ impl ProposalStatus {
 }
 
 wire_enum! {
-    /// A reviewer's verdict.
-    pub enum Verdict { Approved => "approved", Rejected => "rejected" }
+    /// A reviewer's verdict on a proposal (`approved` or `rejected`).
+    pub enum ReviewVerdict { Approved => "approved", Rejected => "rejected" }
 }
 
-impl Verdict {
+impl ReviewVerdict {
     /// The status a proposal takes on this verdict.
     pub fn status(self) -> ProposalStatus {
         match self {
-            Verdict::Approved => ProposalStatus::Approved,
-            Verdict::Rejected => ProposalStatus::Rejected,
+            ReviewVerdict::Approved => ProposalStatus::Approved,
+            ReviewVerdict::Rejected => ProposalStatus::Rejected,
         }
     }
 }
@@ -71,9 +71,9 @@ pub enum DecisionError {
 
 /// A decision a reviewer wants to take, checked against the rules.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Decision {
+pub struct ReviewDecision {
     /// Approve or reject.
-    pub verdict: Verdict,
+    pub verdict: ReviewVerdict,
     /// Reviewer's reason (required to reject, optional to approve).
     pub reason: Option<String>,
 }
@@ -85,9 +85,9 @@ pub fn check_decision(
     proposer: &str,
     reviewer: &str,
     role: Role,
-    verdict: Verdict,
+    verdict: ReviewVerdict,
     reason: Option<&str>,
-) -> Result<Decision, DecisionError> {
+) -> Result<ReviewDecision, DecisionError> {
     if !role.can_decide() {
         return Err(DecisionError::RoleMayNotDecide);
     }
@@ -101,10 +101,10 @@ pub fn check_decision(
     if reason.is_some_and(|r| r.chars().count() > MAX_REASON) {
         return Err(DecisionError::ReasonRequired);
     }
-    if verdict == Verdict::Rejected && reason.is_none() {
+    if verdict == ReviewVerdict::Rejected && reason.is_none() {
         return Err(DecisionError::ReasonRequired);
     }
-    Ok(Decision {
+    Ok(ReviewDecision {
         verdict,
         reason: reason.map(str::to_owned),
     })
@@ -121,7 +121,7 @@ mod tests {
             "agent",
             "rev",
             Role::Reviewer,
-            Verdict::Approved,
+            ReviewVerdict::Approved,
             None,
         )
         .expect("allowed");
@@ -135,7 +135,7 @@ mod tests {
             "alice",
             "alice",
             Role::Admin,
-            Verdict::Approved,
+            ReviewVerdict::Approved,
             None,
         );
         assert_eq!(e, Err(DecisionError::OwnProposal));
@@ -148,7 +148,7 @@ mod tests {
             "a",
             "c",
             Role::Compliance,
-            Verdict::Approved,
+            ReviewVerdict::Approved,
             None,
         );
         assert_eq!(e, Err(DecisionError::RoleMayNotDecide));
@@ -162,7 +162,14 @@ mod tests {
             ProposalStatus::Succeeded,
             ProposalStatus::Refused,
         ] {
-            let e = check_decision(s, "a", "r", Role::Reviewer, Verdict::Rejected, Some("no"));
+            let e = check_decision(
+                s,
+                "a",
+                "r",
+                Role::Reviewer,
+                ReviewVerdict::Rejected,
+                Some("no"),
+            );
             assert_eq!(e, Err(DecisionError::AlreadyDecided(s)));
         }
     }
@@ -174,7 +181,7 @@ mod tests {
             "a",
             "r",
             Role::Reviewer,
-            Verdict::Rejected,
+            ReviewVerdict::Rejected,
             Some("  "),
         );
         assert_eq!(e, Err(DecisionError::ReasonRequired));
@@ -183,7 +190,7 @@ mod tests {
             "a",
             "r",
             Role::Reviewer,
-            Verdict::Rejected,
+            ReviewVerdict::Rejected,
             Some(" too risky "),
         );
         assert_eq!(ok.expect("allowed").reason.as_deref(), Some("too risky"));

@@ -20,10 +20,10 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use crate::domain::command::{CommandSpec, CommandStatus, Outcome};
-use crate::domain::lifecycle::{ProposalStatus, Verdict};
+use crate::domain::contract::{proposal::ToolProposal, vocab::AuthorizationState};
+use crate::domain::lifecycle::{ProposalStatus, ReviewVerdict};
 use crate::domain::principal::{ActorKind, Role, TokenKind};
-use crate::domain::proposal::{AuthorizationState, ToolProposal};
-use crate::domain::proposal_routing::ProposalDecision as Routing;
+use crate::domain::routing::proposal::ProposalDecision as Routing;
 
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
@@ -169,7 +169,7 @@ pub struct NewToken {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Review {
     /// Approved or rejected.
-    pub verdict: Verdict,
+    pub verdict: ReviewVerdict,
     /// Reviewer's username.
     pub decided_by: String,
     /// When.
@@ -243,7 +243,7 @@ pub struct NewDecision {
     /// Proposal.
     pub proposal_id: Uuid,
     /// Verdict.
-    pub verdict: Verdict,
+    pub verdict: ReviewVerdict,
     /// Reviewer.
     pub reviewer: String,
     /// Reason.

@@ -13,10 +13,10 @@ use super::{
     UserRecord,
 };
 use crate::domain::command::{CommandSpec, CommandStatus};
-use crate::domain::lifecycle::{ProposalStatus, Verdict};
+use crate::domain::contract::{proposal::ToolProposal, vocab::AuthorizationState};
+use crate::domain::lifecycle::{ProposalStatus, ReviewVerdict};
 use crate::domain::principal::{ActorKind, Role, TokenKind};
-use crate::domain::proposal::{AuthorizationState, ToolProposal};
-use crate::domain::proposal_routing::ProposalDecision as Routing;
+use crate::domain::routing::proposal::ProposalDecision as Routing;
 
 fn parse<T>(what: &str, raw: &str, parse: fn(&str) -> Option<T>) -> Result<T> {
     parse(raw).ok_or_else(|| StorageError::Corrupt(format!("unknown {what} `{raw}`")))
@@ -45,7 +45,7 @@ impl ProposalRow {
     pub(super) fn into_record(self) -> Result<ProposalRecord> {
         let review = match (self.decision, self.decided_by, self.decided_at) {
             (Some(d), Some(by), Some(at)) => Some(Review {
-                verdict: parse("decision", &d, Verdict::parse)?,
+                verdict: parse("decision", &d, ReviewVerdict::parse)?,
                 decided_by: by,
                 decided_at: at,
                 reason: self.decision_reason,
@@ -212,9 +212,9 @@ macro_rules! impl_store {
         use time::OffsetDateTime;
         use uuid::Uuid;
 
-        use $crate::domain::lifecycle::{ProposalStatus, Verdict};
+        use $crate::domain::lifecycle::{ProposalStatus, ReviewVerdict};
         use $crate::domain::principal::ActorKind;
-        use $crate::domain::proposal::AuthorizationState;
+        use $crate::domain::contract::vocab::AuthorizationState;
         use $crate::storage::sql::{command_cols, proposal_cols, AuditRow, CommandRow, ProposalRow, TokenRow, UserRow};
         use $crate::storage::{
             AuditEntry, AuditRecord, Backend, CommandRecord, Conflict, NewDecision, NewLease, NewProposal,
@@ -444,7 +444,7 @@ macro_rules! impl_store {
                         "parameter_keys": c
                             .parameters
                             .keys()
-                            .map(|k| $crate::domain::scan::audit_safe_name(k))
+                            .map(|k| $crate::domain::routing::scan::audit_safe_name(k))
                             .collect::<Vec<_>>(),
                     }),
                 };
@@ -476,8 +476,8 @@ macro_rules! impl_store {
             async fn decide_proposal(&self, d: &NewDecision) -> Result<ProposalRecord> {
                 let status = d.verdict.status();
                 let authorization: Option<&str> = match d.verdict {
-                    Verdict::Approved => Some(AuthorizationState::Confirmed.as_str()),
-                    Verdict::Rejected => None,
+                    ReviewVerdict::Approved => Some(AuthorizationState::Confirmed.as_str()),
+                    ReviewVerdict::Rejected => None,
                 };
                 let mut tx = self.write.begin().await?;
                 // Claim the pending, unexpired proposal (a row lock on PostgreSQL; SQLite has one
@@ -505,7 +505,7 @@ macro_rules! impl_store {
                         None => Err(StorageError::NotFound),
                     };
                 };
-                if d.verdict == Verdict::Approved {
+                if d.verdict == ReviewVerdict::Approved {
                     let added = sqlx::query(
                         "insert into approvals (proposal_id, reviewer, at) values ($1, $2, $3) on conflict do nothing",
                     )
@@ -565,8 +565,8 @@ macro_rules! impl_store {
                     actor_kind: ActorKind::User,
                     actor: d.reviewer.clone(),
                     action: match d.verdict {
-                        Verdict::Approved => "proposal.approved",
-                        Verdict::Rejected => "proposal.rejected",
+                        ReviewVerdict::Approved => "proposal.approved",
+                        ReviewVerdict::Rejected => "proposal.rejected",
                     },
                     subject_type: "proposal",
                     subject_id: record.id.to_string(),
