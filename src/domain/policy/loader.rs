@@ -1,4 +1,4 @@
-//! Loading a policy: TOML text (read with positions by [`super::toml`]) into a [`Policy`],
+//! Loading a policy: TOML text (read with positions by `super::toml`) into a [`Policy`],
 //! with every problem reported at its line and key path, never only the first. Durations
 //! (`"24h"`, `"7d"`) are parsed here too.
 

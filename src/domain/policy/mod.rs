@@ -37,20 +37,20 @@
 //! - A policy can only make decisions stricter than the built-in rules: categories and risk
 //!   are floors, never ceilings.
 //! - When several rules match a tool name, an exact name beats every pattern, and among
-//!   patterns the most specific wins ([`Glob::specificity`]); the order rules are written in
-//!   never matters.
+//!   patterns the most specific wins ([`Glob::specificity`](glob::Glob::specificity)); the
+//!   order rules are written in never matters.
 //! - Category `B` ("conditionally auto-executable", seed 004) is not implemented: it is
 //!   accepted for forward compatibility and treated exactly like `C`.
 //! - Unknown keys, unknown values and wrong types are errors (a typo in a safety policy must
 //!   not silently fall back to a default).
 //!
-//! [`Policy::version`] is `sha256:<hex>` of the canonical JSON of the *parsed* policy (defaults
-//! filled in, durations in seconds, name lists sorted), so it is stable across whitespace,
-//! comments, key order, rule order and spelling choices (`"24h"` = `"1d"`, `"A"` = `"a"`), and
-//! changes whenever a decision could change.
+//! [`Policy::version`](model::Policy::version) is `sha256:<hex>` of the canonical JSON of the
+//! *parsed* policy (defaults filled in, durations in seconds, name lists sorted), so it is
+//! stable across whitespace, comments, key order, rule order and spelling choices (`"24h"` =
+//! `"1d"`, `"A"` = `"a"`), and changes whenever a decision could change.
 //!
 //! The wing imports only the contract wing ([`crate::domain::contract`]): [`model`] is the
-//! policy itself, [`loader`] reads it from TOML (with positions from [`toml`]), [`glob`]
+//! policy itself, [`loader`] reads it from TOML (with positions from `toml`), [`glob`]
 //! matches tool-name patterns.
 
 pub mod glob;
