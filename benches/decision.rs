@@ -13,9 +13,11 @@ mod policy_gen;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use countersign::domain::aana::{AuthorizationState, EvidenceRef, ToolCategory};
-use countersign::domain::gate::check_json_str;
-use countersign::domain::policy::{BlastRadius, RiskLevel};
+use countersign::domain::contract::aana::EvidenceRef;
+use countersign::domain::contract::vocab::{
+    AuthorizationState, BlastRadius, RiskLevel, ToolCategory,
+};
+use countersign::domain::routing::gate::check_json_str;
 use countersign::domain::{Event, Policy, ProposalFacts, check, route_proposal};
 use criterion::{Criterion, criterion_group};
 use policy_gen::{BENCH_TOOLS, generate_policy};

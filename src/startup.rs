@@ -20,7 +20,7 @@ use crate::api::{self, ApiState};
 use crate::audit::checkpoint::CheckpointKey;
 use crate::auth::session::{AnySessionStore, WebSession};
 use crate::config::{Settings, redact_url};
-use crate::domain::policy::Policy;
+use crate::domain::policy::model::Policy;
 use crate::service::Services;
 use crate::storage::{self, Store};
 use crate::web::ReviewDesk;

@@ -16,7 +16,9 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use uuid::Uuid;
 
-use crate::domain::lifecycle::{self, DecisionError, ProposalStatus, Verdict, check_decision};
+use crate::domain::lifecycle::{
+    self, DecisionError, ProposalStatus, ReviewVerdict, check_decision,
+};
 use crate::domain::principal::Role;
 use crate::service::{Conflict, Decided, QUEUE_LIMIT, Reviewer, ServiceError, Services};
 use crate::storage::AuditRecord;
@@ -223,7 +225,7 @@ fn standing(
         &p.agent,
         &viewer.username,
         role,
-        Verdict::Approved,
+        ReviewVerdict::Approved,
         None,
     );
     let (can_decide, cannot) = match check {
@@ -439,7 +441,7 @@ impl Desk for ReviewDesk {
         verdict: &str,
         reason: Option<&str>,
     ) -> Result<DecideOutcome, AppError> {
-        let Some(verdict) = Verdict::parse(verdict) else {
+        let Some(verdict) = ReviewVerdict::parse(verdict) else {
             return Ok(DecideOutcome::Refused(Notice::BadVerdict));
         };
         let id = Uuid::parse_str(id).map_err(|_| AppError::NotFound)?;
@@ -452,8 +454,8 @@ impl Desk for ReviewDesk {
                 Ok(DecideOutcome::Decided(Notice::ApprovalRecorded))
             }
             Ok(Decided::Final(_)) => Ok(DecideOutcome::Decided(match verdict {
-                Verdict::Approved => Notice::Approved,
-                Verdict::Rejected => Notice::Rejected,
+                ReviewVerdict::Approved => Notice::Approved,
+                ReviewVerdict::Rejected => Notice::Rejected,
             })),
             Err(e) => match refusal(&e) {
                 Some(notice) => Ok(DecideOutcome::Refused(notice)),

@@ -1,26 +1,28 @@
 //! Conformance with AANA Agent Action Contract v1: the published schema, cases and examples
-//! (`shared/conformance/aana/`), AANA's own observed results, and the examples in seed 000's
-//! text. Where AANA's observed code and the seed's text disagree, the seed wins and the test
-//! says why.
+//! (`shared/conformance/aana/`, copied into `tests/fixtures/aana/`), AANA's own observed
+//! results, and the examples in seed 000's text (`tests/fixtures/seed000/`). Where AANA's
+//! observed code and the seed's text disagree, the seed wins and the test says why.
 
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::PathBuf;
 
-use countersign::domain::aana::{
-    AuthorizationState, EvidenceKind, FreshnessStatus, OPTIONAL_FIELDS, REQUIRED_FIELDS,
-    RedactionStatus, RiskDomain, SCHEMA_VERSION, SubjectType, ToolCategory, TrustTier,
+use countersign::domain::contract::aana::{
+    EvidenceKind, FreshnessStatus, OPTIONAL_FIELDS, REQUIRED_FIELDS, RedactionStatus,
+    SCHEMA_VERSION, SubjectType, TrustTier,
 };
-use countersign::domain::gate::GateDecision;
+use countersign::domain::contract::vocab::{AuthorizationState, RiskDomain, ToolCategory};
+use countersign::domain::routing::gate::GateDecision;
 use countersign::domain::{Event, Policy, Route, WireEnum, check, check_value};
 use serde_json::{Value, json};
 
-/// Where the AANA conformance files live (the one path to change when the crate moves).
-const CONFORMANCE_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/conformance/aana");
-/// Seed 000, whose example events and routes are checked too.
+/// Where the AANA conformance files live: an in-repository copy of
+/// `shared/conformance/aana/` (see `tests/fixtures/README.md`).
+const CONFORMANCE_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/aana");
+/// The examples section of seed 000, whose example events and routes are checked too.
 const SEED_000: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../shared/seeds/000_08b0dbee1a1fecfa.txt"
+    "/tests/fixtures/seed000/examples.md"
 );
 
 fn load(file: &str) -> Value {

@@ -4,11 +4,12 @@
 #[path = "../benches/support/policy_gen.rs"]
 mod policy_gen;
 
-use countersign::domain::aana::{AuthorizationState, EvidenceRef, RiskDomain, ToolCategory};
-use countersign::domain::policy::{
-    ActionCategory, AuthorizationMode, BlastRadius, RiskLevel, UnknownAgents,
+use countersign::domain::contract::aana::EvidenceRef;
+use countersign::domain::contract::vocab::{
+    AuthorizationMode, AuthorizationState, BlastRadius, RiskDomain, RiskLevel, ToolCategory,
 };
-use countersign::domain::verdict::BlockerCode;
+use countersign::domain::policy::model::{ActionCategory, UnknownAgents};
+use countersign::domain::routing::verdict::BlockerCode;
 use countersign::domain::{
     Policy, PolicyError, ProposalDecision, ProposalFacts, Route, check_value, route_proposal,
 };

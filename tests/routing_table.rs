@@ -2,9 +2,10 @@
 //! of the ladder, every evidence overlay, the runtime's recommendation, schema-invalid events,
 //! and the audit-safe copy.
 
-use countersign::domain::aana::{AuthorizationState, ToolCategory};
-use countersign::domain::gate::{GateDecision, WITHHELD};
-use countersign::domain::verdict::BlockerCode;
+use countersign::domain::contract::vocab::{AuthorizationState, ToolCategory};
+use countersign::domain::routing::gate::GateDecision;
+use countersign::domain::routing::scan::WITHHELD;
+use countersign::domain::routing::verdict::BlockerCode;
 use countersign::domain::{Decision, Event, Policy, Route, WireEnum, check, check_value};
 use serde_json::{Value, json};
 
@@ -520,7 +521,7 @@ fn schema_invalid_events_are_refused_with_every_error() {
     );
     assert!(d.audit_event.is_none() && d.authorization_report.is_none());
     assert_eq!(d.policy_version, Policy::builtin().version());
-    let d = countersign::domain::gate::check_json_str("{not json", &Policy::builtin());
+    let d = countersign::domain::routing::gate::check_json_str("{not json", &Policy::builtin());
     assert_eq!((d.route, d.hard_blockers.len()), (Route::Refuse, 1));
 }
 

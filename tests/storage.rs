@@ -14,9 +14,9 @@ use countersign::audit::Actor;
 use countersign::auth::token;
 use countersign::domain::Policy;
 use countersign::domain::command::{CommandStatus, Outcome};
-use countersign::domain::lifecycle::{DecisionError, ProposalStatus, Verdict};
+use countersign::domain::contract::vocab::AuthorizationState;
+use countersign::domain::lifecycle::{DecisionError, ProposalStatus, ReviewVerdict};
 use countersign::domain::principal::{ActorKind, Role, TokenKind};
-use countersign::domain::proposal::AuthorizationState;
 use countersign::service::{
     AccountError, Clock, Conflict, Decided, Report, Reviewer, ServiceError, Services, Submitted,
 };
@@ -100,7 +100,7 @@ async fn submit_record(services: &Services, agent: &str) -> ProposalRecord {
 /// `reviewer` approves proposal `id` (one approval is enough); the id of the queued command.
 async fn approve(services: &Services, id: Uuid, by: &str) -> Result<Uuid, ServiceError> {
     match services
-        .decide(&reviewer(by), id, Verdict::Approved, None)
+        .decide(&reviewer(by), id, ReviewVerdict::Approved, None)
         .await?
     {
         Decided::Final(p) => assert_eq!(p.status, ProposalStatus::Approved),
@@ -211,7 +211,7 @@ async fn approval_confirms_queues_and_audits_in_one_go(backend: &str) {
     let review = p.review.expect("review recorded");
     assert_eq!(
         (review.verdict, review.decided_by.as_str()),
-        (Verdict::Approved, "rev")
+        (ReviewVerdict::Approved, "rev")
     );
     let command = db
         .services
@@ -258,7 +258,7 @@ async fn a_decided_proposal_is_never_decided_again(backend: &str) {
     );
     let reject = db
         .services
-        .decide(&reviewer("rev2"), id, Verdict::Rejected, Some("no"))
+        .decide(&reviewer("rev2"), id, ReviewVerdict::Rejected, Some("no"))
         .await;
     assert!(
         already_decided(&reject).is_some(),
@@ -331,7 +331,7 @@ async fn rejection_records_the_reason_and_queues_nothing(backend: &str) {
         .decide(
             &reviewer("rev"),
             id,
-            Verdict::Rejected,
+            ReviewVerdict::Rejected,
             Some("wrong customer"),
         )
         .await
@@ -790,7 +790,7 @@ async fn quorum_needs_distinct_approvers(backend: &str) {
         let services = db.services.clone();
         async move {
             services
-                .decide(&reviewer(by), id, Verdict::Approved, None)
+                .decide(&reviewer(by), id, ReviewVerdict::Approved, None)
                 .await
         }
     };

@@ -12,8 +12,8 @@ use axum::{Json, Router};
 use serde_json::Value;
 
 use super::ApiState;
-use crate::domain::aana::Event;
-use crate::domain::proposal::ToolProposal;
+use crate::domain::contract::aana::Event;
+use crate::domain::contract::proposal::ToolProposal;
 
 fn generate<T: schemars::JsonSchema>(id: &str, title: &str) -> Value {
     let mut schema = serde_json::to_value(schemars::schema_for!(T)).unwrap_or_default();

@@ -6,10 +6,11 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use crate::domain::command::{CommandSpec, CommandStatus};
-use crate::domain::lifecycle::{ProposalStatus, Verdict};
-use crate::domain::proposal::{AuthorizationState, Intent, RiskLevel, ToolRef};
-use crate::domain::proposal_routing::ProposalDecision;
-use crate::domain::verdict::Blocker;
+use crate::domain::contract::proposal::{Intent, ToolRef};
+use crate::domain::contract::vocab::{AuthorizationState, RiskLevel};
+use crate::domain::lifecycle::{ProposalStatus, ReviewVerdict};
+use crate::domain::routing::proposal::ProposalDecision;
+use crate::domain::routing::verdict::Blocker;
 use crate::storage::commands::CommandRecord;
 use crate::storage::proposals::ProposalRecord;
 
@@ -25,7 +26,7 @@ pub struct AgentProposal {
     /// What the agent declared.
     pub declared_authorization_state: Option<AuthorizationState>,
     /// Route the policy gave it.
-    pub route: crate::domain::aana::Route,
+    pub route: crate::domain::contract::vocab::Route,
     /// What stands between it and execution, machine-readable.
     pub blockers: Vec<Blocker>,
     /// The full routing record.
@@ -63,7 +64,7 @@ pub struct AgentProposal {
 #[derive(Serialize)]
 pub struct AgentReview {
     /// `approved` or `rejected`.
-    pub decision: Verdict,
+    pub decision: ReviewVerdict,
     /// Reviewer.
     pub decided_by: String,
     /// When.

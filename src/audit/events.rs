@@ -5,11 +5,11 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use super::{EventRow, details, status};
-use crate::domain::aana::Route;
 use crate::domain::command::{CommandStatus, Outcome};
-use crate::domain::lifecycle::{ProposalStatus, Verdict};
+use crate::domain::contract::vocab::Route;
+use crate::domain::contract::vocab::{AuthorizationState, RiskLevel};
+use crate::domain::lifecycle::{ProposalStatus, ReviewVerdict};
 use crate::domain::principal::{Role, TokenKind};
-use crate::domain::proposal::{AuthorizationState, RiskLevel};
 
 /// Everything the audit trail records.
 #[derive(Debug, Clone, PartialEq)]
@@ -105,7 +105,7 @@ pub struct ProposalDecided {
     pub proposal_id: Uuid,
     /// Approved or rejected.
     #[serde(skip)]
-    pub verdict: Verdict,
+    pub verdict: ReviewVerdict,
     /// Authorization after the decision (`confirmed` on approval).
     pub authorization_state: AuthorizationState,
     /// The reviewer's reason.
@@ -290,8 +290,8 @@ impl AuditEvent {
             ),
             E::ProposalDecided(p) => row(
                 match p.verdict {
-                    Verdict::Approved => "proposal.approved",
-                    Verdict::Rejected => "proposal.rejected",
+                    ReviewVerdict::Approved => "proposal.approved",
+                    ReviewVerdict::Rejected => "proposal.rejected",
                 },
                 "proposal",
                 p.proposal_id.to_string(),

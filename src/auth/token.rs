@@ -4,7 +4,7 @@
 
 use argon2::password_hash::rand_core::{OsRng, RngCore};
 
-use crate::domain::canonical::sha256_hex;
+use crate::domain::contract::canonical::sha256_hex;
 use crate::domain::principal::TokenKind;
 
 /// A freshly made secret. Not `Debug`, not `Serialize`: it is printed once, by hand.

@@ -271,7 +271,7 @@ pub(crate) async fn services(url: &str) -> Result<Services, String> {
     let (store, _) = open_store(url).await.map_err(|e| e.to_string())?;
     Ok(Services::new(
         store,
-        std::sync::Arc::new(crate::domain::policy::Policy::builtin()),
+        std::sync::Arc::new(crate::domain::policy::model::Policy::builtin()),
     ))
 }
 
@@ -299,9 +299,9 @@ async fn serve(settings: Settings) -> Result<(), String> {
     app.run().await.map_err(|e| e.to_string())
 }
 
-fn load_policy(file: &std::path::Path) -> Result<crate::domain::policy::Policy, String> {
+fn load_policy(file: &std::path::Path) -> Result<crate::domain::Policy, String> {
     let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
-    crate::domain::policy::Policy::from_toml_str(&text).map_err(|errors| {
+    crate::domain::Policy::from_toml_str(&text).map_err(|errors| {
         // Compiler-style `FILE:LINE:COLUMN: field: message`, one per line.
         let lines: Vec<String> = errors
             .iter()
@@ -325,11 +325,11 @@ type Explained = (serde_json::Value, String, String);
 /// Routes an AANA event (it has `tool_name`) or a tool proposal under `policy`.
 fn explain(
     value: &serde_json::Value,
-    policy: &crate::domain::policy::Policy,
+    policy: &crate::domain::Policy,
 ) -> Result<Explained, Vec<crate::domain::FieldError>> {
-    use crate::domain::{
-        aana::Event, gate, proposal::ToolProposal, proposal_routing::route_proposal,
-    };
+    use crate::domain::contract::proposal::ToolProposal;
+    use crate::domain::routing::gate;
+    use crate::domain::{Event, route_proposal};
     if value.get("tool_name").is_some() {
         let event = Event::parse(value)?;
         let d = gate::check(&event, policy);

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::wire::wire_enum;
+use super::contract::wire::wire_enum;
 
 /// Shortest lease an executor may ask for, in seconds.
 pub const MIN_LEASE_SECONDS: u64 = 5;
@@ -98,10 +98,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Map;
 use time::OffsetDateTime;
 
-use super::proposal::{
-    AuthorizationState, BlastRadius, ExecutionLimits, RollbackPlan, TargetRef, ToolProposal,
-    ToolRef,
-};
+use super::contract::proposal::{ExecutionLimits, RollbackPlan, TargetRef, ToolProposal, ToolRef};
+use super::contract::vocab::{AuthorizationState, BlastRadius};
 
 /// What an executor receives: the validated, approved command, and nothing of the agent's
 /// intent or reasoning (seed 004: executors never receive raw AI output).

@@ -4,9 +4,9 @@
 
 use time::OffsetDateTime;
 
-use super::aana::Route;
+use super::contract::vocab::Route;
+use super::contract::wire::wire_enum;
 use super::principal::Role;
-use super::wire::wire_enum;
 
 /// Longest rejection reason, in characters.
 pub const MAX_REASON: usize = 2_000;
@@ -41,16 +41,16 @@ impl ProposalStatus {
 }
 
 wire_enum! {
-    /// A reviewer's verdict.
-    pub enum Verdict { Approved => "approved", Rejected => "rejected" }
+    /// A reviewer's verdict on a proposal (`approved` or `rejected`).
+    pub enum ReviewVerdict { Approved => "approved", Rejected => "rejected" }
 }
 
-impl Verdict {
+impl ReviewVerdict {
     /// The status a proposal takes on this verdict.
     pub fn status(self) -> ProposalStatus {
         match self {
-            Verdict::Approved => ProposalStatus::Approved,
-            Verdict::Rejected => ProposalStatus::Rejected,
+            ReviewVerdict::Approved => ProposalStatus::Approved,
+            ReviewVerdict::Rejected => ProposalStatus::Rejected,
         }
     }
 }
@@ -74,9 +74,9 @@ pub enum DecisionError {
 
 /// A decision a reviewer wants to take, checked against the rules.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Decision {
+pub struct ReviewDecision {
     /// Approve or reject.
-    pub verdict: Verdict,
+    pub verdict: ReviewVerdict,
     /// Reviewer's reason (required to reject, optional to approve).
     pub reason: Option<String>,
 }
@@ -88,9 +88,9 @@ pub fn check_decision(
     proposer: &str,
     reviewer: &str,
     role: Role,
-    verdict: Verdict,
+    verdict: ReviewVerdict,
     reason: Option<&str>,
-) -> Result<Decision, DecisionError> {
+) -> Result<ReviewDecision, DecisionError> {
     if !role.can_decide() {
         return Err(DecisionError::RoleMayNotDecide);
     }
@@ -104,10 +104,10 @@ pub fn check_decision(
     if reason.is_some_and(|r| r.chars().count() > MAX_REASON) {
         return Err(DecisionError::ReasonRequired);
     }
-    if verdict == Verdict::Rejected && reason.is_none() {
+    if verdict == ReviewVerdict::Rejected && reason.is_none() {
         return Err(DecisionError::ReasonRequired);
     }
-    Ok(Decision {
+    Ok(ReviewDecision {
         verdict,
         reason: reason.map(str::to_owned),
     })
@@ -164,7 +164,7 @@ mod tests {
             "agent",
             "rev",
             Role::Reviewer,
-            Verdict::Approved,
+            ReviewVerdict::Approved,
             None,
         )
         .expect("allowed");
@@ -178,7 +178,7 @@ mod tests {
             "alice",
             "alice",
             Role::Admin,
-            Verdict::Approved,
+            ReviewVerdict::Approved,
             None,
         );
         assert_eq!(e, Err(DecisionError::OwnProposal));
@@ -191,7 +191,7 @@ mod tests {
             "a",
             "c",
             Role::Compliance,
-            Verdict::Approved,
+            ReviewVerdict::Approved,
             None,
         );
         assert_eq!(e, Err(DecisionError::RoleMayNotDecide));
@@ -205,7 +205,14 @@ mod tests {
             ProposalStatus::Succeeded,
             ProposalStatus::Refused,
         ] {
-            let e = check_decision(s, "a", "r", Role::Reviewer, Verdict::Rejected, Some("no"));
+            let e = check_decision(
+                s,
+                "a",
+                "r",
+                Role::Reviewer,
+                ReviewVerdict::Rejected,
+                Some("no"),
+            );
             assert_eq!(e, Err(DecisionError::AlreadyDecided(s)));
         }
     }
@@ -217,7 +224,7 @@ mod tests {
             "a",
             "r",
             Role::Reviewer,
-            Verdict::Rejected,
+            ReviewVerdict::Rejected,
             Some("  "),
         );
         assert_eq!(e, Err(DecisionError::ReasonRequired));
@@ -226,7 +233,7 @@ mod tests {
             "a",
             "r",
             Role::Reviewer,
-            Verdict::Rejected,
+            ReviewVerdict::Rejected,
             Some(" too risky "),
         );
         assert_eq!(ok.expect("allowed").reason.as_deref(), Some("too risky"));

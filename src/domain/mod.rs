@@ -5,27 +5,35 @@
 //!
 //! Routes are ordered `accept < ask < defer < refuse`; every rule, the policy and an agent's
 //! own recommendation can only move a decision towards `refuse`. Only `accept` executes.
+//!
+//! ## Wings, and which way imports run
+//!
+//! ```text
+//! contract  →  policy  →  routing
+//!     ↖__________↖___________↖__ lifecycle, command, principal
+//! ```
+//!
+//! - [`contract`]: the AANA event, the tool proposal, the shared vocabulary (routes, tool
+//!   categories, the authorization ladder, risk and blast radius), wire helpers, canonical
+//!   JSON. Imports nothing else from the domain.
+//! - [`policy`]: the operator's policy, its TOML loader and tool-name globs. Imports only
+//!   `contract`.
+//! - [`routing`]: the AANA gate, the proposal router and the rules, evidence assessment and
+//!   leak scanning they share. Imports `contract` and `policy`.
+//! - [`lifecycle`], [`command`], [`principal`] sit beside the wings: a proposal's life after
+//!   routing, the executor queue, and who acts. They may import any wing; no wing imports
+//!   them.
 
-pub mod aana;
-pub mod canonical;
 pub mod command;
-pub mod evidence;
-pub mod gate;
-pub mod glob;
+pub mod contract;
 pub mod lifecycle;
 pub mod policy;
-mod policy_toml;
 pub mod principal;
-pub mod proposal;
-pub mod proposal_routing;
-pub mod rules;
-pub mod scan;
-pub mod verdict;
-mod wire;
+pub mod routing;
 
-pub use wire::{FieldError, WireEnum};
-
-pub use aana::{Event, Route};
-pub use gate::{Decision, check, check_value};
-pub use policy::{Policy, PolicyError};
-pub use proposal_routing::{ProposalDecision, ProposalFacts, route_proposal};
+pub use contract::aana::Event;
+pub use contract::vocab::Route;
+pub use contract::wire::{FieldError, WireEnum};
+pub use policy::model::{Policy, PolicyError};
+pub use routing::gate::{Decision, check, check_value};
+pub use routing::proposal::{ProposalDecision, ProposalFacts, route_proposal};

@@ -1,7 +1,7 @@
 //! Who acts in Countersign: people with a role, and machine principals (agents and executors)
 //! that authenticate with API tokens.
 
-use super::wire::wire_enum;
+use super::contract::wire::wire_enum;
 
 wire_enum! {
     /// A person's role. Deny by default: each capability below names the roles it allows.
@@ -34,7 +34,7 @@ wire_enum! {
 /// `_` and `.`, starting with a letter or digit. Names share one namespace, so a person can
 /// never approve what an agent of the same name proposed.
 pub fn parse_name(name: &str) -> Result<String, String> {
-    if super::proposal::is_slug(name, 64) {
+    if super::contract::proposal::is_slug(name, 64) {
         Ok(name.to_owned())
     } else {
         Err(format!(

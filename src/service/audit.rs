@@ -170,8 +170,7 @@ impl Services {
             .map_err(|e| service(e.into()))?;
         let checkpoint = checkpoints
             .into_iter()
-            .filter(|c| count > 0 && c.seq >= first && c.seq <= last)
-            .next_back();
+            .rfind(|c| count > 0 && c.seq >= first && c.seq <= last);
         let manifest = Manifest {
             format: FORMAT.to_owned(),
             count,

@@ -9,9 +9,9 @@ use super::submit::queue_command;
 use super::{Conflict, ServiceError, Services};
 use crate::audit::{Actor, ApprovalRecorded, AuditEvent, ProposalDecided};
 use crate::domain::command::CommandSpec;
-use crate::domain::lifecycle::{self, ProposalStatus, Verdict, check_decision};
+use crate::domain::contract::vocab::AuthorizationState;
+use crate::domain::lifecycle::{self, ProposalStatus, ReviewVerdict, check_decision};
 use crate::domain::principal::Role;
-use crate::domain::proposal::AuthorizationState;
 use crate::storage::Tx;
 use crate::storage::proposals::{self, DecisionRow, ProposalRecord};
 
@@ -36,7 +36,7 @@ pub enum Decided {
 /// A checked decision, ready to apply.
 struct Change {
     id: Uuid,
-    verdict: Verdict,
+    verdict: ReviewVerdict,
     reviewer: String,
     reason: Option<String>,
     required_approvals: u8,
@@ -58,7 +58,7 @@ impl Services {
         &self,
         reviewer: &Reviewer,
         id: Uuid,
-        verdict: Verdict,
+        verdict: ReviewVerdict,
         reason: Option<&str>,
     ) -> Result<Decided, ServiceError> {
         let p = self.proposal(id).await?.ok_or(ServiceError::NotFound)?;
@@ -71,7 +71,7 @@ impl Services {
             reason,
         )?;
         let now = self.now();
-        let command = (decision.verdict == Verdict::Approved).then(|| {
+        let command = (decision.verdict == ReviewVerdict::Approved).then(|| {
             let spec = self.command_spec(
                 &p.contract,
                 &p.request_hash,
@@ -116,7 +116,7 @@ impl Change {
             return self.not_claimed(tx).await;
         };
         let reviewer = Actor::user(&self.reviewer);
-        if self.verdict == Verdict::Approved {
+        if self.verdict == ReviewVerdict::Approved {
             if !proposals::insert_approval(tx.conn(), self.id, &self.reviewer, self.now).await? {
                 return Err(ServiceError::Conflict(Conflict::AlreadyApproved));
             }
@@ -148,7 +148,7 @@ impl Change {
         let row = DecisionRow {
             id: self.id,
             status: self.verdict.status(),
-            authorization_state: (self.verdict == Verdict::Approved)
+            authorization_state: (self.verdict == ReviewVerdict::Approved)
                 .then_some(AuthorizationState::Confirmed),
             verdict: self.verdict,
             reviewer: &self.reviewer,

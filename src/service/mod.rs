@@ -32,9 +32,10 @@ pub use submit::Submitted;
 
 use crate::domain::FieldError;
 use crate::domain::command::{CommandSpec, CommandStatus};
+use crate::domain::contract::proposal::ToolProposal;
+use crate::domain::contract::vocab::AuthorizationState;
 use crate::domain::lifecycle::{DecisionError, ProposalStatus};
-use crate::domain::policy::Policy;
-use crate::domain::proposal::{AuthorizationState, ToolProposal};
+use crate::domain::policy::model::Policy;
 use crate::storage::{ReadConn, StorageError, Store};
 
 /// Where time comes from: the system clock, or a fixed one in tests.

@@ -7,9 +7,9 @@ use serde_json::Value;
 
 use super::{ServiceError, Services};
 use crate::audit::{Actor, AuditEvent, PreToolCheckDecided, PreToolCheckRejected};
-use crate::domain::aana::Event;
-use crate::domain::gate::{self, Decision};
-use crate::domain::scan::audit_safe_name;
+use crate::domain::contract::aana::Event;
+use crate::domain::routing::gate::{self, Decision};
+use crate::domain::routing::scan::audit_safe_name;
 
 /// The decision envelope, with the id of its audit row.
 #[derive(Debug, Serialize)]

@@ -7,12 +7,12 @@ use uuid::Uuid;
 
 use super::{Conflict, ServiceError, Services};
 use crate::audit::{Actor, AuditEvent, CommandQueued, ProposalInputRejected, ProposalSubmitted};
-use crate::domain::canonical::request_hash_sha256;
 use crate::domain::command::CommandSpec;
+use crate::domain::contract::canonical::request_hash_sha256;
+use crate::domain::contract::proposal::ToolProposal;
 use crate::domain::lifecycle::{self, ProposalStatus};
-use crate::domain::proposal::ToolProposal;
-use crate::domain::proposal_routing::{ProposalDecision, route_proposal};
-use crate::domain::scan::audit_safe_name;
+use crate::domain::routing::proposal::{ProposalDecision, route_proposal};
+use crate::domain::routing::scan::audit_safe_name;
 use crate::storage::proposals::{self, NewProposal, ProposalRecord};
 use crate::storage::{Tx, commands};
 

@@ -277,8 +277,7 @@ fn checkpoint((seq, hash, at, public_key, signature): CheckpointRow) -> Checkpoi
 /// Every stored checkpoint, oldest first.
 pub async fn checkpoints(conn: Conn<'_>) -> Result<Vec<Checkpoint>> {
     let sql = "select seq, hash, at, public_key, signature from audit_checkpoints order by seq";
-    let rows: Vec<CheckpointRow> =
-        on!(conn, |c| sqlx::query_as(sql).fetch_all(c).await)?;
+    let rows: Vec<CheckpointRow> = on!(conn, |c| sqlx::query_as(sql).fetch_all(c).await)?;
     Ok(rows.into_iter().map(checkpoint).collect())
 }
 
@@ -286,8 +285,7 @@ pub async fn checkpoints(conn: Conn<'_>) -> Result<Vec<Checkpoint>> {
 pub async fn latest_checkpoint(conn: Conn<'_>) -> Result<Option<Checkpoint>> {
     let sql = "select seq, hash, at, public_key, signature from audit_checkpoints \
                order by seq desc limit 1";
-    let row: Option<CheckpointRow> =
-        on!(conn, |c| sqlx::query_as(sql).fetch_optional(c).await)?;
+    let row: Option<CheckpointRow> = on!(conn, |c| sqlx::query_as(sql).fetch_optional(c).await)?;
     Ok(
         row.map(|(seq, hash, at, public_key, signature)| Checkpoint {
             seq,

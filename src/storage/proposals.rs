@@ -6,15 +6,16 @@ use uuid::Uuid;
 
 use super::db::{Conn, on};
 use super::{Result, parse};
-use crate::domain::lifecycle::{ProposalStatus, Verdict};
-use crate::domain::proposal::{AuthorizationState, ToolProposal};
-use crate::domain::proposal_routing::ProposalDecision as Routing;
+use crate::domain::contract::proposal::ToolProposal;
+use crate::domain::contract::vocab::AuthorizationState;
+use crate::domain::lifecycle::{ProposalStatus, ReviewVerdict};
+use crate::domain::routing::proposal::ProposalDecision as Routing;
 
 /// A reviewer's decision as stored.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Review {
     /// Approved or rejected.
-    pub verdict: Verdict,
+    pub verdict: ReviewVerdict,
     /// Reviewer's username.
     pub decided_by: String,
     /// When.
@@ -81,7 +82,7 @@ pub struct DecisionRow<'a> {
     /// Its new authorization, if the decision raises it.
     pub authorization_state: Option<AuthorizationState>,
     /// Approved or rejected.
-    pub verdict: Verdict,
+    pub verdict: ReviewVerdict,
     /// Reviewer.
     pub reviewer: &'a str,
     /// Reason.
@@ -113,7 +114,7 @@ impl ProposalRow {
     fn into_record(self) -> Result<ProposalRecord> {
         let review = match (self.decision, self.decided_by, self.decided_at) {
             (Some(d), Some(by), Some(at)) => Some(Review {
-                verdict: parse("decision", &d, Verdict::parse)?,
+                verdict: parse("decision", &d, ReviewVerdict::parse)?,
                 decided_by: by,
                 decided_at: at,
                 reason: self.decision_reason,

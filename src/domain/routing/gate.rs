@@ -25,7 +25,7 @@
 //!
 //! Of the policy, the gate applies `[tools]` (category, `tool_category` floor, `risk` floor,
 //! `allowed_agents`). Domain ownership (`[agents]`), `[blast_radius]`, GDPR/HIPAA and
-//! approvals concern tool proposals ([`super::proposal_routing`]): an AANA event carries no
+//! approvals concern tool proposals ([`super::proposal`]): an AANA event carries no
 //! domain, blast radius or compliance flags. A schema-invalid event gets
 //! [`Decision::schema_invalid`]: `refuse`, one `schema_invalid` blocker per error, and no
 //! audit copy (there is no valid event to copy; the caller records the request hash).
@@ -33,19 +33,18 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::aana::{
-    AuthorizationState, Event, EvidenceKind, EvidenceRef, FreshnessStatus, RedactionStatus, Route,
-    SubjectType, ToolCategory, TrustTier,
+use super::evidence::{self, EvidenceAssessment, EvidenceIntegrity};
+use super::rules::{self, Ladder, Overlays, ToolName, WriteRisk};
+use super::scan::{self, WITHHELD};
+use super::verdict::{AuthorizationReport, Blocker, BlockerCode, Verdict};
+use crate::domain::contract::aana::{
+    Event, EvidenceKind, EvidenceRef, FreshnessStatus, RedactionStatus, SubjectType, TrustTier,
 };
-use super::evidence::{self, EvidenceIntegrity};
-use super::policy::{ActionCategory, Policy, RiskLevel};
-use super::rules;
-use super::scan;
-use super::verdict::{Blocker, BlockerCode, Verdict};
-use super::wire::{FieldError, wire_enum};
-
-/// Replaces a free-text audit field that looks like it contains personal data or a secret.
-pub const WITHHELD: &str = "[withheld]";
+use crate::domain::contract::vocab::{
+    AuthorizationState, RiskDomain, RiskLevel, Route, ToolCategory,
+};
+use crate::domain::contract::wire::{FieldError, wire_enum};
+use crate::domain::policy::model::{ActionCategory, Policy, ToolRule};
 
 wire_enum! {
     /// Whether the gate lets the call through.
@@ -55,17 +54,6 @@ wire_enum! {
         /// Do not execute.
         Block => "block",
     }
-}
-
-/// Declared, effective and required authorization.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
-pub struct AuthorizationReport {
-    /// As declared by the runtime.
-    pub declared: AuthorizationState,
-    /// After evidence lowering (never above `declared`).
-    pub effective: AuthorizationState,
-    /// What execution needs; `None` for `unknown` tools, which never execute.
-    pub required: Option<AuthorizationState>,
 }
 
 /// How the action was classified.
@@ -131,7 +119,7 @@ pub struct AuditEvent {
     /// Declared authorization state.
     pub authorization_state: AuthorizationState,
     /// Risk domain.
-    pub risk_domain: super::aana::RiskDomain,
+    pub risk_domain: RiskDomain,
     /// Sorted keys of `proposed_arguments`; their values are never recorded.
     pub proposed_argument_keys: Vec<String>,
     /// Evidence metadata.
@@ -226,48 +214,87 @@ pub fn check_json_str(json: &str, policy: &Policy) -> Decision {
 
 /// Routes a schema-valid event against `policy` (module docs give the order of rules).
 pub fn check(event: &Event, policy: &Policy) -> Decision {
-    let tool_rule = policy.tool_rule(&event.tool_name);
+    let mut gate = Gate::classify(event, policy);
+    gate.check_lanes();
+    let assessment = gate.lower_authorization();
+    let authorization = assessment.effective_authorization;
+    gate.apply_ladder(authorization);
+    let required = gate.apply_policy_category(authorization);
+    gate.apply_evidence_overlays(&assessment);
+    gate.apply_recommendation();
+    gate.finish(authorization, required, assessment.integrity)
+}
 
-    // 1. Classification.
-    let declared_category = event.tool_category;
-    let floor = tool_rule.and_then(|r| r.tool_category.filter(|&c| c > declared_category));
-    let category = floor.unwrap_or(declared_category);
-    let mut v = Verdict::accept(rules::accept_rule(category));
-    if let (Some(rule), Some(floor)) = (tool_rule, floor) {
-        v.note(format!(
-            "policy rule {} classifies the tool as {floor}; the declared {declared_category} was \
-             raised",
-            rule.id
-        ));
-    }
-    let destructive = rules::looks_destructive(&event.tool_name);
-    let domain_high = rules::is_high_risk_domain(event.risk_domain);
-    let policy_high = tool_rule.is_some_and(|r| r.risk == RiskLevel::High);
-    let destructive_write = category == ToolCategory::Write && destructive;
-    let high_risk = domain_high || policy_high || destructive_write;
-    if category == ToolCategory::Write && high_risk {
-        let why: Vec<String> = [
-            domain_high.then(|| format!("risk domain {}", event.risk_domain)),
-            policy_high.then(|| "policy risk floor high".to_owned()),
-            destructive_write.then(|| "destructive tool name".to_owned()),
-        ]
-        .into_iter()
-        .flatten()
-        .collect();
-        v.note(format!("high-risk write ({})", why.join(", ")));
+/// One check in progress: the event, the rule that matched its tool, its classification, and
+/// the verdict being built. Each phase of [`check`] is one method.
+struct Gate<'a> {
+    event: &'a Event,
+    policy: &'a Policy,
+    tool_rule: Option<&'a ToolRule>,
+    /// The category after the policy's floor.
+    category: ToolCategory,
+    name: ToolName,
+    high_risk: bool,
+    v: Verdict,
+}
+
+impl<'a> Gate<'a> {
+    /// 1. Classification: the policy's `tool_category` floor, and whether the action is high
+    ///    risk.
+    fn classify(event: &'a Event, policy: &'a Policy) -> Gate<'a> {
+        let tool_rule = policy.tool_rule(&event.tool_name);
+        let declared_category = event.tool_category;
+        let floor = tool_rule.and_then(|r| r.tool_category.filter(|&c| c > declared_category));
+        let category = floor.unwrap_or(declared_category);
+        let mut v = Verdict::accept(rules::accept_rule(category));
+        if let (Some(rule), Some(floor)) = (tool_rule, floor) {
+            v.note(format!(
+                "policy rule {} classifies the tool as {floor}; the declared {declared_category} \
+                 was raised",
+                rule.id
+            ));
+        }
+        let name = ToolName::of(&event.tool_name);
+        let domain_high = rules::is_high_risk_domain(event.risk_domain);
+        let policy_high = tool_rule.is_some_and(|r| r.risk == RiskLevel::High);
+        let destructive_write = category == ToolCategory::Write && name.is_destructive();
+        let high_risk = domain_high || policy_high || destructive_write;
+        if category == ToolCategory::Write && high_risk {
+            let why: Vec<String> = [
+                domain_high.then(|| format!("risk domain {}", event.risk_domain)),
+                policy_high.then(|| "policy risk floor high".to_owned()),
+                destructive_write.then(|| "destructive tool name".to_owned()),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            v.note(format!("high-risk write ({})", why.join(", ")));
+        }
+        Gate {
+            event,
+            policy,
+            tool_rule,
+            category,
+            name,
+            high_risk,
+            v,
+        }
     }
 
-    // 2. Lanes.
-    if let Some(rule) = tool_rule.filter(|r| !r.allowed_agents.is_empty()) {
-        match event.agent_id.as_deref() {
-            None => v.block(
+    /// 2. Lanes: a rule with `allowed_agents` refuses other agents and unnamed ones.
+    fn check_lanes(&mut self) {
+        let Some(rule) = self.tool_rule.filter(|r| !r.allowed_agents.is_empty()) else {
+            return;
+        };
+        match self.event.agent_id.as_deref() {
+            None => self.v.block(
                 Route::Refuse,
                 format!("policy:{}.allowed_agents", rule.id),
                 BlockerCode::AgentUnidentified,
                 "the tool is restricted to certain agents and the event names none: send agent_id",
                 Some("agent_id"),
             ),
-            Some(agent) if !rule.allows_agent(agent) => v.block(
+            Some(agent) if !rule.allows_agent(agent) => self.v.block(
                 Route::Refuse,
                 format!("policy:{}.allowed_agents", rule.id),
                 BlockerCode::AgentNotInLane,
@@ -278,31 +305,49 @@ pub fn check(event: &Event, policy: &Policy) -> Decision {
         }
     }
 
-    // 3. Evidence lowering.
-    let assessment = evidence::assess(
-        &event.evidence_refs,
-        event.authorization_state,
-        "evidence_refs",
-    );
-    let authorization = assessment.effective_authorization;
-    v.reasons
-        .extend(assessment.lowering_reasons.iter().cloned());
+    /// 3. Evidence lowering: the declared authorization state, lowered where evidence shows
+    ///    less.
+    fn lower_authorization(&mut self) -> EvidenceAssessment {
+        let assessment = evidence::assess(
+            &self.event.evidence_refs,
+            self.event.authorization_state,
+            "evidence_refs",
+        );
+        self.v
+            .reasons
+            .extend(assessment.lowering_reasons.iter().cloned());
+        assessment
+    }
 
-    // 4. The ladder.
-    rules::apply_ladder(
-        &mut v,
-        category,
-        authorization,
-        high_risk,
-        destructive,
-        Route::Refuse,
-    );
+    /// 4. The authorization ladder.
+    fn apply_ladder(&mut self, authorization: AuthorizationState) {
+        let risk = if self.high_risk {
+            WriteRisk::High
+        } else {
+            WriteRisk::Ordinary
+        };
+        Ladder {
+            category: self.category,
+            authorization,
+            risk,
+            name: self.name,
+            authorization_cap: Route::Refuse,
+        }
+        .apply(&mut self.v);
+    }
 
-    // 5. Policy category B/C on listed tools: a read needs a human too (a write already needs
-    //    `confirmed` by the ladder; an unknown tool never executes).
-    let action_category = tool_rule.map_or(ActionCategory::C, |r| r.category);
-    let mut required = rules::required_authorization(category);
-    if let Some(rule) = tool_rule.filter(|r| !r.category.may_auto_execute()) {
+    /// 5. Policy category B/C on listed tools: a read needs a human too (a write already needs
+    ///    `confirmed` by the ladder; an unknown tool never executes). Returns the authorization
+    ///    execution needs.
+    fn apply_policy_category(
+        &mut self,
+        authorization: AuthorizationState,
+    ) -> Option<AuthorizationState> {
+        let category = self.category;
+        let mut required = rules::required_authorization(category);
+        let Some(rule) = self.tool_rule.filter(|r| !r.category.may_auto_execute()) else {
+            return required;
+        };
         if category != ToolCategory::Unknown {
             required = Some(AuthorizationState::Confirmed);
         }
@@ -311,7 +356,7 @@ pub fn check(event: &Event, policy: &Policy) -> Decision {
             ToolCategory::PublicRead | ToolCategory::PrivateRead
         );
         if read && authorization < AuthorizationState::Confirmed {
-            v.block(
+            self.v.block(
                 Route::Ask,
                 format!("policy:{}.category", rule.id),
                 BlockerCode::HumanApprovalRequired,
@@ -324,64 +369,89 @@ pub fn check(event: &Event, policy: &Policy) -> Decision {
                 None,
             );
         }
+        required
     }
 
-    // 6. Evidence overlays.
-    let depends = matches!(category, ToolCategory::PrivateRead | ToolCategory::Write);
-    rules::apply_evidence_overlays(&mut v, &assessment, depends, depends);
-
-    // 7. The runtime's recommendation can only tighten.
-    let recommended = event.recommended_route;
-    if recommended > v.route {
-        let inferred = v.route;
-        v.block(
-            recommended,
-            "runtime:recommended_route",
-            BlockerCode::RuntimeRouteStricter,
-            format!(
-                "the runtime recommended `{recommended}`, stricter than the gate's `{inferred}`; \
-                 the stricter route wins"
-            ),
-            Some("recommended_route"),
+    /// 6. Evidence overlays: stale or missing evidence blocks where the ladder depends on it.
+    fn apply_evidence_overlays(&mut self, assessment: &EvidenceAssessment) {
+        let depends = matches!(
+            self.category,
+            ToolCategory::PrivateRead | ToolCategory::Write
         );
-    } else if recommended < v.route {
-        v.note(format!(
-            "the runtime recommended `{recommended}`; a recommendation can only make the route \
-             stricter, so `{}` stands",
-            v.route
-        ));
+        let overlays = Overlays {
+            stale_blocks: depends,
+            requires_evidence: depends,
+        };
+        rules::apply_evidence_overlays(&mut self.v, assessment, overlays);
     }
 
-    let gate_decision = if v.route == Route::Accept && v.blockers.is_empty() {
-        GateDecision::Pass
-    } else {
-        GateDecision::Block
-    };
-    if v.route == Route::Accept {
-        v.note(format!("accept: {}", v.rule));
+    /// 7. The runtime's recommendation can only tighten.
+    fn apply_recommendation(&mut self) {
+        let recommended = self.event.recommended_route;
+        let v = &mut self.v;
+        if recommended > v.route {
+            let inferred = v.route;
+            v.block(
+                recommended,
+                "runtime:recommended_route",
+                BlockerCode::RuntimeRouteStricter,
+                format!(
+                    "the runtime recommended `{recommended}`, stricter than the gate's \
+                     `{inferred}`; the stricter route wins"
+                ),
+                Some("recommended_route"),
+            );
+        } else if recommended < v.route {
+            v.note(format!(
+                "the runtime recommended `{recommended}`; a recommendation can only make the \
+                 route stricter, so `{}` stands",
+                v.route
+            ));
+        }
     }
-    Decision {
-        route: v.route,
-        gate_decision,
-        recommended_action: v.route,
-        hard_blockers: v.blockers,
-        reasons: v.reasons,
-        authorization_report: Some(AuthorizationReport {
-            declared: event.authorization_state,
-            effective: authorization,
-            required,
-        }),
-        evidence_integrity: Some(assessment.integrity),
-        classification: Some(Classification {
-            declared_category,
-            effective_category: category,
-            high_risk,
-            action_category,
-            policy_rule: tool_rule.map(|r| r.id.clone()),
-        }),
-        policy_version: policy.version().to_owned(),
-        rule: v.rule,
-        audit_event: Some(audit_event(event)),
+
+    /// The decision envelope.
+    fn finish(
+        mut self,
+        authorization: AuthorizationState,
+        required: Option<AuthorizationState>,
+        integrity: EvidenceIntegrity,
+    ) -> Decision {
+        let v = &mut self.v;
+        let gate_decision = if v.route == Route::Accept && v.blockers.is_empty() {
+            GateDecision::Pass
+        } else {
+            GateDecision::Block
+        };
+        if v.route == Route::Accept {
+            v.note(format!("accept: {}", v.rule));
+        }
+        let event = self.event;
+        let tool_rule = self.tool_rule;
+        let v = self.v;
+        Decision {
+            route: v.route,
+            gate_decision,
+            recommended_action: v.route,
+            hard_blockers: v.blockers,
+            reasons: v.reasons,
+            authorization_report: Some(AuthorizationReport {
+                declared: event.authorization_state,
+                effective: authorization,
+                required,
+            }),
+            evidence_integrity: Some(integrity),
+            classification: Some(Classification {
+                declared_category: event.tool_category,
+                effective_category: self.category,
+                high_risk: self.high_risk,
+                action_category: tool_rule.map_or(ActionCategory::C, |r| r.category),
+                policy_rule: tool_rule.map(|r| r.id.clone()),
+            }),
+            policy_version: self.policy.version().to_owned(),
+            rule: v.rule,
+            audit_event: Some(audit_event(event)),
+        }
     }
 }
 

@@ -27,12 +27,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::aana::{
-    AuthorizationState, EvidenceKind, EvidenceRef, FreshnessStatus, RedactionStatus,
-    StructuredEvidence, TrustTier,
-};
 use super::scan::{find_personal_data, find_secret};
-use super::wire::wire_enum;
+use crate::domain::contract::aana::{
+    EvidenceKind, EvidenceRef, FreshnessStatus, RedactionStatus, StructuredEvidence, TrustTier,
+};
+use crate::domain::contract::vocab::AuthorizationState;
+use crate::domain::contract::wire::wire_enum;
 
 wire_enum! {
     /// What is wrong with (or notable about) one evidence ref.
@@ -171,8 +171,32 @@ fn assess_structured(
         integrity.unredacted += 1;
     }
     let at = |field: &str| format!("{path}[{index}].{field}");
-    let issues = &mut integrity.issues;
+    scan_structured_text(&mut integrity.issues, index, e, &at);
+    check_sensitive_content(&mut integrity.issues, index, e, &at);
+    if e.freshness.is_stale() {
+        integrity.stale += 1;
+    }
+    check_freshness(&mut integrity.issues, index, e, &at);
+    if !e.contradicts.is_empty() {
+        integrity.issues.push(EvidenceIssue {
+            index,
+            field: at("contradicts"),
+            code: EvidenceIssueCode::Contradicts,
+            message: format!(
+                "contradicts {} claim(s) or action(s): resolve the contradiction or route to review",
+                e.contradicts.len()
+            ),
+        });
+    }
+}
 
+/// Scans every free-text field of a structured ref for leaks.
+fn scan_structured_text(
+    issues: &mut Vec<EvidenceIssue>,
+    index: usize,
+    e: &StructuredEvidence,
+    at: &dyn Fn(&str) -> String,
+) {
     let mut scan = |field: &dyn Fn() -> String, text: &str| {
         scan_field(issues, index, field, text);
     };
@@ -196,29 +220,46 @@ fn assess_structured(
     for (i, s) in e.contradicts.iter().enumerate() {
         scan(&|| at(&format!("contradicts[{i}]")), s);
     }
+}
 
-    if e.redaction_status == RedactionStatus::Sensitive {
-        let carries = [
-            ("summary", e.summary.as_deref()),
-            ("citation_url", e.citation_url.as_deref()),
-            ("retrieval_url", e.retrieval_url.as_deref()),
-        ]
-        .into_iter()
-        .find(|(_, v)| v.is_some_and(|s| !s.trim().is_empty()));
-        if let Some((field, _)) = carries {
-            issues.push(EvidenceIssue {
-                index,
-                field: at(field),
-                code: EvidenceIssueCode::SensitiveContent,
-                message: format!(
-                    "marked `sensitive` but carries a {field}, which would reach the audit \
-                     path; send an opaque source_id, or redact the content and mark it `redacted`"
-                ),
-            });
-        }
+/// A ref marked `sensitive` must not carry content onto the audit path.
+fn check_sensitive_content(
+    issues: &mut Vec<EvidenceIssue>,
+    index: usize,
+    e: &StructuredEvidence,
+    at: &dyn Fn(&str) -> String,
+) {
+    if e.redaction_status != RedactionStatus::Sensitive {
+        return;
     }
+    let carries = [
+        ("summary", e.summary.as_deref()),
+        ("citation_url", e.citation_url.as_deref()),
+        ("retrieval_url", e.retrieval_url.as_deref()),
+    ]
+    .into_iter()
+    .find(|(_, v)| v.is_some_and(|s| !s.trim().is_empty()));
+    if let Some((field, _)) = carries {
+        issues.push(EvidenceIssue {
+            index,
+            field: at(field),
+            code: EvidenceIssueCode::SensitiveContent,
+            message: format!(
+                "marked `sensitive` but carries a {field}, which would reach the audit \
+                 path; send an opaque source_id, or redact the content and mark it `redacted`"
+            ),
+        });
+    }
+}
+
+/// Stale evidence is an issue; unknown freshness is noted.
+fn check_freshness(
+    issues: &mut Vec<EvidenceIssue>,
+    index: usize,
+    e: &StructuredEvidence,
+    at: &dyn Fn(&str) -> String,
+) {
     if e.freshness.is_stale() {
-        integrity.stale += 1;
         let message = if e.freshness.status == FreshnessStatus::Stale {
             "declared stale: retrieve current evidence".to_owned()
         } else {
@@ -237,17 +278,6 @@ fn assess_structured(
             field: at("freshness.status"),
             code: EvidenceIssueCode::FreshnessUnknown,
             message: "freshness is unknown".into(),
-        });
-    }
-    if !e.contradicts.is_empty() {
-        issues.push(EvidenceIssue {
-            index,
-            field: at("contradicts"),
-            code: EvidenceIssueCode::Contradicts,
-            message: format!(
-                "contradicts {} claim(s) or action(s): resolve the contradiction or route to review",
-                e.contradicts.len()
-            ),
         });
     }
 }
@@ -344,8 +374,8 @@ fn lower(
 
 #[cfg(test)]
 mod tests {
-    use super::super::aana::Freshness;
     use super::*;
+    use crate::domain::contract::aana::Freshness;
 
     fn ev(kind: EvidenceKind, trust: TrustTier) -> StructuredEvidence {
         StructuredEvidence {

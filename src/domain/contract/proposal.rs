@@ -13,9 +13,10 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use uuid::Uuid;
 
-pub use super::aana::{AuthorizationState, EvidenceRef, RiskDomain, ToolCategory};
-pub use super::policy::{AuthorizationMode, BlastRadius, RiskLevel};
-use super::proposal_routing::ProposalFacts;
+use super::aana::EvidenceRef;
+use super::vocab::{
+    AuthorizationMode, AuthorizationState, BlastRadius, RiskDomain, RiskLevel, ToolCategory,
+};
 use super::wire::{FieldError, ObjectReader, type_name, wire_enum};
 
 /// Longest accepted intent summary, in characters.
@@ -313,30 +314,6 @@ impl ToolProposal {
             .unwrap_or(AuthorizationState::None)
             .min(AuthorizationState::Validated)
     }
-
-    /// What the policy router needs to know about this proposal.
-    pub fn facts(&self) -> ProposalFacts {
-        ProposalFacts {
-            agent: self.proposed_by.clone(),
-            domain: self.domain.clone(),
-            tool_name: self.tool.name.clone(),
-            risk_level: self.risk_level,
-            approval_required: self.approval_required,
-            gdpr: self.compliance_context.gdpr,
-            hipaa: self.compliance_context.hipaa,
-            rollback_supported: self.rollback_supported,
-            blast_radius: self.blast_radius,
-            has_rollback_plan: self
-                .rollback_plan
-                .as_ref()
-                .is_some_and(|p| p.kind != RollbackType::None),
-            authorization_mode: self.authorization.as_ref().map(|a| a.mode),
-            tool_category: self.tool_category,
-            authorization_state: self.authorization_state,
-            evidence: self.evidence_refs.clone(),
-            risk_domain: self.risk_domain,
-        }
-    }
 }
 
 fn slug(r: &mut ObjectReader<'_, '_>, key: &str) -> Option<String> {
@@ -352,187 +329,42 @@ fn slug(r: &mut ObjectReader<'_, '_>, key: &str) -> Option<String> {
     }
 }
 
+/// Reads every field in a fixed order (the order errors are reported in), then assembles the
+/// proposal when nothing required is missing.
 fn parse_into(value: &Value, errors: &mut Vec<FieldError>) -> Option<ToolProposal> {
     let mut r = ObjectReader::new(value, "", errors)?;
     r.deny_unknown(FIELDS);
 
-    let proposal_id = r
-        .bounded("proposal_id", 64)
-        .and_then(|s| match Uuid::parse_str(s) {
-            Ok(id) => Some(id),
-            Err(_) => {
-                r.error("proposal_id", "must be a UUID");
-                None
-            }
-        });
+    let proposal_id = parse_proposal_id(&mut r);
     let proposed_by = slug(&mut r, "proposed_by");
-    let timestamp =
-        r.bounded("timestamp", 64)
-            .and_then(|s| match OffsetDateTime::parse(s, &Rfc3339) {
-                Ok(t) => Some(t),
-                Err(_) => {
-                    r.error(
-                        "timestamp",
-                        "must be an RFC 3339 date-time, e.g. 2026-01-31T12:00:00Z",
-                    );
-                    None
-                }
-            });
+    let timestamp = parse_timestamp(&mut r);
     let domain = slug(&mut r, "domain");
-    let tool = r.required("tool").and_then(|v| {
-        let path = r.path("tool");
-        let mut t = ObjectReader::new(v, &path, r.errors())?;
-        t.deny_unknown(&["name", "version"]);
-        let name = t.bounded("name", 128).and_then(|s| {
-            if is_tool_name(s) {
-                Some(s.to_owned())
-            } else {
-                t.error("name", "may contain only letters, digits and `_ . : - /`");
-                None
-            }
-        });
-        let version = t.bounded("version", 64).map(str::to_owned);
-        Some(ToolRef {
-            name: name?,
-            version: version?,
-        })
-    });
-    let intent = r.required("intent").and_then(|v| {
-        let path = r.path("intent");
-        let mut i = ObjectReader::new(v, &path, r.errors())?;
-        i.deny_unknown(&["summary", "reasoning"]);
-        let summary = i.bounded("summary", MAX_SUMMARY).map(str::to_owned);
-        let reasoning = i.bounded("reasoning", MAX_REASONING).map(str::to_owned);
-        Some(Intent {
-            summary: summary?,
-            reasoning: reasoning?,
-        })
-    });
-    let parameters = r.required("parameters").and_then(|v| match v {
-        Value::Object(m) => Some(m.clone()),
-        other => {
-            r.error(
-                "parameters",
-                format!("must be an object, got {}", type_name(other)),
-            );
-            None
-        }
-    });
+    let tool = nested(&mut r, "tool", true, parse_tool);
+    let intent = nested(&mut r, "intent", true, parse_intent);
+    let parameters = parse_parameters(&mut r);
     let risk_level = r.enumeration::<RiskLevel>("risk_level");
     let approval_required = r.boolean("approval_required");
-    let compliance_context = r.required("compliance_context").and_then(|v| {
-        let path = r.path("compliance_context");
-        let mut c = ObjectReader::new(v, &path, r.errors())?;
-        c.deny_unknown(&["gdpr", "hipaa"]);
-        let gdpr = c.boolean("gdpr");
-        let hipaa = c.boolean("hipaa");
-        Some(ComplianceContext {
-            gdpr: gdpr?,
-            hipaa: hipaa?,
-        })
-    });
-    let idempotency_key = r
-        .bounded("idempotency_key", MAX_IDEMPOTENCY_KEY)
-        .and_then(|s| {
-            if s.chars().any(char::is_control) {
-                r.error("idempotency_key", "must not contain control characters");
-                None
-            } else {
-                Some(s.to_owned())
-            }
-        });
+    let compliance_context = nested(&mut r, "compliance_context", true, parse_compliance);
+    let idempotency_key = parse_idempotency_key(&mut r);
     let rollback_supported = r.boolean("rollback_supported");
     let blast_radius = r.opt_enumeration::<BlastRadius>("blast_radius");
     let target_refs = items(&mut r, "target_refs", parse_target_ref);
-    let rollback_plan = r.get("rollback_plan").and_then(|v| {
-        let path = r.path("rollback_plan");
-        let mut p = ObjectReader::new(v, &path, r.errors())?;
-        p.deny_unknown(&["type", "instructions", "timeout_ms"]);
-        let kind = p.enumeration::<RollbackType>("type");
-        let instructions = p.get("instructions").and_then(|v| match v {
-            Value::Object(_) | Value::String(_) => Some(v.clone()),
-            other => {
-                p.error(
-                    "instructions",
-                    format!("must be an object or a string, got {}", type_name(other)),
-                );
-                None
-            }
-        });
-        let timeout_ms = p.opt_u64("timeout_ms", MAX_TIMEOUT_MS);
-        Some(RollbackPlan {
-            kind: kind?,
-            instructions,
-            timeout_ms,
-        })
-    });
+    let rollback_plan = nested(&mut r, "rollback_plan", false, parse_rollback_plan);
     let constraints = r.opt_object("constraints");
-    let authorization = r.get("authorization").and_then(|v| {
-        let path = r.path("authorization");
-        let mut a = ObjectReader::new(v, &path, r.errors())?;
-        a.deny_unknown(&["mode", "policy_ref", "approver"]);
-        let mode = a.enumeration::<AuthorizationMode>("mode");
-        let policy_ref = a.opt_bounded("policy_ref", 128).map(str::to_owned);
-        let approver = a.opt_bounded("approver", 128).map(str::to_owned);
-        Some(AuthorizationRequest {
-            mode: mode?,
-            policy_ref,
-            approver,
-        })
-    });
-    let preconditions = items(&mut r, "preconditions", |v, path, errors| match v {
-        Value::Object(_) | Value::String(_) => Some(v.clone()),
-        other => {
-            errors.push(FieldError::new(
-                path,
-                format!("must be an object or a string, got {}", type_name(other)),
-            ));
-            None
-        }
-    });
-    let execution = r.get("execution").and_then(|v| {
-        let path = r.path("execution");
-        let mut e = ObjectReader::new(v, &path, r.errors())?;
-        e.deny_unknown(&["execution_slo_ms", "timeout_ms", "retry_policy"]);
-        let execution_slo_ms = e.opt_u64("execution_slo_ms", MAX_TIMEOUT_MS);
-        let timeout_ms = e.opt_u64("timeout_ms", MAX_TIMEOUT_MS);
-        let retry_policy = e.get("retry_policy").and_then(|v| {
-            let path = e.path("retry_policy");
-            let mut rp = ObjectReader::new(v, &path, e.errors())?;
-            rp.deny_unknown(&["max_retries", "backoff_ms"]);
-            let max_retries = rp.opt_u64("max_retries", 100).unwrap_or(0);
-            let backoff_ms = rp.opt_u64("backoff_ms", MAX_TIMEOUT_MS).unwrap_or(0);
-            Some(RetryPolicy {
-                max_retries,
-                backoff_ms,
-            })
-        });
-        Some(ExecutionLimits {
-            execution_slo_ms,
-            timeout_ms,
-            retry_policy,
-        })
-    });
+    let authorization = nested(&mut r, "authorization", false, parse_authorization);
+    let preconditions = items(&mut r, "preconditions", parse_precondition);
+    let execution = nested(&mut r, "execution", false, parse_execution);
     let tool_category = r.opt_enumeration::<ToolCategory>("tool_category");
     let authorization_state = r.opt_enumeration::<AuthorizationState>("authorization_state");
-    let evidence_refs = r.get("evidence_refs").and_then(|v| {
-        let path = r.path("evidence_refs");
-        super::aana::parse_evidence_list(v, &path, r.errors())
-    });
+    let evidence_refs = nested(
+        &mut r,
+        "evidence_refs",
+        false,
+        super::aana::parse_evidence_list,
+    );
     let risk_domain = r.opt_enumeration::<RiskDomain>("risk_domain");
-    let mut text = |key: &str| r.opt_bounded(key, 128).map(str::to_owned);
-    let run = RunContext {
-        case_id: text("case_id"),
-        run_id: text("run_id"),
-        parent_run_id: text("parent_run_id"),
-        correlation_id: text("correlation_id"),
-    };
-    let observability = Observability {
-        prompt_version: text("prompt_version"),
-        prompt_hash: text("prompt_hash"),
-        model: text("model"),
-        provider: text("provider"),
-    };
+    let run = parse_run(&mut r);
+    let observability = parse_observability(&mut r);
 
     Some(ToolProposal {
         proposal_id: proposal_id?,
@@ -561,6 +393,215 @@ fn parse_into(value: &Value, errors: &mut Vec<FieldError>) -> Option<ToolProposa
         run,
         observability,
     })
+}
+
+/// The value at `key` (an error when it is `required` and absent), parsed by `parse` at the
+/// key's path.
+fn nested<T>(
+    r: &mut ObjectReader<'_, '_>,
+    key: &str,
+    required: bool,
+    parse: impl FnOnce(&Value, &str, &mut Vec<FieldError>) -> Option<T>,
+) -> Option<T> {
+    let v = if required {
+        r.required(key)
+    } else {
+        r.get(key)
+    }?;
+    let path = r.path(key);
+    parse(v, &path, r.errors())
+}
+
+fn parse_proposal_id(r: &mut ObjectReader<'_, '_>) -> Option<Uuid> {
+    let s = r.bounded("proposal_id", 64)?;
+    match Uuid::parse_str(s) {
+        Ok(id) => Some(id),
+        Err(_) => {
+            r.error("proposal_id", "must be a UUID");
+            None
+        }
+    }
+}
+
+fn parse_timestamp(r: &mut ObjectReader<'_, '_>) -> Option<OffsetDateTime> {
+    let s = r.bounded("timestamp", 64)?;
+    match OffsetDateTime::parse(s, &Rfc3339) {
+        Ok(t) => Some(t),
+        Err(_) => {
+            r.error(
+                "timestamp",
+                "must be an RFC 3339 date-time, e.g. 2026-01-31T12:00:00Z",
+            );
+            None
+        }
+    }
+}
+
+fn parse_tool(v: &Value, path: &str, errors: &mut Vec<FieldError>) -> Option<ToolRef> {
+    let mut t = ObjectReader::new(v, path, errors)?;
+    t.deny_unknown(&["name", "version"]);
+    let name = t.bounded("name", 128).and_then(|s| {
+        if is_tool_name(s) {
+            Some(s.to_owned())
+        } else {
+            t.error("name", "may contain only letters, digits and `_ . : - /`");
+            None
+        }
+    });
+    let version = t.bounded("version", 64).map(str::to_owned);
+    Some(ToolRef {
+        name: name?,
+        version: version?,
+    })
+}
+
+fn parse_intent(v: &Value, path: &str, errors: &mut Vec<FieldError>) -> Option<Intent> {
+    let mut i = ObjectReader::new(v, path, errors)?;
+    i.deny_unknown(&["summary", "reasoning"]);
+    let summary = i.bounded("summary", MAX_SUMMARY).map(str::to_owned);
+    let reasoning = i.bounded("reasoning", MAX_REASONING).map(str::to_owned);
+    Some(Intent {
+        summary: summary?,
+        reasoning: reasoning?,
+    })
+}
+
+fn parse_parameters(r: &mut ObjectReader<'_, '_>) -> Option<Map<String, Value>> {
+    match r.required("parameters")? {
+        Value::Object(m) => Some(m.clone()),
+        other => {
+            r.error(
+                "parameters",
+                format!("must be an object, got {}", type_name(other)),
+            );
+            None
+        }
+    }
+}
+
+fn parse_compliance(
+    v: &Value,
+    path: &str,
+    errors: &mut Vec<FieldError>,
+) -> Option<ComplianceContext> {
+    let mut c = ObjectReader::new(v, path, errors)?;
+    c.deny_unknown(&["gdpr", "hipaa"]);
+    let gdpr = c.boolean("gdpr");
+    let hipaa = c.boolean("hipaa");
+    Some(ComplianceContext {
+        gdpr: gdpr?,
+        hipaa: hipaa?,
+    })
+}
+
+fn parse_idempotency_key(r: &mut ObjectReader<'_, '_>) -> Option<String> {
+    let s = r.bounded("idempotency_key", MAX_IDEMPOTENCY_KEY)?;
+    if s.chars().any(char::is_control) {
+        r.error("idempotency_key", "must not contain control characters");
+        None
+    } else {
+        Some(s.to_owned())
+    }
+}
+
+fn parse_rollback_plan(
+    v: &Value,
+    path: &str,
+    errors: &mut Vec<FieldError>,
+) -> Option<RollbackPlan> {
+    let mut p = ObjectReader::new(v, path, errors)?;
+    p.deny_unknown(&["type", "instructions", "timeout_ms"]);
+    let kind = p.enumeration::<RollbackType>("type");
+    let instructions = p.get("instructions").and_then(|v| match v {
+        Value::Object(_) | Value::String(_) => Some(v.clone()),
+        other => {
+            p.error(
+                "instructions",
+                format!("must be an object or a string, got {}", type_name(other)),
+            );
+            None
+        }
+    });
+    let timeout_ms = p.opt_u64("timeout_ms", MAX_TIMEOUT_MS);
+    Some(RollbackPlan {
+        kind: kind?,
+        instructions,
+        timeout_ms,
+    })
+}
+
+fn parse_authorization(
+    v: &Value,
+    path: &str,
+    errors: &mut Vec<FieldError>,
+) -> Option<AuthorizationRequest> {
+    let mut a = ObjectReader::new(v, path, errors)?;
+    a.deny_unknown(&["mode", "policy_ref", "approver"]);
+    let mode = a.enumeration::<AuthorizationMode>("mode");
+    let policy_ref = a.opt_bounded("policy_ref", 128).map(str::to_owned);
+    let approver = a.opt_bounded("approver", 128).map(str::to_owned);
+    Some(AuthorizationRequest {
+        mode: mode?,
+        policy_ref,
+        approver,
+    })
+}
+
+fn parse_precondition(v: &Value, path: &str, errors: &mut Vec<FieldError>) -> Option<Value> {
+    match v {
+        Value::Object(_) | Value::String(_) => Some(v.clone()),
+        other => {
+            errors.push(FieldError::new(
+                path,
+                format!("must be an object or a string, got {}", type_name(other)),
+            ));
+            None
+        }
+    }
+}
+
+fn parse_execution(v: &Value, path: &str, errors: &mut Vec<FieldError>) -> Option<ExecutionLimits> {
+    let mut e = ObjectReader::new(v, path, errors)?;
+    e.deny_unknown(&["execution_slo_ms", "timeout_ms", "retry_policy"]);
+    let execution_slo_ms = e.opt_u64("execution_slo_ms", MAX_TIMEOUT_MS);
+    let timeout_ms = e.opt_u64("timeout_ms", MAX_TIMEOUT_MS);
+    let retry_policy = nested(&mut e, "retry_policy", false, parse_retry_policy);
+    Some(ExecutionLimits {
+        execution_slo_ms,
+        timeout_ms,
+        retry_policy,
+    })
+}
+
+fn parse_retry_policy(v: &Value, path: &str, errors: &mut Vec<FieldError>) -> Option<RetryPolicy> {
+    let mut rp = ObjectReader::new(v, path, errors)?;
+    rp.deny_unknown(&["max_retries", "backoff_ms"]);
+    let max_retries = rp.opt_u64("max_retries", 100).unwrap_or(0);
+    let backoff_ms = rp.opt_u64("backoff_ms", MAX_TIMEOUT_MS).unwrap_or(0);
+    Some(RetryPolicy {
+        max_retries,
+        backoff_ms,
+    })
+}
+
+fn parse_run(r: &mut ObjectReader<'_, '_>) -> RunContext {
+    let mut text = |key: &str| r.opt_bounded(key, 128).map(str::to_owned);
+    RunContext {
+        case_id: text("case_id"),
+        run_id: text("run_id"),
+        parent_run_id: text("parent_run_id"),
+        correlation_id: text("correlation_id"),
+    }
+}
+
+fn parse_observability(r: &mut ObjectReader<'_, '_>) -> Observability {
+    let mut text = |key: &str| r.opt_bounded(key, 128).map(str::to_owned);
+    Observability {
+        prompt_version: text("prompt_version"),
+        prompt_hash: text("prompt_hash"),
+        model: text("model"),
+        provider: text("provider"),
+    }
 }
 
 fn items<T>(
@@ -598,185 +639,4 @@ fn parse_target_ref(v: &Value, path: &str, errors: &mut Vec<FieldError>) -> Opti
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    pub(crate) fn valid() -> Value {
-        json!({
-            "proposal_id": "7b0e7a52-8f5e-4c36-9a57-1f1d2f9b6c11",
-            "proposed_by": "sales-agent",
-            "timestamp": "2026-11-22T10:00:00Z",
-            "domain": "sales",
-            "tool": {"name": "crm.update_contact", "version": "2024-01"},
-            "intent": {"summary": "Update the contact's email", "reasoning": "The customer asked."},
-            "parameters": {"contact_id": "c-1", "email": "a@example.com"},
-            "risk_level": "medium",
-            "approval_required": true,
-            "compliance_context": {"gdpr": true, "hipaa": false},
-            "idempotency_key": "k-1",
-            "rollback_supported": true
-        })
-    }
-
-    fn fields(v: &Value) -> Vec<String> {
-        ToolProposal::parse(v)
-            .expect_err("must be rejected")
-            .into_iter()
-            .map(|e| e.field)
-            .collect()
-    }
-
-    #[test]
-    fn parses_the_seed_004_shape() {
-        let p = ToolProposal::parse(&valid()).expect("valid");
-        assert_eq!(p.tool.name, "crm.update_contact");
-        assert_eq!(p.risk_level, RiskLevel::Medium);
-        assert!(p.compliance_context.gdpr);
-        assert_eq!(p.effective_authorization(), AuthorizationState::None);
-    }
-
-    #[test]
-    fn parses_the_optional_seed_003_and_000_fields() {
-        let mut v = valid();
-        let o = v.as_object_mut().expect("object");
-        o.insert("blast_radius".into(), json!("medium"));
-        o.insert(
-            "target_refs".into(),
-            json!([{"type": "crm_contact", "id": "c-1"}]),
-        );
-        o.insert(
-            "rollback_plan".into(),
-            json!({"type": "revert", "instructions": "set it back", "timeout_ms": 5000}),
-        );
-        o.insert("tool_category".into(), json!("write"));
-        o.insert("authorization_state".into(), json!("confirmed"));
-        o.insert("risk_domain".into(), json!("commerce"));
-        o.insert(
-            "authorization".into(),
-            json!({"mode": "hitl", "approver": "sales-lead"}),
-        );
-        o.insert(
-            "execution".into(),
-            json!({"timeout_ms": 30000, "retry_policy": {"max_retries": 2, "backoff_ms": 500}}),
-        );
-        o.insert(
-            "preconditions".into(),
-            json!([{"type": "resource_state", "expect": "active"}]),
-        );
-        o.insert("constraints".into(), json!({"change_window": "weekdays"}));
-        o.insert("case_id".into(), json!("case-7"));
-        o.insert("model".into(), json!("gpt-x"));
-        o.insert(
-            "evidence_refs".into(),
-            json!(["draft:1", {"source_id": "auth.session", "kind": "auth_event", "trust_tier": "verified",
-                               "redaction_status": "redacted", "freshness": {"status": "fresh"}, "provenance": "connector"}]),
-        );
-        let p = ToolProposal::parse(&v).expect("valid");
-        assert_eq!(p.blast_radius, Some(BlastRadius::Medium));
-        assert_eq!(p.target_refs[0].kind, "crm_contact");
-        assert_eq!(p.evidence_refs.len(), 2);
-        assert_eq!(
-            p.authorization.as_ref().map(|a| a.mode),
-            Some(AuthorizationMode::Hitl)
-        );
-        assert_eq!(
-            p.execution
-                .and_then(|e| e.retry_policy)
-                .map(|r| r.max_retries),
-            Some(2)
-        );
-        assert_eq!(p.run.case_id.as_deref(), Some("case-7"));
-        assert_eq!(p.observability.model.as_deref(), Some("gpt-x"));
-        assert!(p.facts().has_rollback_plan);
-        let stored = serde_json::to_value(&p).expect("serialize");
-        assert_eq!(
-            serde_json::from_value::<ToolProposal>(stored).expect("deserialize"),
-            p
-        );
-        // An agent cannot declare itself confirmed; only a reviewer's approval can.
-        assert_eq!(p.effective_authorization(), AuthorizationState::Validated);
-    }
-
-    #[test]
-    fn lists_every_missing_field() {
-        let errs = fields(&json!({}));
-        for f in [
-            "proposal_id",
-            "proposed_by",
-            "timestamp",
-            "domain",
-            "tool",
-            "intent",
-            "parameters",
-            "risk_level",
-            "approval_required",
-            "compliance_context",
-            "idempotency_key",
-            "rollback_supported",
-        ] {
-            assert!(errs.contains(&f.to_owned()), "missing {f} in {errs:?}");
-        }
-    }
-
-    #[test]
-    fn unknown_enum_values_and_fields_fail_closed() {
-        let mut v = valid();
-        v["risk_level"] = json!("catastrophic");
-        v["blast_radius"] = json!("galactic");
-        v["authorization_state"] = json!("root");
-        v["surprise"] = json!(1);
-        let errs = ToolProposal::parse(&v).expect_err("rejected");
-        let got: Vec<(&str, &str)> = errs
-            .iter()
-            .map(|e| (e.field.as_str(), e.message.as_str()))
-            .collect();
-        assert!(got.contains(&(
-            "risk_level",
-            "unknown value `catastrophic`; must be one of `low`, `medium`, `high`"
-        )));
-        assert!(got.iter().any(|(f, _)| *f == "blast_radius"));
-        assert!(got.iter().any(|(f, _)| *f == "authorization_state"));
-        assert!(got.contains(&("surprise", "is not a known field")));
-    }
-
-    #[test]
-    fn wrong_types_name_the_field_and_the_type() {
-        let mut v = valid();
-        v["tool"] = json!("crm.update_contact");
-        v["approval_required"] = json!("yes");
-        v["parameters"] = json!([1]);
-        v["target_refs"] = json!([{"type": "x"}, 3]);
-        let errs = ToolProposal::parse(&v).expect_err("rejected");
-        let got: Vec<String> = errs.iter().map(ToString::to_string).collect();
-        assert!(
-            got.contains(&"tool: must be an object, got string".to_owned()),
-            "{got:?}"
-        );
-        assert!(got.contains(&"approval_required: must be a boolean, got string".to_owned()));
-        assert!(got.contains(&"parameters: must be an object, got array".to_owned()));
-        assert!(got.contains(&"target_refs[0].id: is required".to_owned()));
-        assert!(got.contains(&"target_refs[1]: must be an object, got number".to_owned()));
-    }
-
-    #[test]
-    fn rejects_bad_ids_times_and_names() {
-        let mut v = valid();
-        v["proposal_id"] = json!("not-a-uuid");
-        v["timestamp"] = json!("yesterday");
-        v["proposed_by"] = json!("Sales Agent");
-        v["idempotency_key"] = json!("");
-        assert_eq!(
-            fields(&v),
-            ["proposal_id", "proposed_by", "timestamp", "idempotency_key"]
-        );
-    }
-
-    #[test]
-    fn round_trips_through_storage_json() {
-        let p = ToolProposal::parse(&valid()).expect("valid");
-        let stored = serde_json::to_value(&p).expect("serialize");
-        let back: ToolProposal = serde_json::from_value(stored).expect("deserialize");
-        assert_eq!(p, back);
-    }
-}
+mod tests;

@@ -13,7 +13,10 @@
 //! American shapes); US SSN-shaped `ddd-dd-dddd`; payment card numbers (13–19 digits that pass
 //! the Luhn check).
 
-use super::wire::wire_enum;
+use crate::domain::contract::wire::wire_enum;
+
+/// Replaces a free-text audit field that looks like it contains personal data or a secret.
+pub const WITHHELD: &str = "[withheld]";
 
 wire_enum! {
     /// The kind of secret a text appears to contain.
@@ -141,7 +144,7 @@ pub fn find_personal_data(text: &str) -> Option<PersonalDataKind> {
 
 /// `name` as it may be written to the audit trail: a short identifier-like name that carries no
 /// secret or personal data is kept; anything else (a key that is an email address, a token, a
-/// 10 KB string) becomes [`super::gate::WITHHELD`].
+/// 10 KB string) becomes [`WITHHELD`].
 pub fn audit_safe_name(name: &str) -> &str {
     let identifier = !name.is_empty()
         && name.len() <= 128
@@ -151,7 +154,7 @@ pub fn audit_safe_name(name: &str) -> &str {
     if identifier && is_clean(name) {
         name
     } else {
-        super::gate::WITHHELD
+        WITHHELD
     }
 }
 
@@ -448,7 +451,6 @@ fn luhn_valid(digits: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::gate::WITHHELD;
 
     #[test]
     fn finds_secrets() {

@@ -1,5 +1,5 @@
 //! The built-in rules of the route engine, shared by the AANA gate ([`super::gate`]) and the
-//! proposal router ([`super::proposal_routing`]). A policy can only add strictness to them.
+//! proposal router ([`super::proposal`]). A policy can only add strictness to them.
 //!
 //! ## The authorization ladder (seed 000 text; conformance cases where the text is silent)
 //!
@@ -33,9 +33,9 @@
 //!   on authorization evidence): **defer**. For `public_read` they are noted only.
 //! - Lowering the authorization state ([`super::evidence`]) happens before the ladder.
 
-use super::aana::{AuthorizationState, RiskDomain, Route, ToolCategory};
 use super::evidence::{EvidenceAssessment, EvidenceIssueCode};
 use super::verdict::{BlockerCode, Verdict};
+use crate::domain::contract::vocab::{AuthorizationState, RiskDomain, Route, ToolCategory};
 
 /// Risk domains whose consequential actions are high-risk. Includes `unknown`: an action whose
 /// risk surface is unknown is not treated as low-risk.
@@ -129,100 +129,173 @@ pub(crate) fn accept_rule(category: ToolCategory) -> &'static str {
     }
 }
 
-/// Applies the authorization ladder (module docs) to `v`. Routes the authorization rows
-/// (`private_read`, `write`) produce are capped at `authorization_cap` (the proposal router
-/// caps them at `ask` when a proposal declares no authorization state: the reviewer's approval
-/// is its authorization). Unknown tools are never capped.
-pub(crate) fn apply_ladder(
-    v: &mut Verdict,
-    category: ToolCategory,
-    authorization: AuthorizationState,
-    high_risk: bool,
-    destructive: bool,
-    authorization_cap: Route,
-) {
-    use AuthorizationState as A;
-    const FIELD: Option<&str> = Some("authorization_state");
-    let cap = |route: Route| route.min(authorization_cap);
-    match category {
-        ToolCategory::PublicRead => {}
-        ToolCategory::PrivateRead => match authorization {
-            A::None => v.block(
-                cap(Route::Defer),
+/// How much risk a write carries on the ladder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WriteRisk {
+    /// An ordinary write: below `confirmed` it asks.
+    Ordinary,
+    /// A high-risk write (module docs): below `validated` it defers to domain-owner review.
+    High,
+}
+
+/// What the tool's name says about it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ToolName {
+    /// Nothing notable.
+    Ordinary,
+    /// The name contains a destructive verb ([`looks_destructive`]).
+    Destructive,
+}
+
+impl ToolName {
+    /// Classifies `tool_name`.
+    pub(crate) fn of(tool_name: &str) -> ToolName {
+        if looks_destructive(tool_name) {
+            ToolName::Destructive
+        } else {
+            ToolName::Ordinary
+        }
+    }
+
+    /// Whether the name looks destructive.
+    pub(crate) fn is_destructive(self) -> bool {
+        self == ToolName::Destructive
+    }
+}
+
+/// One action's place on the authorization ladder (module docs).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Ladder {
+    /// The effective tool category.
+    pub(crate) category: ToolCategory,
+    /// The effective authorization state (after evidence lowering).
+    pub(crate) authorization: AuthorizationState,
+    /// Whether a write is high-risk.
+    pub(crate) risk: WriteRisk,
+    /// Whether the tool's name looks destructive.
+    pub(crate) name: ToolName,
+    /// The strictest route the authorization rows (`private_read`, `write`) may produce: the
+    /// proposal router caps them at `ask` when a proposal declares no authorization state (the
+    /// reviewer's approval is its authorization). Unknown tools are never capped.
+    pub(crate) authorization_cap: Route,
+}
+
+const AUTHORIZATION_FIELD: Option<&str> = Some("authorization_state");
+
+impl Ladder {
+    /// Applies the ladder to `v`.
+    pub(crate) fn apply(&self, v: &mut Verdict) {
+        match self.category {
+            ToolCategory::PublicRead => {}
+            ToolCategory::PrivateRead => self.private_read(v),
+            ToolCategory::Write => self.write(v),
+            ToolCategory::Unknown => self.unknown(v),
+        }
+    }
+
+    fn cap(&self, route: Route) -> Route {
+        route.min(self.authorization_cap)
+    }
+
+    fn private_read(&self, v: &mut Verdict) {
+        match self.authorization {
+            AuthorizationState::None => v.block(
+                self.cap(Route::Defer),
                 "builtin:private_read_requires_authenticated",
                 BlockerCode::AuthorizationBelowRequired,
                 "private read with no authorization context: authenticate the user and \
                  retrieve evidence of it, then recheck",
-                FIELD,
+                AUTHORIZATION_FIELD,
             ),
-            A::UserClaimed => v.block(
-                cap(Route::Ask),
+            AuthorizationState::UserClaimed => v.block(
+                self.cap(Route::Ask),
                 "builtin:private_read_requires_authenticated",
                 BlockerCode::AuthorizationBelowRequired,
                 "private read needs `authenticated`; the identity is only claimed: ask the \
                  user to authenticate, then recheck",
-                FIELD,
+                AUTHORIZATION_FIELD,
             ),
             _ => {}
-        },
-        ToolCategory::Write => match authorization {
-            A::Confirmed => {}
-            A::Validated => v.block(
-                cap(Route::Ask),
+        }
+    }
+
+    fn write(&self, v: &mut Verdict) {
+        let authorization = self.authorization;
+        match authorization {
+            AuthorizationState::Confirmed => {}
+            AuthorizationState::Validated => v.block(
+                self.cap(Route::Ask),
                 "builtin:write_requires_confirmed",
                 BlockerCode::ConfirmationRequired,
                 "write is validated but not confirmed: ask the user to explicitly confirm \
                  this action, then recheck",
-                FIELD,
+                AUTHORIZATION_FIELD,
             ),
-            _ if high_risk => v.block(
-                cap(Route::Defer),
+            _ if self.risk == WriteRisk::High => v.block(
+                self.cap(Route::Defer),
                 "builtin:high_risk_write_requires_validation",
                 BlockerCode::AuthorizationBelowRequired,
                 format!(
                     "high-risk write at `{authorization}`: validate the target, ownership \
                      and eligibility (domain-owner review), then confirm"
                 ),
-                FIELD,
+                AUTHORIZATION_FIELD,
             ),
             _ => v.block(
-                cap(Route::Ask),
+                self.cap(Route::Ask),
                 "builtin:write_requires_confirmed",
                 BlockerCode::AuthorizationBelowRequired,
                 format!(
                     "write at `{authorization}` needs validation and explicit confirmation: \
                      ask the user, then recheck"
                 ),
-                FIELD,
+                AUTHORIZATION_FIELD,
             ),
-        },
-        ToolCategory::Unknown if destructive => v.block(
-            Route::Refuse,
-            "builtin:unknown_destructive_tool",
-            BlockerCode::UnknownDestructiveTool,
-            "unclassified tool whose name looks destructive: classify it in the policy \
-             before it can be proposed",
-            Some("tool_category"),
-        ),
-        ToolCategory::Unknown => v.block(
-            Route::Defer,
-            "builtin:unknown_not_executable",
-            BlockerCode::UnknownToolCategory,
-            "tool category is unknown: classify the tool (public_read, private_read or \
-             write) or route it to review",
-            Some("tool_category"),
-        ),
+        }
+    }
+
+    fn unknown(&self, v: &mut Verdict) {
+        if self.name.is_destructive() {
+            v.block(
+                Route::Refuse,
+                "builtin:unknown_destructive_tool",
+                BlockerCode::UnknownDestructiveTool,
+                "unclassified tool whose name looks destructive: classify it in the policy \
+                 before it can be proposed",
+                Some("tool_category"),
+            );
+        } else {
+            v.block(
+                Route::Defer,
+                "builtin:unknown_not_executable",
+                BlockerCode::UnknownToolCategory,
+                "tool category is unknown: classify the tool (public_read, private_read or \
+                 write) or route it to review",
+                Some("tool_category"),
+            );
+        }
     }
 }
 
-/// Applies the evidence overlays (module docs) to `v`. `stale_blocks`: stale evidence defers
-/// (otherwise it is noted); `requires_evidence`: an empty evidence list defers.
+/// How the evidence overlays treat stale and missing evidence.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Overlays {
+    /// Stale evidence defers (otherwise it is only noted).
+    pub(crate) stale_blocks: bool,
+    /// An empty evidence list defers.
+    pub(crate) requires_evidence: bool,
+}
+
+/// Applies the evidence overlays (module docs) to `v`.
 pub(crate) fn apply_evidence_overlays(
     v: &mut Verdict,
     evidence: &EvidenceAssessment,
-    stale_blocks: bool,
-    requires_evidence: bool,
+    overlays: Overlays,
 ) {
+    let Overlays {
+        stale_blocks,
+        requires_evidence,
+    } = overlays;
     let mut stale_noted = false;
     for issue in &evidence.integrity.issues {
         let field = Some(issue.field.as_str());

@@ -74,7 +74,7 @@ macro_rules! wire_enum {
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
         $vis enum $name { $($(#[$vmeta])* #[doc = concat!("Wire spelling `", $text, "`.")] $variant),+ }
 
-        impl super::wire::WireEnum for $name {
+        impl $crate::domain::contract::wire::WireEnum for $name {
             const ALL: &'static [Self] = &[$(Self::$variant),+];
             fn wire(self) -> &'static str {
                 self.as_str()
@@ -123,7 +123,7 @@ macro_rules! wire_enum {
                         "unknown {} `{}`; {}",
                         stringify!($name),
                         s,
-                        <Self as super::wire::WireEnum>::expected()
+                        <Self as $crate::domain::contract::wire::WireEnum>::expected()
                     ))
                 })
             }
@@ -395,7 +395,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    use super::super::aana::Route;
+    use crate::domain::contract::vocab::Route;
 
     #[test]
     fn wire_enum_round_trips_and_fails_closed() {

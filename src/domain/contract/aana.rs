@@ -11,7 +11,8 @@
 //! - **The schema's `allOf` route/authorization conditionals are routing rules, not validity
 //!   rules.** The seed's own example "Write Missing Confirmation: Ask" (a `user_claimed` write
 //!   with `recommended_route: "accept"`) violates them, and the seed routes it `ask`, not as a
-//!   schema error. The route engine ([`super::gate`]) enforces the same constraints by routing.
+//!   schema error. The route engine (the gate of the routing wing) enforces the same
+//!   constraints by routing.
 //!
 //! Everything else fails closed: unknown top-level or evidence fields
 //! (`additionalProperties: false`), unknown enum values, wrong JSON types, `null` where a value
@@ -20,6 +21,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::vocab::{AuthorizationState, RiskDomain, Route, ToolCategory};
 use super::wire::{FieldError, ObjectReader, type_name, wire_enum};
 
 /// The only `schema_version` accepted (optional on the wire; anything else fails closed).
@@ -27,93 +29,6 @@ pub const SCHEMA_VERSION: &str = "aana.agent_tool_precheck.v1";
 
 /// Most evidence refs one event may carry; more is refused as a schema error.
 pub const MAX_EVIDENCE_REFS: usize = 100;
-
-wire_enum! {
-    /// Consequence class of the proposed tool call. The derived order is the order of
-    /// consequence (`public_read < private_read < write < unknown`): a policy may raise a
-    /// declared category along it, never lower it.
-    pub enum ToolCategory {
-        /// Public, non-sensitive read.
-        PublicRead => "public_read",
-        /// Identity- or account-bound read.
-        PrivateRead => "private_read",
-        /// Consequential write.
-        Write => "write",
-        /// Not classified: never executable.
-        Unknown => "unknown",
-    }
-}
-
-wire_enum! {
-    /// The authorization ladder, weakest first; the derived order is the ladder's.
-    pub enum AuthorizationState {
-        /// No usable authorization context.
-        None => "none",
-        /// The user claimed authority; identity not verified.
-        UserClaimed => "user_claimed",
-        /// The user's identity/session is authenticated.
-        Authenticated => "authenticated",
-        /// Target object, ownership, policy or eligibility was validated.
-        Validated => "validated",
-        /// The user explicitly confirmed this consequential action.
-        Confirmed => "confirmed",
-    }
-}
-
-wire_enum! {
-    /// Primary risk surface of the proposed action.
-    pub enum RiskDomain {
-        /// Infrastructure and operations.
-        Devops => "devops",
-        /// Money, accounts, payments.
-        Finance => "finance",
-        /// Education.
-        Education => "education",
-        /// Human resources and employee records.
-        Hr => "hr",
-        /// Legal matters.
-        Legal => "legal",
-        /// Pharmaceuticals.
-        Pharma => "pharma",
-        /// Health care and health records.
-        Healthcare => "healthcare",
-        /// Commerce and orders.
-        Commerce => "commerce",
-        /// Customer support.
-        CustomerSupport => "customer_support",
-        /// Security.
-        Security => "security",
-        /// Research.
-        Research => "research",
-        /// Personal productivity.
-        PersonalProductivity => "personal_productivity",
-        /// Public information.
-        PublicInformation => "public_information",
-        /// Not classified.
-        Unknown => "unknown",
-    }
-}
-
-wire_enum! {
-    /// A route, least strict first: `accept < ask < defer < refuse`. Only `accept` executes.
-    pub enum Route {
-        /// Execute within the checked scope.
-        Accept => "accept",
-        /// Ask for missing information, authorization, confirmation or approval; then recheck.
-        Ask => "ask",
-        /// Route to stronger evidence or domain-owner/human review; then recheck.
-        Defer => "defer",
-        /// A hard blocker prevents safe execution.
-        Refuse => "refuse",
-    }
-}
-
-impl Route {
-    /// The stricter of two routes.
-    pub fn stricter(self, other: Route) -> Route {
-        self.max(other)
-    }
-}
 
 wire_enum! {
     /// What kind of record an evidence ref points at.

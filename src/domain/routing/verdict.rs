@@ -5,8 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::aana::Route;
-use super::wire::wire_enum;
+use crate::domain::contract::vocab::{AuthorizationState, Route};
+use crate::domain::contract::wire::wire_enum;
 
 wire_enum! {
     /// Why a proposed action cannot execute now. Stable, machine-readable codes.
@@ -66,6 +66,17 @@ pub struct Blocker {
     /// JSON path of the input field concerned, when there is one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub field: Option<String>,
+}
+
+/// Declared, effective and required authorization.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct AuthorizationReport {
+    /// As declared by the runtime.
+    pub declared: AuthorizationState,
+    /// After evidence lowering (never above `declared`).
+    pub effective: AuthorizationState,
+    /// What execution needs; `None` for `unknown` tools, which never execute.
+    pub required: Option<AuthorizationState>,
 }
 
 /// Folds rules into one route.
