@@ -99,7 +99,7 @@ pub struct AuditEvidence {
 /// An audit-safe copy of an event: argument *keys* only, evidence metadata only, free text
 /// withheld when it looks like personal data or a secret.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct AuditEvent {
+pub struct AuditSafeEvent {
     /// Schema version marker, if sent.
     pub schema_version: Option<String>,
     /// Request id (or [`WITHHELD`]).
@@ -152,7 +152,7 @@ pub struct Decision {
     /// The rule that produced the route.
     pub rule: String,
     /// Audit-safe copy of the event (absent for a schema-invalid event).
-    pub audit_event: Option<AuditEvent>,
+    pub audit_event: Option<AuditSafeEvent>,
 }
 
 impl Decision {
@@ -464,7 +464,7 @@ fn safe_text(text: &str) -> String {
 }
 
 /// The audit-safe copy of `event`.
-pub fn audit_event(event: &Event) -> AuditEvent {
+pub fn audit_event(event: &Event) -> AuditSafeEvent {
     let mut keys: Vec<String> = event
         .proposed_arguments
         .keys()
@@ -502,7 +502,7 @@ pub fn audit_event(event: &Event) -> AuditEvent {
         })
         .collect();
     let subject = event.authorization_subject.as_ref();
-    AuditEvent {
+    AuditSafeEvent {
         schema_version: event.schema_version.clone(),
         request_id: event.request_id.as_deref().map(safe_text),
         agent_id: event.agent_id.as_deref().map(safe_text),
