@@ -10,6 +10,9 @@ pub const DEFAULT_DATABASE_URL: &str = "sqlite://countersign.db";
 /// Where `serve` keeps its audit checkpoint key unless told otherwise.
 pub const DEFAULT_AUDIT_KEY: &str = "countersign-audit.key";
 
+/// Where `serve` keeps the key that signs executor grants unless told otherwise.
+pub const DEFAULT_GRANT_KEY: &str = "countersign-grant.key";
+
 /// What `serve` runs with.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -25,6 +28,8 @@ pub struct Settings {
     pub policy: Option<PathBuf>,
     /// The key that signs audit checkpoints; `None`: the head is not signed.
     pub audit_key: Option<PathBuf>,
+    /// The key that signs executor grants; `None`: a key generated for this process only.
+    pub grant_key: Option<PathBuf>,
 }
 
 impl Settings {
@@ -37,6 +42,7 @@ impl Settings {
             secure_cookies: false,
             policy: None,
             audit_key: None,
+            grant_key: None,
         }
     }
 }

@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use app::ports::DynDesk;
+use app::ports::{DynDesk, DynLedger};
 use app::{App, shell};
 use axum::Router;
 use axum::extract::Request;
@@ -17,13 +17,14 @@ use tower_sessions::cookie::SameSite;
 use tower_sessions::{Expiry, Session, SessionManagerLayer};
 
 use crate::api::{self, ApiState};
-use crate::audit::checkpoint::CheckpointKey;
+use crate::audit::checkpoint::{CheckpointKey, load_or_create_key};
 use crate::auth::session::{AnySessionStore, WebSession};
 use crate::config::{Settings, redact_url};
 use crate::domain::policy::model::Policy;
 use crate::service::Services;
 use crate::storage::{self, Store};
 use crate::web::ReviewDesk;
+use crate::web::ledger::AuditLedger;
 
 /// The app's routes: fixed at compile time, so listed once per process. (Leptos lists them by
 /// rendering the app in a special mode; doing that while another server in the same process
@@ -61,8 +62,11 @@ pub enum StartError {
         message: String,
     },
     /// The audit checkpoint key could not be read or created.
-    #[error("audit key: {0}")]
+    #[error("signing key: {0}")]
     AuditKey(#[from] crate::audit::checkpoint::KeyError),
+    /// The start could not be recorded in the audit trail.
+    #[error("recording the policy in the audit trail: {0}")]
+    Record(#[from] crate::service::ServiceError),
     /// The address could not be bound.
     #[error("binding {addr}: {source}")]
     Bind {
@@ -80,6 +84,8 @@ pub struct Application {
     services: Services,
     sessions: AnySessionStore,
     checkpoint_key: Option<Arc<CheckpointKey>>,
+    /// PostgreSQL: where to listen for other instances' queue changes.
+    listen_url: Option<String>,
 }
 
 /// Opens the database, creating and migrating it, and returns it with its session store.
@@ -138,6 +144,7 @@ pub fn router(
     options: LeptosOptions,
 ) -> Router {
     let desk: DynDesk = ReviewDesk::new(services.clone());
+    let ledger: DynLedger = AuditLedger::new(services.clone());
     let routes = ROUTES.get_or_init(|| generate_route_list(App)).clone();
     let session_layer = SessionManagerLayer::new(sessions)
         .with_name("countersign_session")
@@ -145,13 +152,19 @@ pub fn router(
         .with_http_only(true)
         .with_same_site(SameSite::Lax)
         .with_expiry(Expiry::OnInactivity(SESSION_IDLE));
+    let export = crate::web::export::router(services.clone(), desk.clone());
+    let context = move || {
+        provide_context(desk.clone());
+        provide_context(ledger.clone());
+    };
     let web = Router::new()
-        .leptos_routes_with_context(&options, routes, move || provide_context(desk.clone()), {
+        .leptos_routes_with_context(&options, routes, context, {
             let options = options.clone();
             move || shell(options.clone())
         })
         .fallback(leptos_axum::file_and_error_handler(shell))
         .with_state(options)
+        .merge(export)
         .layer(middleware::from_fn(attach_session_port))
         .layer(session_layer);
     let api = api::router(ApiState {
@@ -164,6 +177,14 @@ pub fn router(
 impl Application {
     /// Opens storage, reads Leptos.toml and binds the listener.
     pub async fn build(settings: Settings) -> Result<Self, StartError> {
+        Self::build_with_clock(settings, Arc::new(crate::service::SystemClock)).await
+    }
+
+    /// The same, on another clock (tests move time on to lapse leases and end windows).
+    pub async fn build_with_clock(
+        settings: Settings,
+        clock: Arc<dyn crate::service::Clock>,
+    ) -> Result<Self, StartError> {
         let policy = load_policy(&settings)?;
         let (store, sessions) = open_store(&settings.database_url).await?;
         let options = leptos_options(&settings)?;
@@ -176,7 +197,25 @@ impl Application {
             Some(path) => Some(Arc::new(CheckpointKey::load_or_create(path)?)),
             None => None,
         };
-        let services = Services::new(store, Arc::new(policy));
+        let mut services = Services::with_clock(store, Arc::new(policy), clock);
+        match &settings.grant_key {
+            Some(path) => {
+                services = services.with_grant_key(load_or_create_key(path)?);
+            }
+            None => tracing::warn!(
+                "no grant key file: executor grants are signed with a key that lives only as \
+                 long as this process"
+            ),
+        }
+        let source = if settings.policy.is_some() {
+            "file"
+        } else {
+            "built-in"
+        };
+        services
+            .record_policy_loaded(source)
+            .await
+            .map_err(StartError::Record)?;
         let router = router(services.clone(), sessions.clone(), &settings, options);
         Ok(Application {
             listener,
@@ -184,6 +223,8 @@ impl Application {
             services,
             sessions,
             checkpoint_key,
+            listen_url: (!settings.database_url.starts_with("sqlite:"))
+                .then(|| settings.database_url.clone()),
         })
     }
 
@@ -202,7 +243,15 @@ impl Application {
     /// Serves until SIGINT or SIGTERM, then finishes in-flight requests. Pending proposals whose
     /// time ran out are expired every [`EXPIRY_SWEEP`].
     pub async fn run(self) -> std::io::Result<()> {
+        #[cfg(feature = "bench-unchained")]
+        tracing::error!(
+            "built with `bench-unchained`: audit rows are NOT hash-chained; for benchmarks only"
+        );
         tokio::spawn(sweep_expired(self.services.clone()));
+        tokio::spawn(sweep_queue(self.services.clone()));
+        if let Some(url) = self.listen_url.clone() {
+            tokio::spawn(listen_for_queue(url, self.services.clone()));
+        }
         tokio::spawn(purge_sessions(self.sessions.clone()));
         match self.checkpoint_key.clone() {
             Some(key) => {
@@ -215,9 +264,56 @@ impl Application {
             .await
     }
 
-    /// Serves until the process ends (tests).
+    /// Serves until the process ends (tests). The queue is swept only when a test asks.
     pub async fn run_forever(self) -> std::io::Result<()> {
+        if let Some(url) = self.listen_url.clone() {
+            tokio::spawn(listen_for_queue(url, self.services.clone()));
+        }
         axum::serve(self.listener, self.router).await
+    }
+}
+
+/// How often the server settles lapsed leases and expires commands past their window.
+pub const QUEUE_SWEEP: std::time::Duration = std::time::Duration::from_secs(1);
+
+async fn sweep_queue(services: Services) {
+    let mut tick = tokio::time::interval(QUEUE_SWEEP);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        if let Err(e) = services.sweep_queue().await {
+            tracing::error!(error = %e, "queue sweep failed");
+        }
+    }
+}
+
+/// PostgreSQL: wakes this instance's waiting leases when another instance queues a command
+/// (`NOTIFY countersign_queue`, sent at commit). Reconnects after a lost connection.
+async fn listen_for_queue(url: String, services: Services) {
+    loop {
+        match sqlx::postgres::PgListener::connect(&url).await {
+            Ok(mut listener) => {
+                if let Err(e) = listener.listen("countersign_queue").await {
+                    tracing::error!(error = %e, "cannot listen for queue notifications");
+                } else {
+                    loop {
+                        match listener.recv().await {
+                            Ok(_) => services.queue_signal().wake(),
+                            Err(e) => {
+                                tracing::warn!(error = %e, "queue notifications interrupted");
+                                break;
+                            }
+                        }
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "cannot connect to listen for queue notifications")
+            }
+        }
+        // Whatever was queued meanwhile is found by the waiting leases' own periodic look.
+        services.queue_signal().wake();
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
     }
 }
 

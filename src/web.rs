@@ -3,11 +3,16 @@
 //! decision rules and their atomic application live in the service. Reads here never write:
 //! a pending proposal whose time ran out is shown expired until the sweep records it.
 
+pub mod export;
+pub mod filters;
+pub mod ledger;
+pub mod runs;
+
 use std::sync::Arc;
 
 use app::dto::{
     self, AppError, AuditView, BlockerView, ExecutionView, Notice, ProposalView, QueueItem,
-    ReviewView, Viewer,
+    ReviewView, SecurityEvent, Viewer,
 };
 use app::ports::{DecideOutcome, Desk};
 use async_trait::async_trait;
@@ -16,14 +21,18 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use uuid::Uuid;
 
+use crate::audit::{self as trail, Actor, AuditEvent};
+use crate::domain::erasure::ErasureError;
 use crate::domain::lifecycle::{
     self, DecisionError, ProposalStatus, ReviewVerdict, check_decision,
 };
 use crate::domain::principal::Role;
-use crate::service::{Conflict, Decided, QUEUE_LIMIT, Reviewer, ServiceError, Services};
-use crate::storage::AuditRecord;
+use crate::service::{
+    Conflict, Cursor, Decided, QUEUE_LIMIT, Reviewer, ServiceError, Services, TrailPage,
+};
+use crate::storage::audit_query::TrailEvent;
 use crate::storage::commands::CommandRecord;
-use crate::storage::proposals::ProposalRecord;
+use crate::storage::proposals::{ProposalRecord, Review};
 
 /// The reviewer's desk. Its methods receive a viewer the server functions have just checked
 /// against the stored account ([`Desk::revalidate`]); they check the role for each operation.
@@ -191,16 +200,35 @@ fn compliance_and_classification(p: &ProposalRecord) -> (Vec<String>, Vec<(Strin
     (compliance, classification)
 }
 
-fn audit_view(a: AuditRecord) -> AuditView {
+fn audit_view(a: TrailEvent) -> AuditView {
+    let a = a.event;
     AuditView {
         at: rfc3339(a.at),
         actor: format!("{}:{}", a.actor_kind, a.actor),
-        action: a.action,
+        action: a.kind,
         change: match (a.before_status, a.after_status) {
             (Some(b), Some(a)) => format!("{b} → {a}"),
             (None, Some(a)) => format!("→ {a}"),
             _ => String::new(),
         },
+    }
+}
+
+fn review_view(r: Review) -> ReviewView {
+    ReviewView {
+        verdict: r.verdict.as_str().into(),
+        decided_by: r.decided_by,
+        decided_at: rfc3339(r.decided_at),
+        reason: r.reason,
+    }
+}
+
+fn execution_view(x: CommandRecord) -> ExecutionView {
+    ExecutionView {
+        command_id: x.id.to_string(),
+        status: x.status.as_str().into(),
+        attempts: x.attempts,
+        leased_by: x.leased_by,
     }
 }
 
@@ -251,8 +279,9 @@ struct Detail {
     p: ProposalRecord,
     command: Option<CommandRecord>,
     approvals: Vec<(String, OffsetDateTime)>,
-    audit: Vec<AuditRecord>,
+    audit: TrailPage,
     standing: Standing,
+    can_erase: bool,
     now: OffsetDateTime,
 }
 
@@ -264,8 +293,13 @@ impl Detail {
             approvals,
             audit,
             standing,
+            can_erase,
             now,
         } = self;
+        let erased = p
+            .erasure
+            .as_ref()
+            .map(|e| format!("Erased by {} at {}: {}", e.by, rfc3339(e.at), e.reason));
         let (compliance, classification) = compliance_and_classification(&p);
         let rollback = rollback_words(&p);
         let targets = targets(&p);
@@ -313,19 +347,11 @@ impl Detail {
             reasons: r.reasons,
             request_hash: p.request_hash,
             idempotency_key: c.idempotency_key,
-            review: p.review.map(|r| ReviewView {
-                verdict: r.verdict.as_str().into(),
-                decided_by: r.decided_by,
-                decided_at: rfc3339(r.decided_at),
-                reason: r.reason,
-            }),
-            execution: command.map(|x| ExecutionView {
-                command_id: x.id.to_string(),
-                status: x.status.as_str().into(),
-                attempts: x.attempts,
-                leased_by: x.leased_by,
-            }),
-            audit: audit.into_iter().map(audit_view).collect(),
+            review: p.review.map(review_view),
+            execution: command.map(execution_view),
+            audit_older: audit.older,
+            audit_newer: audit.newer,
+            audit: audit.events.into_iter().map(audit_view).collect(),
             approve_blocked: standing.approve_blocked,
             approvals: approvals
                 .iter()
@@ -333,6 +359,8 @@ impl Detail {
                 .collect(),
             can_decide: standing.can_decide,
             cannot_decide_because: standing.cannot,
+            can_erase: can_erase && erased.is_none() && !standing.status.is_open(),
+            erased,
         }
     }
 }
@@ -398,7 +426,12 @@ impl Desk for ReviewDesk {
         Ok(pending.into_iter().map(|p| queue_item(p, now)).collect())
     }
 
-    async fn proposal(&self, viewer: &Viewer, id: &str) -> Result<ProposalView, AppError> {
+    async fn proposal(
+        &self,
+        viewer: &Viewer,
+        id: &str,
+        trail_before: Option<i64>,
+    ) -> Result<ProposalView, AppError> {
         let role = may_view(viewer)?;
         let id = Uuid::parse_str(id).map_err(|_| AppError::NotFound)?;
         let s = &self.services;
@@ -409,29 +442,88 @@ impl Desk for ReviewDesk {
             .ok_or(AppError::NotFound)?;
         let command = s.command_for_proposal(id).await.map_err(internal)?;
         let approvals = s.approvals(id).await.map_err(internal)?;
-        let mut audit = s
-            .trail("proposal", &id.to_string())
+        // The most recent events of the proposal and its command, a page at a time.
+        let cursor = trail_before.map_or(Cursor::Newest, Cursor::Before);
+        let audit = s
+            .proposal_trail(id, command.as_ref().map(|c| c.id), cursor)
             .await
             .map_err(internal)?;
-        if let Some(c) = &command {
-            audit.extend(
-                s.trail("command", &c.id.to_string())
-                    .await
-                    .map_err(internal)?,
-            );
-            audit.sort_by_key(|a| a.seq);
-        }
         let now = s.now();
         let standing = standing(&p, viewer, role, &approvals, now);
+        s.record_view(&Actor::user(&viewer.username), &p)
+            .await
+            .map_err(internal)?;
         Ok(Detail {
             p,
             command,
             approvals,
             audit,
             standing,
+            can_erase: role == Role::Admin,
             now,
         }
         .into_view())
+    }
+
+    async fn erase(
+        &self,
+        viewer: &Viewer,
+        id: &str,
+        reason: &str,
+    ) -> Result<DecideOutcome, AppError> {
+        self.erase_as_admin(viewer, id, reason).await
+    }
+
+    async fn security(
+        &self,
+        viewer: Option<&Viewer>,
+        event: SecurityEvent,
+    ) -> Result<(), AppError> {
+        let (actor, event) = security_event(viewer, event);
+        self.services
+            .record_security(&actor, event)
+            .await
+            .map_err(internal)
+    }
+
+    async fn runs(&self, viewer: &Viewer) -> Result<dto::RunsView, AppError> {
+        runs::runs(&self.services, viewer).await
+    }
+
+    async fn resolve(
+        &self,
+        viewer: &Viewer,
+        id: &str,
+        resolution: &str,
+        reason: &str,
+    ) -> Result<DecideOutcome, AppError> {
+        runs::resolve(&self.services, viewer, id, resolution, reason).await
+    }
+
+    async fn decide_rollback(
+        &self,
+        viewer: &Viewer,
+        id: &str,
+        verdict: &str,
+        reason: Option<&str>,
+    ) -> Result<DecideOutcome, AppError> {
+        runs::decide_rollback(&self.services, viewer, id, verdict, reason).await
+    }
+
+    async fn switch_tool(
+        &self,
+        viewer: &Viewer,
+        pattern: &str,
+        action: &str,
+    ) -> Result<DecideOutcome, AppError> {
+        match runs::switch_tool(&self.services, viewer, pattern, action).await? {
+            Some(outcome) => Ok(outcome),
+            None => {
+                self.security(Some(viewer), SecurityEvent::AccessDenied(runs::PAUSE_PAGE))
+                    .await?;
+                Ok(DecideOutcome::Refused(Notice::PauseRole))
+            }
+        }
     }
 
     async fn decide(
@@ -463,6 +555,69 @@ impl Desk for ReviewDesk {
             },
         }
     }
+}
+
+impl ReviewDesk {
+    async fn erase_as_admin(
+        &self,
+        viewer: &Viewer,
+        id: &str,
+        reason: &str,
+    ) -> Result<DecideOutcome, AppError> {
+        if role_of(viewer) != Role::Admin {
+            self.security(Some(viewer), SecurityEvent::AccessDenied(dto::Page::Erase))
+                .await?;
+            return Ok(DecideOutcome::Refused(Notice::EraseRole));
+        }
+        let id = Uuid::parse_str(id).map_err(|_| AppError::NotFound)?;
+        let actor = Actor::user(&viewer.username);
+        match self.services.erase_proposal(&actor, id, reason).await {
+            Ok(_) => Ok(DecideOutcome::Decided(Notice::Erased)),
+            Err(ServiceError::Erasure(e)) => Ok(DecideOutcome::Refused(match e {
+                ErasureError::Pending => Notice::ErasePending,
+                ErasureError::CommandOpen(_) => Notice::EraseCommandOpen,
+                ErasureError::AlreadyErased => Notice::AlreadyErased,
+                ErasureError::ReasonRequired => Notice::EraseReasonRequired,
+            })),
+            Err(e) => Err(internal(e)),
+        }
+    }
+}
+
+/// The audit event of a security event the pages report.
+fn security_event(viewer: Option<&Viewer>, event: SecurityEvent) -> (Actor, AuditEvent) {
+    let actor = viewer.map_or_else(|| Actor::system("web"), |v| Actor::user(&v.username));
+    let event = match event {
+        SecurityEvent::SignedOut => AuditEvent::SignedOut(trail::SignedOut {
+            username: actor.name.clone(),
+        }),
+        SecurityEvent::CsrfRejected(form) => AuditEvent::CsrfRejected(trail::CsrfRejected {
+            form: match form {
+                dto::Form::Login => "login",
+                dto::Form::Logout => "logout",
+                dto::Form::Decide => "decide",
+                dto::Form::Erase => "erase",
+                dto::Form::Verify => "verify",
+                dto::Form::Resolve => "resolve",
+                dto::Form::Rollback => "rollback",
+                dto::Form::ToolSwitch => "tool_switch",
+            },
+            signed_in: viewer.is_some(),
+        }),
+        SecurityEvent::AccessDenied(page) => AuditEvent::AccessDenied(trail::AccessDenied {
+            page: match page {
+                dto::Page::Audit => "/audit",
+                dto::Page::AuditCharts => "/audit/charts",
+                dto::Page::AuditTimeline => "/audit/proposals",
+                dto::Page::AuditExport => "/audit/export",
+                dto::Page::AuditVerify => "/audit/verify",
+                dto::Page::Erase => "erase",
+                dto::Page::ToolSwitch => "tool_switch",
+            },
+            role: viewer.map(role_of),
+        }),
+    };
+    (actor, event)
 }
 
 #[cfg(test)]

@@ -2,13 +2,16 @@
 //! tampering is detected with the first bad seq named (by `countersign audit verify`, the
 //! operator's tool); signed and kept checkpoints catch a recomputed chain and a cut tail; an
 //! export bundle verifies offline and fails after a one-byte edit; two instances writing to one
-//! PostgreSQL at once leave one valid chain.
+//! PostgreSQL at once leave one valid chain; verification reads one snapshot while writers
+//! append; a facet column that is not the copy of its `details` key is named.
 
 mod common;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use assert_cmd::Command;
+use countersign::audit::chain::ChainError;
 use countersign::audit::checkpoint::CheckpointKey;
 use countersign::audit::{Actor, AuditEvent, ProposalInputRejected};
 use countersign::domain::policy::model::Policy;
@@ -241,14 +244,15 @@ async fn hash_at(db: &Db, seq: i64) -> String {
 /// Changes row `seq`'s actor and recomputes the chain from there; returns rows rewritten.
 async fn recompute_from(db: &Db, seq: i64) -> usize {
     let mut read = db.services.store().read().await.expect("read");
-    let rows = storage::audit::chain_page(read.conn(), 0, 100_000)
+    let rows = storage::audit_walk::chain_page(read.conn(), 0, 100_000)
         .await
         .expect("rows");
     drop(read);
     let mut prev = rows[(seq - 2) as usize].hash.clone();
     let mut sql = String::new();
     let mut n = 0;
-    for mut row in rows.into_iter().skip((seq - 1) as usize) {
+    for stored in rows.into_iter().skip((seq - 1) as usize) {
+        let mut row = stored.to_event().expect("details are JSON");
         if row.seq == seq {
             row.actor = "mallory".into();
             sql.push_str(&format!(
@@ -341,6 +345,104 @@ async fn two_instances_on_one_database_write_one_chain(backend: &str) {
     assert_eq!(ok.head.seq, 400);
 }
 
+/// The head as the database records it now.
+async fn head_seq(db: &Db) -> i64 {
+    let mut read = db.services.store().read().await.expect("read");
+    storage::audit::head(read.conn()).await.expect("head").0.seq
+}
+
+/// Verifications that must each have overlapped appends before the test is convincing.
+const OVERLAPPING: usize = 5;
+
+async fn verify_reads_one_snapshot_while_writers_append(backend: &str) {
+    let db = db(backend).await;
+    // More rows than one page, so a walk spans several statements.
+    fill(&db.services, 25_000).await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let writers: Vec<_> = (0..4)
+        .map(|w| {
+            let (services, stop) = (db.services.clone(), stop.clone());
+            tokio::spawn(async move {
+                let mut written = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    let e = (services.now(), Actor::agent("agent-w"), event(w + written));
+                    services.store().record(vec![e]).await.expect("record");
+                    written += 1;
+                }
+                written
+            })
+        })
+        .collect();
+    let (mut overlapped, mut last) = (0, 0);
+    for _ in 0..100 {
+        let before = head_seq(&db).await;
+        let ok = db
+            .services
+            .verify_trail(None)
+            .await
+            .unwrap_or_else(|e| panic!("verification under load failed: {e}"));
+        let after = head_seq(&db).await;
+        // The head it reports is the head of the rows it read, somewhere in the walk's time.
+        assert_eq!(ok.count, ok.head.seq, "{ok:?}");
+        assert_eq!(hash_at(&db, ok.head.seq).await, ok.head.hash);
+        assert!(before <= ok.head.seq && ok.head.seq <= after && last <= ok.head.seq);
+        last = ok.head.seq;
+        overlapped += usize::from(before < after);
+        if overlapped == OVERLAPPING {
+            break;
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let mut written = 0;
+    for w in writers {
+        written += w.await.expect("writer");
+    }
+    assert_eq!(
+        overlapped, OVERLAPPING,
+        "the writers never overlapped a walk"
+    );
+    let ok = db.services.verify_trail(None).await.expect("verifies");
+    assert_eq!(ok.head.seq, 25_000 + written as i64);
+}
+
+async fn a_facet_that_differs_from_its_details_is_named(backend: &str) {
+    let db = db(backend).await;
+    fill(&db.services, 300).await;
+    db.services.verify_trail(None).await.expect("verifies");
+
+    // A facet set where `details` has no such key.
+    tamper(
+        &db,
+        "update audit_events set tool = 'crm.delete' where seq = 120",
+    )
+    .await;
+    let named = |seq, facet| Err(ChainError::Facet { seq, facet });
+    let facet_error = |r: Result<_, VerifyError>| match r {
+        Err(VerifyError::Chain(e)) => Err(e),
+        Ok(v) => Ok(v),
+        Err(other) => panic!("expected a chain error, got {other:?}"),
+    };
+    assert_eq!(
+        facet_error(db.services.verify_trail(None).await).map(|v| v.count),
+        named(120, "tool")
+    );
+    // A facet changed from its key, earlier in the trail.
+    tamper(
+        &db,
+        "update audit_events set agent = 'agent-x' where seq = 77",
+    )
+    .await;
+    assert_eq!(
+        facet_error(db.services.verify_trail(None).await).map(|v| v.count),
+        named(77, "agent")
+    );
+    let err = verify_cli(&db.url, &[]).expect_err("cli fails");
+    assert!(
+        err.contains("seq 77: facet `agent` does not match the row's details"),
+        "{err}"
+    );
+}
+
 macro_rules! on_both_backends {
     ($($case:ident),* $(,)?) => {
         mod sqlite {
@@ -360,4 +462,6 @@ on_both_backends!(
     signed_and_kept_checkpoints_catch_rewrites_and_cut_tails,
     an_export_verifies_offline_and_fails_after_one_byte,
     two_instances_on_one_database_write_one_chain,
+    verify_reads_one_snapshot_while_writers_append,
+    a_facet_that_differs_from_its_details_is_named,
 );

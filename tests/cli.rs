@@ -19,6 +19,10 @@ fn every_command_has_help() {
         vec!["migrate", "--help"],
         vec!["user", "add", "--help"],
         vec!["token", "create", "--help"],
+        vec!["user", "role", "--help"],
+        vec!["user", "disable", "--help"],
+        vec!["token", "revoke", "--help"],
+        vec!["proposal", "erase", "--help"],
     ] {
         let out = countersign("sqlite://unused.db")
             .args(&args)
@@ -209,4 +213,80 @@ fn policies_are_checked_and_explained_from_the_command_line() {
     let decision: serde_json::Value =
         serde_json::from_slice(&out.get_output().stdout).expect("JSON decision");
     assert_eq!(decision["route"], "refuse");
+}
+
+/// Role changes, disabled accounts and revoked tokens are audited, with the CLI as actor, and
+/// refused for names that do not exist.
+#[test]
+fn account_changes_are_audited() {
+    for backend in ["sqlite", "postgres"] {
+        let (db, dir) = common::fresh_database(backend);
+        let run = |args: &[&str], stdin: Option<&str>| common::run_ok(&db, args, stdin);
+        run(
+            &[
+                "user",
+                "add",
+                "--username",
+                "rita",
+                "--role",
+                "reviewer",
+                "--password-stdin",
+            ],
+            Some("correct horse battery staple\n"),
+        );
+        run(
+            &["user", "role", "--username", "rita", "--role", "compliance"],
+            None,
+        );
+        run(&["user", "disable", "--username", "rita"], None);
+        run(&["token", "create", "--agent", "bot"], None);
+        run(&["token", "create", "--agent", "bot"], None);
+        run(&["token", "revoke", "--agent", "bot"], None);
+        for args in [
+            vec!["user", "role", "--username", "nobody", "--role", "admin"],
+            vec!["user", "disable", "--username", "rita"],
+            vec!["token", "revoke", "--executor", "nobody"],
+        ] {
+            let out = countersign(&db).args(&args).assert().failure();
+            let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+            assert!(err.contains("no active"), "{args:?}: {err}");
+        }
+        let out = tempfile::tempdir().expect("dir");
+        let bundle = out.path().join("b");
+        run(
+            &["audit", "export", "--out", bundle.to_str().expect("path")],
+            None,
+        );
+        let events = std::fs::read_to_string(bundle.join("events.jsonl")).expect("events");
+        let kinds: Vec<(String, String)> = events
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("json"))
+            .map(|v| {
+                (
+                    v["kind"].as_str().unwrap_or("").to_owned(),
+                    v["actor"].as_str().unwrap_or("").to_owned(),
+                )
+            })
+            .collect();
+        for kind in [
+            "user.created",
+            "user.role_changed",
+            "user.disabled",
+            "token.revoked",
+        ] {
+            assert!(
+                kinds.iter().any(|(k, a)| k == kind && a == "cli"),
+                "{backend}: {kind} in {kinds:?}"
+            );
+        }
+        assert_eq!(
+            kinds.iter().filter(|(k, _)| k == "token.revoked").count(),
+            2,
+            "{backend}"
+        );
+        assert!(
+            events.contains("\"from\":\"reviewer\"") && events.contains("\"to\":\"compliance\"")
+        );
+        drop(dir);
+    }
 }

@@ -4,46 +4,8 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command as Process, Stdio};
-
-use assert_cmd::cargo::CommandCargoExt;
+use common::{countersign, serve};
 use serde_json::json;
-
-fn countersign(db: &str) -> Process {
-    let mut cmd = Process::cargo_bin("countersign").expect("binary");
-    cmd.env("COUNTERSIGN_DATABASE_URL", db)
-        .env_remove("RUST_LOG")
-        .env("COUNTERSIGN_LOG_FORMAT", "json");
-    cmd
-}
-
-/// Starts `serve` on a free port and returns it once it listens. Its log (stderr) is read to
-/// the end on a thread of its own, so the server never blocks on a full pipe.
-fn serve(db: &str, key: &std::path::Path) -> (Child, String) {
-    let mut child = countersign(db)
-        .args(["serve", "--bind", "127.0.0.1:0", "--audit-key"])
-        .arg(key)
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("serve");
-    let log = BufReader::new(child.stderr.take().expect("stderr"));
-    let (found, addr) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in log.lines().map_while(Result::ok) {
-            if line.contains("Countersign is serving")
-                && let Ok(v) = serde_json::from_str::<serde_json::Value>(&line)
-                && let Some(addr) = v["fields"]["addr"].as_str()
-            {
-                let _ = found.send(addr.to_owned());
-            }
-        }
-    });
-    let addr = addr.recv().expect("the server exited before listening");
-    (child, format!("http://{addr}"))
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acknowledged_writes_survive_sigkill() {
@@ -58,7 +20,8 @@ async fn acknowledged_writes_survive_sigkill() {
         .expect("utf-8")
         .trim()
         .to_owned();
-    let (mut server, base) = serve(&db, &dir.path().join("audit.key"));
+    let served = serve(&db, &dir.path().join("audit.key"), "info");
+    let (mut server, base) = (served.child, served.base);
 
     let (ack, mut acks) = tokio::sync::mpsc::unbounded_channel();
     let client = reqwest::Client::new();
@@ -99,7 +62,8 @@ async fn acknowledged_writes_survive_sigkill() {
     while let Ok(id) = acks.try_recv() {
         acked.push(id);
     }
-    let (mut server, base) = serve(&db, &dir.path().join("audit.key"));
+    let served = serve(&db, &dir.path().join("audit.key"), "info");
+    let (mut server, base) = (served.child, served.base);
     for id in &acked {
         let id = id.as_str().expect("id");
         let r = client

@@ -8,11 +8,14 @@
 
 mod common;
 
+use common::LeaseAs;
+
 use std::sync::{Arc, Mutex, PoisonError};
 
 use countersign::audit::Actor;
 use countersign::auth::token;
 use countersign::domain::Policy;
+use countersign::domain::command::retry::SideEffect;
 use countersign::domain::command::{CommandStatus, Outcome};
 use countersign::domain::contract::vocab::AuthorizationState;
 use countersign::domain::lifecycle::{DecisionError, ProposalStatus, ReviewVerdict};
@@ -129,6 +132,7 @@ fn report(command_id: Uuid, lease_token: &str, outcome: Outcome) -> Report {
         lease_token: lease_token.into(),
         outcome,
         body: json!({"ok": outcome == Outcome::Succeeded}),
+        side_effect: SideEffect::Possible,
     }
 }
 
@@ -354,7 +358,7 @@ async fn rejection_records_the_reason_and_queues_nothing(backend: &str) {
     );
     assert!(
         db.services
-            .lease("exec", 60)
+            .lease_as("exec", 60)
             .await
             .expect("lease")
             .is_none()
@@ -365,7 +369,7 @@ async fn leases_are_exclusive_and_reports_need_the_current_token(backend: &str) 
     let db = db(backend).await;
     assert!(
         db.services
-            .lease("exec", 60)
+            .lease_as("exec", 60)
             .await
             .expect("lease")
             .is_none()
@@ -373,7 +377,7 @@ async fn leases_are_exclusive_and_reports_need_the_current_token(backend: &str) 
     let id = submit(&db.services, "agent-a").await;
     let command_id = approve(&db.services, id, "rev").await.expect("approve");
 
-    let leased = db.services.lease("exec", 60).await.expect("lease");
+    let leased = db.services.lease_as("exec", 60).await.expect("lease");
     let leased = leased.expect("a command");
     let token = leased.lease_token.expose().to_owned();
     let command = &leased.command;
@@ -385,7 +389,7 @@ async fn leases_are_exclusive_and_reports_need_the_current_token(backend: &str) 
     // Held: nobody else gets it.
     assert!(
         db.services
-            .lease("exec2", 60)
+            .lease_as("exec2", 60)
             .await
             .expect("lease")
             .is_none()
@@ -438,9 +442,17 @@ async fn leases_are_exclusive_and_reports_need_the_current_token(backend: &str) 
         Err(ServiceError::NotFound) => {}
         other => panic!("expected not found, got {other:?}"),
     }
+    // The wrong token, the intruder and the report after the outcome are drift, recorded.
     assert_eq!(
         actions(&db.services, "command", command_id).await,
-        ["command.queued", "command.leased", "command.succeeded"]
+        [
+            "command.queued",
+            "command.leased",
+            "executor.drift",
+            "executor.drift",
+            "command.succeeded",
+            "executor.drift"
+        ]
     );
     assert_eq!(
         actions(&db.services, "proposal", id).await,
@@ -458,7 +470,7 @@ async fn failures_are_recorded_on_command_and_proposal(backend: &str) {
     let command_id = approve(&db.services, id, "rev").await.expect("approve");
     let leased = db
         .services
-        .lease("exec", 60)
+        .lease_as("exec", 60)
         .await
         .expect("lease")
         .expect("command");
@@ -467,7 +479,10 @@ async fn failures_are_recorded_on_command_and_proposal(backend: &str) {
         .services
         .report(
             "exec",
-            report(command_id, leased.lease_token.expose(), Outcome::Failed),
+            Report {
+                side_effect: SideEffect::Done,
+                ..report(command_id, leased.lease_token.expose(), Outcome::Failed)
+            },
         )
         .await
         .expect("report");
@@ -484,25 +499,36 @@ async fn failures_are_recorded_on_command_and_proposal(backend: &str) {
     );
 }
 
-async fn an_expired_lease_is_taken_over_and_fences_the_old_holder(backend: &str) {
+async fn an_expired_lease_is_never_re_leased_silently(backend: &str) {
     let db = db(backend).await;
     let id = submit(&db.services, "agent-a").await;
     let command_id = approve(&db.services, id, "rev").await.expect("approve");
     let first = db
         .services
-        .lease("slow", 5)
+        .lease_as("slow", 5)
         .await
         .expect("lease")
         .expect("command");
     assert_eq!(first.command.attempts, 1);
-    // The slow executor's lease runs out.
+    // The slow executor's lease runs out: nobody else gets the command (it may have run).
     db.clock.advance(Duration::seconds(6));
-    let second = db.services.lease("fast", 60).await.expect("lease");
-    let second = second.expect("expired lease is re-leased");
-    assert_eq!(
-        (second.command.id, second.command.attempts),
-        (command_id, 2)
+    assert!(
+        db.services
+            .lease_as("fast", 60)
+            .await
+            .expect("lease")
+            .is_none()
     );
+    let swept = db.services.sweep_queue().await.expect("sweep");
+    assert_eq!((swept.retried, swept.settled), (0, 1));
+    let p = db
+        .services
+        .proposal(id)
+        .await
+        .expect("read")
+        .expect("exists");
+    assert_eq!(p.status, ProposalStatus::OutcomeUnknown);
+    // The old holder's late report is refused and recorded as drift.
     match db
         .services
         .report(
@@ -511,24 +537,17 @@ async fn an_expired_lease_is_taken_over_and_fences_the_old_holder(backend: &str)
         )
         .await
     {
-        Err(ServiceError::Conflict(Conflict::LeaseTokenMismatch)) => {}
+        Err(ServiceError::Conflict(Conflict::CommandNotLeased(CommandStatus::OutcomeUnknown))) => {}
         other => panic!("the old holder must be fenced off, got {other:?}"),
     }
-    db.services
-        .report(
-            "fast",
-            report(command_id, second.lease_token.expose(), Outcome::Succeeded),
-        )
-        .await
-        .expect("current holder reports");
-    let audit = db
-        .services
-        .trail("command", &command_id.to_string())
-        .await
-        .expect("audit");
     assert_eq!(
-        audit.last().map(|a| a.details["late"].clone()),
-        Some(json!(false))
+        actions(&db.services, "command", command_id).await,
+        [
+            "command.queued",
+            "command.leased",
+            "command.lease_lapsed",
+            "executor.drift"
+        ]
     );
 }
 
@@ -542,7 +561,7 @@ async fn concurrent_executors_never_share_a_command(backend: &str) {
     for i in 0..12 {
         let services = db.services.clone();
         tasks.push(tokio::spawn(async move {
-            services.lease(&format!("exec{i}"), 60).await
+            services.lease_as(&format!("exec{i}"), 60).await
         }));
     }
     let mut leased = Vec::new();
@@ -620,7 +639,7 @@ async fn users_and_tokens_round_trip(backend: &str) {
 
     let secret = db
         .services
-        .create_token(TokenKind::Executor, "n8n", &actor)
+        .create_token(TokenKind::Executor, "n8n", None, &actor)
         .await
         .expect("token");
     let found = db
@@ -854,6 +873,73 @@ async fn quorum_needs_distinct_approvers(backend: &str) {
     );
 }
 
+/// Many changes written at once (on SQLite the writer commits them in groups, each under its
+/// own savepoint): every third fails after writing a row and recording an event, and leaves
+/// neither behind; the others all commit, and the chain verifies.
+async fn a_failed_change_leaves_nothing_and_spares_the_rest(backend: &str) {
+    use countersign::audit::{AuditEvent, PolicyLoaded};
+    use countersign::storage::accounts::{self, NewToken};
+
+    let db = db(backend).await;
+    let store = db.services.store().clone();
+    let now = db.clock.now();
+    let mut writes = tokio::task::JoinSet::new();
+    for i in 0..300_usize {
+        let store = store.clone();
+        writes.spawn(async move {
+            let written = store
+                .write(move |tx| {
+                    Box::pin(async move {
+                        let new = NewToken {
+                            id: Uuid::now_v7(),
+                            kind: TokenKind::Agent,
+                            name: format!("batch-{i}"),
+                            token_hash: format!("hash-{i}"),
+                            tool_scope: None,
+                        };
+                        accounts::insert_token(tx.conn(), &new, now).await?;
+                        let event = AuditEvent::PolicyLoaded(PolicyLoaded {
+                            policy_version: format!("v{i}"),
+                            source: "file",
+                            tool_rules: i,
+                        });
+                        tx.record(now, &Actor::system("test"), event);
+                        if i % 3 == 0 {
+                            return Err(storage::StorageError::Batch("planned".into()));
+                        }
+                        Ok(())
+                    })
+                })
+                .await;
+            (i, written)
+        });
+    }
+    while let Some(done) = writes.join_next().await {
+        let (i, written) = done.expect("task");
+        match written {
+            Ok(()) => assert!(i % 3 != 0, "change {i} should have failed"),
+            Err(e) => {
+                assert_eq!(i % 3, 0, "change {i} failed: {e}");
+                assert!(e.to_string().contains("planned"), "{e}");
+            }
+        }
+    }
+    let mut read = store.read().await.expect("read");
+    for i in 0..300_usize {
+        let found = accounts::token_by_hash(read.conn(), &format!("hash-{i}"))
+            .await
+            .expect("read");
+        assert_eq!(found.is_some(), i % 3 != 0, "token of change {i}");
+    }
+    drop(read);
+    let verified = db
+        .services
+        .verify_trail(None)
+        .await
+        .expect("chain verifies");
+    assert_eq!(verified.count, 200, "one event per change that committed");
+}
+
 macro_rules! on_both_backends {
     ($($name:ident),+ $(,)?) => {
         mod sqlite {
@@ -875,7 +961,7 @@ on_both_backends!(
     rejection_records_the_reason_and_queues_nothing,
     leases_are_exclusive_and_reports_need_the_current_token,
     failures_are_recorded_on_command_and_proposal,
-    an_expired_lease_is_taken_over_and_fences_the_old_holder,
+    an_expired_lease_is_never_re_leased_silently,
     concurrent_executors_never_share_a_command,
     the_queue_lists_pending_proposals_oldest_first,
     users_and_tokens_round_trip,
@@ -883,4 +969,5 @@ on_both_backends!(
     migrations_run_twice_without_harm,
     undecided_proposals_expire_and_are_never_approved,
     quorum_needs_distinct_approvers,
+    a_failed_change_leaves_nothing_and_spares_the_rest,
 );

@@ -2,6 +2,11 @@
 
 use serde::{Deserialize, Serialize};
 
+mod audit;
+mod runs;
+pub use audit::*;
+pub use runs::*;
+
 /// The signed-in person.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Viewer {
@@ -193,8 +198,12 @@ pub struct ProposalView {
     pub review: Option<ReviewView>,
     /// Execution.
     pub execution: Option<ExecutionView>,
-    /// Audit trail.
+    /// Audit trail: the most recent events of the proposal and its command, newest first.
     pub audit: Vec<AuditView>,
+    /// `trail_before` of the page of older events, if there may be one.
+    pub audit_older: Option<i64>,
+    /// Set when this is not the newest page of the trail.
+    pub audit_newer: Option<i64>,
     /// Why this viewer cannot approve (again) although the proposal is open: they already
     /// approved and it waits for other approvers. Rejecting still is possible.
     pub approve_blocked: Option<String>,
@@ -204,6 +213,10 @@ pub struct ProposalView {
     pub can_decide: bool,
     /// Why the viewer may not decide it, when the proposal is still pending.
     pub cannot_decide_because: Option<String>,
+    /// "Erased by … at …: reason", once erased.
+    pub erased: Option<String>,
+    /// Whether the viewer (an admin) is offered the erase button.
+    pub can_erase: bool,
 }
 
 /// Errors the server functions return to pages.
@@ -269,10 +282,58 @@ pub enum Notice {
     BadVerdict,
     /// No such proposal.
     NotFound,
+    /// A proposal's personal data was erased.
+    Erased,
+    /// Erasure refused: the proposal still waits for a decision.
+    ErasePending,
+    /// Erasure refused: its command may still run.
+    EraseCommandOpen,
+    /// Erasure refused: done before.
+    AlreadyErased,
+    /// Erasure needs a reason.
+    EraseReasonRequired,
+    /// Only an admin erases.
+    EraseRole,
+    /// A person settled a command's outcome.
+    Resolved,
+    /// A command was released for one more attempt.
+    Released,
+    /// A rollback task was approved and queued.
+    RollbackApproved,
+    /// A rollback task was dismissed.
+    RollbackDismissed,
+    /// The command no longer waits for that.
+    CommandState,
+    /// Settling needs a reason.
+    ResolveReasonRequired,
+    /// A tool was paused.
+    ToolPaused,
+    /// A tool was resumed.
+    ToolResumed,
+    /// Not a tool name or glob, or not paused.
+    BadTool,
+    /// Only an admin pauses tools.
+    PauseRole,
 }
 
 impl Notice {
-    const ALL: [Notice; 14] = [
+    const ALL: [Notice; 30] = [
+        Notice::Resolved,
+        Notice::Released,
+        Notice::RollbackApproved,
+        Notice::RollbackDismissed,
+        Notice::CommandState,
+        Notice::ResolveReasonRequired,
+        Notice::ToolPaused,
+        Notice::ToolResumed,
+        Notice::BadTool,
+        Notice::PauseRole,
+        Notice::Erased,
+        Notice::ErasePending,
+        Notice::EraseCommandOpen,
+        Notice::AlreadyErased,
+        Notice::EraseReasonRequired,
+        Notice::EraseRole,
         Notice::Approved,
         Notice::Rejected,
         Notice::ApprovalRecorded,
@@ -306,6 +367,22 @@ impl Notice {
             Notice::AlreadyApproved => "already_approved",
             Notice::BadVerdict => "bad_verdict",
             Notice::NotFound => "not_found",
+            Notice::Erased => "erased",
+            Notice::ErasePending => "erase_pending",
+            Notice::EraseCommandOpen => "erase_command_open",
+            Notice::AlreadyErased => "already_erased",
+            Notice::EraseReasonRequired => "erase_reason_required",
+            Notice::EraseRole => "erase_role",
+            Notice::Resolved => "resolved",
+            Notice::Released => "released",
+            Notice::RollbackApproved => "rollback_approved",
+            Notice::RollbackDismissed => "rollback_dismissed",
+            Notice::CommandState => "command_state",
+            Notice::ResolveReasonRequired => "resolve_reason_required",
+            Notice::ToolPaused => "tool_paused",
+            Notice::ToolResumed => "tool_resumed",
+            Notice::BadTool => "bad_tool",
+            Notice::PauseRole => "pause_role",
         }
     }
 
@@ -341,6 +418,87 @@ impl Notice {
             }
             Notice::BadVerdict => "Choose approve or reject.",
             Notice::NotFound => "No such proposal.",
+            Notice::Erased => {
+                "Personal data erased. Keys, request hash and decision remain; the erasure is in the audit trail."
+            }
+            Notice::ErasePending => {
+                "This proposal still waits for a decision: reject it first, then erase it."
+            }
+            Notice::EraseCommandOpen => {
+                "Its command may still run: wait for the executor's outcome, then erase it."
+            }
+            Notice::AlreadyErased => "This proposal was already erased.",
+            Notice::EraseReasonRequired => "Erasure needs a reason; it stays on the proposal.",
+            Notice::EraseRole => "Only an admin may erase personal data.",
+            Notice::Resolved => {
+                "Settled. The agent sees the outcome; the trail records your reason."
+            }
+            Notice::Released => "Released: the command is back in the queue for one more attempt.",
+            Notice::RollbackApproved => {
+                "Rollback approved: it is queued as its own command for the executors."
+            }
+            Notice::RollbackDismissed => "Rollback dismissed; the trail records your reason.",
+            Notice::CommandState => {
+                "This command no longer waits for that: someone settled it first."
+            }
+            Notice::ResolveReasonRequired => {
+                "Settling a command, or dismissing a rollback, needs a reason (up to 2,000 characters)."
+            }
+            Notice::ToolPaused => "Paused: no executor leases this tool until it is resumed.",
+            Notice::ToolResumed => "Resumed: executors lease this tool again.",
+            Notice::BadTool => "Give a tool name or glob (`crm.*`, or `*` for every tool).",
+            Notice::PauseRole => "Only an admin may pause or resume tools.",
         }
     }
+}
+
+/// Which state-changing form a refused CSRF token came with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Form {
+    /// Sign-in.
+    Login,
+    /// Sign-out.
+    Logout,
+    /// Approve or reject.
+    Decide,
+    /// GDPR erasure.
+    Erase,
+    /// Verify the audit chain now.
+    Verify,
+    /// Settle a command's outcome.
+    Resolve,
+    /// Approve or dismiss a rollback task.
+    Rollback,
+    /// Pause or resume a tool.
+    ToolSwitch,
+}
+
+/// A page or action a role may be denied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Page {
+    /// The audit trail.
+    Audit,
+    /// The audit charts.
+    AuditCharts,
+    /// A proposal's audit timeline.
+    AuditTimeline,
+    /// An export download.
+    AuditExport,
+    /// Verifying the chain.
+    AuditVerify,
+    /// GDPR erasure.
+    Erase,
+    /// Pausing or resuming a tool.
+    ToolSwitch,
+}
+
+/// Security events the pages report to the audit trail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SecurityEvent {
+    /// The viewer signed out.
+    SignedOut,
+    /// A form came without this session's CSRF token.
+    CsrfRejected(Form),
+    /// The viewer's role may not see this page or do this.
+    AccessDenied(Page),
 }

@@ -5,6 +5,7 @@
 //! implements. This crate never touches the database, sessions or password hashes itself, so
 //! none of that reaches the wasm build.
 
+pub mod components;
 pub mod dto;
 pub mod pages;
 #[cfg(feature = "ssr")]
@@ -20,7 +21,10 @@ use leptos_meta::{MetaTags, Stylesheet, Title, provide_meta_context};
 use leptos_router::components::{Route, Router, Routes};
 use leptos_router::{SsrMode, path};
 
-use pages::{Header, LoginPage, NotFound, ProposalPage, QueuePage};
+use pages::{
+    AuditTrailPage, ChartsPage, Header, LoginPage, NotFound, ProposalPage, QueuePage, RunsPage,
+    TimelinePage,
+};
 
 /// The HTML document around the app, rendered on the server.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
@@ -42,7 +46,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
     }
 }
 
-/// The application: a header and three pages. Every page renders completely on the server
+/// The application: a header and its pages. Every page renders completely on the server
 /// (`SsrMode::Async`), so it works without JavaScript and redirects happen before any byte
 /// is sent.
 #[component]
@@ -61,6 +65,10 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/login") view=LoginPage ssr=SsrMode::Async/>
                     <Route path=path!("/") view=QueuePage ssr=SsrMode::Async/>
                     <Route path=path!("/proposals/:id") view=ProposalPage ssr=SsrMode::Async/>
+                    <Route path=path!("/runs") view=RunsPage ssr=SsrMode::Async/>
+                    <Route path=path!("/audit") view=AuditTrailPage ssr=SsrMode::Async/>
+                    <Route path=path!("/audit/charts") view=ChartsPage ssr=SsrMode::Async/>
+                    <Route path=path!("/audit/proposals/:id") view=TimelinePage ssr=SsrMode::Async/>
                 </Routes>
             </main>
         </Router>

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use crate::dto::{AppError, Notice, ProposalView, QueueItem, Viewer};
+use crate::dto::{AppError, Notice, ProposalView, QueueItem, RunsView, SecurityEvent, Viewer};
 
 /// The reviewer's desk: sign-in and proposals.
 #[async_trait::async_trait]
@@ -17,8 +17,14 @@ pub trait Desk: Send + Sync + 'static {
     async fn revalidate(&self, viewer: &Viewer) -> Result<bool, AppError>;
     /// Pending proposals, oldest first.
     async fn queue(&self, viewer: &Viewer) -> Result<Vec<QueueItem>, AppError>;
-    /// One proposal with its review, execution and audit trail.
-    async fn proposal(&self, viewer: &Viewer, id: &str) -> Result<ProposalView, AppError>;
+    /// One proposal with its review, execution and a page of its audit trail (the most recent
+    /// events, or those before seq `trail_before`).
+    async fn proposal(
+        &self,
+        viewer: &Viewer,
+        id: &str,
+        trail_before: Option<i64>,
+    ) -> Result<ProposalView, AppError>;
     /// Approves or rejects. `Ok` carries a notice code, `Err` an error the page explains.
     async fn decide(
         &self,
@@ -27,6 +33,42 @@ pub trait Desk: Send + Sync + 'static {
         verdict: &str,
         reason: Option<&str>,
     ) -> Result<DecideOutcome, AppError>;
+    /// Erases a settled proposal's personal data (admins only). `Ok` carries a notice code.
+    async fn erase(
+        &self,
+        viewer: &Viewer,
+        id: &str,
+        reason: &str,
+    ) -> Result<DecideOutcome, AppError>;
+    /// Commands a person must settle, rollback tasks and paused tools.
+    async fn runs(&self, viewer: &Viewer) -> Result<RunsView, AppError>;
+    /// Settles a command: `succeeded`, `failed` or `release`, with a reason.
+    async fn resolve(
+        &self,
+        viewer: &Viewer,
+        id: &str,
+        resolution: &str,
+        reason: &str,
+    ) -> Result<DecideOutcome, AppError>;
+    /// Approves (`approve`) or dismisses (`dismiss`) a rollback task.
+    async fn decide_rollback(
+        &self,
+        viewer: &Viewer,
+        id: &str,
+        verdict: &str,
+        reason: Option<&str>,
+    ) -> Result<DecideOutcome, AppError>;
+    /// Pauses (`pause`) or resumes (`resume`) a tool (admins only).
+    async fn switch_tool(
+        &self,
+        viewer: &Viewer,
+        pattern: &str,
+        action: &str,
+    ) -> Result<DecideOutcome, AppError>;
+    /// Records a security event (sign-out, refused CSRF token, denied page) in the audit trail.
+    /// `viewer` is who was signed in, if anyone.
+    async fn security(&self, viewer: Option<&Viewer>, event: SecurityEvent)
+    -> Result<(), AppError>;
 }
 
 /// What a decision attempt came to, as notices a page turns into words.
@@ -59,3 +101,31 @@ pub trait SessionPort: Send + Sync + 'static {
 /// The session port of one request, found in its extensions.
 #[derive(Clone)]
 pub struct SessionHandle(pub Arc<dyn SessionPort>);
+
+/// The compliance officer's ledger: the whole audit trail, a proposal's timeline, the charts
+/// and on-demand verification. Every method answers `Forbidden` unless the viewer's role may
+/// audit (compliance, admin); the server functions record the refusal.
+#[async_trait::async_trait]
+pub trait Ledger: Send + Sync + 'static {
+    /// A page of the trail under `query`'s filters and cursor, with the chain's state.
+    async fn trail(
+        &self,
+        viewer: &Viewer,
+        query: &crate::dto::AuditQuery,
+    ) -> Result<crate::dto::AuditPage, AppError>;
+    /// Proposal `id`'s timeline from the start (or after/before a seq).
+    async fn timeline(
+        &self,
+        viewer: &Viewer,
+        id: &str,
+        before: Option<&str>,
+        after: Option<&str>,
+    ) -> Result<crate::dto::TimelineView, AppError>;
+    /// The charts' numbers.
+    async fn charts(&self, viewer: &Viewer) -> Result<crate::dto::ChartsView, AppError>;
+    /// Verifies the whole chain now and keeps the result for the trail page.
+    async fn verify(&self, viewer: &Viewer) -> Result<(), AppError>;
+}
+
+/// The ledger, shared.
+pub type DynLedger = Arc<dyn Ledger>;

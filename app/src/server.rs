@@ -4,6 +4,9 @@
 
 use leptos::prelude::*;
 
+pub mod audit;
+pub mod runs;
+
 use crate::dto::{AppError, ProposalView, QueueItem, SessionView};
 
 #[cfg(feature = "ssr")]
@@ -43,9 +46,20 @@ mod ssr {
         }
     }
 
-    /// Whether the form's CSRF token is this session's.
-    pub async fn csrf_ok(token: &str) -> Result<bool, AppError> {
-        session().await?.0.csrf_matches(token).await
+    /// Whether the form's CSRF token is this session's. A refusal is recorded in the audit
+    /// trail (`auth.csrf_rejected`) with the form it came with.
+    pub async fn csrf_ok(token: &str, form: crate::dto::Form) -> Result<bool, AppError> {
+        if session().await?.0.csrf_matches(token).await? {
+            return Ok(true);
+        }
+        let viewer = current_viewer().await.ok().flatten();
+        desk()?
+            .security(
+                viewer.as_ref(),
+                crate::dto::SecurityEvent::CsrfRejected(form),
+            )
+            .await?;
+        Ok(false)
     }
 
     pub fn redirect(to: &str) {
@@ -66,7 +80,7 @@ pub async fn session_info() -> Result<SessionView, AppError> {
 /// Signs a person in and sends them to the queue, or back to the login page with an error.
 #[server(prefix = "/fn", endpoint = "login")]
 pub async fn login(csrf_token: String, username: String, password: String) -> Result<(), AppError> {
-    if !ssr::csrf_ok(&csrf_token).await? {
+    if !ssr::csrf_ok(&csrf_token, crate::dto::Form::Login).await? {
         ssr::redirect(&format!("/login?error={}", crate::dto::Notice::Csrf.code()));
         return Ok(());
     }
@@ -91,9 +105,14 @@ pub async fn login(csrf_token: String, username: String, password: String) -> Re
 /// Ends the session.
 #[server(prefix = "/fn", endpoint = "logout")]
 pub async fn logout(csrf_token: String) -> Result<(), AppError> {
-    if !ssr::csrf_ok(&csrf_token).await? {
+    if !ssr::csrf_ok(&csrf_token, crate::dto::Form::Logout).await? {
         ssr::redirect(&format!("/?error={}", crate::dto::Notice::Csrf.code()));
         return Ok(());
+    }
+    if let Some(viewer) = ssr::current_viewer().await? {
+        ssr::desk()?
+            .security(Some(&viewer), crate::dto::SecurityEvent::SignedOut)
+            .await?;
     }
     ssr::session().await?.0.sign_out().await?;
     ssr::redirect(&format!(
@@ -110,11 +129,12 @@ pub async fn list_queue() -> Result<Vec<QueueItem>, AppError> {
     ssr::desk()?.queue(&viewer).await
 }
 
-/// One proposal in full.
+/// One proposal in full, with a page of its audit trail (before seq `trail_before`, or the
+/// most recent).
 #[server(prefix = "/fn", endpoint = "get_proposal")]
-pub async fn get_proposal(id: String) -> Result<ProposalView, AppError> {
+pub async fn get_proposal(id: String, trail_before: Option<i64>) -> Result<ProposalView, AppError> {
     let viewer = ssr::viewer().await?;
-    ssr::desk()?.proposal(&viewer, &id).await
+    ssr::desk()?.proposal(&viewer, &id, trail_before).await
 }
 
 /// Approves or rejects a proposal, then shows it again with a notice or an error.
@@ -143,7 +163,7 @@ pub async fn decide_proposal(
             return Ok(());
         }
     };
-    if !ssr::csrf_ok(&csrf_token).await? {
+    if !ssr::csrf_ok(&csrf_token, crate::dto::Form::Decide).await? {
         ssr::redirect(&format!(
             "/proposals/{id}?error={}",
             crate::dto::Notice::Csrf.code()
@@ -163,6 +183,46 @@ pub async fn decide_proposal(
         Err(AppError::NotFound) => {
             ssr::redirect(&format!("/?error={}", crate::dto::Notice::NotFound.code()))
         }
+        Err(e) => return Err(e),
+    }
+    Ok(())
+}
+
+/// Erases a settled proposal's personal data values (admins only; GDPR), then shows it again
+/// with a notice or an error.
+#[server(prefix = "/fn", endpoint = "erase_proposal")]
+pub async fn erase_proposal(
+    csrf_token: String,
+    id: String,
+    reason: String,
+) -> Result<(), AppError> {
+    use crate::dto::Notice;
+    use crate::ports::DecideOutcome;
+
+    let viewer = match ssr::viewer().await {
+        Ok(v) => v,
+        Err(AppError::Unauthenticated) => {
+            ssr::redirect("/login");
+            return Ok(());
+        }
+        Err(e) => return Err(e),
+    };
+    let Ok(id) = uuid::Uuid::parse_str(id.trim()).map(|id| id.to_string()) else {
+        ssr::redirect(&format!("/?error={}", Notice::NotFound.code()));
+        return Ok(());
+    };
+    if !ssr::csrf_ok(&csrf_token, crate::dto::Form::Erase).await? {
+        ssr::redirect(&format!("/proposals/{id}?error={}", Notice::Csrf.code()));
+        return Ok(());
+    }
+    match ssr::desk()?.erase(&viewer, &id, &reason).await {
+        Ok(DecideOutcome::Decided(n)) => {
+            ssr::redirect(&format!("/proposals/{id}?notice={}", n.code()))
+        }
+        Ok(DecideOutcome::Refused(n)) => {
+            ssr::redirect(&format!("/proposals/{id}?error={}", n.code()))
+        }
+        Err(AppError::NotFound) => ssr::redirect(&format!("/?error={}", Notice::NotFound.code())),
         Err(e) => return Err(e),
     }
     Ok(())

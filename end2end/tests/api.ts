@@ -153,10 +153,12 @@ export class CountersignApi {
     commandId: string,
     leaseToken: string,
     error: Record<string, unknown>,
+    sideEffect: 'none' | 'possible' | 'done' = 'possible',
   ): Promise<ApiResult<unknown>> {
     return this.call('POST', `/api/v1/executor/commands/${encodeURIComponent(commandId)}/fail`, executorToken, {
       lease_token: leaseToken,
       error,
+      side_effect: sideEffect,
     });
   }
 

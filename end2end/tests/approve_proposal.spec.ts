@@ -127,7 +127,7 @@ test.describe('approve a proposal', () => {
     const failed = await api.fail(server.executorToken, lease.command.id, lease.lease_token, {
       code: 'e2e_simulated',
       message: 'CRM answered 503',
-    });
+    }, 'done');
     expect(failed.status).toBe(200);
     expect((await api.getProposal(server.agentToken, id)).body?.proposal.status).toBe('failed');
   });

@@ -128,7 +128,9 @@ async function addUser(bin: string, url: string, username: string, role: 'review
 }
 
 async function createToken(bin: string, url: string, kind: '--agent' | '--executor', name: string): Promise<string> {
-  const out = (await cli(bin, ['token', 'create', '--database-url', url, kind, name])).trim();
+  // The test executor may run every tool: executor tokens are scoped, deny by default.
+  const scope = kind === '--executor' ? ['--tools', '*'] : [];
+  const out = (await cli(bin, ['token', 'create', '--database-url', url, kind, name, ...scope])).trim();
   // The contract: stdout holds the token alone, on one line.
   if (out === '' || /\s/.test(out)) {
     throw new Error(`\`countersign token create ${kind} ${name}\` printed ${JSON.stringify(out)}, not one token`);

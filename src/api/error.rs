@@ -183,6 +183,10 @@ impl From<ServiceError> for ApiError {
             },
             ServiceError::Conflict(c) => conflict(c),
             ServiceError::NotFound => ApiError::NotFound,
+            ServiceError::Erasure(e) => ApiError::Conflict {
+                code: "erasure_not_possible",
+                message: e.to_string(),
+            },
             ServiceError::Storage(e) => e.into(),
         }
     }
@@ -209,7 +213,14 @@ fn conflict(c: Conflict) -> ApiError {
         },
         Conflict::CommandNotLeased(status) => ApiError::Conflict {
             code: "command_not_leased",
-            message: format!("the command is {status}, not leased; it was already reported"),
+            message: format!(
+                "the command is {status}, not leased by you; your lease ended (it was reported, \
+                 or it lapsed and was retried or settled); nothing was changed"
+            ),
+        },
+        Conflict::CommandState(status) => ApiError::Conflict {
+            code: "command_state",
+            message: format!("the command is {status}; it is not waiting for that"),
         },
         Conflict::AlreadyDecided(status) => ApiError::Conflict {
             code: "already_decided",

@@ -1,10 +1,23 @@
-//! The executor queue: `POST /api/v1/executor/lease`, then
-//! `POST /api/v1/executor/commands/{id}/complete` or `/fail` with the lease token.
+//! The executor queue over HTTP:
+//!
+//! - `POST /api/v1/executor/lease` `{"tools": [...], "wait": 0..60, "lease_seconds": N}` (all
+//!   optional): `200` with the command, its lease token and signed grant, or `204` when nothing
+//!   is ready by the end of the wait;
+//! - `POST /api/v1/executor/commands/{id}/heartbeat` `{"lease_token", "lease_seconds"?}`;
+//! - `POST /api/v1/executor/commands/{id}/complete` `{"lease_token", "result"}`;
+//! - `POST /api/v1/executor/commands/{id}/fail`
+//!   `{"lease_token", "error", "side_effect": "none"|"possible"|"done"}`;
+//! - `GET /api/v1/executor/public-key`: the Ed25519 key grants verify with.
+//!
+//! Every report needs the current lease token from its holder; anything else is `409`, changes
+//! nothing, and is recorded as drift.
+
+use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{Value, json};
 use time::format_description::well_known::Rfc3339;
@@ -15,12 +28,18 @@ use super::error::ApiError;
 use super::extract::{Executor, JsonBody, PathId};
 use super::views::CommandView;
 use crate::domain::FieldError;
-use crate::domain::command::{Outcome, check_report, lease_seconds};
-use crate::service::Report;
+use crate::domain::command::grant::GRANT_FORMAT;
+use crate::domain::command::retry::SideEffect;
+use crate::domain::command::scope::ToolScope;
+use crate::domain::command::{MAX_LEASE_WAIT_SECONDS, Outcome, check_report, lease_seconds};
+use crate::domain::contract::wire::WireEnum;
+use crate::service::{LeaseRequest, Report};
 
 pub fn router() -> Router<ApiState> {
     Router::new()
         .route("/executor/lease", post(lease))
+        .route("/executor/public-key", get(public_key))
+        .route("/executor/commands/{id}/heartbeat", post(heartbeat))
         .route("/executor/commands/{id}/complete", post(complete))
         .route("/executor/commands/{id}/fail", post(fail))
 }
@@ -41,48 +60,102 @@ fn only_fields(body: &Value, allowed: &[&str]) -> Result<(), ApiError> {
     }
 }
 
-/// Leases the oldest waiting command: `200` with the command and a lease token, `204` if none.
+/// An optional whole number field.
+fn whole(body: &Value, field: &str, errors: &mut Vec<FieldError>) -> Option<u64> {
+    match body.get(field) {
+        None | Some(Value::Null) => None,
+        Some(v) => {
+            let n = v.as_u64();
+            if n.is_none() {
+                errors.push(FieldError::new(field, "must be a whole number of seconds"));
+            }
+            n
+        }
+    }
+}
+
+/// The optional `tools` filter: a list of tool names or globs.
+fn tools(body: &Value, errors: &mut Vec<FieldError>) -> Option<ToolScope> {
+    let list = match body.get("tools") {
+        None | Some(Value::Null) => return None,
+        Some(Value::Array(list)) => list,
+        Some(_) => {
+            errors.push(FieldError::new(
+                "tools",
+                "must be a list of tool names or globs",
+            ));
+            return None;
+        }
+    };
+    let names: Option<Vec<&str>> = list.iter().map(Value::as_str).collect();
+    let Some(names) = names else {
+        errors.push(FieldError::new("tools", "every entry must be a string"));
+        return None;
+    };
+    ToolScope::from_patterns(names)
+        .map_err(|m| errors.push(FieldError::new("tools", m)))
+        .ok()
+}
+
+/// Leases the oldest command this executor may run: `200` with the command, a lease token and
+/// a signed grant, `204` if none is ready within `wait` seconds.
 #[tracing::instrument(skip_all, fields(executor = %executor.0))]
 async fn lease(
     State(state): State<ApiState>,
     executor: Executor,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
-    only_fields(&body, &["lease_seconds"])?;
-    let requested = match body.get("lease_seconds") {
-        None | Some(Value::Null) => None,
-        Some(v) => Some(v.as_u64().ok_or_else(|| {
-            ApiError::field("lease_seconds", "must be a whole number of seconds")
-        })?),
+    only_fields(&body, &["lease_seconds", "wait", "tools"])?;
+    let mut errors = Vec::new();
+    let requested = whole(&body, "lease_seconds", &mut errors);
+    let seconds = lease_seconds(requested)
+        .map_err(|m| errors.push(FieldError::new("lease_seconds", m)))
+        .ok();
+    let wait = whole(&body, "wait", &mut errors).unwrap_or(0);
+    if wait > MAX_LEASE_WAIT_SECONDS {
+        errors.push(FieldError::new(
+            "wait",
+            format!("must be between 0 and {MAX_LEASE_WAIT_SECONDS} seconds"),
+        ));
+    }
+    let wanted = tools(&body, &mut errors);
+    let (Some(seconds), true) = (seconds, errors.is_empty()) else {
+        return Err(ApiError::validation(errors));
     };
-    let seconds = lease_seconds(requested).map_err(|m| ApiError::field("lease_seconds", m))?;
-    let leased = state.services.lease(&executor.0, seconds).await?;
-    let Some(leased) = leased else {
+    let Executor(name, scope) = executor;
+    let request = LeaseRequest {
+        executor: name,
+        scope,
+        wanted,
+        lease_seconds: seconds,
+        wait: Duration::from_secs(wait),
+    };
+    let Some(leased) = state.services.lease(&request).await? else {
         return Ok(StatusCode::NO_CONTENT.into_response());
     };
     Ok(Json(json!({
         "command": CommandView::from(leased.command),
         "lease_token": leased.lease_token.expose(),
         "lease_expires_at": leased.lease_expires_at.format(&Rfc3339).map_err(|_| ApiError::Internal)?,
+        "grant": leased.grant,
     }))
     .into_response())
 }
 
-async fn report(
-    state: ApiState,
-    executor: String,
-    id: String,
-    body: Value,
-    outcome: Outcome,
-) -> Result<Response, ApiError> {
-    let report_field = match outcome {
-        Outcome::Succeeded => "result",
-        Outcome::Failed => "error",
-    };
-    let id = Uuid::parse_str(&id).map_err(|_| ApiError::NotFound)?;
-    only_fields(&body, &["lease_token", report_field])?;
-    let mut errors = Vec::new();
-    let lease_token = match body.get("lease_token") {
+/// The Ed25519 public key that verifies grants.
+async fn public_key(State(state): State<ApiState>, _executor: Executor) -> Json<Value> {
+    Json(json!({
+        "algorithm": "ed25519",
+        "public_key": state.services.grant_public_key(),
+        "encoding": "hex",
+        "grant_format": GRANT_FORMAT,
+        "signed": "the RFC 8785 canonical JSON of the grant without its `signature` field",
+    }))
+}
+
+/// The `lease_token` field, required.
+fn lease_token(body: &Value, errors: &mut Vec<FieldError>) -> Option<String> {
+    match body.get("lease_token") {
         Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
         Some(Value::String(_)) | None | Some(Value::Null) => {
             errors.push(FieldError::new("lease_token", "is required"));
@@ -92,11 +165,73 @@ async fn report(
             errors.push(FieldError::new("lease_token", "must be a string"));
             None
         }
+    }
+}
+
+/// Extends the lease: `200` with the new end, `409` for a lease the caller does not hold.
+#[tracing::instrument(skip_all, fields(executor = %executor.0))]
+async fn heartbeat(
+    State(state): State<ApiState>,
+    executor: Executor,
+    PathId(id): PathId,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
+    let id = Uuid::parse_str(&id).map_err(|_| ApiError::NotFound)?;
+    only_fields(&body, &["lease_token", "lease_seconds"])?;
+    let mut errors = Vec::new();
+    let token = lease_token(&body, &mut errors);
+    let requested = whole(&body, "lease_seconds", &mut errors);
+    let seconds = lease_seconds(requested)
+        .map_err(|m| errors.push(FieldError::new("lease_seconds", m)))
+        .ok();
+    let (Some(token), Some(seconds), true) = (token, seconds, errors.is_empty()) else {
+        return Err(ApiError::validation(errors));
     };
+    let command = state
+        .services
+        .heartbeat(&executor.0, id, &token, seconds)
+        .await?;
+    let until = command
+        .lease_expires_at
+        .and_then(|t| t.format(&Rfc3339).ok());
+    Ok(Json(json!({ "command_id": command.id, "lease_expires_at": until })).into_response())
+}
+
+/// The optional `side_effect` of a failure; `possible` when absent. Unknown values fail.
+fn side_effect(body: &Value, errors: &mut Vec<FieldError>) -> SideEffect {
+    match body.get("side_effect") {
+        None | Some(Value::Null) => SideEffect::Possible,
+        Some(Value::String(s)) => SideEffect::parse(s).unwrap_or_else(|| {
+            errors.push(FieldError::new("side_effect", SideEffect::expected()));
+            SideEffect::Possible
+        }),
+        Some(_) => {
+            errors.push(FieldError::new("side_effect", SideEffect::expected()));
+            SideEffect::Possible
+        }
+    }
+}
+
+async fn report(
+    state: ApiState,
+    executor: String,
+    id: String,
+    body: Value,
+    outcome: Outcome,
+) -> Result<Response, ApiError> {
+    let (report_field, allowed): (&str, &[&str]) = match outcome {
+        Outcome::Succeeded => ("result", &["lease_token", "result"]),
+        Outcome::Failed => ("error", &["lease_token", "error", "side_effect"]),
+    };
+    let id = Uuid::parse_str(&id).map_err(|_| ApiError::NotFound)?;
+    only_fields(&body, allowed)?;
+    let mut errors = Vec::new();
+    let lease_token = lease_token(&body, &mut errors);
     let payload = body.get(report_field).cloned().unwrap_or(Value::Null);
     if let Err(m) = check_report(&payload) {
         errors.push(FieldError::new(report_field, m));
     }
+    let side_effect = side_effect(&body, &mut errors);
     let (Some(lease_token), true) = (lease_token, errors.is_empty()) else {
         return Err(ApiError::validation(errors));
     };
@@ -105,6 +240,7 @@ async fn report(
         lease_token,
         outcome,
         body: payload,
+        side_effect,
     };
     let command = state.services.report(&executor, report).await?;
     Ok(Json(json!({ "command": CommandView::from(command) })).into_response())

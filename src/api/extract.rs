@@ -10,9 +10,15 @@ use serde_json::Value;
 use super::ApiState;
 use super::error::ApiError;
 use crate::auth::token;
+use crate::domain::command::scope::ToolScope;
 use crate::domain::principal::TokenKind;
+use crate::storage::accounts::TokenRecord;
 
-async fn principal(parts: &Parts, state: &ApiState, kind: TokenKind) -> Result<String, ApiError> {
+async fn principal(
+    parts: &Parts,
+    state: &ApiState,
+    kind: TokenKind,
+) -> Result<TokenRecord, ApiError> {
     let header = parts
         .headers
         .get(AUTHORIZATION)
@@ -38,7 +44,7 @@ async fn principal(parts: &Parts, state: &ApiState, kind: TokenKind) -> Result<S
             ),
         });
     }
-    Ok(record.name)
+    Ok(record)
 }
 
 /// An authenticated agent.
@@ -48,20 +54,32 @@ impl FromRequestParts<ApiState> for Agent {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &ApiState) -> Result<Self, ApiError> {
-        principal(parts, state, TokenKind::Agent).await.map(Agent)
+        principal(parts, state, TokenKind::Agent)
+            .await
+            .map(|r| Agent(r.name))
     }
 }
 
-/// An authenticated executor.
-pub struct Executor(pub String);
+/// An authenticated executor: its name and its token's tool scope.
+pub struct Executor(pub String, pub Option<ToolScope>);
 
 impl FromRequestParts<ApiState> for Executor {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &ApiState) -> Result<Self, ApiError> {
-        principal(parts, state, TokenKind::Executor)
-            .await
-            .map(Executor)
+        let record = principal(parts, state, TokenKind::Executor).await?;
+        // A stored scope that no longer parses grants nothing (deny by default).
+        let scope = match record.tool_scope.as_deref() {
+            None => None,
+            Some(text) => Some(
+                ToolScope::parse_list(text).map_err(|_| ApiError::Forbidden {
+                    code: "forbidden",
+                    message: "this executor token's tool scope is unreadable; create a new token"
+                        .into(),
+                })?,
+            ),
+        };
+        Ok(Executor(record.name, scope))
     }
 }
 

@@ -5,7 +5,7 @@ use serde_json::Value;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::domain::command::{CommandSpec, CommandStatus};
+use crate::domain::command::{CommandKind, CommandSpec, CommandStatus};
 use crate::domain::contract::proposal::{Intent, ToolRef};
 use crate::domain::contract::vocab::{AuthorizationState, RiskLevel};
 use crate::domain::lifecycle::{ProposalStatus, ReviewVerdict};
@@ -145,10 +145,15 @@ pub struct CommandView {
     pub proposal_id: Uuid,
     /// Status.
     pub status: CommandStatus,
+    /// `action`, or `rollback` (run the spec's `rollback_plan` to undo `rollback_of`).
+    pub kind: CommandKind,
+    /// The command a rollback undoes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rollback_of: Option<Uuid>,
     /// What to run.
     #[serde(flatten)]
     pub spec: CommandSpec,
-    /// Lease count.
+    /// Lease count (this lease's attempt number).
     pub attempts: i32,
     /// When it was queued.
     #[serde(with = "time::serde::rfc3339")]
@@ -164,6 +169,8 @@ impl From<CommandRecord> for CommandView {
             id: c.id,
             proposal_id: c.proposal_id,
             status: c.status,
+            kind: c.kind,
+            rollback_of: c.rollback_of,
             spec: c.spec,
             attempts: c.attempts,
             created_at: c.created_at,

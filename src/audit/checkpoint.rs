@@ -29,43 +29,49 @@ pub enum KeyError {
         source: std::io::Error,
     },
     /// The file is not a key this server wrote.
-    #[error("{0}: not an audit key (64 hex characters expected)")]
+    #[error("{0}: not a signing key (64 hex characters expected)")]
     Malformed(String),
 }
 
 impl CheckpointKey {
     /// Reads the key at `path`, creating it (mode 0600) if the file does not exist.
     pub fn load_or_create(path: &Path) -> Result<Self, KeyError> {
-        let shown = path.display().to_string();
-        let io = |source| KeyError::Io {
-            path: shown.clone(),
-            source,
-        };
-        match std::fs::read_to_string(path) {
-            Ok(text) => {
-                let bytes = hex::decode(text.trim())
-                    .ok()
-                    .and_then(|b| <[u8; 32]>::try_from(b).ok())
-                    .ok_or_else(|| KeyError::Malformed(shown.clone()))?;
-                Ok(Self {
-                    key: SigningKey::from_bytes(&bytes),
-                })
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let key = SigningKey::generate(&mut rand::rngs::OsRng);
-                let mut options = std::fs::OpenOptions::new();
-                options.write(true).create_new(true);
-                #[cfg(unix)]
-                std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-                let mut file = options.open(path).map_err(io)?;
-                writeln!(file, "{}", hex::encode(key.to_bytes())).map_err(io)?;
-                file.sync_all().map_err(io)?;
-                Ok(Self { key })
-            }
-            Err(e) => Err(io(e)),
-        }
+        load_or_create_key(path).map(|key| Self { key })
     }
+}
 
+/// Reads the Ed25519 signing key at `path` (hex), creating it (mode 0600) if the file does not
+/// exist. Checkpoints and executor grants each have their own file.
+pub fn load_or_create_key(path: &Path) -> Result<SigningKey, KeyError> {
+    let shown = path.display().to_string();
+    let io = |source| KeyError::Io {
+        path: shown.clone(),
+        source,
+    };
+    match std::fs::read_to_string(path) {
+        Ok(text) => {
+            let bytes = hex::decode(text.trim())
+                .ok()
+                .and_then(|b| <[u8; 32]>::try_from(b).ok())
+                .ok_or_else(|| KeyError::Malformed(shown.clone()))?;
+            Ok(SigningKey::from_bytes(&bytes))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let key = SigningKey::generate(&mut rand::rngs::OsRng);
+            let mut options = std::fs::OpenOptions::new();
+            options.write(true).create_new(true);
+            #[cfg(unix)]
+            std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+            let mut file = options.open(path).map_err(io)?;
+            writeln!(file, "{}", hex::encode(key.to_bytes())).map_err(io)?;
+            file.sync_all().map_err(io)?;
+            Ok(key)
+        }
+        Err(e) => Err(io(e)),
+    }
+}
+
+impl CheckpointKey {
     /// The public half, hex.
     pub fn public_key(&self) -> String {
         hex::encode(self.key.verifying_key().to_bytes())

@@ -3,13 +3,15 @@
 //! place an event becomes a row (kind, subject, status change, details). Services record
 //! events on their write transaction; storage appends them with the change they describe.
 //!
-//! Payloads are audit-safe by construction: parameter *names*, hashes and ids, never
-//! parameter values, secrets or tokens.
+//! Payloads are audit-safe by construction ([`safe`]): parameter keys with keyed hashes of
+//! their values, free text as length and hash, bounded names and lists; never parameter
+//! values, free text, secrets or tokens.
 
 pub mod bundle;
 pub mod chain;
 pub mod checkpoint;
 mod events;
+pub mod safe;
 
 pub use events::*;
 
@@ -74,8 +76,4 @@ pub struct EventRow {
 fn details<T: Serialize>(payload: &T) -> Value {
     // Payloads are plain structs of strings, numbers and ids: serialising cannot fail.
     serde_json::to_value(payload).unwrap_or(Value::Null)
-}
-
-fn status<S: ToString>(s: S) -> Option<String> {
-    Some(s.to_string())
 }

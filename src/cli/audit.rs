@@ -9,6 +9,7 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 use super::{Database, services};
+use crate::audit::Actor;
 use crate::audit::checkpoint::{Checkpoint, CheckpointKey};
 use crate::config::DEFAULT_AUDIT_KEY;
 use crate::service::verify_bundle;
@@ -119,7 +120,7 @@ pub(crate) async fn run(command: AuditCommand) -> Result<(), String> {
         AuditCommand::Export { db, out, from, to } => {
             let manifest = services(&db.database_url)
                 .await?
-                .export_trail(&out, from, to)
+                .export_trail(&Actor::system("cli"), &out, from, to)
                 .await
                 .map_err(|e| e.to_string())?;
             eprintln!(

@@ -1,21 +1,26 @@
-//! The `countersign` command: `serve`, `migrate`, `user add`, `token create`, `policy`,
-//! `audit verify|checkpoint|export`. Every flag
+//! The `countersign` command: `serve`, `migrate`, `user add|role|disable`,
+//! `token create|revoke`, `policy`, `tool pause|resume|list`,
+//! `audit verify|checkpoint|export`, `proposal erase`. Every flag
 //! that configures the database or address has an environment fallback.
 
-use std::io::{BufRead, IsTerminal, Write};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
+mod accounts;
 mod audit;
+mod proposal;
+mod tool;
 
-use crate::audit::Actor;
-use crate::config::{DEFAULT_AUDIT_KEY, DEFAULT_DATABASE_URL, Settings, redact_url};
-use crate::domain::principal::{Role, TokenKind};
-use crate::service::{AccountError, Services};
+use crate::config::{
+    DEFAULT_AUDIT_KEY, DEFAULT_DATABASE_URL, DEFAULT_GRANT_KEY, Settings, redact_url,
+};
+use crate::domain::principal::Role;
+use crate::service::Services;
 use crate::startup::{Application, open_store};
+use crate::storage::schema::{RoleName, grant_serving};
 
 /// Countersign: the approval gate between AI agents and the tools they want to run.
 #[derive(Debug, Parser)]
@@ -55,65 +60,50 @@ enum Command {
         /// it where the database's owner cannot write.
         #[arg(long, env = "COUNTERSIGN_AUDIT_KEY", default_value = DEFAULT_AUDIT_KEY)]
         audit_key: PathBuf,
+        /// The Ed25519 key that signs executor grants (created, mode 0600, if missing); its
+        /// public half is served at `GET /api/v1/executor/public-key`.
+        #[arg(long, env = "COUNTERSIGN_GRANT_KEY", default_value = DEFAULT_GRANT_KEY)]
+        grant_key: PathBuf,
     },
     /// Validate and try out routing policies.
     Policy {
         #[command(subcommand)]
         command: PolicyCommand,
     },
-    /// Create the database if missing and apply migrations.
+    /// Create the database if missing and apply migrations (run as the database's owner).
     Migrate {
         #[command(flatten)]
         db: Database,
+        /// PostgreSQL: grant this role what `serve` needs and no more (read and append the
+        /// audit trail, the app's tables; no delete, update or truncate of the trail, no DDL),
+        /// then serve as it.
+        #[arg(long, value_parser = parse_grantee)]
+        grant_to: Option<RoleName>,
     },
     /// Manage people who sign in to the web app.
     User {
         #[command(subcommand)]
-        command: UserCommand,
+        command: accounts::UserCommand,
     },
     /// Manage API tokens of agents and executors.
     Token {
         #[command(subcommand)]
-        command: TokenCommand,
+        command: accounts::TokenCommand,
+    },
+    /// Pause or resume tools for every executor (the kill switch).
+    Tool {
+        #[command(subcommand)]
+        command: tool::ToolCommand,
+    },
+    /// Act on stored proposals (GDPR erasure).
+    Proposal {
+        #[command(subcommand)]
+        command: proposal::ProposalCommand,
     },
     /// Verify, checkpoint and export the hash-chained audit trail.
     Audit {
         #[command(subcommand)]
         command: audit::AuditCommand,
-    },
-}
-
-#[derive(Debug, Subcommand)]
-enum UserCommand {
-    /// Add a user. The password is read from a prompt, or from stdin when piped.
-    Add {
-        #[command(flatten)]
-        db: Database,
-        /// Lowercase letters, digits, `-`, `_`, `.`.
-        #[arg(long)]
-        username: String,
-        /// `reviewer` decides, `compliance` reads, `admin` does both.
-        #[arg(long, value_parser = parse_role)]
-        role: Role,
-        /// Read the password from the first line of stdin, without prompting.
-        #[arg(long)]
-        password_stdin: bool,
-    },
-}
-
-#[derive(Debug, Subcommand)]
-enum TokenCommand {
-    /// Create a token and print it once on stdout; only its hash is stored.
-    #[command(group(clap::ArgGroup::new("principal").required(true).args(["agent", "executor"])))]
-    Create {
-        #[command(flatten)]
-        db: Database,
-        /// The agent that will submit proposals with this token.
-        #[arg(long)]
-        agent: Option<String>,
-        /// The executor that will lease commands with this token.
-        #[arg(long)]
-        executor: Option<String>,
     },
 }
 
@@ -132,6 +122,26 @@ enum PolicyCommand {
         /// An AANA v1 event (`tool_name`, …) or a seed 004 tool proposal (`proposal_id`, …).
         event: PathBuf,
     },
+}
+
+fn parse_grantee(s: &str) -> Result<RoleName, String> {
+    RoleName::parse(s).ok_or_else(|| {
+        "a PostgreSQL role name: lowercase letters, digits and `_`, at most 63".to_owned()
+    })
+}
+
+async fn migrate(url: &str, grant_to: Option<&RoleName>) -> Result<(), String> {
+    open_store(url).await.map_err(|e| e.to_string())?;
+    eprintln!("database {} is migrated", redact_url(url));
+    let Some(role) = grant_to else { return Ok(()) };
+    if url.starts_with("sqlite:") {
+        return Err("--grant-to is for PostgreSQL; a SQLite file has no roles".into());
+    }
+    grant_serving(url, role)
+        .await
+        .map_err(|e| format!("granting to `{role}`: {e}"))?;
+    eprintln!("granted `{role}` what `countersign serve` needs; serve as `{role}`");
+    Ok(())
 }
 
 fn parse_role(s: &str) -> Result<Role, String> {
@@ -160,6 +170,7 @@ async fn execute(command: Command) -> Result<(), String> {
             secure_cookies,
             policy,
             audit_key,
+            grant_key,
         } => {
             let settings = Settings {
                 database_url: db.database_url,
@@ -168,20 +179,17 @@ async fn execute(command: Command) -> Result<(), String> {
                 secure_cookies,
                 policy,
                 audit_key: Some(audit_key),
+                grant_key: Some(grant_key),
             };
             serve(settings).await
         }
         Command::Policy { command } => policy_command(command),
-        Command::Migrate { db } => {
-            open_store(&db.database_url)
-                .await
-                .map_err(|e| e.to_string())?;
-            eprintln!("database {} is migrated", redact_url(&db.database_url));
-            Ok(())
-        }
-        Command::User { command } => user_command(command).await,
-        Command::Token { command } => token_command(command).await,
+        Command::Migrate { db, grant_to } => migrate(&db.database_url, grant_to.as_ref()).await,
+        Command::User { command } => accounts::user_command(command).await,
+        Command::Token { command } => accounts::token_command(command).await,
         Command::Audit { command } => audit::run(command).await,
+        Command::Proposal { command } => proposal::run(command).await,
+        Command::Tool { command } => tool::run(command).await,
     }
 }
 
@@ -220,49 +228,6 @@ fn policy_command(command: PolicyCommand) -> Result<(), String> {
             Ok(())
         }
     }
-}
-
-async fn user_command(command: UserCommand) -> Result<(), String> {
-    let UserCommand::Add {
-        db,
-        username,
-        role,
-        password_stdin,
-    } = command;
-    let password = read_password(password_stdin)?;
-    let services = services(&db.database_url).await?;
-    services
-        .add_user(&username, role, password, &Actor::system("cli"))
-        .await
-        .map_err(|e| match e {
-            AccountError::Service(s) => format!("storage: {s}"),
-            other => other.to_string(),
-        })?;
-    eprintln!("added {role} `{username}`");
-    Ok(())
-}
-
-async fn token_command(command: TokenCommand) -> Result<(), String> {
-    let TokenCommand::Create {
-        db,
-        agent,
-        executor,
-    } = command;
-    let (kind, name) = match (agent, executor) {
-        (Some(a), None) => (TokenKind::Agent, a),
-        (None, Some(e)) => (TokenKind::Executor, e),
-        _ => return Err("give exactly one of --agent or --executor".into()),
-    };
-    let services = services(&db.database_url).await?;
-    let secret = services
-        .create_token(kind, &name, &Actor::system("cli"))
-        .await
-        .map_err(|e| e.to_string())?;
-    eprintln!(
-        "created a token for {kind} `{name}`; it is shown once, below, and stored only as a hash:"
-    );
-    println!("{}", secret.expose());
-    Ok(())
 }
 
 /// The use cases over the database at `url`, for one-off commands (built-in policy: account
@@ -347,27 +312,4 @@ fn explain(
             d.rule.clone(),
         ))
     }
-}
-
-fn read_password(from_stdin: bool) -> Result<String, String> {
-    let stdin = std::io::stdin();
-    if from_stdin || !stdin.is_terminal() {
-        let mut line = String::new();
-        stdin
-            .lock()
-            .read_line(&mut line)
-            .map_err(|e| format!("reading the password: {e}"))?;
-        let password = line.trim_end_matches(['\r', '\n']).to_owned();
-        if password.is_empty() {
-            return Err("no password on stdin".into());
-        }
-        return Ok(password);
-    }
-    let _ = std::io::stderr().flush();
-    let first = rpassword::prompt_password("Password: ").map_err(|e| e.to_string())?;
-    let second = rpassword::prompt_password("Again: ").map_err(|e| e.to_string())?;
-    if first != second {
-        return Err("the two passwords differ".into());
-    }
-    Ok(first)
 }

@@ -29,7 +29,11 @@ wire_enum! {
         /// The executor reported success.
         Succeeded => "succeeded",
         /// The executor reported failure.
-        Failed => "failed"
+        Failed => "failed",
+        /// The command's run may or may not have had its effect; a person must say which.
+        OutcomeUnknown => "outcome_unknown",
+        /// The command's run passed its time limit; a person must say what happened.
+        TimedOut => "timed_out"
     }
 }
 

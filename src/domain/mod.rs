@@ -20,12 +20,13 @@
 //!   `contract`.
 //! - [`routing`]: the AANA gate, the proposal router and the rules, evidence assessment and
 //!   leak scanning they share. Imports `contract` and `policy`.
-//! - [`lifecycle`], [`command`], [`principal`] sit beside the wings: a proposal's life after
+//! - [`lifecycle`], [`command`], [`principal`], [`erasure`] sit beside the wings: a proposal's life after
 //!   routing, the executor queue, and who acts. They may import any wing; no wing imports
 //!   them.
 
 pub mod command;
 pub mod contract;
+pub mod erasure;
 pub mod lifecycle;
 pub mod policy;
 pub mod principal;

@@ -18,6 +18,12 @@ impl Role {
     pub fn can_decide(self) -> bool {
         matches!(self, Role::Admin | Role::Reviewer)
     }
+
+    /// May read the whole audit trail, its charts and exports (`/audit`). Reviewers see only
+    /// the trails of the proposals they open.
+    pub fn can_audit(self) -> bool {
+        matches!(self, Role::Admin | Role::Compliance)
+    }
 }
 
 wire_enum! {
@@ -53,6 +59,13 @@ mod tests {
         assert!(Role::Admin.can_decide());
         assert!(!Role::Compliance.can_decide());
         assert!(Role::Compliance.can_view_proposals());
+    }
+
+    #[test]
+    fn only_compliance_officers_and_admins_audit() {
+        assert!(Role::Compliance.can_audit());
+        assert!(Role::Admin.can_audit());
+        assert!(!Role::Reviewer.can_audit());
     }
 
     #[test]

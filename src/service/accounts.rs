@@ -5,9 +5,13 @@
 use uuid::Uuid;
 
 use super::{Conflict, ServiceError, Services};
-use crate::audit::{Actor, AuditEvent, TokenCreated, UserCreated};
+use crate::audit::{
+    Actor, AuditEvent, RoleChanged, SignInFailed, SignedIn, TokenCreated, TokenRevoked,
+    UserCreated, UserDisabled,
+};
 use crate::auth::password::{self, Password};
 use crate::auth::token::{self, Secret};
+use crate::domain::command::scope::ToolScope;
 use crate::domain::principal::{Role, TokenKind, parse_name};
 use crate::storage::accounts::{self, NewToken, UserRecord};
 
@@ -20,6 +24,9 @@ pub enum AccountError {
     /// The username is taken.
     #[error("a user named `{0}` already exists")]
     Taken(String),
+    /// No active account or token of that name.
+    #[error("no active {0}")]
+    Missing(String),
     /// The store failed.
     #[error(transparent)]
     Service(#[from] ServiceError),
@@ -86,15 +93,22 @@ impl Services {
         &self,
         kind: TokenKind,
         name: &str,
+        scope: Option<&ToolScope>,
         actor: &Actor,
     ) -> Result<Secret, AccountError> {
         let name = parse_name(name).map_err(AccountError::Invalid)?;
+        if scope.is_some() && kind != TokenKind::Executor {
+            return Err(AccountError::Invalid(
+                "only executor tokens carry a tool scope".into(),
+            ));
+        }
         let secret = token::new_api_token(kind);
         let new = NewToken {
             id: Uuid::now_v7(),
             kind,
             name,
             token_hash: secret.hash(),
+            tool_scope: scope.map(ToolScope::to_list),
         };
         let now = self.now();
         let actor = actor.clone();
@@ -107,6 +121,7 @@ impl Services {
                         token_id: new.id,
                         kind: new.kind,
                         name: new.name.clone(),
+                        tool_scope: new.tool_scope.clone(),
                     };
                     tx.record(now, &actor, AuditEvent::TokenCreated(created));
                     Ok::<_, ServiceError>(())
@@ -148,17 +163,167 @@ impl Services {
     }
 
     /// The active account behind a username and password, with the same work either way.
+    /// Success and failure are both recorded in the trail (`auth.signed_in`,
+    /// `auth.sign_in_failed`); a name no account has is never recorded.
     pub async fn authenticate(
         &self,
         username: &str,
         password: &str,
     ) -> Result<Option<UserRecord>, ServiceError> {
-        let active = self.user(username).await?.filter(|u| !u.disabled);
-        let ok = password::verify(
-            password.to_owned(),
-            active.as_ref().map(|u| u.password_hash.clone()),
-        )
-        .await;
-        Ok(active.filter(|_| ok))
+        let found = self.user(username).await?;
+        let active = found.as_ref().filter(|u| !u.disabled);
+        let ok =
+            password::verify(password.to_owned(), active.map(|u| u.password_hash.clone())).await;
+        let (actor, event) = match (&found, ok && active.is_some()) {
+            (Some(u), true) => (
+                Actor::user(&u.username),
+                AuditEvent::SignedIn(SignedIn {
+                    username: u.username.clone(),
+                    role: u.role,
+                }),
+            ),
+            (Some(u), false) => (
+                Actor::user(&u.username),
+                AuditEvent::SignInFailed(SignInFailed {
+                    username: Some(u.username.clone()),
+                    reason: if u.disabled {
+                        "disabled"
+                    } else {
+                        "wrong_password"
+                    },
+                }),
+            ),
+            (None, _) => (
+                Actor::system("sign-in"),
+                AuditEvent::SignInFailed(SignInFailed {
+                    username: None,
+                    reason: "unknown_user",
+                }),
+            ),
+        };
+        self.store()
+            .record(vec![(self.now(), actor, event)])
+            .await?;
+        Ok(found.filter(|u| ok && !u.disabled))
+    }
+
+    /// Records a security event about a person (sign-out, a refused form, a denied page).
+    pub async fn record_security(
+        &self,
+        actor: &Actor,
+        event: AuditEvent,
+    ) -> Result<(), ServiceError> {
+        self.store()
+            .record(vec![(self.now(), actor.clone(), event)])
+            .await?;
+        Ok(())
+    }
+}
+
+impl Services {
+    /// Records that the server started with the policy in force (`source`: `file` or
+    /// `built-in`).
+    pub async fn record_policy_loaded(&self, source: &'static str) -> Result<(), ServiceError> {
+        let policy = self.policy();
+        let event = AuditEvent::PolicyLoaded(crate::audit::PolicyLoaded {
+            policy_version: policy.version().to_string(),
+            source,
+            tool_rules: policy.tools().len(),
+        });
+        self.record_security(&Actor::system("policy"), event).await
+    }
+}
+
+impl Services {
+    /// Gives `username` another role (their sessions end at their next request).
+    pub async fn set_role(
+        &self,
+        username: &str,
+        role: Role,
+        actor: &Actor,
+    ) -> Result<(), AccountError> {
+        let user = self
+            .user(username)
+            .await?
+            .filter(|u| !u.disabled)
+            .ok_or_else(|| AccountError::Missing(format!("user `{username}`")))?;
+        let (now, actor) = (self.now(), actor.clone());
+        let changed = self
+            .store()
+            .write(move |tx| {
+                Box::pin(async move {
+                    if !accounts::update_role(tx.conn(), user.id, role).await? {
+                        return Ok(false);
+                    }
+                    let event = RoleChanged {
+                        user_id: user.id,
+                        username: user.username,
+                        from: user.role,
+                        to: role,
+                    };
+                    tx.record(now, &actor, AuditEvent::RoleChanged(event));
+                    Ok::<_, ServiceError>(true)
+                })
+            })
+            .await?;
+        changed
+            .then_some(())
+            .ok_or_else(|| AccountError::Missing(format!("user `{username}`")))
+    }
+
+    /// Disables `username`: no more sign-ins; their sessions end at their next request.
+    pub async fn disable_user(&self, username: &str, actor: &Actor) -> Result<(), AccountError> {
+        let (now, actor, name) = (self.now(), actor.clone(), username.to_owned());
+        let disabled = self
+            .store()
+            .write(move |tx| {
+                Box::pin(async move {
+                    let Some(user_id) = accounts::disable_user(tx.conn(), &name, now).await? else {
+                        return Ok(false);
+                    };
+                    let event = UserDisabled {
+                        user_id,
+                        username: name,
+                    };
+                    tx.record(now, &actor, AuditEvent::UserDisabled(event));
+                    Ok::<_, ServiceError>(true)
+                })
+            })
+            .await?;
+        disabled
+            .then_some(())
+            .ok_or_else(|| AccountError::Missing(format!("user `{username}`")))
+    }
+
+    /// Revokes every active token of an agent or executor; how many were revoked.
+    pub async fn revoke_tokens(
+        &self,
+        kind: TokenKind,
+        name: &str,
+        actor: &Actor,
+    ) -> Result<usize, AccountError> {
+        let (now, actor, owner) = (self.now(), actor.clone(), name.to_owned());
+        let revoked = self
+            .store()
+            .write(move |tx| {
+                Box::pin(async move {
+                    let ids = accounts::revoke_tokens(tx.conn(), kind, &owner, now).await?;
+                    for token_id in &ids {
+                        let event = TokenRevoked {
+                            token_id: *token_id,
+                            kind,
+                            name: owner.clone(),
+                        };
+                        tx.record(now, &actor, AuditEvent::TokenRevoked(event));
+                    }
+                    Ok::<_, ServiceError>(ids.len())
+                })
+            })
+            .await?;
+        self.tokens.clear();
+        if revoked == 0 {
+            return Err(AccountError::Missing(format!("{kind} token for `{name}`")));
+        }
+        Ok(revoked)
     }
 }

@@ -8,10 +8,12 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 use super::{ServiceError, Services};
-use crate::audit::bundle::{self, BundleError, BundleWriter, Manifest};
-use crate::audit::chain::{ChainError, FORMAT, GENESIS, Head, Verifier};
+use crate::audit::Actor;
+use crate::audit::bundle::{self, BundleError, Manifest};
+use crate::audit::chain::{ChainError, GENESIS, Head, RowRef, Verifier};
 use crate::audit::checkpoint::{Checkpoint, CheckpointKey};
-use crate::storage::audit;
+use crate::storage::audit_query::Selection;
+use crate::storage::{Snapshot, StorageError, audit, audit_walk};
 
 /// Rows read per page while walking the chain.
 const PAGE: i64 = 10_000;
@@ -46,49 +48,21 @@ pub enum VerifyError {
     Service(#[from] ServiceError),
 }
 
+impl From<StorageError> for VerifyError {
+    fn from(e: StorageError) -> Self {
+        VerifyError::Service(e.into())
+    }
+}
+
 impl Services {
-    /// Verifies the whole chain in the database.
+    /// Verifies the whole chain in the database, on one snapshot: the head record, the
+    /// checkpoints and every row as of one moment, however much is appended meanwhile. Rows
+    /// are read a page at a time.
     pub async fn verify_trail(&self, kept: Option<&Checkpoint>) -> Result<Verified, VerifyError> {
-        let mut read = self.read().await?;
-        let (recorded, chained_from) =
-            audit::head(read.conn()).await.map_err(ServiceError::from)?;
-        let stored = audit::checkpoints(read.conn())
-            .await
-            .map_err(ServiceError::from)?;
-        let key = kept.map(|k| k.public_key.as_str());
-        let mut expected = Vec::new();
-        for cp in stored.iter().chain(kept) {
-            if !cp.signature_holds() || key.is_some_and(|k| k != cp.public_key) {
-                return Err(VerifyError::BadCheckpoint(cp.seq));
-            }
-            expected.push(cp.head());
-        }
-        let start = Head {
-            seq: chained_from - 1,
-            hash: GENESIS.to_owned(),
-        };
-        let mut verifier = Verifier::resume(start.clone(), expected);
-        let mut after = start.seq;
-        loop {
-            let page = audit::chain_page(read.conn(), after, PAGE)
-                .await
-                .map_err(ServiceError::from)?;
-            let Some(last) = page.last() else { break };
-            after = last.seq;
-            for row in &page {
-                verifier.push(row)?;
-            }
-        }
-        let head = verifier.finish()?;
-        if head != recorded {
-            return Err(VerifyError::HeadMismatch(recorded.seq.max(head.seq)));
-        }
-        Ok(Verified {
-            count: head.seq - start.seq,
-            head,
-            chained_from,
-            checkpoints: stored.len() + usize::from(kept.is_some()),
-        })
+        let mut snapshot = self.store().snapshot().await?;
+        let verified = verify_snapshot(&mut snapshot, kept).await;
+        snapshot.end().await?;
+        verified
     }
 
     /// Signs the current head if it moved since the last checkpoint; returns the new one.
@@ -125,68 +99,76 @@ impl Services {
     }
 
     /// Exports the chained rows written between `from` and `to` (inclusive, either open) into
-    /// a bundle in `dir`.
+    /// a bundle in `dir`: one contiguous stretch of the chain (see [`Services::export_selection`]
+    /// for any other selection). The export is itself recorded (`audit.exported`, by `actor`),
+    /// after the bundle is written: the bundle never contains its own export event.
     pub async fn export_trail(
         &self,
+        actor: &Actor,
         dir: &Path,
         from: Option<OffsetDateTime>,
         to: Option<OffsetDateTime>,
     ) -> Result<Manifest, BundleError> {
-        let service = |e: ServiceError| BundleError::Malformed(e.to_string());
-        let mut read = self.read().await.map_err(service)?;
-        let (_, chained_from) = audit::head(read.conn())
-            .await
-            .map_err(|e| service(e.into()))?;
-        let mut writer = BundleWriter::create(dir)?;
-        let (mut first, mut last, mut count, mut previous) = (0, 0, 0, None::<String>);
-        let mut after = chained_from - 1;
-        let mut prev_hash = GENESIS.to_owned();
-        loop {
-            let page = audit::chain_page(read.conn(), after, PAGE)
-                .await
-                .map_err(|e| service(e.into()))?;
-            let Some(tail) = page.last() else { break };
-            after = tail.seq;
-            for row in &page {
-                let in_range = from.is_none_or(|f| row.at >= f) && to.is_none_or(|t| row.at <= t);
-                if in_range {
-                    // A bundle is one contiguous stretch of the chain.
-                    if count > 0 && row.seq != last + 1 {
-                        break;
-                    }
-                    if count == 0 {
-                        first = row.seq;
-                        previous = Some(prev_hash.clone());
-                    }
-                    writer.push(row)?;
-                    last = row.seq;
-                    count += 1;
-                }
-                prev_hash = row.hash.clone();
-            }
-        }
-        let checkpoints = audit::checkpoints(read.conn())
-            .await
-            .map_err(|e| service(e.into()))?;
-        let checkpoint = checkpoints
-            .into_iter()
-            .rfind(|c| count > 0 && c.seq >= first && c.seq <= last);
-        let manifest = Manifest {
-            format: FORMAT.to_owned(),
-            count,
-            first_seq: first,
-            last_seq: last,
-            previous_hash: previous.unwrap_or_else(|| GENESIS.to_owned()),
-            files: Default::default(),
-            public_key: checkpoint.as_ref().map(|c| c.public_key.clone()),
-            checkpoint,
-            selection: serde_json::json!({
-                "from": from.and_then(|t| t.format(&Rfc3339).ok()),
-                "to": to.and_then(|t| t.format(&Rfc3339).ok()),
-            }),
+        let sel = Selection {
+            from,
+            // Trail times are whole microseconds: at or before `to` is before `to` + 1 µs.
+            until: to.map(|t| t + time::Duration::MICROSECOND),
+            ..Selection::default()
         };
-        writer.finish(dir, manifest)
+        let manifest = self.export_selection(dir, &sel).await?;
+        self.record_export(actor, &sel, &manifest, "directory")
+            .await
+            .map_err(|e| BundleError::Malformed(format!("recording the export: {e}")))?;
+        Ok(manifest)
     }
+}
+
+/// Walks the chain on `snapshot`: checkpoints first, then every row, then the head record.
+async fn verify_snapshot(
+    snapshot: &mut Snapshot,
+    kept: Option<&Checkpoint>,
+) -> Result<Verified, VerifyError> {
+    let (recorded, chained_from) = audit::head(snapshot.conn()).await?;
+    let stored = audit::checkpoints(snapshot.conn()).await?;
+    let start = Head {
+        seq: chained_from - 1,
+        hash: GENESIS.to_owned(),
+    };
+    let mut verifier = Verifier::resume(start.clone(), checkpoint_heads(&stored, kept)?);
+    let mut visit = |row: RowRef<'_>| verifier.push_stored(&row).map_err(VerifyError::Chain);
+    let mut after = start.seq;
+    while let Some(last) = audit_walk::walk_page(snapshot, after, PAGE, &mut visit).await? {
+        after = last;
+    }
+    let head = verifier.finish()?;
+    if head != recorded {
+        return Err(VerifyError::HeadMismatch(recorded.seq.max(head.seq)));
+    }
+    Ok(Verified {
+        count: head.seq - start.seq,
+        head,
+        chained_from,
+        checkpoints: stored.len() + usize::from(kept.is_some()),
+    })
+}
+
+/// The heads the stored checkpoints and the kept one vouch for, once their signatures hold
+/// (and, given a kept checkpoint, every stored one is signed with its key).
+fn checkpoint_heads(
+    stored: &[Checkpoint],
+    kept: Option<&Checkpoint>,
+) -> Result<Vec<Head>, VerifyError> {
+    let key = kept.map(|k| k.public_key.as_str());
+    stored
+        .iter()
+        .chain(kept)
+        .map(|cp| {
+            if !cp.signature_holds() || key.is_some_and(|k| k != cp.public_key) {
+                return Err(VerifyError::BadCheckpoint(cp.seq));
+            }
+            Ok(cp.head())
+        })
+        .collect()
 }
 
 /// Verifies an export bundle in `dir` (no database needed).

@@ -4,13 +4,18 @@
 
 use uuid::Uuid;
 
+use super::NewQueued;
 use super::expire::expire_due_in;
 use super::submit::queue_command;
 use super::{Conflict, ServiceError, Services};
-use crate::audit::{Actor, ApprovalRecorded, AuditEvent, ProposalDecided};
-use crate::domain::command::CommandSpec;
+use crate::audit::safe::{Salt, TextDigest};
+use crate::audit::{
+    Actor, ApprovalRecorded, AuditEvent, DecisionRefused, ProposalDecided, ProposalFacets,
+};
 use crate::domain::contract::vocab::AuthorizationState;
-use crate::domain::lifecycle::{self, ProposalStatus, ReviewVerdict, check_decision};
+use crate::domain::lifecycle::{
+    self, DecisionError, ProposalStatus, ReviewVerdict, check_decision,
+};
 use crate::domain::principal::Role;
 use crate::storage::Tx;
 use crate::storage::proposals::{self, DecisionRow, ProposalRecord};
@@ -40,7 +45,8 @@ struct Change {
     reviewer: String,
     reason: Option<String>,
     required_approvals: u8,
-    command: Option<(Uuid, CommandSpec)>,
+    command: Option<NewQueued>,
+    salt: Salt,
     now: time::OffsetDateTime,
 }
 
@@ -62,24 +68,26 @@ impl Services {
         reason: Option<&str>,
     ) -> Result<Decided, ServiceError> {
         let p = self.proposal(id).await?.ok_or(ServiceError::NotFound)?;
-        let decision = check_decision(
+        let decision = match check_decision(
             p.status,
             &p.agent,
             &reviewer.username,
             reviewer.role,
             verdict,
             reason,
-        )?;
+        ) {
+            Ok(decision) => decision,
+            Err(refused) => return Err(self.refuse(reviewer, &p, verdict, refused).await),
+        };
         let now = self.now();
         let command = (decision.verdict == ReviewVerdict::Approved).then(|| {
-            let spec = self.command_spec(
+            self.approved_command(
                 &p.contract,
                 &p.request_hash,
                 &reviewer.username,
                 AuthorizationState::Confirmed,
                 now,
-            );
-            (Uuid::now_v7(), spec)
+            )
         });
         let change = Change {
             id,
@@ -88,6 +96,7 @@ impl Services {
             reason: decision.reason,
             required_approvals: p.routing.required_approvals.max(1),
             command,
+            salt: self.store().salt().clone(),
             now,
         };
         let applied = self
@@ -100,6 +109,9 @@ impl Services {
                 Ok(Decided::ApprovalRecorded(p))
             }
             Applied::Final(p) => {
+                if p.status == ProposalStatus::Approved {
+                    self.queue_signal().wake();
+                }
                 tracing::info!(proposal.id = %id, reviewer = %reviewer.username, verdict = %verdict, "proposal decided");
                 Ok(Decided::Final(p))
             }
@@ -110,7 +122,40 @@ impl Services {
     }
 }
 
+impl Services {
+    /// Records a refusal that says something about the person (wrong role, own proposal) and
+    /// returns the error to answer. Refusals that only mean "too late" are not security events.
+    async fn refuse(
+        &self,
+        reviewer: &Reviewer,
+        p: &ProposalRecord,
+        verdict: ReviewVerdict,
+        refused: DecisionError,
+    ) -> ServiceError {
+        let code = match refused {
+            DecisionError::RoleMayNotDecide => "role_may_not_decide",
+            DecisionError::OwnProposal => "own_proposal",
+            _ => return refused.into(),
+        };
+        let event = AuditEvent::DecisionRefused(DecisionRefused {
+            proposal_id: p.id,
+            facets: ProposalFacets::of(&p.agent, &p.contract),
+            verdict,
+            refused: code,
+        });
+        let actor = Actor::user(&reviewer.username);
+        match self.store().record(vec![(self.now(), actor, event)]).await {
+            Ok(()) => refused.into(),
+            Err(e) => e.into(),
+        }
+    }
+}
+
 impl Change {
+    fn reason(&self) -> Option<TextDigest> {
+        self.reason.as_deref().map(|r| self.salt.text(r))
+    }
+
     async fn apply(self, tx: &mut Tx) -> Result<Applied, ServiceError> {
         let Some(claimed) = proposals::claim_pending(tx.conn(), self.id, self.now).await? else {
             return self.not_claimed(tx).await;
@@ -124,9 +169,10 @@ impl Change {
             if !lifecycle::quorum_met(approvals, self.required_approvals) {
                 let recorded = ApprovalRecorded {
                     proposal_id: self.id,
+                    facets: ProposalFacets::of(&claimed.agent, &claimed.contract),
                     approvals,
                     required_approvals: self.required_approvals,
-                    reason: self.reason.clone(),
+                    reason: self.reason(),
                     request_hash_sha256: claimed.request_hash.clone(),
                 };
                 tx.record(self.now, &reviewer, AuditEvent::ApprovalRecorded(recorded));
@@ -134,8 +180,8 @@ impl Change {
             }
         }
         let record = self.record_decision(tx, &reviewer).await?;
-        if let Some((command_id, spec)) = &self.command {
-            queue_command(tx, self.id, *command_id, spec, &reviewer, self.now).await?;
+        if let Some(command) = &self.command {
+            queue_command(tx, self.id, command, &reviewer, self.now).await?;
         }
         Ok(Applied::Final(record))
     }
@@ -158,9 +204,10 @@ impl Change {
         let record = proposals::record_decision(tx.conn(), &row).await?;
         let decided = ProposalDecided {
             proposal_id: self.id,
-            verdict: self.verdict,
+            facets: ProposalFacets::of(&record.agent, &record.contract),
+            decision: self.verdict,
             authorization_state: record.authorization_state,
-            reason: self.reason.clone(),
+            reason: self.reason(),
             required_approvals: self.required_approvals,
             request_hash_sha256: record.request_hash.clone(),
         };

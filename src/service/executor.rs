@@ -1,16 +1,42 @@
-//! The executor's side of the queue: lease the oldest command it may run, then report on it
-//! with the lease token. A report from anyone but the current lease holder changes nothing.
+//! The executor's side of the queue: lease the oldest command it may run (waiting for one if
+//! asked), keep the lease alive, then report on it with the lease token. Each lease carries a
+//! signed grant. A report from anyone but the current lease holder changes nothing and is
+//! recorded as drift; what follows a failure is [`crate::domain::command::retry`]'s call.
 
+use std::time::Duration;
+
+use ed25519_dalek::Signer;
 use serde_json::Value;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
+use super::queue::{Drift, after_run, drift};
+use super::submit::rfc3339;
 use super::{Conflict, ServiceError, Services};
-use crate::audit::{Actor, AuditEvent, CommandLeased, CommandReported, ProposalFinished};
+use crate::audit::{Actor, AuditEvent, CommandFacets, CommandLeased};
 use crate::auth::token::{self, Secret};
-use crate::domain::command::{CommandStatus, Outcome};
-use crate::storage::commands::{self, CommandRecord, NewLease, ReportRow};
-use crate::storage::{StorageError, Tx, proposals};
+use crate::domain::command::grant::{GrantClaims, spec_sha256};
+use crate::domain::command::retry::{Interruption, SideEffect};
+use crate::domain::command::scope::ToolScope;
+use crate::domain::command::{CommandKind, CommandStatus, Outcome};
+use crate::storage::commands::{self, CommandRecord, NewLease, Settle};
+use crate::storage::{Tx, proposals};
+
+/// Most commands refused at one lease for a spec that no longer matches its approval, before
+/// the lease answers "nothing for you now".
+const MAX_DRIFTED_PER_LEASE: usize = 8;
+/// How often a waiting lease looks again even without a wake-up (retries whose backoff ends).
+const WAIT_TICK: Duration = Duration::from_secs(1);
+
+/// A signed grant: the claims and the server's Ed25519 signature over their canonical JSON.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Grant {
+    /// What it vouches for.
+    #[serde(flatten)]
+    pub claims: GrantClaims,
+    /// Ed25519 signature over `JCS(claims)`, hex.
+    pub signature: String,
+}
 
 /// A command handed to an executor.
 pub struct Leased {
@@ -20,6 +46,22 @@ pub struct Leased {
     pub lease_token: Secret,
     /// When the lease ends.
     pub lease_expires_at: OffsetDateTime,
+    /// The signed grant.
+    pub grant: Grant,
+}
+
+/// What an executor asks of a lease.
+pub struct LeaseRequest {
+    /// Executor name.
+    pub executor: String,
+    /// Its token's tool scope.
+    pub scope: Option<ToolScope>,
+    /// Tools it asks for this time.
+    pub wanted: Option<ToolScope>,
+    /// Lease length.
+    pub lease_seconds: u64,
+    /// How long to wait for a command when none is ready.
+    pub wait: Duration,
 }
 
 /// An executor's report.
@@ -32,46 +74,125 @@ pub struct Report {
     pub outcome: Outcome,
     /// The `result` or `error` body.
     pub body: Value,
+    /// What a failure did to the world (`possible` when not said).
+    pub side_effect: SideEffect,
+}
+
+fn seconds(s: u64) -> time::Duration {
+    time::Duration::seconds(i64::try_from(s).unwrap_or(i64::MAX))
 }
 
 impl Services {
-    /// Leases the oldest command `executor` may run for `lease_seconds`, if any.
-    pub async fn lease(
-        &self,
-        executor: &str,
-        lease_seconds: u64,
-    ) -> Result<Option<Leased>, ServiceError> {
-        let secret = token::new_lease_token();
-        let token_hash = secret.hash();
-        let now = self.now();
-        let expires_at =
-            now + time::Duration::seconds(i64::try_from(lease_seconds).unwrap_or(i64::MAX));
-        let executor_name = executor.to_owned();
-        let leased = self
-            .store()
-            .write(move |tx| {
-                Box::pin(async move {
-                    let lease = NewLease {
-                        executor: &executor_name,
-                        lease_token_hash: &token_hash,
-                        now,
-                        expires_at,
-                    };
-                    take_lease(tx, &lease).await
-                })
-            })
-            .await?;
-        Ok(leased.map(|command| {
-            tracing::info!(command.id = %command.id, proposal.id = %command.proposal_id, "command leased");
-            Leased {
-                command,
-                lease_token: secret,
-                lease_expires_at: expires_at,
+    /// The Ed25519 key that verifies grants, hex.
+    pub fn grant_public_key(&self) -> String {
+        hex::encode(self.grant_key.verifying_key().to_bytes())
+    }
+
+    fn sign_grant(&self, claims: GrantClaims) -> Grant {
+        let signature = self.grant_key.sign(&claims.message());
+        Grant {
+            claims,
+            signature: hex::encode(signature.to_bytes()),
+        }
+    }
+
+    /// Leases the oldest command the executor may run, waiting up to `request.wait` for one.
+    pub async fn lease(&self, request: &LeaseRequest) -> Result<Option<Leased>, ServiceError> {
+        let until = tokio::time::Instant::now() + request.wait;
+        loop {
+            let mut woken = self.queue_signal().subscribe();
+            if let Some(leased) = self.lease_once(request).await? {
+                return Ok(Some(leased));
             }
+            let now = tokio::time::Instant::now();
+            if now >= until {
+                return Ok(None);
+            }
+            let nap = (until - now).min(WAIT_TICK);
+            tokio::select! {
+                _ = woken.changed() => {}
+                () = tokio::time::sleep(nap) => {}
+            }
+        }
+    }
+
+    async fn lease_once(&self, request: &LeaseRequest) -> Result<Option<Leased>, ServiceError> {
+        let secret = token::new_lease_token();
+        let lease = OwnedLease {
+            executor: request.executor.clone(),
+            scope: request.scope.as_ref().map(ToolScope::patterns),
+            wanted: request.wanted.as_ref().map(ToolScope::patterns),
+            token_hash: secret.hash(),
+            now: self.now(),
+            expires_at: self.now() + seconds(request.lease_seconds),
+        };
+        let taken = self
+            .store()
+            .write(move |tx| Box::pin(async move { take_lease(tx, &lease).await }))
+            .await?;
+        let Some((command, lease_expires_at)) = taken else {
+            return Ok(None);
+        };
+        tracing::info!(command.id = %command.id, proposal.id = %command.proposal_id, attempt = command.attempts, "command leased");
+        let claims = GrantClaims::new(
+            command.id,
+            command.kind.as_str(),
+            &command.spec,
+            u32::try_from(command.attempts).unwrap_or(0),
+            rfc3339(lease_expires_at).unwrap_or_default(),
+        );
+        Ok(Some(Leased {
+            command,
+            lease_token: secret,
+            lease_expires_at,
+            grant: self.sign_grant(claims),
         }))
     }
 
-    /// Records `executor`'s report on a command it holds.
+    /// Extends the lease `executor` holds on command `id` by `lease_seconds` from now (never
+    /// past the run's `execution.timeout_ms`).
+    pub async fn heartbeat(
+        &self,
+        executor: &str,
+        id: Uuid,
+        lease_token: &str,
+        lease_seconds: u64,
+    ) -> Result<CommandRecord, ServiceError> {
+        let now = self.now();
+        let executor = executor.to_owned();
+        let token_hash = token::hash(lease_token);
+        self.store()
+            .write(move |tx| {
+                Box::pin(async move {
+                    let Some(current) = commands::by_id(tx.conn(), id).await? else {
+                        let refused =
+                            drift(tx, &executor, id, None, Drift::Unknown, "heartbeat", now);
+                        return Ok::<_, ServiceError>(Err(refused));
+                    };
+                    let wanted = now + seconds(lease_seconds);
+                    let until = current.run_deadline.map_or(wanted, |d| d.min(wanted));
+                    let extended =
+                        commands::extend_lease(tx.conn(), id, &executor, &token_hash, until, now)
+                            .await?;
+                    Ok(match extended {
+                        Some(c) => Ok(c),
+                        None => Err(drift(
+                            tx,
+                            &executor,
+                            id,
+                            Some(&current),
+                            Drift::NotHeld,
+                            "heartbeat",
+                            now,
+                        )),
+                    })
+                })
+            })
+            .await?
+    }
+
+    /// Records `executor`'s report on a command it holds; what follows a failure (retry,
+    /// `failed`, `outcome_unknown`, a rollback task) is decided by the retry rules.
     pub async fn report(
         &self,
         executor: &str,
@@ -80,97 +201,218 @@ impl Services {
         let now = self.now();
         let executor_name = executor.to_owned();
         let outcome = report.outcome;
-        let command = self
+        let policy = self.policy().clone();
+        let result = self
             .store()
             .write(move |tx| {
-                Box::pin(async move { write_report(tx, &executor_name, report, now).await })
+                Box::pin(
+                    async move { write_report(tx, &executor_name, report, &policy, now).await },
+                )
             })
             .await?;
-        tracing::info!(command.id = %command.id, outcome = %outcome, "command reported");
+        let command = result?;
+        if command.status == CommandStatus::Queued {
+            self.queue_signal().wake();
+        }
+        tracing::info!(command.id = %command.id, outcome = %outcome, status = %command.status, "command reported");
         Ok(command)
     }
 }
 
+/// A lease's values, owned so the write closure can hold them.
+struct OwnedLease {
+    executor: String,
+    scope: Option<Vec<String>>,
+    wanted: Option<Vec<String>>,
+    token_hash: String,
+    now: OffsetDateTime,
+    expires_at: OffsetDateTime,
+}
+
+/// Claims the next command; refuses (and records as drift) any whose spec no longer hashes to
+/// what was approved. Answers the command and its lease end.
 async fn take_lease(
     tx: &mut Tx,
-    lease: &NewLease<'_>,
-) -> Result<Option<CommandRecord>, ServiceError> {
-    let Some(command) = commands::claim_next(tx.conn(), lease).await? else {
-        return Ok(None);
+    lease: &OwnedLease,
+) -> Result<Option<(CommandRecord, OffsetDateTime)>, ServiceError> {
+    let row = NewLease {
+        executor: &lease.executor,
+        scope: lease.scope.clone(),
+        wanted: lease.wanted.clone(),
+        lease_token_hash: &lease.token_hash,
+        now: lease.now,
+        expires_at: lease.expires_at,
     };
-    let leased = CommandLeased {
-        command_id: command.id,
-        before: if command.attempts > 1 {
-            CommandStatus::Leased
-        } else {
-            CommandStatus::Queued
-        },
-        proposal_id: command.proposal_id,
-        attempt: command.attempts,
-        lease_expires_at: lease
-            .expires_at
-            .format(&time::format_description::well_known::Rfc3339)
-            .ok(),
+    for _ in 0..MAX_DRIFTED_PER_LEASE {
+        let Some(command) = commands::claim_next(tx.conn(), &row).await? else {
+            return Ok(None);
+        };
+        let approved = commands::approved_spec_hash(tx.conn(), command.id).await?;
+        if approved.is_some_and(|h| h != spec_sha256(&command.spec)) {
+            refuse_drifted(tx, &command, lease).await?;
+            continue;
+        }
+        let mut expires_at = lease.expires_at;
+        if let Some(ms) = command.spec.execution.and_then(|e| e.timeout_ms) {
+            let deadline =
+                lease.now + time::Duration::milliseconds(i64::try_from(ms).unwrap_or(i64::MAX));
+            expires_at = expires_at.min(deadline);
+            commands::set_run_deadline(tx.conn(), command.id, deadline, expires_at).await?;
+        }
+        let leased = CommandLeased {
+            command_id: command.id,
+            facets: CommandFacets::of(&command.spec),
+            proposal_id: command.proposal_id,
+            attempt: command.attempts,
+            lease_expires_at: rfc3339(expires_at),
+        };
+        tx.record(
+            lease.now,
+            &Actor::executor(&lease.executor),
+            AuditEvent::CommandLeased(leased),
+        );
+        return Ok(Some((command, expires_at)));
+    }
+    Ok(None)
+}
+
+/// A command whose stored spec differs from what was approved never runs: it ends `failed`
+/// (nothing ran), and the drift is recorded.
+async fn refuse_drifted(
+    tx: &mut Tx,
+    command: &CommandRecord,
+    lease: &OwnedLease,
+) -> Result<(), ServiceError> {
+    let settle = Settle {
+        id: command.id,
+        status: CommandStatus::Failed,
+        result: None,
+        error: None,
+        interruption: Some("spec_mismatch"),
+        side_effect: Some(SideEffect::None),
+        available_at: lease.now,
+        now: lease.now,
     };
-    tx.record(
+    let Some(ended) = commands::settle_lapsed(tx.conn(), &settle, command.attempts).await? else {
+        return Ok(());
+    };
+    let _refused = drift(
+        tx,
+        &lease.executor,
+        command.id,
+        Some(command),
+        Drift::SpecMismatch,
+        "lease",
         lease.now,
-        &Actor::executor(lease.executor),
-        AuditEvent::CommandLeased(leased),
     );
-    Ok(Some(command))
+    after_run(tx, &ended, &Actor::system("lease"), None, lease.now).await?;
+    tracing::error!(command.id = %command.id, "command spec no longer matches its approval; refused");
+    Ok(())
 }
 
 async fn write_report(
     tx: &mut Tx,
     executor: &str,
     report: Report,
+    policy: &crate::domain::policy::model::Policy,
     now: OffsetDateTime,
-) -> Result<CommandRecord, ServiceError> {
+) -> Result<Result<CommandRecord, ServiceError>, ServiceError> {
+    let attempted = match report.outcome {
+        Outcome::Succeeded => "complete",
+        Outcome::Failed => "fail",
+    };
+    let id = report.command_id;
+    let Some(current) = commands::by_id(tx.conn(), id).await? else {
+        return Ok(Err(drift(
+            tx,
+            executor,
+            id,
+            None,
+            Drift::Unknown,
+            attempted,
+            now,
+        )));
+    };
+    if current.kind == CommandKind::Action
+        && proposals::executable_status(tx.conn(), current.proposal_id)
+            .await?
+            .is_none()
+        && current.status == CommandStatus::Leased
+    {
+        return Ok(Err(drift(
+            tx,
+            executor,
+            id,
+            Some(&current),
+            Drift::NeverApproved,
+            attempted,
+            now,
+        )));
+    }
+    let token_hash = token::hash(&report.lease_token);
+    let (status, available_at, interruption) = match report.outcome {
+        Outcome::Succeeded => (CommandStatus::Succeeded, now, None),
+        Outcome::Failed => {
+            let rules = super::queue::retry_rules(policy, &current);
+            let next = rules.after(
+                Interruption::Failed(report.side_effect),
+                u32::try_from(current.attempts).unwrap_or(u32::MAX),
+            );
+            let (status, available_at) = super::queue::next_status(next, now);
+            (status, available_at, Some("failed"))
+        }
+    };
     let (result, error) = match report.outcome {
         Outcome::Succeeded => (Some(&report.body), None),
         Outcome::Failed => (None, Some(&report.body)),
     };
-    let token_hash = token::hash(&report.lease_token);
-    let row = ReportRow {
-        command_id: report.command_id,
-        executor,
-        lease_token_hash: &token_hash,
-        status: report.outcome.command_status(),
+    let settle = Settle {
+        id,
+        status,
         result,
         error,
+        interruption,
+        side_effect: (report.outcome == Outcome::Failed).then_some(report.side_effect),
+        available_at,
         now,
     };
-    let Some(command) = commands::finish_leased(tx.conn(), &row).await? else {
-        return Err(match commands::by_id(tx.conn(), report.command_id).await? {
-            None => ServiceError::NotFound,
-            Some(c) if !c.held => ServiceError::Conflict(Conflict::CommandNotLeased(c.status)),
-            Some(_) => ServiceError::Conflict(Conflict::LeaseTokenMismatch),
-        });
+    let Some(command) =
+        commands::settle_reported(tx.conn(), &settle, executor, &token_hash).await?
+    else {
+        return Ok(Err(drift(
+            tx,
+            executor,
+            id,
+            Some(&current),
+            Drift::NotHeld,
+            attempted,
+            now,
+        )));
     };
-    let Some(before) = proposals::executable_status(tx.conn(), command.proposal_id).await? else {
-        return Err(StorageError::Corrupt(format!(
-            "command {} reported but its proposal was not approved or accepted",
-            command.id
-        ))
-        .into());
-    };
-    let proposal_status = report.outcome.proposal_status();
-    proposals::set_status(tx.conn(), command.proposal_id, proposal_status, now).await?;
-    let actor = Actor::executor(executor);
-    let reported = CommandReported {
+    let side_effect = settle.side_effect;
+    let event = crate::audit::CommandReported {
         command_id: command.id,
         outcome: report.outcome,
+        facets: CommandFacets::of(&command.spec),
         proposal_id: command.proposal_id,
         attempt: command.attempts,
-        late: command.lease_expires_at.is_some_and(|t| t < now),
+        late: current.lease_expires_at.is_some_and(|t| t < now),
+        side_effect,
+        after: command.status,
     };
-    tx.record(now, &actor, AuditEvent::CommandReported(reported));
-    let finished = ProposalFinished {
-        proposal_id: command.proposal_id,
-        before,
-        outcome: report.outcome,
-        command_id: command.id,
-    };
-    tx.record(now, &actor, AuditEvent::ProposalFinished(finished));
-    Ok(command)
+    let actor = Actor::executor(executor);
+    tx.record(now, &actor, AuditEvent::CommandReported(event));
+    after_run(tx, &command, &actor, side_effect, now).await?;
+    Ok(Ok(command))
+}
+
+/// The conflict a drift answers with.
+pub(super) fn drift_conflict(current: Option<&CommandRecord>) -> ServiceError {
+    match current {
+        None => ServiceError::NotFound,
+        Some(c) if c.status != CommandStatus::Leased => {
+            ServiceError::Conflict(Conflict::CommandNotLeased(c.status))
+        }
+        Some(_) => ServiceError::Conflict(Conflict::LeaseTokenMismatch),
+    }
 }

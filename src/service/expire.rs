@@ -2,7 +2,7 @@
 //! approved. The server sweeps periodically; a decision that comes too late expires it too.
 
 use super::{ServiceError, Services};
-use crate::audit::{Actor, AuditEvent, ProposalExpired};
+use crate::audit::{Actor, AuditEvent, ProposalExpired, ProposalFacets};
 use crate::storage::Tx;
 use crate::storage::proposals::{self, ProposalRecord};
 
@@ -26,6 +26,8 @@ pub(super) async fn expire_due_in(
     for p in &expired {
         let event = ProposalExpired {
             proposal_id: p.id,
+            facets: ProposalFacets::of(&p.agent, &p.contract),
+            decision: "expired",
             expires_at: p.expires_at.and_then(|t| {
                 t.format(&time::format_description::well_known::Rfc3339)
                     .ok()

@@ -11,12 +11,18 @@
 
 mod accounts;
 mod audit;
+mod charts;
 mod decide;
 mod executor;
 mod expire;
+mod export;
+mod ledger;
 mod pre_tool_check;
 mod queries;
+mod queue;
+mod regulated;
 mod submit;
+mod tokens;
 
 use std::sync::Arc;
 
@@ -24,10 +30,13 @@ use time::OffsetDateTime;
 
 pub use accounts::{AccountError, Bootstrap};
 pub use audit::{Verified, VerifyError, verify_bundle};
+pub use charts::{CHART_DAYS, Charts, DayOutcomes, DomainLatency, Tally};
 pub use decide::{Decided, Reviewer};
-pub use executor::{Leased, Report};
+pub use executor::{Grant, LeaseRequest, Leased, Report};
+pub use ledger::{COMMIT_LAG, ChainState, Cursor, SCAN_BUDGET, TRAIL_PAGE, TrailPage};
 pub use pre_tool_check::CheckAnswer;
 pub use queries::QUEUE_LIMIT;
+pub use queue::{QueueSignal, Swept};
 pub use submit::Submitted;
 
 use crate::domain::FieldError;
@@ -59,6 +68,19 @@ pub struct Services {
     store: Store,
     policy: Arc<Policy>,
     clock: Arc<dyn Clock>,
+    tokens: Arc<tokens::TokenCache>,
+    queue: Arc<QueueSignal>,
+    grant_key: Arc<ed25519_dalek::SigningKey>,
+}
+
+/// A command to queue, as an approval (or the policy's `accept`) makes it.
+pub(crate) struct NewQueued {
+    /// Its id.
+    pub id: uuid::Uuid,
+    /// Exactly what was approved.
+    pub spec: CommandSpec,
+    /// End of the approval window (policy `execute_within`).
+    pub execute_by: OffsetDateTime,
 }
 
 impl Services {
@@ -73,7 +95,22 @@ impl Services {
             store,
             policy,
             clock,
+            tokens: Arc::default(),
+            queue: Arc::default(),
+            grant_key: Arc::new(ed25519_dalek::SigningKey::generate(&mut rand::rngs::OsRng)),
         }
+    }
+
+    /// The same, signing executor grants with `key` (read from its file) rather than with the
+    /// key generated for this process.
+    pub fn with_grant_key(mut self, key: ed25519_dalek::SigningKey) -> Self {
+        self.grant_key = Arc::new(key);
+        self
+    }
+
+    /// The executor queue's wake-up signal (long-polling leases wait on it).
+    pub fn queue_signal(&self) -> &Arc<QueueSignal> {
+        &self.queue
     }
 
     /// The store.
@@ -92,17 +129,25 @@ impl Services {
     }
 
     /// The command an approval (or the policy's `accept`) queues: exactly the approved request,
-    /// runnable only by the executors the policy allows for the tool.
-    fn command_spec(
+    /// runnable only by the executors the policy allows for the tool, within the policy's
+    /// approval window.
+    fn approved_command(
         &self,
         contract: &ToolProposal,
         request_hash: &str,
         approver: &str,
         authorization: AuthorizationState,
         now: OffsetDateTime,
-    ) -> CommandSpec {
-        CommandSpec::for_approved(contract, request_hash, approver, authorization, now)
-            .only_for(self.policy.executors_for(&contract.tool.name))
+    ) -> NewQueued {
+        let tool = &contract.tool.name;
+        let spec = CommandSpec::for_approved(contract, request_hash, approver, authorization, now)
+            .only_for(self.policy.executors_for(tool));
+        let window = self.policy.execute_within_secs(tool);
+        NewQueued {
+            id: uuid::Uuid::now_v7(),
+            spec,
+            execute_by: now + time::Duration::seconds(i64::try_from(window).unwrap_or(i64::MAX)),
+        }
     }
 
     async fn read(&self) -> Result<ReadConn, ServiceError> {
@@ -127,6 +172,8 @@ pub enum Conflict {
     CommandNotLeased(CommandStatus),
     /// The lease token is not the command's current one.
     LeaseTokenMismatch,
+    /// The command is not waiting for what was asked (it is in this status).
+    CommandState(CommandStatus),
 }
 
 /// A use case's error.
@@ -152,6 +199,9 @@ pub enum ServiceError {
     /// No such thing (or not the actor's).
     #[error("not found")]
     NotFound,
+    /// A GDPR erasure is not possible now.
+    #[error(transparent)]
+    Erasure(#[from] crate::domain::erasure::ErasureError),
     /// Storage failed.
     #[error(transparent)]
     Storage(#[from] StorageError),

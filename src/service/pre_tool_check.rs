@@ -1,11 +1,13 @@
 //! Seed 000's pre-tool-check: an AANA Agent Action Contract v1 event in, the decision envelope
-//! out, and every answer recorded in the audit trail as its audit-safe form (argument keys,
-//! never values). A schema-invalid event is recorded by field path only.
+//! out, and every answer recorded in the audit trail in audit-safe form (argument keys with
+//! keyed hashes of their values, free text as length and hash). A schema-invalid event is
+//! recorded by field path only.
 
 use serde::Serialize;
 use serde_json::Value;
 
 use super::{ServiceError, Services};
+use crate::audit::safe;
 use crate::audit::{Actor, AuditEvent, PreToolCheckDecided, PreToolCheckRejected};
 use crate::domain::contract::aana::Event;
 use crate::domain::routing::gate::{self, Decision};
@@ -36,12 +38,12 @@ impl Services {
                 let refused = Decision::schema_invalid(&errors, self.policy());
                 let rejected = PreToolCheckRejected {
                     check_id,
-                    route: refused.route,
+                    agent: safe::name(agent),
+                    decision: refused.route,
                     policy_version: refused.policy_version,
-                    fields: errors
-                        .iter()
-                        .map(|e| audit_safe_name(&e.field).to_owned())
-                        .collect(),
+                    fields: safe::bounded(
+                        errors.iter().map(|e| audit_safe_name(&e.field).to_owned()),
+                    ),
                 };
                 let record = (
                     self.now(),
@@ -66,19 +68,8 @@ impl Services {
             None => event.agent_id = Some(agent.to_owned()),
         }
         let decision = gate::check(&event, self.policy());
-        let decided = PreToolCheckDecided {
-            check_id: check_id.clone(),
-            route: decision.route,
-            gate_decision: serde_json::to_value(decision.gate_decision).unwrap_or(Value::Null),
-            rule: decision.rule.clone(),
-            policy_version: decision.policy_version.clone(),
-            hard_blockers: decision
-                .hard_blockers
-                .iter()
-                .map(|b| b.code.as_str().to_owned())
-                .collect(),
-            event: serde_json::to_value(&decision.audit_event).unwrap_or(Value::Null),
-        };
+        let decided =
+            PreToolCheckDecided::new(self.store().salt(), &check_id, agent, &event, &decision);
         let record = (self.now(), actor, AuditEvent::PreToolCheckDecided(decided));
         self.store().record(vec![record]).await?;
         tracing::info!(tool = %event.tool_name, route = %decision.route, "pre-tool-check");

@@ -83,9 +83,19 @@ impl Services {
         Ok(accounts::user_by_username(read.conn(), username).await?)
     }
 
-    /// The principal behind an API token's hash.
+    /// The principal behind an API token's hash (cached for a moment when active: see
+    /// [`super::tokens`]).
     pub async fn token(&self, token_hash: &str) -> Result<Option<TokenRecord>, ServiceError> {
+        let now = std::time::Instant::now();
+        if let Some(cached) = self.tokens.get(token_hash, now) {
+            return Ok(Some(cached));
+        }
+        let generation = self.tokens.generation();
         let mut read = self.read().await?;
-        Ok(accounts::token_by_hash(read.conn(), token_hash).await?)
+        let found = accounts::token_by_hash(read.conn(), token_hash).await?;
+        if let Some(record) = &found {
+            self.tokens.put(token_hash, record, now, generation);
+        }
+        Ok(found)
     }
 }

@@ -5,14 +5,20 @@
 use serde_json::Value;
 use uuid::Uuid;
 
+use super::NewQueued;
 use super::{Conflict, ServiceError, Services};
-use crate::audit::{Actor, AuditEvent, CommandQueued, ProposalInputRejected, ProposalSubmitted};
-use crate::domain::command::CommandSpec;
+use crate::audit::safe;
+use crate::audit::{
+    Actor, AuditEvent, CommandFacets, CommandQueued, ProposalInputRejected, ProposalSubmitted,
+};
+use crate::domain::command::grant::spec_sha256;
+use crate::domain::command::{CommandKind, CommandStatus};
 use crate::domain::contract::canonical::request_hash_sha256;
 use crate::domain::contract::proposal::ToolProposal;
 use crate::domain::lifecycle::{self, ProposalStatus};
 use crate::domain::routing::proposal::{ProposalDecision, route_proposal};
 use crate::domain::routing::scan::audit_safe_name;
+use crate::storage::commands::NewCommand;
 use crate::storage::proposals::{self, NewProposal, ProposalRecord};
 use crate::storage::{Tx, commands};
 
@@ -36,12 +42,14 @@ impl Submitted {
 
 /// A routed proposal, ready to store.
 struct Routed {
+    /// The audit event, built before the write (hashing values needs the salt, not the row).
+    submitted_event: Option<ProposalSubmitted>,
     agent: String,
     contract: ToolProposal,
     request_hash: String,
     routing: ProposalDecision,
     status: ProposalStatus,
-    command: Option<(Uuid, CommandSpec)>,
+    command: Option<NewQueued>,
 }
 
 impl Services {
@@ -61,12 +69,24 @@ impl Services {
             });
         }
         let now = self.now();
-        let routed = self.route(agent, contract, request_hash_sha256(body), now);
+        let mut routed = self.route(agent, contract, request_hash_sha256(body), now);
+        routed.submitted_event = Some(ProposalSubmitted::new(
+            self.store().salt(),
+            routed.contract.proposal_id,
+            routed.status,
+            agent,
+            &routed.contract,
+            &routed.routing,
+            &routed.request_hash,
+        ));
         let submitted = self
             .store()
             .write(move |tx| Box::pin(async move { store_proposal(tx, routed, now).await }))
             .await?;
         let p = submitted.record();
+        if matches!(submitted, Submitted::Created(_)) && p.status == ProposalStatus::Accepted {
+            self.queue_signal().wake();
+        }
         tracing::info!(proposal.id = %p.id, status = %p.status, route = %p.routing.route, "proposal received");
         Ok(submitted)
     }
@@ -79,11 +99,8 @@ impl Services {
         errors: Vec<crate::domain::FieldError>,
     ) -> ServiceError {
         let event = AuditEvent::ProposalInputRejected(ProposalInputRejected {
-            agent: agent.to_owned(),
-            fields: errors
-                .iter()
-                .map(|e| audit_safe_name(&e.field).to_owned())
-                .collect(),
+            agent: safe::name(agent),
+            fields: safe::bounded(errors.iter().map(|e| audit_safe_name(&e.field).to_owned())),
         });
         match self
             .store()
@@ -105,16 +122,16 @@ impl Services {
         let routing = route_proposal(&contract.facts(), self.policy());
         let status = lifecycle::initial_status(routing.route);
         let command = (status == ProposalStatus::Accepted).then(|| {
-            let spec = self.command_spec(
+            self.approved_command(
                 &contract,
                 &request_hash,
                 "policy",
                 contract.effective_authorization(),
                 now,
-            );
-            (Uuid::now_v7(), spec)
+            )
         });
         Routed {
+            submitted_event: None,
             agent: agent.to_owned(),
             contract,
             request_hash,
@@ -150,26 +167,13 @@ async fn store_proposal(
         };
     };
     let agent = Actor::agent(&r.agent);
-    let c = &r.contract;
-    let submitted = ProposalSubmitted {
-        proposal_id: record.id,
-        status: record.status,
-        tool: c.tool.name.clone(),
-        domain: c.domain.clone(),
-        risk_level: c.risk_level,
-        route: r.routing.route,
-        rule: r.routing.rule.clone(),
-        policy_version: r.routing.policy_version.clone(),
-        request_hash_sha256: r.request_hash.clone(),
-        parameter_keys: c
-            .parameters
-            .keys()
-            .map(|k| audit_safe_name(k).to_owned())
-            .collect(),
-    };
-    tx.record(now, &agent, AuditEvent::ProposalSubmitted(submitted));
-    if let Some((id, spec)) = &r.command {
-        queue_command(tx, record.id, *id, spec, &Actor::system("policy"), now).await?;
+    if let Some(mut submitted) = r.submitted_event {
+        submitted.proposal_id = record.id;
+        submitted.status = record.status;
+        tx.record(now, &agent, AuditEvent::ProposalSubmitted(submitted));
+    }
+    if let Some(command) = &r.command {
+        queue_command(tx, record.id, command, &Actor::system("policy"), now).await?;
     }
     Ok(Submitted::Created(record))
 }
@@ -178,18 +182,38 @@ async fn store_proposal(
 pub(super) async fn queue_command(
     tx: &mut Tx,
     proposal_id: Uuid,
-    command_id: Uuid,
-    spec: &CommandSpec,
+    command: &NewQueued,
     actor: &Actor,
     now: time::OffsetDateTime,
 ) -> Result<(), ServiceError> {
-    commands::insert(tx.conn(), command_id, proposal_id, spec, now).await?;
-    let queued = CommandQueued {
-        command_id,
+    let row = NewCommand {
+        id: command.id,
         proposal_id,
-        tool: spec.tool.name.clone(),
-        request_hash_sha256: spec.request_hash_sha256.clone(),
+        kind: CommandKind::Action,
+        rollback_of: None,
+        status: CommandStatus::Queued,
+        spec: &command.spec,
+        execute_by: Some(command.execute_by),
+        now,
+    };
+    commands::insert(tx.conn(), &row).await?;
+    commands::notify_queue(tx.conn()).await?;
+    let queued = CommandQueued {
+        command_id: command.id,
+        facets: CommandFacets::of(&command.spec),
+        proposal_id,
+        command_kind: CommandKind::Action,
+        rollback_of: None,
+        request_hash_sha256: command.spec.request_hash_sha256.clone(),
+        spec_sha256: spec_sha256(&command.spec),
+        execute_by: rfc3339(command.execute_by),
     };
     tx.record(now, actor, AuditEvent::CommandQueued(queued));
     Ok(())
+}
+
+/// A time as the trail writes it.
+pub(super) fn rfc3339(t: time::OffsetDateTime) -> Option<String> {
+    t.format(&time::format_description::well_known::Rfc3339)
+        .ok()
 }

@@ -33,6 +33,8 @@ pub struct TokenRecord {
     pub name: String,
     /// Revoked tokens authenticate nobody.
     pub revoked: bool,
+    /// An executor token's tool scope, as stored (comma-separated globs).
+    pub tool_scope: Option<String>,
 }
 
 /// A new token: only the hash of the secret is stored.
@@ -45,6 +47,8 @@ pub struct NewToken {
     pub name: String,
     /// sha256 hex of the token.
     pub token_hash: String,
+    /// An executor token's tool scope (comma-separated globs).
+    pub tool_scope: Option<String>,
 }
 
 #[derive(sqlx::FromRow)]
@@ -62,6 +66,7 @@ struct TokenRow {
     kind: String,
     name: String,
     revoked_at: Option<OffsetDateTime>,
+    tool_scope: Option<String>,
 }
 
 /// How many users exist.
@@ -110,14 +115,15 @@ pub async fn user_by_username(conn: Conn<'_>, username: &str) -> Result<Option<U
 
 /// Stores a token's hash.
 pub async fn insert_token(conn: Conn<'_>, token: &NewToken, now: OffsetDateTime) -> Result<()> {
-    let sql = "insert into api_tokens (id, kind, name, token_hash, created_at) \
-               values ($1, $2, $3, $4, $5)";
+    let sql = "insert into api_tokens (id, kind, name, token_hash, created_at, tool_scope) \
+               values ($1, $2, $3, $4, $5, $6)";
     on!(conn, |c| sqlx::query(sql)
         .bind(token.id)
         .bind(token.kind.as_str())
         .bind(&token.name)
         .bind(&token.token_hash)
         .bind(now)
+        .bind(&token.tool_scope)
         .execute(c)
         .await
         .map(|_| ()))?;
@@ -126,7 +132,7 @@ pub async fn insert_token(conn: Conn<'_>, token: &NewToken, now: OffsetDateTime)
 
 /// The principal behind a token hash.
 pub async fn token_by_hash(conn: Conn<'_>, token_hash: &str) -> Result<Option<TokenRecord>> {
-    let sql = "select id, kind, name, revoked_at from api_tokens where token_hash = $1";
+    let sql = "select id, kind, name, revoked_at, tool_scope from api_tokens where token_hash = $1";
     let row: Option<TokenRow> = on!(conn, |c| sqlx::query_as(sql)
         .bind(token_hash)
         .fetch_optional(c)
@@ -137,7 +143,62 @@ pub async fn token_by_hash(conn: Conn<'_>, token_hash: &str) -> Result<Option<To
             kind: parse("token kind", &r.kind, TokenKind::parse)?,
             name: r.name,
             revoked: r.revoked_at.is_some(),
+            tool_scope: r.tool_scope,
         })
     })
     .transpose()
+}
+
+/// Gives an active user another role; `false` if the user is gone or disabled.
+pub async fn update_role(conn: Conn<'_>, id: Uuid, role: Role) -> Result<bool> {
+    let sql = "update users set role = $1 where id = $2 and disabled_at is null";
+    let done = on!(conn, |c| sqlx::query(sql)
+        .bind(role.as_str())
+        .bind(id)
+        .execute(c)
+        .await
+        .map(|r| r.rows_affected() > 0))?;
+    Ok(done)
+}
+
+/// Disables an active user; their id, or `None` if there is no such active user.
+pub async fn disable_user(
+    conn: Conn<'_>,
+    username: &str,
+    now: OffsetDateTime,
+) -> Result<Option<Uuid>> {
+    let sql = "update users set disabled_at = $1 where username = $2 and disabled_at is null \
+               returning id";
+    let row: Option<(Uuid,)> = on!(conn, |c| sqlx::query_as(sql)
+        .bind(now)
+        .bind(username)
+        .fetch_optional(c)
+        .await)?;
+    Ok(row.map(|(id,)| id))
+}
+
+/// Every active executor token's name and tool scope.
+pub async fn executor_scopes(conn: Conn<'_>) -> Result<Vec<(String, Option<String>)>> {
+    let sql = "select name, tool_scope from api_tokens where kind = 'executor' \
+               and revoked_at is null order by name";
+    let rows = on!(conn, |c| sqlx::query_as(sql).fetch_all(c).await)?;
+    Ok(rows)
+}
+
+/// Revokes every active token of a principal; the ids revoked.
+pub async fn revoke_tokens(
+    conn: Conn<'_>,
+    kind: TokenKind,
+    name: &str,
+    now: OffsetDateTime,
+) -> Result<Vec<Uuid>> {
+    let sql = "update api_tokens set revoked_at = $1 where kind = $2 and name = $3 \
+               and revoked_at is null returning id";
+    let rows: Vec<(Uuid,)> = on!(conn, |c| sqlx::query_as(sql)
+        .bind(now)
+        .bind(kind.as_str())
+        .bind(name)
+        .fetch_all(c)
+        .await)?;
+    Ok(rows.into_iter().map(|(id,)| id).collect())
 }

@@ -1,4 +1,6 @@
-//! The executor queue's rows and statements.
+//! The executor queue's rows and statements. Who may lease what is decided by
+//! [`crate::domain::command::scope`]; [`claim_next`] states the same rule in SQL (tool globs
+//! match with `GLOB` on SQLite and, translated, `LIKE` on PostgreSQL).
 
 use serde_json::Value;
 use sqlx::types::Json;
@@ -7,15 +9,20 @@ use uuid::Uuid;
 
 use super::db::{Conn, on};
 use super::{Result, parse};
-use crate::domain::command::{CommandSpec, CommandStatus};
+use crate::domain::command::retry::SideEffect;
+use crate::domain::command::{CommandKind, CommandSpec, CommandStatus, Resolution};
 
 /// A command in the executor queue.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CommandRecord {
     /// Id.
     pub id: Uuid,
-    /// The proposal it executes.
+    /// The proposal it executes (or whose command it rolls back).
     pub proposal_id: Uuid,
+    /// The action, or a rollback.
+    pub kind: CommandKind,
+    /// The command a rollback undoes.
+    pub rollback_of: Option<Uuid>,
     /// Status.
     pub status: CommandStatus,
     /// What to run.
@@ -26,10 +33,28 @@ pub struct CommandRecord {
     pub leased_by: Option<String>,
     /// Lease end.
     pub lease_expires_at: Option<OffsetDateTime>,
+    /// Not leased before this (a retry's backoff).
+    pub available_at: OffsetDateTime,
+    /// Not leased for the first time after this (the approval window).
+    pub execute_by: Option<OffsetDateTime>,
+    /// The running attempt must report by this (`execution.timeout_ms`).
+    pub run_deadline: Option<OffsetDateTime>,
+    /// How the last attempt ended without success (`failed`, `lease_lapsed`, `timed_out`).
+    pub interruption: Option<String>,
+    /// What the executor said of the last failure's side effect.
+    pub side_effect: Option<SideEffect>,
     /// Success report.
     pub result: Option<Value>,
     /// Failure report.
     pub error: Option<Value>,
+    /// A person's settlement of an unknown outcome.
+    pub resolution: Option<Resolution>,
+    /// Who settled it, or approved or dismissed the rollback task.
+    pub resolved_by: Option<String>,
+    /// When.
+    pub resolved_at: Option<OffsetDateTime>,
+    /// Their reason.
+    pub resolution_reason: Option<String>,
     /// Queued at.
     pub created_at: OffsetDateTime,
     /// Reported at.
@@ -38,10 +63,34 @@ pub struct CommandRecord {
     pub held: bool,
 }
 
+/// A command to queue.
+pub struct NewCommand<'a> {
+    /// Id.
+    pub id: Uuid,
+    /// Its proposal.
+    pub proposal_id: Uuid,
+    /// Action or rollback.
+    pub kind: CommandKind,
+    /// The command a rollback undoes.
+    pub rollback_of: Option<Uuid>,
+    /// `queued`, or `awaiting_approval` for a rollback task.
+    pub status: CommandStatus,
+    /// What to run.
+    pub spec: &'a CommandSpec,
+    /// End of the approval window.
+    pub execute_by: Option<OffsetDateTime>,
+    /// Now.
+    pub now: OffsetDateTime,
+}
+
 /// A lease to take.
 pub struct NewLease<'a> {
     /// Executor name.
     pub executor: &'a str,
+    /// The executor token's tool scope (globs); `None` for a token without one.
+    pub scope: Option<Vec<String>>,
+    /// Tools the executor asks for this time (globs); `None` for any it may run.
+    pub wanted: Option<Vec<String>>,
     /// sha256 hex of the lease token handed to the executor.
     pub lease_token_hash: &'a str,
     /// Now.
@@ -50,20 +99,42 @@ pub struct NewLease<'a> {
     pub expires_at: OffsetDateTime,
 }
 
-/// A report to write against the current lease.
-pub struct ReportRow<'a> {
+/// How a run ends or goes back to the queue.
+pub struct Settle<'a> {
     /// Command.
-    pub command_id: Uuid,
-    /// Reporting executor.
-    pub executor: &'a str,
-    /// sha256 hex of the presented lease token.
-    pub lease_token_hash: &'a str,
-    /// The status the report sets.
+    pub id: Uuid,
+    /// New status (`queued` for a retry).
     pub status: CommandStatus,
-    /// Success body, if it succeeded.
+    /// Success body.
     pub result: Option<&'a Value>,
-    /// Failure body, if it failed.
+    /// Failure body.
     pub error: Option<&'a Value>,
+    /// How the attempt ended, if not in success.
+    pub interruption: Option<&'a str>,
+    /// What the executor said of its side effect.
+    pub side_effect: Option<SideEffect>,
+    /// Not leased again before this.
+    pub available_at: OffsetDateTime,
+    /// Now.
+    pub now: OffsetDateTime,
+}
+
+impl Settle<'_> {
+    fn completed_at(&self) -> Option<OffsetDateTime> {
+        (self.status != CommandStatus::Queued).then_some(self.now)
+    }
+}
+
+/// A person's settlement.
+pub struct Resolve<'a> {
+    /// Command.
+    pub id: Uuid,
+    /// What they said.
+    pub resolution: Resolution,
+    /// Who.
+    pub by: &'a str,
+    /// Why.
+    pub reason: &'a str,
     /// Now.
     pub now: OffsetDateTime,
 }
@@ -72,14 +143,25 @@ pub struct ReportRow<'a> {
 struct CommandRow {
     id: Uuid,
     proposal_id: Uuid,
+    kind: String,
+    rollback_of: Option<Uuid>,
     status: String,
     spec: Json<CommandSpec>,
     attempts: i32,
     leased_by: Option<String>,
     lease_token_hash: Option<String>,
     lease_expires_at: Option<OffsetDateTime>,
+    available_at: OffsetDateTime,
+    execute_by: Option<OffsetDateTime>,
+    run_deadline: Option<OffsetDateTime>,
+    interruption: Option<String>,
+    side_effect: Option<String>,
     result: Option<Json<Value>>,
     error: Option<Json<Value>>,
+    resolution: Option<String>,
+    resolved_by: Option<String>,
+    resolved_at: Option<OffsetDateTime>,
+    resolution_reason: Option<String>,
     created_at: OffsetDateTime,
     completed_at: Option<OffsetDateTime>,
 }
@@ -89,13 +171,30 @@ impl CommandRow {
         Ok(CommandRecord {
             id: self.id,
             proposal_id: self.proposal_id,
+            kind: parse("command kind", &self.kind, CommandKind::parse)?,
+            rollback_of: self.rollback_of,
             status: parse("command status", &self.status, CommandStatus::parse)?,
             spec: self.spec.0,
             attempts: self.attempts,
             leased_by: self.leased_by,
             lease_expires_at: self.lease_expires_at,
+            available_at: self.available_at,
+            execute_by: self.execute_by,
+            run_deadline: self.run_deadline,
+            interruption: self.interruption,
+            side_effect: self
+                .side_effect
+                .map(|s| parse("side effect", &s, SideEffect::parse))
+                .transpose()?,
             result: self.result.map(|j| j.0),
             error: self.error.map(|j| j.0),
+            resolution: self
+                .resolution
+                .map(|s| parse("resolution", &s, Resolution::parse))
+                .transpose()?,
+            resolved_by: self.resolved_by,
+            resolved_at: self.resolved_at,
+            resolution_reason: self.resolution_reason,
             created_at: self.created_at,
             completed_at: self.completed_at,
             held: self.lease_token_hash.is_some(),
@@ -107,54 +206,106 @@ fn record(row: Option<CommandRow>) -> Result<Option<CommandRecord>> {
     row.map(CommandRow::into_record).transpose()
 }
 
+fn records(rows: Vec<CommandRow>) -> Result<Vec<CommandRecord>> {
+    rows.into_iter().map(CommandRow::into_record).collect()
+}
+
 macro_rules! cols {
     () => {
-        "id, proposal_id, status, spec, attempts, leased_by, lease_token_hash, lease_expires_at, \
-         result, error, created_at, completed_at"
+        "id, proposal_id, kind, rollback_of, status, spec, attempts, leased_by, \
+         lease_token_hash, lease_expires_at, available_at, execute_by, run_deadline, \
+         interruption, side_effect, result, error, resolution, resolved_by, resolved_at, \
+         resolution_reason, created_at, completed_at"
     };
 }
 
-/// Queues a command for a proposal.
-pub async fn insert(
-    conn: Conn<'_>,
-    id: Uuid,
-    proposal_id: Uuid,
-    spec: &CommandSpec,
-    now: OffsetDateTime,
-) -> Result<()> {
-    let sql = "insert into commands (id, proposal_id, status, spec, allowed_executors, \
-               created_at, updated_at) values ($1, $2, 'queued', $3, $4, $5, $5)";
-    on!(conn, |c| sqlx::query(sql)
-        .bind(id)
-        .bind(proposal_id)
-        .bind(Json(spec))
-        .bind(spec.executor_filter())
-        .bind(now)
-        .execute(c)
+/// PostgreSQL: a tool glob (`*`, `?`) in column or expression `$e` as a `LIKE` pattern.
+macro_rules! like {
+    ($e:literal) => {
+        concat!(
+            "replace(replace(replace(replace(",
+            $e,
+            ", '_', '\\_'), '%', '\\%'), '*', '%'), '?', '_')"
+        )
+    };
+}
+
+/// Queues a command (or opens a rollback task).
+pub async fn insert(conn: Conn<'_>, c: &NewCommand<'_>) -> Result<()> {
+    let sql = "insert into commands (id, proposal_id, kind, rollback_of, tool_name, status, spec, \
+               allowed_executors, available_at, execute_by, created_at, updated_at) \
+               values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $9, $9)";
+    on!(conn, |x| sqlx::query(sql)
+        .bind(c.id)
+        .bind(c.proposal_id)
+        .bind(c.kind.as_str())
+        .bind(c.rollback_of)
+        .bind(&c.spec.tool.name)
+        .bind(c.status.as_str())
+        .bind(Json(c.spec))
+        .bind(c.spec.executor_filter())
+        .bind(c.now)
+        .bind(c.execute_by)
+        .execute(x)
         .await
         .map(|_| ()))?;
     Ok(())
 }
 
-/// Leases the oldest command this executor may run that is queued or whose lease lapsed.
+macro_rules! claim_set {
+    () => {
+        "update commands set status = 'leased', attempts = attempts + 1, leased_by = $1, \
+         lease_token_hash = $2, lease_expires_at = $3, run_deadline = null, updated_at = $4 \
+         where seq = "
+    };
+}
+
+/// Leases the oldest queued command this executor may run: available (backoff over), inside
+/// its approval window (or already run once), covered by the executor's scope and the
+/// policy's `allowed_executors` (see [`crate::domain::command::scope::may_run`]), among the
+/// tools it asks for, and not paused.
 pub async fn claim_next(conn: Conn<'_>, lease: &NewLease<'_>) -> Result<Option<CommandRecord>> {
     let sql = conn.pick(
         concat!(
-            "update commands set status = 'leased', attempts = attempts + 1, leased_by = $1, \
-             lease_token_hash = $2, lease_expires_at = $3, updated_at = $4 \
-             where seq = (select seq from commands where (status = 'queued' or \
-             (status = 'leased' and julianday(lease_expires_at) < julianday($4))) \
-             and (allowed_executors is null or instr(allowed_executors, ',' || $1 || ',') > 0) \
-             order by seq limit 1) returning ",
+            claim_set!(),
+            "(select c.seq from commands c where c.status = 'queued' \
+             and julianday(c.available_at) <= julianday($4) \
+             and (c.attempts > 0 or c.execute_by is null \
+                  or julianday(c.execute_by) > julianday($4)) \
+             and (case when c.allowed_executors is null \
+                  then exists (select 1 from json_each($5) s where c.tool_name glob s.value) \
+                  else instr(c.allowed_executors, ',' || $1 || ',') > 0 and ($5 is null or \
+                  exists (select 1 from json_each($5) s where c.tool_name glob s.value)) end) \
+             and ($6 is null or \
+                  exists (select 1 from json_each($6) w where c.tool_name glob w.value)) \
+             and not exists (select 1 from paused_tools p where c.tool_name glob p.pattern) \
+             order by c.seq limit 1) returning ",
             cols!()
         ),
         concat!(
-            "update commands set status = 'leased', attempts = attempts + 1, leased_by = $1, \
-             lease_token_hash = $2, lease_expires_at = $3, updated_at = $4 \
-             where seq = (select seq from commands where (status = 'queued' or \
-             (status = 'leased' and lease_expires_at < $4)) \
-             and (allowed_executors is null or strpos(allowed_executors, ',' || $1 || ',') > 0) \
-             order by seq limit 1 for update skip locked) returning ",
+            claim_set!(),
+            "(select c.seq from commands c where c.status = 'queued' \
+             and c.available_at <= $4 \
+             and (c.attempts > 0 or c.execute_by is null or c.execute_by > $4) \
+             and (case when c.allowed_executors is null \
+                  then exists (select 1 from jsonb_array_elements_text($5) s(p) \
+                               where c.tool_name like ",
+            like!("s.p"),
+            ") \
+                  else strpos(c.allowed_executors, ',' || $1 || ',') > 0 and ($5 is null or \
+                  exists (select 1 from jsonb_array_elements_text($5) s(p) \
+                          where c.tool_name like ",
+            like!("s.p"),
+            ")) end) \
+             and ($6 is null or exists (select 1 from jsonb_array_elements_text($6) w(p) \
+                                        where c.tool_name like ",
+            like!("w.p"),
+            ")) \
+             and not exists (select 1 from paused_tools p \
+                             where c.tool_name like ",
+            like!("p.pattern"),
+            ") \
+             order by c.seq limit 1 for update skip locked) returning ",
             cols!()
         ),
     );
@@ -163,30 +314,253 @@ pub async fn claim_next(conn: Conn<'_>, lease: &NewLease<'_>) -> Result<Option<C
         .bind(lease.lease_token_hash)
         .bind(lease.expires_at)
         .bind(lease.now)
+        .bind(lease.scope.as_ref().map(Json))
+        .bind(lease.wanted.as_ref().map(Json))
         .fetch_optional(c)
         .await)?;
     record(row)
 }
 
-/// Writes a report if `executor` holds the command under this lease token; `None` otherwise.
-pub async fn finish_leased(conn: Conn<'_>, r: &ReportRow<'_>) -> Result<Option<CommandRecord>> {
+/// Sets the running attempt's deadline and (shortened) lease end.
+pub async fn set_run_deadline(
+    conn: Conn<'_>,
+    id: Uuid,
+    deadline: OffsetDateTime,
+    lease_expires_at: OffsetDateTime,
+) -> Result<()> {
+    let sql = "update commands set run_deadline = $1, lease_expires_at = $2 where id = $3";
+    on!(conn, |c| sqlx::query(sql)
+        .bind(deadline)
+        .bind(lease_expires_at)
+        .bind(id)
+        .execute(c)
+        .await
+        .map(|_| ()))?;
+    Ok(())
+}
+
+/// Extends the lease `executor` holds under this token; `None` if it holds no such lease.
+pub async fn extend_lease(
+    conn: Conn<'_>,
+    id: Uuid,
+    executor: &str,
+    lease_token_hash: &str,
+    expires_at: OffsetDateTime,
+    now: OffsetDateTime,
+) -> Result<Option<CommandRecord>> {
     let sql = concat!(
-        "update commands set status = $1, result = $2, error = $3, completed_at = $4, \
-         updated_at = $4, lease_token_hash = null where id = $5 and status = 'leased' \
-         and lease_token_hash = $6 and leased_by = $7 returning ",
+        "update commands set lease_expires_at = $1, updated_at = $2 where id = $3 \
+         and status = 'leased' and lease_token_hash = $4 and leased_by = $5 returning ",
         cols!()
     );
     let row: Option<CommandRow> = on!(conn, |c| sqlx::query_as(sql)
-        .bind(r.status.as_str())
-        .bind(r.result.map(Json))
-        .bind(r.error.map(Json))
-        .bind(r.now)
-        .bind(r.command_id)
-        .bind(r.lease_token_hash)
-        .bind(r.executor)
+        .bind(expires_at)
+        .bind(now)
+        .bind(id)
+        .bind(lease_token_hash)
+        .bind(executor)
         .fetch_optional(c)
         .await)?;
     record(row)
+}
+
+/// Ends (or requeues) the run `executor` holds under this lease token; `None` if it holds no
+/// such lease.
+pub async fn settle_reported(
+    conn: Conn<'_>,
+    st: &Settle<'_>,
+    executor: &str,
+    lease_token_hash: &str,
+) -> Result<Option<CommandRecord>> {
+    let sql = concat!(
+        "update commands set status = $1, result = $2, error = $3, interruption = $4, \
+         side_effect = $5, available_at = $6, completed_at = $7, updated_at = $8, \
+         lease_token_hash = null where id = $9 and status = 'leased' \
+         and lease_token_hash = $10 and leased_by = $11 returning ",
+        cols!()
+    );
+    let row: Option<CommandRow> = on!(conn, |c| sqlx::query_as(sql)
+        .bind(st.status.as_str())
+        .bind(st.result.map(Json))
+        .bind(st.error.map(Json))
+        .bind(st.interruption)
+        .bind(st.side_effect.map(SideEffect::as_str))
+        .bind(st.available_at)
+        .bind(st.completed_at())
+        .bind(st.now)
+        .bind(st.id)
+        .bind(lease_token_hash)
+        .bind(executor)
+        .fetch_optional(c)
+        .await)?;
+    record(row)
+}
+
+/// Leased commands whose lease ran out by `now`, oldest first.
+pub async fn lapsed(conn: Conn<'_>, now: OffsetDateTime, limit: i64) -> Result<Vec<CommandRecord>> {
+    let sql = conn.pick(
+        concat!(
+            "select ",
+            cols!(),
+            " from commands where status = 'leased' \
+             and julianday(lease_expires_at) <= julianday($1) order by seq limit $2"
+        ),
+        concat!(
+            "select ",
+            cols!(),
+            " from commands where status = 'leased' and lease_expires_at <= $1 \
+             order by seq limit $2"
+        ),
+    );
+    let rows: Vec<CommandRow> = on!(conn, |c| sqlx::query_as(sql)
+        .bind(now)
+        .bind(limit)
+        .fetch_all(c)
+        .await)?;
+    records(rows)
+}
+
+/// Ends (or requeues) attempt `attempt` of a command whose lease lapsed; `None` if that
+/// attempt is no longer running (its executor reported first).
+pub async fn settle_lapsed(
+    conn: Conn<'_>,
+    st: &Settle<'_>,
+    attempt: i32,
+) -> Result<Option<CommandRecord>> {
+    let sql = concat!(
+        "update commands set status = $1, interruption = $2, available_at = $3, \
+         completed_at = $4, updated_at = $5, lease_token_hash = null \
+         where id = $6 and status = 'leased' and attempts = $7 returning ",
+        cols!()
+    );
+    let row: Option<CommandRow> = on!(conn, |c| sqlx::query_as(sql)
+        .bind(st.status.as_str())
+        .bind(st.interruption)
+        .bind(st.available_at)
+        .bind(st.completed_at())
+        .bind(st.now)
+        .bind(st.id)
+        .bind(attempt)
+        .fetch_optional(c)
+        .await)?;
+    record(row)
+}
+
+/// Expires queued commands never leased within their approval window.
+pub async fn expire_unleased(conn: Conn<'_>, now: OffsetDateTime) -> Result<Vec<CommandRecord>> {
+    let sql = conn.pick(
+        concat!(
+            "update commands set status = 'expired', completed_at = $1, updated_at = $1 \
+             where status = 'queued' and attempts = 0 and execute_by is not null \
+             and julianday(execute_by) <= julianday($1) returning ",
+            cols!()
+        ),
+        concat!(
+            "update commands set status = 'expired', completed_at = $1, updated_at = $1 \
+             where status = 'queued' and attempts = 0 and execute_by <= $1 returning ",
+            cols!()
+        ),
+    );
+    let rows: Vec<CommandRow> = on!(conn, |c| sqlx::query_as(sql).bind(now).fetch_all(c).await)?;
+    records(rows)
+}
+
+/// Commands a person must settle (`outcome_unknown`, `timed_out`), oldest first.
+pub async fn needing_resolution(conn: Conn<'_>, limit: i64) -> Result<Vec<CommandRecord>> {
+    let sql = concat!(
+        "select ",
+        cols!(),
+        " from commands where status in ('outcome_unknown', 'timed_out') order by seq limit $1"
+    );
+    let rows: Vec<CommandRow> = on!(conn, |c| sqlx::query_as(sql).bind(limit).fetch_all(c).await)?;
+    records(rows)
+}
+
+/// Rollback tasks waiting for a reviewer, oldest first.
+pub async fn rollback_tasks(conn: Conn<'_>, limit: i64) -> Result<Vec<CommandRecord>> {
+    let sql = concat!(
+        "select ",
+        cols!(),
+        " from commands where status = 'awaiting_approval' order by seq limit $1"
+    );
+    let rows: Vec<CommandRow> = on!(conn, |c| sqlx::query_as(sql).bind(limit).fetch_all(c).await)?;
+    records(rows)
+}
+
+/// A person settles an unknown outcome; `None` if the command no longer needs it.
+pub async fn resolve(conn: Conn<'_>, r: &Resolve<'_>) -> Result<Option<CommandRecord>> {
+    let sql = concat!(
+        "update commands set status = $1, resolution = $2, resolved_by = $3, resolved_at = $4, \
+         resolution_reason = $5, updated_at = $4, available_at = $4, \
+         completed_at = case when $1 = 'queued' then null else $4 end \
+         where id = $6 and status in ('outcome_unknown', 'timed_out') returning ",
+        cols!()
+    );
+    let row: Option<CommandRow> = on!(conn, |c| sqlx::query_as(sql)
+        .bind(r.resolution.command_status().as_str())
+        .bind(r.resolution.as_str())
+        .bind(r.by)
+        .bind(r.now)
+        .bind(r.reason)
+        .bind(r.id)
+        .fetch_optional(c)
+        .await)?;
+    record(row)
+}
+
+/// A reviewer approves (`queued`) or dismisses (`dismissed`) a rollback task; `None` if it is
+/// no longer waiting.
+pub async fn decide_rollback(
+    conn: Conn<'_>,
+    id: Uuid,
+    status: CommandStatus,
+    by: &str,
+    reason: Option<&str>,
+    now: OffsetDateTime,
+) -> Result<Option<CommandRecord>> {
+    let sql = concat!(
+        "update commands set status = $1, resolved_by = $2, resolved_at = $3, \
+         resolution_reason = $4, updated_at = $3, available_at = $3, \
+         completed_at = case when $1 = 'dismissed' then $3 else null end \
+         where id = $5 and status = 'awaiting_approval' returning ",
+        cols!()
+    );
+    let row: Option<CommandRow> = on!(conn, |c| sqlx::query_as(sql)
+        .bind(status.as_str())
+        .bind(by)
+        .bind(now)
+        .bind(reason)
+        .bind(id)
+        .fetch_optional(c)
+        .await)?;
+    record(row)
+}
+
+/// The hash of the spec as approved, from the chained `command.queued` event; `None` for a
+/// command queued before the hash was recorded.
+pub async fn approved_spec_hash(conn: Conn<'_>, id: Uuid) -> Result<Option<String>> {
+    let sql = "select details from audit_events where subject_type = 'command' \
+               and subject_id = $1 and action = 'command.queued' order by seq limit 1";
+    let row: Option<(Json<Value>,)> = on!(conn, |c| sqlx::query_as(sql)
+        .bind(id.to_string())
+        .fetch_optional(c)
+        .await)?;
+    Ok(row.and_then(|(d,)| {
+        d.0.get("spec_sha256")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    }))
+}
+
+/// Tells every instance listening on PostgreSQL that the queue changed (at commit); SQLite
+/// has one process, told directly.
+pub async fn notify_queue(conn: Conn<'_>) -> Result<()> {
+    if let Conn::Postgres(c) = conn {
+        sqlx::query("select pg_notify('countersign_queue', '')")
+            .execute(c)
+            .await?;
+    }
+    Ok(())
 }
 
 /// A command by id.
@@ -199,12 +573,49 @@ pub async fn by_id(conn: Conn<'_>, id: Uuid) -> Result<Option<CommandRecord>> {
     record(row)
 }
 
-/// The command of a proposal.
+/// The command running a proposal (not its rollbacks).
 pub async fn for_proposal(conn: Conn<'_>, proposal_id: Uuid) -> Result<Option<CommandRecord>> {
-    let sql = concat!("select ", cols!(), " from commands where proposal_id = $1");
+    let sql = concat!(
+        "select ",
+        cols!(),
+        " from commands where proposal_id = $1 and kind = 'action'"
+    );
     let row: Option<CommandRow> = on!(conn, |c| sqlx::query_as(sql)
         .bind(proposal_id)
         .fetch_optional(c)
         .await)?;
     record(row)
+}
+
+/// The rollback of a command, if one was opened.
+pub async fn rollback_for(conn: Conn<'_>, command_id: Uuid) -> Result<Option<CommandRecord>> {
+    let sql = concat!("select ", cols!(), " from commands where rollback_of = $1");
+    let row: Option<CommandRow> = on!(conn, |c| sqlx::query_as(sql)
+        .bind(command_id)
+        .fetch_optional(c)
+        .await)?;
+    record(row)
+}
+
+/// Replaces a settled command's spec and report with their erased forms (GDPR erasure); only
+/// a command no executor may still run (`succeeded`, `failed`, `expired`, `dismissed`) is
+/// touched.
+pub async fn erase(
+    conn: Conn<'_>,
+    id: Uuid,
+    spec: &CommandSpec,
+    result: Option<&Value>,
+    error: Option<&Value>,
+) -> Result<bool> {
+    let sql = "update commands set spec = $1, result = $2, error = $3 \
+               where id = $4 and status in ('succeeded', 'failed', 'expired', 'dismissed')";
+    let done = on!(conn, |c| sqlx::query(sql)
+        .bind(Json(spec))
+        .bind(result.map(Json))
+        .bind(error.map(Json))
+        .bind(id)
+        .execute(c)
+        .await
+        .map(|r| r.rows_affected() > 0))?;
+    Ok(done)
 }

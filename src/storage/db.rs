@@ -26,7 +26,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sqlx::migrate::MigrateDatabase;
+use sqlx::migrate::{MigrateDatabase, Migrator};
 use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
@@ -34,7 +34,9 @@ use sqlx::{PgConnection, PgPool, Postgres, Sqlite, SqliteConnection, SqlitePool}
 use tokio::sync::{mpsc, oneshot};
 
 use super::audit::{self, PendingEvent};
+use super::schema;
 use super::{Result, StorageError};
+use crate::audit::safe::Salt;
 use crate::audit::{Actor, AuditEvent};
 use crate::auth::session::AnySessionStore;
 
@@ -70,6 +72,14 @@ pub enum Conn<'c> {
 }
 
 impl Conn<'_> {
+    /// The same connection, borrowed again for one more statement.
+    pub fn reborrow(&mut self) -> Conn<'_> {
+        match self {
+            Conn::Sqlite(c) => Conn::Sqlite(c),
+            Conn::Postgres(c) => Conn::Postgres(c),
+        }
+    }
+
     /// The SQLite or the PostgreSQL text of a statement whose dialects differ.
     pub fn pick(&self, sqlite: &'static str, postgres: &'static str) -> &'static str {
         match self {
@@ -94,6 +104,33 @@ impl ReadConn {
             ReadConn::Sqlite(c) => Conn::Sqlite(c),
             ReadConn::Postgres(c) => Conn::Postgres(c),
         }
+    }
+}
+
+/// A read transaction: every statement on it reads one snapshot of the database, whatever is
+/// committed meanwhile (for a walk over the whole audit trail that must agree with itself).
+/// PostgreSQL: `repeatable read, read only`. SQLite: a deferred transaction on a read-only WAL
+/// connection, whose first select fixes the snapshot until it ends.
+pub struct Snapshot {
+    inner: TxInner,
+}
+
+impl Snapshot {
+    /// The connection, for a statement.
+    pub fn conn(&mut self) -> Conn<'_> {
+        match &mut self.inner {
+            TxInner::Sqlite(t) => Conn::Sqlite(t),
+            TxInner::Postgres(t) => Conn::Postgres(t),
+        }
+    }
+
+    /// Ends the snapshot (it wrote nothing: rolled back).
+    pub async fn end(self) -> Result<()> {
+        match self.inner {
+            TxInner::Sqlite(t) => t.rollback().await?,
+            TxInner::Postgres(t) => t.rollback().await?,
+        }
+        Ok(())
     }
 }
 
@@ -124,6 +161,7 @@ impl Tx {
             .push(PendingEvent::new(at, actor.clone(), event));
     }
 
+    /// Runs statements without parameters (several, separated by `;`).
     async fn execute(&mut self, sql: &'static str) -> Result<()> {
         on!(self.conn(), |c| sqlx::query(sql)
             .execute(c)
@@ -223,16 +261,24 @@ async fn commit_batch(pool: &SqlitePool, batch: &mut [Box<dyn Job>]) -> Result<(
         }
         return tx.commit().await;
     }
-    for job in batch.iter_mut() {
+    // Each change runs under its own savepoint. Releasing one and opening the next is one
+    // round trip to the connection's worker thread, not two: the writer is the one serial path
+    // every change passes, so its statement count is its latency.
+    tx.execute("savepoint change").await?;
+    let last = batch.len() - 1;
+    for (i, job) in batch.iter_mut().enumerate() {
         let events_before = tx.events.len();
-        tx.execute("savepoint change").await?;
-        if job.run(&mut tx).await {
-            tx.execute("release change").await?;
-        } else {
+        let ok = job.run(&mut tx).await;
+        if !ok {
             tx.events.truncate(events_before);
             tx.execute("rollback to change").await?;
-            tx.execute("release change").await?;
         }
+        let next = if i == last {
+            "release change"
+        } else {
+            "release change; savepoint change"
+        };
+        tx.execute(next).await?;
     }
     tx.commit().await
 }
@@ -251,9 +297,15 @@ enum Engine {
 #[derive(Clone)]
 pub struct Store {
     engine: Arc<Engine>,
+    salt: Arc<Salt>,
 }
 
 impl Store {
+    /// The installation's key for the value hashes in audit rows.
+    pub fn salt(&self) -> &Salt {
+        &self.salt
+    }
+
     /// Which backend this is.
     pub fn backend(&self) -> Backend {
         match *self.engine {
@@ -268,6 +320,18 @@ impl Store {
             Engine::Sqlite { read, .. } => ReadConn::Sqlite(read.acquire().await?),
             Engine::Postgres { pool } => ReadConn::Postgres(pool.acquire().await?),
         })
+    }
+
+    /// A read-only snapshot: every statement on it sees the database as of its first read.
+    pub async fn snapshot(&self) -> Result<Snapshot> {
+        let inner = match &*self.engine {
+            Engine::Sqlite { read, .. } => TxInner::Sqlite(read.begin_with("begin").await?),
+            Engine::Postgres { pool } => TxInner::Postgres(
+                pool.begin_with("begin isolation level repeatable read, read only")
+                    .await?,
+            ),
+        };
+        Ok(Snapshot { inner })
     }
 
     /// Runs `change` in a write transaction and commits it with the audit events it recorded;
@@ -334,6 +398,20 @@ impl Store {
     }
 }
 
+/// The installation's salt: read it, or create it on the first start (two instances starting
+/// at once store one; both read it back).
+async fn load_salt(mut conn: Conn<'_>) -> Result<Salt> {
+    if let Some(bytes) = audit::salt(conn.reborrow()).await? {
+        return Salt::from_bytes(&bytes)
+            .ok_or_else(|| StorageError::Corrupt("the audit salt is empty".into()));
+    }
+    audit::insert_salt(conn.reborrow(), &Salt::generate()).await?;
+    let bytes = audit::salt(conn)
+        .await?
+        .ok_or_else(|| StorageError::Corrupt("the audit salt was not stored".into()))?;
+    Salt::from_bytes(&bytes).ok_or_else(|| StorageError::Corrupt("the audit salt is empty".into()))
+}
+
 /// Connects to `url` (`sqlite://…` or `postgres://…`), creating the database if it is missing
 /// and applying migrations. Returns the store and the session store for the same database.
 pub async fn connect(url: &str) -> Result<(Store, AnySessionStore)> {
@@ -379,15 +457,54 @@ async fn connect_sqlite(url: &str) -> Result<(Store, AnySessionStore)> {
         .max_connections(4)
         .connect_with(options.read_only(true))
         .await?;
+    let salt = {
+        let mut c = write.acquire().await?;
+        load_salt(Conn::Sqlite(&mut c)).await?
+    };
     let (writer, jobs) = mpsc::channel(WRITER_QUEUE);
     tokio::spawn(run_writer(write, jobs));
     let engine = Engine::Sqlite { read, writer };
     Ok((
         Store {
             engine: Arc::new(engine),
+            salt: Arc::new(salt),
         },
         AnySessionStore::Sqlite(sessions),
     ))
+}
+
+/// Countersign's PostgreSQL migrations.
+static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("./migrations/postgres");
+
+/// Migrates the PostgreSQL schema and the session table, unless both are current: a serving
+/// role without DDL rights ([`schema`]) starts on a current schema without touching it, and is
+/// told to ask the owner when it is not.
+async fn migrate_postgres_if_pending(
+    pool: &PgPool,
+    sessions: &tower_sessions_sqlx_store::PostgresStore,
+) -> Result<()> {
+    let mut conn = pool.acquire().await?;
+    let applied = schema::applied_migrations(&mut conn).await?;
+    let (pending, unknown) = schema::pending(&POSTGRES_MIGRATIONS, &applied);
+    if pending == 0 && !unknown && schema::sessions_table_exists(&mut conn).await? {
+        return Ok(());
+    }
+    drop(conn);
+    let migrated = async {
+        POSTGRES_MIGRATIONS.run(pool).await?;
+        sessions.migrate().await?;
+        Ok(())
+    }
+    .await;
+    match migrated {
+        Err(e) if schema::is_permission_denied(&e) => Err(StorageError::Privileges(format!(
+            "the database schema is not current ({pending} migrations pending) and this role \
+             may not migrate it ({e}): run `countersign migrate --database-url \
+             postgres://OWNER@HOST/DB --grant-to ROLE` as the database's owner, then serve as \
+             ROLE"
+        ))),
+        other => other,
+    }
 }
 
 /// PostgreSQL, for deployments that outgrow one machine: several Countersign instances can
@@ -407,12 +524,16 @@ async fn connect_postgres(url: &str) -> Result<(Store, AnySessionStore)> {
         .max_connections(16)
         .connect_with(options)
         .await?;
-    sqlx::migrate!("./migrations/postgres").run(&pool).await?;
     let sessions = tower_sessions_sqlx_store::PostgresStore::new(pool.clone());
-    sessions.migrate().await?;
+    migrate_postgres_if_pending(&pool, &sessions).await?;
+    let salt = {
+        let mut c = pool.acquire().await?;
+        load_salt(Conn::Postgres(&mut c)).await?
+    };
     Ok((
         Store {
             engine: Arc::new(Engine::Postgres { pool }),
+            salt: Arc::new(salt),
         },
         AnySessionStore::Postgres(sessions),
     ))

@@ -12,12 +12,17 @@
 
 pub mod accounts;
 pub mod audit;
+pub mod audit_query;
+pub mod audit_walk;
+pub mod charts;
 pub mod commands;
 pub mod db;
+pub mod paused;
 pub mod proposals;
+pub mod schema;
 
 pub use audit::AuditRecord;
-pub use db::{Backend, BoxFuture, Conn, ReadConn, Store, Tx, connect};
+pub use db::{Backend, BoxFuture, Conn, ReadConn, Snapshot, Store, Tx, connect};
 
 /// The storage layer's error.
 #[derive(Debug, thiserror::Error)]
@@ -34,6 +39,10 @@ pub enum StorageError {
     /// Migrations failed.
     #[error(transparent)]
     Migrate(#[from] sqlx::migrate::MigrateError),
+    /// The connecting role may not do what was asked (migrate a pending schema, grant to a
+    /// role that cannot be a serving role); says what to do instead.
+    #[error("{0}")]
+    Privileges(String),
     /// The write batch this change was part of could not be committed.
     #[error("write failed: {0}")]
     Batch(String),

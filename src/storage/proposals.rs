@@ -51,6 +51,19 @@ pub struct ProposalRecord {
     pub expires_at: Option<OffsetDateTime>,
     /// The decision, once taken.
     pub review: Option<Review>,
+    /// Its GDPR erasure, once done.
+    pub erasure: Option<Erasure>,
+}
+
+/// Who erased a proposal's personal data, when and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Erasure {
+    /// Who.
+    pub by: String,
+    /// When.
+    pub at: OffsetDateTime,
+    /// Why.
+    pub reason: String,
 }
 
 /// A proposal row to insert.
@@ -108,6 +121,9 @@ struct ProposalRow {
     decided_by: Option<String>,
     decided_at: Option<OffsetDateTime>,
     decision_reason: Option<String>,
+    erased_at: Option<OffsetDateTime>,
+    erased_by: Option<String>,
+    erasure_reason: Option<String>,
 }
 
 impl ProposalRow {
@@ -118,6 +134,14 @@ impl ProposalRow {
                 decided_by: by,
                 decided_at: at,
                 reason: self.decision_reason,
+            }),
+            _ => None,
+        };
+        let erasure = match (self.erased_by, self.erased_at) {
+            (Some(by), Some(at)) => Some(Erasure {
+                by,
+                at,
+                reason: self.erasure_reason.unwrap_or_default(),
             }),
             _ => None,
         };
@@ -138,6 +162,7 @@ impl ProposalRow {
             updated_at: self.updated_at,
             expires_at: self.expires_at,
             review,
+            erasure,
         })
     }
 }
@@ -153,22 +178,24 @@ fn record(row: Option<ProposalRow>) -> Result<Option<ProposalRecord>> {
 macro_rules! cols {
     () => {
         "seq, id, agent, status, authorization_state, request_hash, routing, contract, \
-         created_at, updated_at, expires_at, decision, decided_by, decided_at, decision_reason"
+         created_at, updated_at, expires_at, decision, decided_by, decided_at, decision_reason, \
+         erased_at, erased_by, erasure_reason"
     };
 }
 
 /// Inserts a proposal; `None` if its id or its (agent, idempotency key) is already taken.
 pub async fn insert(conn: Conn<'_>, p: &NewProposal<'_>) -> Result<Option<ProposalRecord>> {
-    let sql = concat!(
-        "insert into proposals (id, agent, idempotency_key, request_hash, status, \
-         authorization_state, risk_level, tool_name, domain, route, routing, contract, \
-         created_at, updated_at, expires_at) \
-         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13, $14) \
-         on conflict do nothing returning ",
-        cols!()
-    );
+    // Only `seq` comes back: the record is built from what was written, so the one writer does
+    // not parse the contract's JSON back out of the row it just wrote.
+    let sql = "insert into proposals (id, agent, idempotency_key, request_hash, status, \
+               authorization_state, risk_level, tool_name, domain, route, routing, contract, \
+               created_at, updated_at, expires_at) \
+               values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13, $14) \
+               on conflict do nothing returning seq";
     let c = p.contract;
-    let row: Option<ProposalRow> = on!(conn, |db| sqlx::query_as(sql)
+    let now = to_micros(p.now);
+    let expires_at = p.expires_at.map(to_micros);
+    let row: Option<(i64,)> = on!(conn, |db| sqlx::query_as(sql)
         .bind(c.proposal_id)
         .bind(p.agent)
         .bind(&c.idempotency_key)
@@ -181,11 +208,32 @@ pub async fn insert(conn: Conn<'_>, p: &NewProposal<'_>) -> Result<Option<Propos
         .bind(p.routing.route.as_str())
         .bind(Json(p.routing))
         .bind(Json(c))
-        .bind(p.now)
-        .bind(p.expires_at)
+        .bind(now)
+        .bind(expires_at)
         .fetch_optional(db)
         .await)?;
-    record(row)
+    Ok(row.map(|(seq,)| ProposalRecord {
+        seq,
+        id: c.proposal_id,
+        agent: p.agent.to_owned(),
+        status: p.status,
+        authorization_state: p.authorization_state,
+        request_hash: p.request_hash.to_owned(),
+        routing: p.routing.clone(),
+        contract: c.clone(),
+        created_at: now,
+        updated_at: now,
+        expires_at,
+        review: None,
+        erasure: None,
+    }))
+}
+
+/// A time as both databases keep it: whole microseconds, UTC.
+fn to_micros(t: OffsetDateTime) -> OffsetDateTime {
+    let t = t.to_offset(time::UtcOffset::UTC);
+    t.replace_nanosecond(t.nanosecond() / 1_000 * 1_000)
+        .unwrap_or(t)
 }
 
 /// The proposal an agent submitted under an idempotency key.
@@ -342,6 +390,18 @@ pub async fn executable_status(conn: Conn<'_>, id: Uuid) -> Result<Option<Propos
         .transpose()
 }
 
+/// A proposal's status.
+pub async fn status_of(conn: Conn<'_>, id: Uuid) -> Result<Option<ProposalStatus>> {
+    let sql = "select status from proposals where id = $1";
+    let status: Option<(String,)> = on!(conn, |c| sqlx::query_as(sql)
+        .bind(id)
+        .fetch_optional(c)
+        .await)?;
+    status
+        .map(|(s,)| parse("proposal status", &s, ProposalStatus::parse))
+        .transpose()
+}
+
 /// Sets a proposal's status.
 pub async fn set_status(
     conn: Conn<'_>,
@@ -393,4 +453,39 @@ pub async fn approvals(conn: Conn<'_>, id: Uuid) -> Result<Vec<(String, OffsetDa
         .bind(id)
         .fetch_all(c)
         .await)?)
+}
+
+/// What an erasure writes onto a proposal.
+pub struct ErasureRow<'a> {
+    /// The proposal.
+    pub id: Uuid,
+    /// Its contract with personal data values erased.
+    pub contract: &'a ToolProposal,
+    /// Who.
+    pub by: &'a str,
+    /// Why.
+    pub reason: &'a str,
+    /// When.
+    pub now: OffsetDateTime,
+}
+
+/// Writes an erasure onto a settled proposal not erased before; `None` if it was erased, is
+/// pending, or does not exist.
+pub async fn erase(conn: Conn<'_>, e: &ErasureRow<'_>) -> Result<Option<ProposalRecord>> {
+    let sql = concat!(
+        "update proposals set contract = $1, erased_at = $2, erased_by = $3, \
+         erasure_reason = $4, updated_at = $2, \
+         decision_reason = case when decision_reason is null then null else '[erased]' end \
+         where id = $5 and erased_at is null and status <> 'pending' returning ",
+        cols!()
+    );
+    let row: Option<ProposalRow> = on!(conn, |c| sqlx::query_as(sql)
+        .bind(Json(e.contract))
+        .bind(e.now)
+        .bind(e.by)
+        .bind(e.reason)
+        .bind(e.id)
+        .fetch_optional(c)
+        .await)?;
+    record(row)
 }

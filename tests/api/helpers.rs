@@ -2,17 +2,24 @@
 //! speak to it the way agents, executors and browsers do.
 
 use countersign::audit::Actor;
+use std::sync::{Arc, Mutex};
+
 use countersign::config::Settings;
+use countersign::domain::command::scope::ToolScope;
 use countersign::domain::principal::{Role, TokenKind};
+use countersign::service::Clock;
 use countersign::service::Services;
 use countersign::startup::Application;
 use reqwest::{Client, Response, StatusCode};
 use serde_json::Value;
 
 use crate::common;
+pub use crate::common::browser::{Browser, location};
 
 pub struct TestApp {
     pub base: String,
+    /// The app's clock: tests move it on to lapse leases and end windows.
+    pub clock: Arc<ManualClock>,
     pub db_url: String,
     pub services: Services,
     pub client: Client,
@@ -20,6 +27,25 @@ pub struct TestApp {
 }
 
 pub const PASSWORD: &str = "correct horse battery staple";
+
+/// The real clock, shared by instances on one database (a hook for tests that move time).
+pub struct ManualClock {
+    offset: Mutex<time::Duration>,
+}
+
+impl Default for ManualClock {
+    fn default() -> Self {
+        Self {
+            offset: Mutex::new(time::Duration::ZERO),
+        }
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> time::OffsetDateTime {
+        time::OffsetDateTime::now_utc() + *self.offset.lock().expect("clock")
+    }
+}
 
 impl TestApp {
     pub async fn spawn(backend: &str) -> TestApp {
@@ -44,7 +70,8 @@ impl TestApp {
             settings.policy = Some(path);
         }
         settings.bind = Some("127.0.0.1:0".parse().expect("addr"));
-        let app = Application::build(settings)
+        let clock = Arc::new(ManualClock::default());
+        let app = Application::build_with_clock(settings, clock.clone())
             .await
             .unwrap_or_else(|e| panic!("cannot start on {backend}: {e}"));
         let base = format!("http://{}", app.local_addr());
@@ -52,6 +79,7 @@ impl TestApp {
         tokio::spawn(app.run_forever());
         TestApp {
             base,
+            clock,
             db_url: url,
             services,
             client: Client::new(),
@@ -59,17 +87,54 @@ impl TestApp {
         }
     }
 
+    /// Another instance of the app on the same database (several servers, one PostgreSQL).
+    pub async fn another_instance(&self) -> TestApp {
+        let mut settings = Settings::for_database(&self.db_url);
+        settings.bind = Some("127.0.0.1:0".parse().expect("addr"));
+        let app = Application::build_with_clock(settings, self.clock.clone())
+            .await
+            .expect("second instance");
+        let base = format!("http://{}", app.local_addr());
+        let services = app.services().clone();
+        tokio::spawn(app.run_forever());
+        TestApp {
+            base,
+            clock: self.clock.clone(),
+            db_url: self.db_url.clone(),
+            services,
+            client: Client::new(),
+            _dir: None,
+        }
+    }
+
     pub async fn agent_token(&self, name: &str) -> String {
         self.token(TokenKind::Agent, name).await
     }
 
+    /// An executor token that may run every tool (`--tools '*'`).
     pub async fn executor_token(&self, name: &str) -> String {
-        self.token(TokenKind::Executor, name).await
+        self.scoped_executor_token(name, Some("*")).await
+    }
+
+    /// An executor token with this tool scope (`None`: no scope, only what the policy names).
+    pub async fn scoped_executor_token(&self, name: &str, tools: Option<&str>) -> String {
+        let scope = tools.map(|t| ToolScope::parse_list(t).expect("scope"));
+        self.services
+            .create_token(
+                TokenKind::Executor,
+                name,
+                scope.as_ref(),
+                &Actor::system("test"),
+            )
+            .await
+            .expect("token")
+            .expose()
+            .to_owned()
     }
 
     async fn token(&self, kind: TokenKind, name: &str) -> String {
         self.services
-            .create_token(kind, name, &Actor::system("test"))
+            .create_token(kind, name, None, &Actor::system("test"))
             .await
             .expect("token")
             .expose()
@@ -197,92 +262,6 @@ impl TestApp {
 
     /// A browser-like client: keeps cookies, does not follow redirects, asks for HTML.
     pub fn browser(&self) -> Browser {
-        let client = Client::builder()
-            .cookie_store(true)
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .expect("client");
-        Browser {
-            client,
-            base: self.base.clone(),
-        }
-    }
-}
-
-pub struct Browser {
-    pub client: Client,
-    base: String,
-}
-
-/// A redirect's target path.
-pub fn location(r: &Response) -> String {
-    r.headers()
-        .get("location")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_owned()
-}
-
-impl Browser {
-    pub async fn get(&self, path: &str) -> Response {
-        self.client
-            .get(format!("{}{path}", self.base))
-            .header("accept", "text/html")
-            .send()
-            .await
-            .expect("request")
-    }
-
-    pub async fn page(&self, path: &str) -> String {
-        let r = self.get(path).await;
-        assert_eq!(r.status(), StatusCode::OK, "GET {path}");
-        r.text().await.expect("html")
-    }
-
-    /// The CSRF token embedded in the page's forms.
-    pub async fn csrf(&self, path: &str) -> String {
-        let html = self.page(path).await;
-        let marker = "name=\"csrf_token\" value=\"";
-        let start = html.find(marker).expect("a form with a CSRF token") + marker.len();
-        html[start..start + 64].to_owned()
-    }
-
-    pub async fn post_form(&self, path: &str, referer: &str, form: &[(&str, &str)]) -> Response {
-        self.client
-            .post(format!("{}{path}", self.base))
-            .header("accept", "text/html")
-            .header("referer", format!("{}{referer}", self.base))
-            .form(form)
-            .send()
-            .await
-            .expect("request")
-    }
-
-    pub async fn login(&self, username: &str, password: &str) -> Response {
-        let csrf = self.csrf("/login").await;
-        self.post_form(
-            "/fn/login",
-            "/login",
-            &[
-                ("csrf_token", &csrf),
-                ("username", username),
-                ("password", password),
-            ],
-        )
-        .await
-    }
-
-    pub async fn decide(&self, id: &str, verdict: &str, reason: Option<&str>) -> Response {
-        let page = format!("/proposals/{id}");
-        let csrf = self.csrf(&page).await;
-        let mut form = vec![
-            ("csrf_token", csrf.as_str()),
-            ("id", id),
-            ("verdict", verdict),
-        ];
-        if let Some(r) = reason {
-            form.push(("reason", r));
-        }
-        self.post_form("/fn/decide_proposal", &page, &form).await
+        Browser::new(&self.base)
     }
 }

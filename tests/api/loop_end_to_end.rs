@@ -190,7 +190,7 @@ async fn executor_failures_reach_the_agent_and_stale_reports_are_refused() {
             &executor,
             &command_id,
             "fail",
-            &json!({"lease_token": token, "error": {"message": "CRM timed out"}}),
+            &json!({"lease_token": token, "error": {"message": "CRM timed out"}, "side_effect": "done"}),
         )
         .await;
     assert_eq!(status, StatusCode::OK);

@@ -5,7 +5,9 @@
 mod common;
 mod helpers;
 
+mod audit_pages;
 mod errors;
+mod executor;
 mod loop_end_to_end;
 mod policy;
 mod web;

@@ -1,8 +1,98 @@
 //! Shared test helpers: fresh databases on either backend and sample proposals.
 #![allow(dead_code, reason = "each test binary uses a different subset")]
 
+pub mod browser;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command as Process, Stdio};
+use std::sync::{Arc, Mutex};
+
+use assert_cmd::cargo::CommandCargoExt;
 use serde_json::{Value, json};
 use uuid::Uuid;
+
+/// The `countersign` binary on `db`, logging JSON lines.
+pub fn countersign(db: &str) -> Process {
+    let mut cmd = Process::cargo_bin("countersign").expect("binary");
+    cmd.env("COUNTERSIGN_DATABASE_URL", db)
+        .env_remove("RUST_LOG")
+        .env("COUNTERSIGN_LOG_FORMAT", "json");
+    cmd
+}
+
+/// Runs a `countersign` command on `db` and returns its stdout; panics with its stderr if it
+/// fails.
+pub fn run_ok(db: &str, args: &[&str], stdin: Option<&str>) -> String {
+    use std::io::Write;
+    let mut child = countersign(db)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    if let Some(input) = stdin {
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(input.as_bytes())
+            .expect("write stdin");
+    }
+    let out = child.wait_with_output().expect("run");
+    assert!(
+        out.status.success(),
+        "countersign {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8")
+}
+
+/// A running `countersign serve`, its base URL and every log line it wrote so far.
+pub struct Served {
+    /// The process.
+    pub child: Child,
+    /// `http://127.0.0.1:PORT`.
+    pub base: String,
+    /// Its log (stderr), line by line.
+    pub log: Arc<Mutex<Vec<String>>>,
+}
+
+/// Starts `serve` on a free port at `RUST_LOG=log_level` and returns it once it listens. Its
+/// log is read to the end on a thread of its own, so the server never blocks on a full pipe.
+pub fn serve(db: &str, key: &std::path::Path, log_level: &str) -> Served {
+    let mut child = countersign(db)
+        .args(["serve", "--bind", "127.0.0.1:0", "--audit-key"])
+        .arg(key)
+        .arg("--grant-key")
+        .arg(key.with_extension("grant"))
+        .env("RUST_LOG", log_level)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("serve");
+    let lines = BufReader::new(child.stderr.take().expect("stderr"));
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let (found, addr) = std::sync::mpsc::channel();
+    let sink = log.clone();
+    std::thread::spawn(move || {
+        for line in lines.lines().map_while(Result::ok) {
+            if line.contains("Countersign is serving")
+                && let Ok(v) = serde_json::from_str::<Value>(&line)
+                && let Some(addr) = v["fields"]["addr"].as_str()
+            {
+                let _ = found.send(addr.to_owned());
+            }
+            sink.lock().expect("log").push(line);
+        }
+    });
+    let addr = addr.recv().expect("the server exited before listening");
+    Served {
+        child,
+        base: format!("http://{addr}"),
+        log,
+    }
+}
 
 /// Where test PostgreSQL databases are created; override with `COUNTERSIGN_TEST_PG_URL`.
 pub fn pg_base() -> String {
@@ -45,4 +135,52 @@ pub fn proposal_body(agent: &str) -> Value {
         "blast_radius": "small",
         "target_refs": [{"type": "crm_contact", "id": "c-123"}]
     })
+}
+
+/// `services.lease_as("exec", 60)`: a lease by an executor whose token may run every tool, not
+/// waiting.
+pub trait LeaseAs {
+    /// Leases as `executor` for `secs` seconds.
+    fn lease_as(
+        &self,
+        executor: &str,
+        secs: u64,
+    ) -> impl std::future::Future<
+        Output = Result<Option<countersign::service::Leased>, countersign::service::ServiceError>,
+    >;
+}
+
+impl LeaseAs for countersign::service::Services {
+    async fn lease_as(
+        &self,
+        executor: &str,
+        secs: u64,
+    ) -> Result<Option<countersign::service::Leased>, countersign::service::ServiceError> {
+        let request = countersign::service::LeaseRequest {
+            executor: executor.to_owned(),
+            scope: Some(
+                countersign::domain::command::scope::ToolScope::parse_list("*").expect("scope"),
+            ),
+            wanted: None,
+            lease_seconds: secs,
+            wait: std::time::Duration::ZERO,
+        };
+        self.lease(&request).await
+    }
+}
+
+/// Runs one SQL statement straight on the database at `url` (an operator's, or an attacker's,
+/// change behind Countersign's back).
+pub async fn exec_sql(url: &str, sql: &str) {
+    if url.starts_with("sqlite:") {
+        let mut c = <sqlx::SqliteConnection as sqlx::Connection>::connect(url)
+            .await
+            .expect("connect");
+        sqlx::query(sql).execute(&mut c).await.expect("exec");
+    } else {
+        let mut c = <sqlx::PgConnection as sqlx::Connection>::connect(url)
+            .await
+            .expect("connect");
+        sqlx::query(sql).execute(&mut c).await.expect("exec");
+    }
 }

@@ -1,18 +1,27 @@
-//! The pages: sign-in, the review queue, one proposal, and the header around them.
+//! The pages: sign-in, the review queue, one proposal, the compliance officer's audit trail,
+//! timelines and charts, and the header around them.
 
+mod audit;
+mod charts;
 mod login;
 mod proposal;
 mod queue;
+mod runs;
+mod timeline;
 
+pub use audit::AuditTrailPage;
+pub use charts::ChartsPage;
 pub use login::LoginPage;
 pub use proposal::ProposalPage;
 pub use queue::QueuePage;
+pub use runs::RunsPage;
+pub use timeline::TimelinePage;
 
 use leptos::prelude::*;
 use leptos::server_fn::ServerFn;
 use leptos_router::hooks::use_query_map;
 
-use crate::dto::{AppError, Notice, SessionView};
+use crate::dto::{AppError, Notice, Role, SessionView};
 use crate::server::Logout;
 
 /// The session resource the app provides to every page.
@@ -36,6 +45,9 @@ pub fn Header() -> impl IntoView {
                         Ok(SessionView { viewer: Some(viewer), csrf_token }) => view! {
                             <nav>
                                 <a href="/">"Queue"</a>
+                                <a href="/runs" data-testid="nav-runs">"Runs"</a>
+                                {matches!(viewer.role, Role::Compliance | Role::Admin)
+                                    .then(|| view! { <a href="/audit" data-testid="nav-audit">"Audit"</a> })}
                                 <span class="who" data-testid="viewer">
                                     {viewer.username} " · " {viewer.role.as_str()}
                                 </span>
@@ -93,10 +105,25 @@ pub fn NotFound() -> impl IntoView {
     }
 }
 
-/// Renders a server-function error: sign-in redirect, or a message.
+/// Renders a server-function error: sign-in redirect, a forbidden page (status 403), or a
+/// message.
 pub fn error_view(e: AppError) -> AnyView {
     match e {
         AppError::Unauthenticated => view! { <leptos_router::components::Redirect path="/login"/> }.into_any(),
+        AppError::Forbidden(why) => {
+            #[cfg(feature = "ssr")]
+            if let Some(resp) = use_context::<leptos_axum::ResponseOptions>() {
+                resp.set_status(axum::http::StatusCode::FORBIDDEN);
+            }
+            view! {
+                <section class="forbidden" data-testid="forbidden">
+                    <h2>"Forbidden"</h2>
+                    <p class="flash error" role="alert">{why}</p>
+                    <p><a href="/">"Back to the queue"</a></p>
+                </section>
+            }
+            .into_any()
+        }
         other => view! { <p class="flash error" role="alert" data-testid="flash-error">{other.to_string()}</p> }.into_any(),
     }
 }

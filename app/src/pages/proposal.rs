@@ -2,19 +2,24 @@
 
 use leptos::prelude::*;
 use leptos::server_fn::ServerFn;
-use leptos_router::hooks::use_params_map;
+use leptos_router::hooks::{use_params_map, use_query_map};
 
 use super::{Flash, error_view, use_session};
-use crate::dto::{AuditView, ProposalView, SessionView};
-use crate::server::{DecideProposal, get_proposal};
+use crate::dto::{AuditView, ProposalView, Role, SessionView};
+use crate::server::{DecideProposal, EraseProposal, get_proposal};
 
 /// The proposal page.
 #[component]
 pub fn ProposalPage() -> impl IntoView {
     let params = use_params_map();
+    let query = use_query_map();
     let proposal = Resource::new(
-        move || params.read().get("id").unwrap_or_default(),
-        get_proposal,
+        move || {
+            let before = query.read().get("trail_before");
+            let id = params.read().get("id").unwrap_or_default();
+            (id, before.and_then(|b| b.parse::<i64>().ok()))
+        },
+        |(id, trail_before)| get_proposal(id, trail_before),
     );
     let session = use_session();
     view! {
@@ -22,12 +27,22 @@ pub fn ProposalPage() -> impl IntoView {
         <Flash/>
         <Suspense fallback=|| view! { <p>"Loading…"</p> }>
             {move || Suspend::new(async move {
-                let csrf = match session.await {
-                    Ok(SessionView { csrf_token, .. }) => csrf_token,
+                let (csrf, audits) = match session.await {
+                    Ok(SessionView { csrf_token, viewer }) => {
+                        let audits = viewer.is_some_and(|v| matches!(v.role, Role::Compliance | Role::Admin));
+                        (csrf_token, audits)
+                    }
                     Err(e) => return error_view(e),
                 };
                 match proposal.await {
-                    Ok(p) => view! { <Detail p csrf/> }.into_any(),
+                    Ok(p) => {
+                        // Compliance officers follow the proposal into the whole trail.
+                        let timeline = audits.then(|| {
+                            let href = format!("/audit/proposals/{}", p.id);
+                            view! { <p class="back"><a href=href data-testid="proposal-timeline">"Audit timeline →"</a></p> }
+                        });
+                        view! { {timeline}<Detail p csrf/> }.into_any()
+                    }
                     Err(e) => error_view(e),
                 }
             })}
@@ -44,7 +59,9 @@ fn Detail(p: ProposalView, csrf: String) -> impl IntoView {
         p.targets.join(", ")
     };
     let approve_blocked = p.approve_blocked.clone();
+    let erase_csrf = csrf.clone();
     let why = why_here(&p);
+    let trail = trail(Trail::of(&p));
     let decide = p
         .can_decide
         .then(|| view! { <DecideForms id=p.id.clone() csrf approve_blocked/> });
@@ -96,6 +113,13 @@ fn Detail(p: ProposalView, csrf: String) -> impl IntoView {
                     {r.reason.map(|reason| view! { <p class="reason">{reason}</p> })}
                 </section>
             })}
+            {p.erased.clone().map(|e| view! {
+                <section class="erasure">
+                    <h2>"Personal data erased"</h2>
+                    <p data-testid="proposal-erased">{e}</p>
+                </section>
+            })}
+            {p.can_erase.then(|| view! { <EraseForm id=p.id.clone() csrf=erase_csrf.clone()/> })}
             {p.execution.map(|x| view! {
                 <section class="execution">
                     <h2>"Execution"</h2>
@@ -104,7 +128,7 @@ fn Detail(p: ProposalView, csrf: String) -> impl IntoView {
                        {x.leased_by.map(|e| format!(", executor {e}"))}</p>
                 </section>
             })}
-            {trail(p.audit, p.request_hash, p.idempotency_key)}
+            {trail}
         </article>
     }
 }
@@ -129,19 +153,52 @@ fn why_here(p: &ProposalView) -> impl IntoView + use<> {
     }
 }
 
-/// The proposal's audit trail, with the request hash and idempotency key.
-fn trail(audit: Vec<AuditView>, request_hash: String, idempotency_key: String) -> impl IntoView {
+/// What the trail section shows: a page of events and where the others are.
+struct Trail {
+    id: String,
+    audit: Vec<AuditView>,
+    older: Option<i64>,
+    newer: Option<i64>,
+    request_hash: String,
+    idempotency_key: String,
+}
+
+impl Trail {
+    fn of(p: &ProposalView) -> Self {
+        Self {
+            id: p.id.clone(),
+            audit: p.audit.clone(),
+            older: p.audit_older,
+            newer: p.audit_newer,
+            request_hash: p.request_hash.clone(),
+            idempotency_key: p.idempotency_key.clone(),
+        }
+    }
+}
+
+/// The proposal's audit trail (the most recent events, newest first, a page at a time), with
+/// the request hash and idempotency key.
+fn trail(t: Trail) -> impl IntoView {
+    let base = format!("/proposals/{}", t.id);
+    let newest = t.newer.map(|_| {
+        view! { <a href=base.clone() data-testid="trail-newest">"← Most recent"</a> }
+    });
+    let older = t.older.map(|s| {
+        let href = format!("{base}?trail_before={s}");
+        view! { <a href=href data-testid="trail-older">"Older events →"</a> }
+    });
     view! {
             <section class="audit">
-            <h2>"Audit trail"</h2>
-            <table>
+            <h2>"Audit trail " <small class="muted">"newest first"</small></h2>
+            <table data-testid="proposal-trail">
                 <tbody>
-                    {audit.into_iter().map(|a| view! {
-                        <tr><td>{a.at}</td><td>{a.actor}</td><td><code>{a.action}</code></td><td>{a.change}</td></tr>
+                    {t.audit.into_iter().map(|a| view! {
+                        <tr data-testid="trail-row"><td>{a.at}</td><td>{a.actor}</td><td><code>{a.action}</code></td><td>{a.change}</td></tr>
                     }).collect_view()}
                 </tbody>
             </table>
-            <p class="hash">"Request hash " <code>{request_hash}</code> " · idempotency key " <code>{idempotency_key}</code></p>
+            <p class="pager">{newest}" "{older}</p>
+            <p class="hash">"Request hash " <code>{t.request_hash}</code> " · idempotency key " <code>{t.idempotency_key}</code></p>
         </section>
     }
 }
@@ -173,5 +230,25 @@ fn DecideForms(id: String, csrf: String, approve_blocked: Option<String>) -> imp
                 <button type="submit" class="reject" data-testid="reject">"Reject"</button>
             </form>
         </div>
+    }
+}
+
+/// GDPR erasure, offered to admins on settled proposals.
+#[component]
+fn EraseForm(id: String, csrf: String) -> impl IntoView {
+    view! {
+        <section class="erase">
+            <h2>"Erase personal data (GDPR)"</h2>
+            <p class="note">"Replaces parameter values, intent, target ids and the executor's report with "
+               <code>"[erased]"</code> ". Keys, request hash, decision and the audit trail remain."</p>
+            <form method="post" action=EraseProposal::url() class="erase">
+                <input type="hidden" name="csrf_token" value=csrf/>
+                <input type="hidden" name="id" value=id/>
+                <label>"Reason (e.g. the erasure request's reference)"
+                    <input type="text" name="reason" required maxlength="500"/>
+                </label>
+                <button type="submit" class="reject" data-testid="erase">"Erase personal data"</button>
+            </form>
+        </section>
     }
 }

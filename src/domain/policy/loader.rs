@@ -89,7 +89,12 @@ pub fn format_duration(secs: u64) -> String {
 
 const SECTIONS: &[&str] = &["policy", "defaults", "blast_radius", "agents", "tools"];
 const POLICY_KEYS: &[&str] = &["name", "description"];
-const DEFAULTS_KEYS: &[&str] = &["required_approvals", "expiry", "unknown_agents"];
+const DEFAULTS_KEYS: &[&str] = &[
+    "required_approvals",
+    "expiry",
+    "unknown_agents",
+    "execute_within",
+];
 const BLAST_KEYS: &[&str] = &[
     "auto_execute_max",
     "rollback_plan_above",
@@ -108,6 +113,8 @@ const TOOL_KEYS: &[&str] = &[
     "allowed_agents",
     "allowed_executors",
     "allow_phi",
+    "idempotent",
+    "execute_within",
 ];
 
 /// One known key of a table: its name, value and path.
@@ -360,6 +367,9 @@ impl Loader<'_> {
                     d.required_approvals = self.count(&f).unwrap_or(d.required_approvals);
                 }
                 "expiry" => d.expiry_secs = self.duration(&f).unwrap_or(d.expiry_secs),
+                "execute_within" => {
+                    d.execute_within_secs = self.duration(&f).unwrap_or(d.execute_within_secs);
+                }
                 _ => d.unknown_agents = self.enumeration(&f).unwrap_or(d.unknown_agents),
             }
         }
@@ -499,6 +509,8 @@ impl Loader<'_> {
                 allowed_agents: Vec::new(),
                 allowed_executors: Vec::new(),
                 allow_phi: false,
+                idempotent: false,
+                execute_within_secs: defaults.execute_within_secs,
                 glob: Glob::is_wildcard(pattern).then_some(glob),
             };
             let fields = self.fields(fields, &id, TOOL_KEYS);
@@ -515,6 +527,11 @@ impl Loader<'_> {
                     "allowed_agents" => rule.allowed_agents = self.names(f).unwrap_or_default(),
                     "allowed_executors" => {
                         rule.allowed_executors = self.names(f).unwrap_or_default();
+                    }
+                    "idempotent" => rule.idempotent = self.boolean(f).unwrap_or(false),
+                    "execute_within" => {
+                        rule.execute_within_secs =
+                            self.duration(f).unwrap_or(rule.execute_within_secs);
                     }
                     _ => rule.allow_phi = self.boolean(f).unwrap_or(false),
                 }

@@ -22,6 +22,9 @@ pub const MAX_EXPIRY_SECS: u64 = 365 * 86_400;
 /// Default approval expiry: 24 hours.
 pub const DEFAULT_EXPIRY_SECS: u64 = 86_400;
 
+/// Default approval window: an approved command not leased within an hour expires.
+pub const DEFAULT_EXECUTE_WITHIN_SECS: u64 = 3_600;
+
 wire_enum! {
     /// Seed 004 tool action categories.
     pub enum ActionCategory {
@@ -60,6 +63,8 @@ pub struct Defaults {
     pub expiry_secs: u64,
     /// Whether unregistered agents may propose.
     pub unknown_agents: UnknownAgents,
+    /// How long an approved command may wait for its first lease, in seconds.
+    pub execute_within_secs: u64,
 }
 
 impl Default for Defaults {
@@ -68,6 +73,7 @@ impl Default for Defaults {
             required_approvals: 1,
             expiry_secs: DEFAULT_EXPIRY_SECS,
             unknown_agents: UnknownAgents::Refuse,
+            execute_within_secs: DEFAULT_EXECUTE_WITHIN_SECS,
         }
     }
 }
@@ -166,6 +172,10 @@ pub struct ToolRule {
     pub allowed_executors: Vec<String>,
     /// HIPAA allow-list: whether proposals involving PHI may use the tool.
     pub allow_phi: bool,
+    /// Running the tool twice has the effect of running it once: a lapsed lease may be retried.
+    pub idempotent: bool,
+    /// How long an approved command may wait for its first lease, in seconds.
+    pub execute_within_secs: u64,
     #[serde(skip)]
     pub(super) glob: Option<Glob>,
 }
@@ -332,6 +342,8 @@ impl Policy {
                         "allowed_agents": t.allowed_agents,
                         "allowed_executors": t.allowed_executors,
                         "allow_phi": t.allow_phi,
+                        "idempotent": t.idempotent,
+                        "execute_within_secs": t.execute_within_secs,
                     }),
                 )
             })
@@ -344,6 +356,7 @@ impl Policy {
                 "required_approvals": self.defaults.required_approvals,
                 "expiry_secs": self.defaults.expiry_secs,
                 "unknown_agents": self.defaults.unknown_agents.as_str(),
+                "execute_within_secs": self.defaults.execute_within_secs,
             },
             "blast_radius": {
                 "auto_execute_max": b.auto_execute_max.as_str(),
@@ -414,6 +427,17 @@ impl Policy {
     pub fn executors_for(&self, tool_name: &str) -> &[String] {
         self.tool_rule(tool_name)
             .map_or(&[], |rule| rule.allowed_executors.as_slice())
+    }
+
+    /// Whether the policy declares `tool_name` idempotent.
+    pub fn is_idempotent(&self, tool_name: &str) -> bool {
+        self.tool_rule(tool_name).is_some_and(|r| r.idempotent)
+    }
+
+    /// How long an approved command for `tool_name` may wait for its first lease, in seconds.
+    pub fn execute_within_secs(&self, tool_name: &str) -> u64 {
+        self.tool_rule(tool_name)
+            .map_or(self.defaults.execute_within_secs, |r| r.execute_within_secs)
     }
 
     /// The approval expiry for `tool_name`, in seconds.

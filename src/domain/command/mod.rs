@@ -1,9 +1,28 @@
 //! Commands in the executor queue: what an executor may see of an approved proposal (never
 //! the agent's intent or reasoning), and the states a command moves through.
+//!
+//! ```text
+//!                  ┌──────────── retry (safe, within budget, after backoff) ───────────┐
+//!                  ▼                                                                    │
+//! approved ──▶ queued ──lease──▶ leased ──complete──▶ succeeded                          │
+//!                  │               │ ├──fail / lapse / timeout──▶ (rules in [`retry`]) ──┘
+//!                  │               │ └──────────────────────────▶ failed | outcome_unknown | timed_out
+//!                  └─ not leased within execute_within ─▶ expired
+//! outcome_unknown | timed_out ──a person──▶ succeeded | failed | queued (one more attempt)
+//! failed | timed_out | outcome_unknown, with a rollback plan ──▶ a rollback task
+//!   (`awaiting_approval`) ──approved──▶ queued (its own command) | dismissed
+//! ```
+//!
+//! [`retry`] decides retries, [`scope`] who may run what, [`grant`] what a signed grant
+//! vouches for.
+
+pub mod grant;
+pub mod retry;
+pub mod scope;
 
 use serde_json::Value;
 
-use super::contract::wire::wire_enum;
+use crate::domain::contract::wire::wire_enum;
 
 /// Shortest lease an executor may ask for, in seconds.
 pub const MIN_LEASE_SECONDS: u64 = 5;
@@ -24,9 +43,91 @@ wire_enum! {
         /// Reported done.
         Succeeded => "succeeded",
         /// Reported failed.
-        Failed => "failed"
+        Failed => "failed",
+        /// The run may or may not have had its effect; a person must say which.
+        OutcomeUnknown => "outcome_unknown",
+        /// The run passed its `execution.timeout_ms`; a person must say what happened.
+        TimedOut => "timed_out",
+        /// Not leased within the approval window; never runs.
+        Expired => "expired",
+        /// A rollback task waiting for a reviewer.
+        AwaitingApproval => "awaiting_approval",
+        /// A rollback task a reviewer declined.
+        Dismissed => "dismissed"
     }
 }
+
+impl CommandStatus {
+    /// The proposal status an action command in this status shows the agent, when it differs
+    /// from the proposal's approval (`approved` / `accepted`).
+    pub fn proposal_status(self) -> Option<crate::domain::lifecycle::ProposalStatus> {
+        use crate::domain::lifecycle::ProposalStatus as P;
+        match self {
+            CommandStatus::Succeeded => Some(P::Succeeded),
+            CommandStatus::Failed => Some(P::Failed),
+            CommandStatus::OutcomeUnknown => Some(P::OutcomeUnknown),
+            CommandStatus::TimedOut => Some(P::TimedOut),
+            CommandStatus::Expired => Some(P::Expired),
+            _ => None,
+        }
+    }
+
+    /// Whether a person must settle the command (it ended without a known outcome).
+    pub fn needs_resolution(self) -> bool {
+        matches!(
+            self,
+            CommandStatus::OutcomeUnknown | CommandStatus::TimedOut
+        )
+    }
+
+    /// Whether the command's run is over (a rollback may follow the unhappy ones).
+    pub fn opens_rollback(self) -> bool {
+        matches!(
+            self,
+            CommandStatus::Failed | CommandStatus::OutcomeUnknown | CommandStatus::TimedOut
+        )
+    }
+}
+
+wire_enum! {
+    /// What a command does.
+    pub enum CommandKind {
+        /// The approved action.
+        Action => "action",
+        /// The rollback of an earlier command, per its proposal's rollback plan.
+        Rollback => "rollback"
+    }
+}
+
+wire_enum! {
+    /// How a person settles a command whose outcome is unknown.
+    pub enum Resolution {
+        /// It had its effect.
+        Succeeded => "succeeded",
+        /// It did not (or failed).
+        Failed => "failed",
+        /// Run it once more.
+        Release => "release"
+    }
+}
+
+impl Resolution {
+    /// The command status this resolution sets.
+    pub fn command_status(self) -> CommandStatus {
+        match self {
+            Resolution::Succeeded => CommandStatus::Succeeded,
+            Resolution::Failed => CommandStatus::Failed,
+            Resolution::Release => CommandStatus::Queued,
+        }
+    }
+}
+
+/// Longest approval window a policy may set, in seconds.
+pub const MAX_EXECUTE_WITHIN_SECS: u64 = 30 * 86_400;
+/// Approval window when the policy sets none: one hour.
+pub const DEFAULT_EXECUTE_WITHIN_SECS: u64 = 3_600;
+/// Longest wait a lease may ask for, in seconds.
+pub const MAX_LEASE_WAIT_SECONDS: u64 = 60;
 
 wire_enum! {
     /// An executor's report on a command.
@@ -43,10 +144,10 @@ impl Outcome {
     }
 
     /// The proposal status this report sets.
-    pub fn proposal_status(self) -> super::lifecycle::ProposalStatus {
+    pub fn proposal_status(self) -> crate::domain::lifecycle::ProposalStatus {
         match self {
-            Outcome::Succeeded => super::lifecycle::ProposalStatus::Succeeded,
-            Outcome::Failed => super::lifecycle::ProposalStatus::Failed,
+            Outcome::Succeeded => crate::domain::lifecycle::ProposalStatus::Succeeded,
+            Outcome::Failed => crate::domain::lifecycle::ProposalStatus::Failed,
         }
     }
 }
@@ -98,8 +199,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Map;
 use time::OffsetDateTime;
 
-use super::contract::proposal::{ExecutionLimits, RollbackPlan, TargetRef, ToolProposal, ToolRef};
-use super::contract::vocab::{AuthorizationState, BlastRadius};
+use crate::domain::contract::proposal::{
+    ExecutionLimits, RollbackPlan, TargetRef, ToolProposal, ToolRef,
+};
+use crate::domain::contract::vocab::{AuthorizationState, BlastRadius};
 
 /// What an executor receives: the validated, approved command, and nothing of the agent's
 /// intent or reasoning (seed 004: executors never receive raw AI output).

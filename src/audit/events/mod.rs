@@ -1,0 +1,187 @@
+//! Each kind of audit event and its payload. A payload declares its own row shape through
+//! [`Payload`] (kind, subject, status change), next to its struct; [`AuditEvent::into_row`] is
+//! the one place an event becomes a row.
+//!
+//! Payload fields named `agent`, `tool`, `domain`, `risk` and `decision` are the trail's
+//! *facets*: storage copies them into indexed columns the compliance pages filter by, and
+//! `audit verify` checks the copies. Free text and parameter values never appear: see
+//! [`super::safe`].
+
+mod account;
+mod check;
+mod command;
+mod proposal;
+
+pub use account::*;
+pub use check::*;
+pub use command::*;
+pub use proposal::*;
+
+use serde::Serialize;
+
+use super::{EventRow, details};
+
+/// What a payload says about its row: kind, subject, status change.
+pub trait Payload: Serialize {
+    /// The event kind, e.g. `proposal.approved`.
+    fn kind(&self) -> &'static str;
+    /// What kind of thing it happened to, and its id.
+    fn subject(&self) -> (&'static str, String);
+    /// Status before and after, when the event moves one.
+    fn change(&self) -> (Option<String>, Option<String>) {
+        (None, None)
+    }
+}
+
+/// Builds the row of a payload.
+fn row<P: Payload>(p: &P) -> EventRow {
+    let (subject_type, subject_id) = p.subject();
+    let (before_status, after_status) = p.change();
+    EventRow {
+        kind: p.kind(),
+        subject_type,
+        subject_id,
+        before_status,
+        after_status,
+        details: details(p),
+    }
+}
+
+macro_rules! audit_events {
+    ($( $(#[$doc:meta])* $variant:ident ),* $(,)?) => {
+        /// Everything the audit trail records.
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum AuditEvent {
+            $( $(#[$doc])* $variant($variant), )*
+        }
+
+        impl AuditEvent {
+            /// The event as a row: its kind, subject, status change and details.
+            pub fn into_row(self) -> EventRow {
+                match &self {
+                    $( AuditEvent::$variant(p) => row(p), )*
+                }
+            }
+        }
+    };
+}
+
+audit_events! {
+    /// An agent's proposal was received and routed (`proposal.submitted`).
+    ProposalSubmitted,
+    /// A submission broke the contract; only the broken field paths are kept
+    /// (`proposal.rejected_input`, recorded against the agent).
+    ProposalInputRejected,
+    /// One approval of several required (`proposal.approval_recorded`).
+    ApprovalRecorded,
+    /// A reviewer's final decision (`proposal.approved` / `proposal.rejected`).
+    ProposalDecided,
+    /// A decision the rules refused: wrong role, own proposal (`proposal.decision_refused`).
+    DecisionRefused,
+    /// Nobody decided in time (`proposal.expired`).
+    ProposalExpired,
+    /// A GDPR or HIPAA proposal was opened (`proposal.viewed`).
+    ProposalViewed,
+    /// A proposal's personal data was erased (`proposal.erased`).
+    ProposalErased,
+    /// An approved or accepted proposal's command entered the queue (`command.queued`).
+    CommandQueued,
+    /// An executor leased a command (`command.leased`).
+    CommandLeased,
+    /// An executor reported on its command (`command.succeeded` / `command.failed`).
+    CommandReported,
+    /// The proposal took its command's outcome (`proposal.succeeded`, `.failed`,
+    /// `.outcome_unknown`, `.timed_out`, `.expired`, `.released`).
+    ProposalFinished,
+    /// A lease lapsed or a run timed out (`command.lease_lapsed` / `command.timed_out`).
+    CommandInterrupted,
+    /// A command was not leased within its approval window (`command.expired`).
+    CommandExpired,
+    /// A person settled an unknown outcome (`command.resolved`).
+    CommandResolved,
+    /// A rollback task was opened (`command.rollback_opened`).
+    RollbackOpened,
+    /// A reviewer approved or dismissed a rollback task.
+    RollbackDecided,
+    /// An executor's report or a lease was refused as drift (`executor.drift`).
+    ExecutorDrift,
+    /// An admin paused or resumed a tool (`tool.paused` / `tool.resumed`).
+    ToolSwitched,
+    /// A pre-tool-check was answered (`pre_tool_check.decided`).
+    PreToolCheckDecided,
+    /// A pre-tool-check event broke the contract (`pre_tool_check.rejected`).
+    PreToolCheckRejected,
+    /// An account was created (`user.created`).
+    UserCreated,
+    /// An API token was created (`token.created`).
+    TokenCreated,
+    /// A person's role changed (`user.role_changed`).
+    RoleChanged,
+    /// An account was disabled (`user.disabled`).
+    UserDisabled,
+    /// An API token was revoked (`token.revoked`).
+    TokenRevoked,
+    /// Someone signed in (`auth.signed_in`).
+    SignedIn,
+    /// A sign-in was refused (`auth.sign_in_failed`).
+    SignInFailed,
+    /// Someone signed out (`auth.signed_out`).
+    SignedOut,
+    /// A form came without this session's CSRF token (`auth.csrf_rejected`).
+    CsrfRejected,
+    /// A signed-in person asked for a page their role may not see (`access.denied`).
+    AccessDenied,
+    /// The server started with a policy (`policy.loaded`).
+    PolicyLoaded,
+    /// A selection of the trail was exported (`audit.exported`).
+    AuditExported,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::command::Outcome;
+    use uuid::Uuid;
+
+    #[test]
+    fn subject_fields_stay_out_of_the_details() {
+        let id = Uuid::now_v7();
+        let row = AuditEvent::ProposalExpired(ProposalExpired {
+            proposal_id: id,
+            facets: ProposalFacets::test(),
+            decision: "expired",
+            expires_at: Some("2026-11-23T10:00:00Z".into()),
+        })
+        .into_row();
+        assert_eq!(row.kind, "proposal.expired");
+        assert_eq!(row.subject_id, id.to_string());
+        assert_eq!(
+            (row.before_status.as_deref(), row.after_status.as_deref()),
+            (Some("pending"), Some("expired"))
+        );
+        assert_eq!(row.details["expires_at"], "2026-11-23T10:00:00Z");
+        assert_eq!(row.details["tool"], "crm.update");
+        assert!(row.details.get("proposal_id").is_none());
+    }
+
+    #[test]
+    fn reports_name_their_outcome() {
+        let row = AuditEvent::CommandReported(CommandReported {
+            command_id: Uuid::now_v7(),
+            outcome: Outcome::Failed,
+            facets: CommandFacets {
+                tool: "crm.update".into(),
+                domain: "sales".into(),
+            },
+            proposal_id: Uuid::now_v7(),
+            attempt: 2,
+            late: true,
+            side_effect: Some(crate::domain::command::retry::SideEffect::Possible),
+            after: crate::domain::command::CommandStatus::Failed,
+        })
+        .into_row();
+        assert_eq!(row.kind, "command.failed");
+        assert_eq!(row.after_status.as_deref(), Some("failed"));
+        assert_eq!(row.details["late"], serde_json::json!(true));
+    }
+}

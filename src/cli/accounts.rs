@@ -1,0 +1,203 @@
+//! `countersign user add|role|disable` and `token create|revoke`: people and API tokens, each
+//! change recorded in the audit trail (actor `system:cli`).
+
+use std::io::{BufRead, IsTerminal, Write};
+
+use clap::Subcommand;
+
+use super::{Database, parse_role, services};
+use crate::audit::Actor;
+use crate::domain::command::scope::ToolScope;
+use crate::domain::principal::{Role, TokenKind};
+use crate::service::AccountError;
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum UserCommand {
+    /// Add a user. The password is read from a prompt, or from stdin when piped.
+    Add {
+        #[command(flatten)]
+        db: Database,
+        /// Lowercase letters, digits, `-`, `_`, `.`.
+        #[arg(long)]
+        username: String,
+        /// `reviewer` decides, `compliance` reads, `admin` does both.
+        #[arg(long, value_parser = parse_role)]
+        role: Role,
+        /// Read the password from the first line of stdin, without prompting.
+        #[arg(long)]
+        password_stdin: bool,
+    },
+    /// Give a user another role (their sessions end at their next request).
+    Role {
+        #[command(flatten)]
+        db: Database,
+        /// The user.
+        #[arg(long)]
+        username: String,
+        /// `reviewer`, `compliance` or `admin`.
+        #[arg(long, value_parser = parse_role)]
+        role: Role,
+    },
+    /// Disable a user: no more sign-ins; their sessions end at their next request.
+    Disable {
+        #[command(flatten)]
+        db: Database,
+        /// The user.
+        #[arg(long)]
+        username: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum TokenCommand {
+    /// Create a token and print it once on stdout; only its hash is stored.
+    #[command(group(clap::ArgGroup::new("principal").required(true).args(["agent", "executor"])))]
+    Create {
+        #[command(flatten)]
+        db: Database,
+        /// The agent that will submit proposals with this token.
+        #[arg(long)]
+        agent: Option<String>,
+        /// The executor that will lease commands with this token.
+        #[arg(long)]
+        executor: Option<String>,
+        /// An executor token's tool scope: tool names or globs, comma-separated
+        /// (`'crm.*,calendar.*'`). Without it, the executor runs only tools the policy names it
+        /// for in `allowed_executors`.
+        #[arg(long, requires = "executor")]
+        tools: Option<String>,
+    },
+    /// Revoke every active token of an agent or executor.
+    #[command(group(clap::ArgGroup::new("principal").required(true).args(["agent", "executor"])))]
+    Revoke {
+        #[command(flatten)]
+        db: Database,
+        /// The agent whose tokens to revoke.
+        #[arg(long)]
+        agent: Option<String>,
+        /// The executor whose tokens to revoke.
+        #[arg(long)]
+        executor: Option<String>,
+    },
+}
+
+pub(crate) async fn user_command(command: UserCommand) -> Result<(), String> {
+    let cli = Actor::system("cli");
+    match command {
+        UserCommand::Add {
+            db,
+            username,
+            role,
+            password_stdin,
+        } => {
+            let password = read_password(password_stdin)?;
+            let services = services(&db.database_url).await?;
+            services
+                .add_user(&username, role, password, &cli)
+                .await
+                .map_err(words)?;
+            eprintln!("added {role} `{username}`");
+        }
+        UserCommand::Role { db, username, role } => {
+            let services = services(&db.database_url).await?;
+            services
+                .set_role(&username, role, &cli)
+                .await
+                .map_err(words)?;
+            eprintln!("`{username}` is now {role}");
+        }
+        UserCommand::Disable { db, username } => {
+            let services = services(&db.database_url).await?;
+            services
+                .disable_user(&username, &cli)
+                .await
+                .map_err(words)?;
+            eprintln!("`{username}` is disabled");
+        }
+    }
+    Ok(())
+}
+
+fn words(e: AccountError) -> String {
+    match e {
+        AccountError::Service(s) => format!("storage: {s}"),
+        other => other.to_string(),
+    }
+}
+
+fn principal(
+    agent: Option<String>,
+    executor: Option<String>,
+) -> Result<(TokenKind, String), String> {
+    match (agent, executor) {
+        (Some(a), None) => Ok((TokenKind::Agent, a)),
+        (None, Some(e)) => Ok((TokenKind::Executor, e)),
+        _ => Err("give exactly one of --agent or --executor".into()),
+    }
+}
+
+pub(crate) async fn token_command(command: TokenCommand) -> Result<(), String> {
+    let cli = Actor::system("cli");
+    match command {
+        TokenCommand::Create {
+            db,
+            agent,
+            executor,
+            tools,
+        } => {
+            let (kind, name) = principal(agent, executor)?;
+            let scope = tools
+                .as_deref()
+                .map(ToolScope::parse_list)
+                .transpose()
+                .map_err(|e| format!("--tools {e}"))?;
+            let services = services(&db.database_url).await?;
+            let secret = services
+                .create_token(kind, &name, scope.as_ref(), &cli)
+                .await
+                .map_err(words)?;
+            let scoped = scope.map_or(String::new(), |s| format!(" for tools `{}`", s.to_list()));
+            eprintln!(
+                "created a token for {kind} `{name}`{scoped}; it is shown once, below, and stored only as a hash:"
+            );
+            println!("{}", secret.expose());
+        }
+        TokenCommand::Revoke {
+            db,
+            agent,
+            executor,
+        } => {
+            let (kind, name) = principal(agent, executor)?;
+            let services = services(&db.database_url).await?;
+            let n = services
+                .revoke_tokens(kind, &name, &cli)
+                .await
+                .map_err(words)?;
+            eprintln!("revoked {n} token(s) of {kind} `{name}`");
+        }
+    }
+    Ok(())
+}
+
+fn read_password(from_stdin: bool) -> Result<String, String> {
+    let stdin = std::io::stdin();
+    if from_stdin || !stdin.is_terminal() {
+        let mut line = String::new();
+        stdin
+            .lock()
+            .read_line(&mut line)
+            .map_err(|e| format!("reading the password: {e}"))?;
+        let password = line.trim_end_matches(['\r', '\n']).to_owned();
+        if password.is_empty() {
+            return Err("no password on stdin".into());
+        }
+        return Ok(password);
+    }
+    let _ = std::io::stderr().flush();
+    let first = rpassword::prompt_password("Password: ").map_err(|e| e.to_string())?;
+    let second = rpassword::prompt_password("Again: ").map_err(|e| e.to_string())?;
+    if first != second {
+        return Err("the two passwords differ".into());
+    }
+    Ok(first)
+}

@@ -1,0 +1,626 @@
+//! The queue's housekeeping and its people: the sweep (lapsed leases and timed-out runs are
+//! retried or settled per [`crate::domain::command::retry`]; commands past their approval
+//! window expire), settling unknown outcomes, rollback tasks, drift, the kill switch, and the
+//! wake-up signal long-polling executors wait on.
+
+use time::OffsetDateTime;
+use tokio::sync::watch;
+use uuid::Uuid;
+
+use super::decide::Reviewer;
+use super::submit::rfc3339;
+use super::{Conflict, ServiceError, Services};
+use crate::audit::safe::TextDigest;
+use crate::audit::{
+    Actor, AuditEvent, CommandExpired, CommandFacets, CommandInterrupted, CommandQueued,
+    CommandResolved, ExecutorDrift, ProposalFinished, RollbackDecided, RollbackOpened,
+    ToolSwitched,
+};
+use crate::domain::FieldError;
+use crate::domain::command::grant::spec_sha256;
+use crate::domain::command::retry::{Interruption, Next, RetryRules, SideEffect};
+use crate::domain::command::scope::{ToolScope, unreachable_reason};
+use crate::domain::command::{CommandKind, CommandStatus, Resolution};
+use crate::domain::contract::proposal::RollbackType;
+use crate::domain::lifecycle::{MAX_REASON, ProposalStatus};
+use crate::domain::policy::glob::Glob;
+use crate::domain::policy::model::Policy;
+use crate::storage::commands::{self, CommandRecord, NewCommand, Resolve, Settle};
+use crate::storage::paused::{self, PausedTool};
+use crate::storage::{Tx, accounts, proposals};
+
+/// Most lapsed leases settled by one sweep.
+const SWEEP_BATCH: i64 = 500;
+/// Most commands shown on a reviewer's list.
+pub const ATTENTION_LIMIT: i64 = 200;
+
+/// Wakes long-polling leases when the queue may hold something new. Counts changes; a waiter
+/// subscribes before it looks, so a change between its look and its wait still wakes it.
+pub struct QueueSignal {
+    changes: watch::Sender<u64>,
+}
+
+impl Default for QueueSignal {
+    fn default() -> Self {
+        Self {
+            changes: watch::Sender::new(0),
+        }
+    }
+}
+
+impl QueueSignal {
+    /// Something was queued.
+    pub fn wake(&self) {
+        self.changes.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// A receiver that sees every later [`QueueSignal::wake`].
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+}
+
+/// Why a report or a lease was refused as drift.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Drift {
+    /// No such command.
+    Unknown,
+    /// The executor does not hold it (stale or foreign lease token, not leased).
+    NotHeld,
+    /// Its proposal was never approved.
+    NeverApproved,
+    /// Its spec no longer matches the approval.
+    SpecMismatch,
+}
+
+impl Drift {
+    fn as_str(self) -> &'static str {
+        match self {
+            Drift::Unknown => "unknown_command",
+            Drift::NotHeld => "not_held",
+            Drift::NeverApproved => "never_approved",
+            Drift::SpecMismatch => "spec_mismatch",
+        }
+    }
+}
+
+/// Records a drift event and answers the error to return (the event commits; nothing else
+/// changes).
+pub(super) fn drift(
+    tx: &mut Tx,
+    executor: &str,
+    id: Uuid,
+    current: Option<&CommandRecord>,
+    why: Drift,
+    attempted: &'static str,
+    now: OffsetDateTime,
+) -> ServiceError {
+    let event = ExecutorDrift {
+        command_id: id.to_string(),
+        reason: why.as_str(),
+        attempted,
+        executor: crate::audit::safe::name(executor),
+        command_status: current.map(|c| c.status),
+        tool: current.map(|c| crate::audit::safe::name(&c.spec.tool.name)),
+    };
+    let actor = if why == Drift::SpecMismatch {
+        Actor::system("lease")
+    } else {
+        Actor::executor(executor)
+    };
+    tx.record(now, &actor, AuditEvent::ExecutorDrift(event));
+    tracing::warn!(command.id = %id, executor, reason = why.as_str(), attempted, "executor drift refused");
+    match why {
+        Drift::NeverApproved => ServiceError::Forbidden {
+            code: "never_approved",
+            message: "this command's proposal was never approved; nothing was recorded".into(),
+        },
+        _ => super::executor::drift_conflict(current),
+    }
+}
+
+/// The retry rules for a command under `policy`.
+pub(super) fn retry_rules(policy: &Policy, command: &CommandRecord) -> RetryRules {
+    RetryRules {
+        idempotent: policy.is_idempotent(&command.spec.tool.name),
+        retry_policy: command.spec.execution.and_then(|e| e.retry_policy),
+    }
+}
+
+/// The status and availability [`Next`] means at `now`.
+pub(super) fn next_status(next: Next, now: OffsetDateTime) -> (CommandStatus, OffsetDateTime) {
+    match next {
+        Next::Retry { backoff_ms } => (
+            CommandStatus::Queued,
+            now + time::Duration::milliseconds(i64::try_from(backoff_ms).unwrap_or(i64::MAX)),
+        ),
+        Next::End(status) => (status, now),
+    }
+}
+
+/// What follows a run's end: the proposal takes an action command's outcome, and a rollback
+/// task opens when a run that may have touched the world ended badly and the proposal has a
+/// rollback plan. A retry (status `queued`) only wakes the queue.
+pub(super) async fn after_run(
+    tx: &mut Tx,
+    command: &CommandRecord,
+    actor: &Actor,
+    side_effect: Option<SideEffect>,
+    now: OffsetDateTime,
+) -> Result<(), ServiceError> {
+    if command.status == CommandStatus::Queued {
+        commands::notify_queue(tx.conn()).await?;
+        return Ok(());
+    }
+    if command.kind != CommandKind::Action {
+        return Ok(());
+    }
+    if let Some(after) = command.status.proposal_status() {
+        let before = proposals::status_of(tx.conn(), command.proposal_id).await?;
+        if let Some(before) = before.filter(|b| *b != after) {
+            proposals::set_status(tx.conn(), command.proposal_id, after, now).await?;
+            let finished = ProposalFinished {
+                proposal_id: command.proposal_id,
+                before,
+                after,
+                facets: CommandFacets::of(&command.spec),
+                command_id: command.id,
+            };
+            tx.record(now, actor, AuditEvent::ProposalFinished(finished));
+        }
+    }
+    let plan = command.spec.rollback_plan.as_ref();
+    let may_have_acted = side_effect != Some(SideEffect::None);
+    if command.status.opens_rollback()
+        && may_have_acted
+        && plan.is_some_and(|p| p.kind != RollbackType::None)
+        && commands::rollback_for(tx.conn(), command.id)
+            .await?
+            .is_none()
+    {
+        open_rollback(tx, command, now).await?;
+    }
+    Ok(())
+}
+
+async fn open_rollback(
+    tx: &mut Tx,
+    command: &CommandRecord,
+    now: OffsetDateTime,
+) -> Result<(), ServiceError> {
+    let id = Uuid::now_v7();
+    let row = NewCommand {
+        id,
+        proposal_id: command.proposal_id,
+        kind: CommandKind::Rollback,
+        rollback_of: Some(command.id),
+        status: CommandStatus::AwaitingApproval,
+        spec: &command.spec,
+        execute_by: None,
+        now,
+    };
+    commands::insert(tx.conn(), &row).await?;
+    let opened = RollbackOpened {
+        command_id: id,
+        facets: CommandFacets::of(&command.spec),
+        proposal_id: command.proposal_id,
+        rollback_of: command.id,
+        because: command.status,
+    };
+    tx.record(
+        now,
+        &Actor::system("rollback"),
+        AuditEvent::RollbackOpened(opened),
+    );
+    Ok(())
+}
+
+/// What one sweep did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Swept {
+    /// Lapsed or timed-out runs put back in the queue.
+    pub retried: usize,
+    /// Lapsed or timed-out runs settled (`outcome_unknown`, `timed_out`).
+    pub settled: usize,
+    /// Commands past their approval window.
+    pub expired: usize,
+}
+
+impl Services {
+    /// Settles lapsed leases and timed-out runs, and expires commands never leased in their
+    /// approval window.
+    pub async fn sweep_queue(&self) -> Result<Swept, ServiceError> {
+        let now = self.now();
+        let policy = self.policy().clone();
+        let swept = self
+            .store()
+            .write(move |tx| Box::pin(async move { sweep_in(tx, &policy, now).await }))
+            .await?;
+        if swept.retried > 0 {
+            self.queue_signal().wake();
+        }
+        if swept != Swept::default() {
+            tracing::info!(
+                retried = swept.retried,
+                settled = swept.settled,
+                expired = swept.expired,
+                "queue swept"
+            );
+        }
+        Ok(swept)
+    }
+
+    /// Commands a person must settle, oldest first.
+    pub async fn needing_resolution(&self) -> Result<Vec<CommandRecord>, ServiceError> {
+        let mut read = self.read().await?;
+        Ok(commands::needing_resolution(read.conn(), ATTENTION_LIMIT).await?)
+    }
+
+    /// Rollback tasks waiting for a reviewer, oldest first.
+    pub async fn rollback_tasks(&self) -> Result<Vec<CommandRecord>, ServiceError> {
+        let mut read = self.read().await?;
+        Ok(commands::rollback_tasks(read.conn(), ATTENTION_LIMIT).await?)
+    }
+
+    /// A command by id.
+    pub async fn command(&self, id: Uuid) -> Result<Option<CommandRecord>, ServiceError> {
+        let mut read = self.read().await?;
+        Ok(commands::by_id(read.conn(), id).await?)
+    }
+
+    /// Why a queued command reaches no executor now (no token's scope or policy entry lets
+    /// anyone run it, or its tool is paused); `None` when someone may lease it.
+    pub async fn waiting_reason(
+        &self,
+        command: &CommandRecord,
+    ) -> Result<Option<String>, ServiceError> {
+        if command.status != CommandStatus::Queued {
+            return Ok(None);
+        }
+        let mut read = self.read().await?;
+        let tool = &command.spec.tool.name;
+        let paused = paused::all(read.conn()).await?;
+        if let Some(p) = paused
+            .iter()
+            .find(|p| Glob::new(&p.pattern).is_ok_and(|g| g.matches(tool)))
+        {
+            return Ok(Some(format!(
+                "`{tool}` is paused (`{}`) by {}",
+                p.pattern, p.paused_by
+            )));
+        }
+        let tokens = accounts::executor_scopes(read.conn()).await?;
+        let scoped: Vec<(String, Option<ToolScope>)> = tokens
+            .into_iter()
+            .map(|(name, scope)| (name, scope.and_then(|s| ToolScope::parse_list(&s).ok())))
+            .collect();
+        Ok(unreachable_reason(
+            tool,
+            &command.spec.allowed_executors,
+            scoped.iter().map(|(n, s)| (n.as_str(), s.as_ref())),
+        ))
+    }
+
+    /// A reviewer settles a command whose outcome is unknown: it succeeded, it failed, or it
+    /// may run once more. Audited with the reason.
+    pub async fn resolve_command(
+        &self,
+        reviewer: &Reviewer,
+        id: Uuid,
+        resolution: Resolution,
+        reason: &str,
+    ) -> Result<CommandRecord, ServiceError> {
+        may_act(reviewer)?;
+        let reason = checked_reason(reason, true)?.unwrap_or_default();
+        let digest = self.store().salt().text(&reason);
+        let now = self.now();
+        let by = reviewer.username.clone();
+        let done = self
+            .store()
+            .write(move |tx| {
+                Box::pin(
+                    async move { resolve_in(tx, id, resolution, &by, &reason, digest, now).await },
+                )
+            })
+            .await?;
+        if done.status == CommandStatus::Queued {
+            self.queue_signal().wake();
+        }
+        Ok(done)
+    }
+
+    /// A reviewer approves (queues) or dismisses a rollback task.
+    pub async fn decide_rollback(
+        &self,
+        reviewer: &Reviewer,
+        id: Uuid,
+        approve: bool,
+        reason: Option<&str>,
+    ) -> Result<CommandRecord, ServiceError> {
+        may_act(reviewer)?;
+        let reason = checked_reason(reason.unwrap_or_default(), !approve)?;
+        let digest = reason.as_deref().map(|r| self.store().salt().text(r));
+        let now = self.now();
+        let by = reviewer.username.clone();
+        let done = self
+            .store()
+            .write(move |tx| {
+                Box::pin(async move {
+                    decide_rollback_in(tx, id, approve, &by, reason.as_deref(), digest, now).await
+                })
+            })
+            .await?;
+        if approve {
+            self.queue_signal().wake();
+        }
+        Ok(done)
+    }
+
+    /// Pauses `pattern` (a tool name, a glob, or `*`) for every executor; `false` if it was
+    /// paused already.
+    pub async fn pause_tool(&self, pattern: &str, actor: &Actor) -> Result<bool, ServiceError> {
+        self.switch_tool(pattern, actor, true).await
+    }
+
+    /// Lets executors lease `pattern` again; `false` if it was not paused.
+    pub async fn resume_tool(&self, pattern: &str, actor: &Actor) -> Result<bool, ServiceError> {
+        self.switch_tool(pattern, actor, false).await
+    }
+
+    async fn switch_tool(
+        &self,
+        pattern: &str,
+        actor: &Actor,
+        pause: bool,
+    ) -> Result<bool, ServiceError> {
+        let glob = Glob::new(pattern.trim())
+            .map_err(|m| ServiceError::Invalid(vec![FieldError::new("tool", m)]))?;
+        let pattern = glob.as_str().to_owned();
+        let now = self.now();
+        let actor = actor.clone();
+        let changed = self
+            .store()
+            .write(move |tx| {
+                Box::pin(async move {
+                    let changed = if pause {
+                        paused::pause(tx.conn(), &pattern, &actor.name, now).await?
+                    } else {
+                        paused::resume(tx.conn(), &pattern).await?
+                    };
+                    if changed {
+                        if !pause {
+                            commands::notify_queue(tx.conn()).await?;
+                        }
+                        let event = ToolSwitched {
+                            pattern,
+                            paused: pause,
+                        };
+                        tx.record(now, &actor, AuditEvent::ToolSwitched(event));
+                    }
+                    Ok::<_, ServiceError>(changed)
+                })
+            })
+            .await?;
+        if changed && !pause {
+            self.queue_signal().wake();
+        }
+        Ok(changed)
+    }
+
+    /// Every paused tool pattern.
+    pub async fn paused_tools(&self) -> Result<Vec<PausedTool>, ServiceError> {
+        let mut read = self.read().await?;
+        Ok(paused::all(read.conn()).await?)
+    }
+}
+
+fn may_act(reviewer: &Reviewer) -> Result<(), ServiceError> {
+    if reviewer.role.can_decide() {
+        Ok(())
+    } else {
+        Err(ServiceError::Refused(
+            crate::domain::lifecycle::DecisionError::RoleMayNotDecide,
+        ))
+    }
+}
+
+/// A reason, trimmed; `required` ones may not be empty.
+fn checked_reason(reason: &str, required: bool) -> Result<Option<String>, ServiceError> {
+    let reason = reason.trim();
+    if reason.chars().count() > MAX_REASON || (required && reason.is_empty()) {
+        return Err(ServiceError::Invalid(vec![FieldError::new(
+            "reason",
+            format!("is required, 1-{MAX_REASON} characters"),
+        )]));
+    }
+    Ok((!reason.is_empty()).then(|| reason.to_owned()))
+}
+
+async fn sweep_in(
+    tx: &mut Tx,
+    policy: &Policy,
+    now: OffsetDateTime,
+) -> Result<Swept, ServiceError> {
+    let mut swept = Swept::default();
+    for command in commands::lapsed(tx.conn(), now, SWEEP_BATCH).await? {
+        let timed_out = command.run_deadline.is_some_and(|d| d <= now);
+        let interruption = if timed_out {
+            Interruption::TimedOut
+        } else {
+            Interruption::LeaseLapsed
+        };
+        let next = retry_rules(policy, &command).after(
+            interruption,
+            u32::try_from(command.attempts).unwrap_or(u32::MAX),
+        );
+        let (status, available_at) = next_status(next, now);
+        let settle = Settle {
+            id: command.id,
+            status,
+            result: None,
+            error: None,
+            interruption: Some(interruption.as_str()),
+            side_effect: None,
+            available_at,
+            now,
+        };
+        let Some(ended) = commands::settle_lapsed(tx.conn(), &settle, command.attempts).await?
+        else {
+            continue;
+        };
+        let event = CommandInterrupted {
+            command_id: ended.id,
+            timed_out,
+            facets: CommandFacets::of(&ended.spec),
+            proposal_id: ended.proposal_id,
+            attempt: ended.attempts,
+            executor: ended.leased_by.as_deref().map(crate::audit::safe::name),
+            after: ended.status,
+        };
+        let system = Actor::system("queue");
+        tx.record(now, &system, AuditEvent::CommandInterrupted(event));
+        after_run(tx, &ended, &system, None, now).await?;
+        if ended.status == CommandStatus::Queued {
+            swept.retried += 1;
+        } else {
+            swept.settled += 1;
+        }
+    }
+    for command in commands::expire_unleased(tx.conn(), now).await? {
+        let event = CommandExpired {
+            command_id: command.id,
+            facets: CommandFacets::of(&command.spec),
+            proposal_id: command.proposal_id,
+            execute_by: command.execute_by.and_then(rfc3339),
+        };
+        let system = Actor::system("queue");
+        tx.record(now, &system, AuditEvent::CommandExpired(event));
+        after_run(tx, &command, &system, Some(SideEffect::None), now).await?;
+        swept.expired += 1;
+    }
+    Ok(swept)
+}
+
+async fn resolve_in(
+    tx: &mut Tx,
+    id: Uuid,
+    resolution: Resolution,
+    by: &str,
+    reason: &str,
+    digest: TextDigest,
+    now: OffsetDateTime,
+) -> Result<CommandRecord, ServiceError> {
+    let Some(before) = commands::by_id(tx.conn(), id).await? else {
+        return Err(ServiceError::NotFound);
+    };
+    let row = Resolve {
+        id,
+        resolution,
+        by,
+        reason,
+        now,
+    };
+    let Some(done) = commands::resolve(tx.conn(), &row).await? else {
+        return Err(ServiceError::Conflict(Conflict::CommandState(
+            before.status,
+        )));
+    };
+    let actor = Actor::user(by);
+    let event = CommandResolved {
+        command_id: id,
+        before: before.status,
+        facets: CommandFacets::of(&done.spec),
+        proposal_id: done.proposal_id,
+        resolution,
+        reason: digest,
+    };
+    tx.record(now, &actor, AuditEvent::CommandResolved(event));
+    if resolution == Resolution::Release {
+        release_proposal(tx, &done, &actor, now).await?;
+    } else {
+        after_run(tx, &done, &actor, Some(SideEffect::Possible), now).await?;
+    }
+    Ok(done)
+}
+
+/// A released action's proposal shows its approval again (`approved` or `accepted`).
+async fn release_proposal(
+    tx: &mut Tx,
+    command: &CommandRecord,
+    actor: &Actor,
+    now: OffsetDateTime,
+) -> Result<(), ServiceError> {
+    commands::notify_queue(tx.conn()).await?;
+    if command.kind != CommandKind::Action {
+        return Ok(());
+    }
+    let Some(before) = proposals::status_of(tx.conn(), command.proposal_id).await? else {
+        return Ok(());
+    };
+    let after = if command.spec.approved_by == "policy" {
+        ProposalStatus::Accepted
+    } else {
+        ProposalStatus::Approved
+    };
+    proposals::set_status(tx.conn(), command.proposal_id, after, now).await?;
+    let event = ProposalFinished {
+        proposal_id: command.proposal_id,
+        before,
+        after,
+        facets: CommandFacets::of(&command.spec),
+        command_id: command.id,
+    };
+    tx.record(now, actor, AuditEvent::ProposalFinished(event));
+    Ok(())
+}
+
+async fn decide_rollback_in(
+    tx: &mut Tx,
+    id: Uuid,
+    approve: bool,
+    by: &str,
+    reason: Option<&str>,
+    digest: Option<TextDigest>,
+    now: OffsetDateTime,
+) -> Result<CommandRecord, ServiceError> {
+    let Some(task) = commands::by_id(tx.conn(), id).await? else {
+        return Err(ServiceError::NotFound);
+    };
+    if task.kind != CommandKind::Rollback {
+        return Err(ServiceError::NotFound);
+    }
+    let status = if approve {
+        CommandStatus::Queued
+    } else {
+        CommandStatus::Dismissed
+    };
+    let Some(done) = commands::decide_rollback(tx.conn(), id, status, by, reason, now).await?
+    else {
+        return Err(ServiceError::Conflict(Conflict::CommandState(task.status)));
+    };
+    let actor = Actor::user(by);
+    let event = RollbackDecided {
+        command_id: id,
+        approved: approve,
+        facets: CommandFacets::of(&done.spec),
+        proposal_id: done.proposal_id,
+        rollback_of: done.rollback_of,
+        reason: digest,
+    };
+    tx.record(now, &actor, AuditEvent::RollbackDecided(event));
+    if approve {
+        commands::notify_queue(tx.conn()).await?;
+        let queued = CommandQueued {
+            command_id: id,
+            facets: CommandFacets::of(&done.spec),
+            proposal_id: done.proposal_id,
+            command_kind: CommandKind::Rollback,
+            rollback_of: done.rollback_of,
+            request_hash_sha256: done.spec.request_hash_sha256.clone(),
+            spec_sha256: spec_sha256(&done.spec),
+            execute_by: None,
+        };
+        tx.record(now, &actor, AuditEvent::CommandQueued(queued));
+    }
+    Ok(done)
+}

@@ -1,0 +1,187 @@
+//! `GET /audit/export.zip?<filters>`: the compliance officer's download of the current
+//! selection as one archive (`events.jsonl`, `events.csv`, `manifest.json`) that verifies
+//! offline with `countersign audit verify --bundle`. A plain route rather than a server
+//! function, so the browser receives a file. It checks the session and the role like the
+//! pages do; a refusal and every export are recorded in the trail.
+
+use std::io::{Seek, Write};
+use std::path::{Path, PathBuf};
+
+use app::dto::{AppError, AuditQuery, Page, SecurityEvent, Viewer};
+use app::ports::DynDesk;
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Query, State};
+use axum::http::{StatusCode, header};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::routing::get;
+use tower_sessions::Session;
+
+use super::filters::selection;
+use super::ledger::may_audit;
+use crate::audit::Actor;
+use crate::audit::bundle::{self, Manifest};
+use crate::auth::session::WebSession;
+use crate::service::Services;
+use app::ports::SessionPort;
+
+/// What the download needs.
+#[derive(Clone)]
+struct ExportState {
+    services: Services,
+    desk: DynDesk,
+}
+
+/// The download route; it needs the session layer around it.
+pub fn router(services: Services, desk: DynDesk) -> Router {
+    Router::new()
+        .route("/audit/export.zip", get(download))
+        .with_state(ExportState { services, desk })
+}
+
+fn page(status: StatusCode, title: &str, message: &str) -> Response {
+    let body = format!(
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title>\
+         <link rel=\"stylesheet\" href=\"/pkg/countersign.css\"></head><body><main>\
+         <h1>{title}</h1><p class=\"flash error\" role=\"alert\">{message}</p>\
+         <p><a href=\"/audit\">Back to the audit trail</a></p></main></body></html>"
+    );
+    (status, Html(body)).into_response()
+}
+
+fn failed(what: &str, e: impl std::fmt::Display) -> Response {
+    tracing::error!(error = %e, "{what}");
+    page(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "Export failed",
+        "Something went wrong on the server; it has been logged.",
+    )
+}
+
+/// The signed-in viewer whose stored account still matches the session, if any.
+async fn viewer(session: Session, desk: &DynDesk) -> Result<Option<Viewer>, AppError> {
+    let session = WebSession(session);
+    let Some(viewer) = session.viewer().await? else {
+        return Ok(None);
+    };
+    if desk.revalidate(&viewer).await? {
+        Ok(Some(viewer))
+    } else {
+        session.sign_out().await?;
+        Ok(None)
+    }
+}
+
+async fn download(
+    State(state): State<ExportState>,
+    session: Session,
+    Query(query): Query<AuditQuery>,
+) -> Response {
+    let viewer = match viewer(session, &state.desk).await {
+        Ok(Some(v)) => v,
+        Ok(None) => return Redirect::to("/login").into_response(),
+        Err(e) => return failed("reading the session failed", e),
+    };
+    if let Err(AppError::Forbidden(why)) = may_audit(&viewer) {
+        let denied = SecurityEvent::AccessDenied(Page::AuditExport);
+        if let Err(e) = state.desk.security(Some(&viewer), denied).await {
+            return failed("recording a denied export failed", e);
+        }
+        return page(StatusCode::FORBIDDEN, "Forbidden", &why);
+    }
+    let sel = match selection(&query) {
+        Ok(sel) => sel,
+        Err(e) => return page(StatusCode::BAD_REQUEST, "Invalid filters", &e.to_string()),
+    };
+    let dir = match tempfile::tempdir() {
+        Ok(dir) => dir,
+        Err(e) => return failed("creating the export directory failed", e),
+    };
+    let bundle_dir = dir.path().join("bundle");
+    let manifest = match state.services.export_selection(&bundle_dir, &sel).await {
+        Ok(m) => m,
+        Err(e) => return failed("exporting the trail failed", e),
+    };
+    let archive = dir.path().join("export.zip");
+    let zipped = {
+        let (from, to) = (bundle_dir.clone(), archive.clone());
+        tokio::task::spawn_blocking(move || zip_bundle(&from, &to)).await
+    };
+    match zipped {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return failed("writing the archive failed", e),
+        Err(e) => return failed("writing the archive failed", e),
+    }
+    // Recorded once the archive exists, before a byte of it leaves.
+    let actor = Actor::user(&viewer.username);
+    if let Err(e) = state
+        .services
+        .record_export(&actor, &sel, &manifest, "zip")
+        .await
+    {
+        return failed("recording the export failed", e);
+    }
+    send(archive, dir, &manifest).await
+}
+
+/// Streams the archive; the temporary directory goes when the body is done.
+async fn send(archive: PathBuf, dir: tempfile::TempDir, manifest: &Manifest) -> Response {
+    let file = match tokio::fs::File::open(&archive).await {
+        Ok(file) => file,
+        Err(e) => return failed("opening the archive failed", e),
+    };
+    let body = Body::from_stream(tokio_util::io::ReaderStream::new(Kept { file, _dir: dir }));
+    let name = format!(
+        "countersign-audit-{}-{}.zip",
+        manifest.first_seq, manifest.last_seq
+    );
+    (
+        [
+            (header::CONTENT_TYPE, "application/zip".to_owned()),
+            (
+                header::CONTENT_DISPOSITION,
+                format!("attachment; filename=\"{name}\""),
+            ),
+            (header::CACHE_CONTROL, "no-store".to_owned()),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+/// The archive being sent, and the directory it lives in (removed when this is dropped).
+struct Kept {
+    file: tokio::fs::File,
+    _dir: tempfile::TempDir,
+}
+
+impl tokio::io::AsyncRead for Kept {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.file).poll_read(cx, buf)
+    }
+}
+
+/// Writes the bundle's three files into one deflated zip archive at `to`.
+pub fn zip_bundle(from: &Path, to: &Path) -> std::io::Result<()> {
+    let file = std::fs::File::create(to)?;
+    let zipped = write_zip(file, from)?;
+    zipped.sync_all()
+}
+
+fn write_zip<W: Write + Seek>(out: W, from: &Path) -> std::io::Result<W> {
+    let mut zip = zip::ZipWriter::new(out);
+    let options = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated)
+        .large_file(true);
+    for name in [bundle::EVENTS, bundle::CSV, bundle::MANIFEST] {
+        zip.start_file(name, options)
+            .map_err(std::io::Error::other)?;
+        let mut input = std::fs::File::open(from.join(name))?;
+        std::io::copy(&mut input, &mut zip)?;
+    }
+    zip.finish().map_err(std::io::Error::other)
+}

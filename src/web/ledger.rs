@@ -1,0 +1,378 @@
+//! The server's side of the compliance pages: the [`Ledger`] port over the trail's use cases.
+//! Every method checks that the viewer's role may audit ([`Role::can_audit`]). The last
+//! on-demand verification is kept in memory for the trail page; verifying records nothing.
+
+use std::sync::{Arc, Mutex};
+
+use app::dto::{
+    AppError, AuditEventView, AuditPage, AuditQuery, ChartsView, CheckpointView, LatencyView,
+    TallyView, TimelineView, TrailStatus, VerificationView, Viewer,
+};
+use app::ports::Ledger;
+use async_trait::async_trait;
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::filters::{cursor, selection};
+use super::{internal, rfc3339, role_of};
+use crate::audit::chain::ChainedEvent;
+use crate::service::{Charts, Cursor, Services, Tally, Verified, VerifyError};
+use crate::storage::audit_query::TrailEvent;
+
+/// Details keys shown at most per row, and characters per value.
+const MAX_DETAILS: usize = 12;
+const MAX_VALUE: usize = 64;
+
+/// The compliance officer's ledger over the use cases.
+pub struct AuditLedger {
+    services: Services,
+    last_verification: Mutex<Option<VerificationView>>,
+    /// One verification at a time: a second request waits for the first and runs after it.
+    verifying: tokio::sync::Mutex<()>,
+}
+
+impl AuditLedger {
+    /// A ledger over the use cases.
+    pub fn new(services: Services) -> Arc<Self> {
+        Arc::new(Self {
+            services,
+            last_verification: Mutex::new(None),
+            verifying: tokio::sync::Mutex::new(()),
+        })
+    }
+
+    fn last_verification(&self) -> Option<VerificationView> {
+        self.last_verification
+            .lock()
+            .map(|v| v.clone())
+            .unwrap_or_else(|poisoned| poisoned.into_inner().clone())
+    }
+
+    async fn status(&self) -> Result<TrailStatus, AppError> {
+        let state = self.services.chain_state().await.map_err(internal)?;
+        Ok(TrailStatus {
+            head_seq: state.head.seq,
+            head_hash: state.head.hash,
+            checkpoint: state.checkpoint.map(|c| CheckpointView {
+                seq: c.seq,
+                at: c.at,
+                public_key: c.public_key,
+            }),
+            verification: self.last_verification(),
+        })
+    }
+}
+
+/// Compliance officers and admins only.
+pub fn may_audit(viewer: &Viewer) -> Result<(), AppError> {
+    if role_of(viewer).can_audit() {
+        Ok(())
+    } else {
+        Err(AppError::Forbidden(
+            "Only compliance officers and admins may read the whole audit trail.".into(),
+        ))
+    }
+}
+
+#[async_trait]
+impl Ledger for AuditLedger {
+    async fn trail(&self, viewer: &Viewer, query: &AuditQuery) -> Result<AuditPage, AppError> {
+        may_audit(viewer)?;
+        let sel = selection(query)?;
+        let cursor = cursor(query, Cursor::Newest)?;
+        let page = self
+            .services
+            .trail_page(&sel, cursor)
+            .await
+            .map_err(internal)?;
+        Ok(AuditPage {
+            events: page.events.into_iter().map(event_view).collect(),
+            older: page.older,
+            newer: page.newer,
+            searched_to: page.searched_to,
+            status: self.status().await?,
+        })
+    }
+
+    async fn timeline(
+        &self,
+        viewer: &Viewer,
+        id: &str,
+        before: Option<&str>,
+        after: Option<&str>,
+    ) -> Result<TimelineView, AppError> {
+        may_audit(viewer)?;
+        let id = Uuid::parse_str(id.trim()).map_err(|_| AppError::NotFound)?;
+        let cursor = cursor(
+            &AuditQuery {
+                before: before.map(str::to_owned),
+                after: after.map(str::to_owned),
+                ..AuditQuery::default()
+            },
+            Cursor::Oldest,
+        )?;
+        let s = &self.services;
+        let p = s
+            .proposal(id)
+            .await
+            .map_err(internal)?
+            .ok_or(AppError::NotFound)?;
+        let command = s.command_for_proposal(id).await.map_err(internal)?;
+        let page = s
+            .proposal_trail(id, command.as_ref().map(|c| c.id), cursor)
+            .await
+            .map_err(internal)?;
+        let submitted = s
+            .proposal_event(id, "proposal.submitted")
+            .await
+            .map_err(internal)?;
+        let detail = |key: &str| {
+            submitted
+                .as_ref()
+                .and_then(|e| e.event.details.get(key))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        let routing = detail("decision").map(|route| match detail("rule") {
+            Some(rule) => format!("{route} by rule {rule}"),
+            None => route,
+        });
+        Ok(TimelineView {
+            id: id.to_string(),
+            agent: p.agent,
+            tool: p.contract.tool.name,
+            domain: p.contract.domain,
+            status: p.status.as_str().into(),
+            submitted_at: rfc3339(p.created_at),
+            policy_version: detail("policy_version"),
+            routing,
+            decided: p.review.map(|r| {
+                format!(
+                    "{} by {} at {}",
+                    r.verdict.as_str(),
+                    r.decided_by,
+                    rfc3339(r.decided_at)
+                )
+            }),
+            command_id: command.map(|c| c.id.to_string()),
+            events: page.events.into_iter().rev().map(event_view).collect(),
+            earlier: page.older,
+            later: page.newer,
+        })
+    }
+
+    async fn charts(&self, viewer: &Viewer) -> Result<ChartsView, AppError> {
+        may_audit(viewer)?;
+        let charts = self.services.charts().await.map_err(internal)?;
+        Ok(charts_view(charts))
+    }
+
+    async fn verify(&self, viewer: &Viewer) -> Result<(), AppError> {
+        may_audit(viewer)?;
+        let _one_at_a_time = self.verifying.lock().await;
+        let outcome = self.services.verify_trail(None).await;
+        let at = rfc3339(self.services.now());
+        let view = verification_view(outcome, at, &viewer.username)?;
+        match self.last_verification.lock() {
+            Ok(mut last) => *last = Some(view),
+            Err(poisoned) => *poisoned.into_inner() = Some(view),
+        }
+        Ok(())
+    }
+}
+
+/// A verification's outcome as the trail page shows it. Failing to read is an error, not a
+/// verdict on the chain.
+fn verification_view(
+    outcome: Result<Verified, VerifyError>,
+    at: String,
+    by: &str,
+) -> Result<VerificationView, AppError> {
+    let failed = |first_bad_seq: Option<i64>, message: String| VerificationView {
+        at: at.clone(),
+        by: by.to_owned(),
+        ok: false,
+        count: 0,
+        head_seq: 0,
+        head_hash: String::new(),
+        first_bad_seq,
+        message,
+    };
+    Ok(match outcome {
+        Ok(v) => VerificationView {
+            at: at.clone(),
+            by: by.to_owned(),
+            ok: true,
+            count: v.count,
+            head_seq: v.head.seq,
+            head_hash: v.head.hash,
+            first_bad_seq: None,
+            message: format!("{} signed checkpoints checked", v.checkpoints),
+        },
+        Err(VerifyError::Chain(e)) => failed(Some(e.seq()), e.to_string()),
+        Err(e @ (VerifyError::BadCheckpoint(seq) | VerifyError::HeadMismatch(seq))) => {
+            failed(Some(seq), e.to_string())
+        }
+        Err(VerifyError::Service(e)) => return Err(internal(e)),
+    })
+}
+
+/// One trail row as the pages show it.
+pub fn event_view(e: TrailEvent) -> AuditEventView {
+    let TrailEvent { event, facets, .. } = e;
+    let timeline = timeline_of(&event);
+    let facets = [
+        ("agent", facets.agent),
+        ("tool", facets.tool),
+        ("domain", facets.domain),
+        ("risk", facets.risk),
+        ("decision", facets.decision),
+    ]
+    .into_iter()
+    .filter_map(|(k, v)| v.map(|v| (k.to_owned(), v)))
+    .collect();
+    AuditEventView {
+        seq: event.seq,
+        at: rfc3339(event.at),
+        actor: format!("{}:{}", event.actor_kind, event.actor),
+        subject: format!("{}:{}", event.subject_type, event.subject_id),
+        timeline,
+        change: match (&event.before_status, &event.after_status) {
+            (Some(b), Some(a)) => format!("{b} → {a}"),
+            (None, Some(a)) => format!("→ {a}"),
+            (Some(b), None) => format!("{b} →"),
+            (None, None) => String::new(),
+        },
+        facets,
+        details: compact_details(&event.details),
+        kind: event.kind,
+    }
+}
+
+/// The timeline a proposal's or a command's event belongs to.
+fn timeline_of(e: &ChainedEvent) -> Option<String> {
+    let proposal = match e.subject_type.as_str() {
+        "proposal" => Some(e.subject_id.as_str()),
+        "command" => e.details.get("proposal_id").and_then(Value::as_str),
+        _ => None,
+    }?;
+    Uuid::parse_str(proposal)
+        .ok()
+        .map(|id| format!("/audit/proposals/{id}"))
+}
+
+/// The details other than the facets, one `(key, value)` per top-level key, values cut short.
+/// The details are audit-safe already (names, hashes, counts); this only keeps rows compact.
+pub fn compact_details(details: &Value) -> Vec<(String, String)> {
+    use crate::audit::chain::FACETS;
+    let Some(map) = details.as_object() else {
+        return Vec::new();
+    };
+    let mut out: Vec<(String, String)> = map
+        .iter()
+        .filter(|(k, _)| !FACETS.contains(&k.as_str()))
+        .take(MAX_DETAILS)
+        .map(|(k, v)| (k.clone(), cut(&compact_value(v))))
+        .collect();
+    let shown = map.keys().filter(|k| !FACETS.contains(&k.as_str())).count();
+    if shown > MAX_DETAILS {
+        out.push(("…".into(), format!("{} more", shown - MAX_DETAILS)));
+    }
+    out
+}
+
+fn compact_value(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Array(items) => items
+            .iter()
+            .map(compact_value)
+            .collect::<Vec<_>>()
+            .join(", "),
+        Value::Object(_) => v.to_string(),
+        other => other.to_string(),
+    }
+}
+
+fn cut(s: &str) -> String {
+    if s.chars().count() > MAX_VALUE {
+        let head: String = s.chars().take(MAX_VALUE).collect();
+        format!("{head}…")
+    } else {
+        s.to_owned()
+    }
+}
+
+fn tally_view(t: Tally) -> TallyView {
+    TallyView {
+        name: t.name,
+        approved: t.approved,
+        rejected: t.rejected,
+    }
+}
+
+fn charts_view(c: Charts) -> ChartsView {
+    ChartsView {
+        days: c.days.iter().map(|d| d.day.clone()).collect(),
+        approved: c.days.iter().map(|d| d.approved).collect(),
+        rejected: c.days.iter().map(|d| d.rejected).collect(),
+        expired: c.days.iter().map(|d| d.expired).collect(),
+        queue_depth: c.queue_depth,
+        latency: c
+            .time_to_decision
+            .into_iter()
+            .map(|l| LatencyView {
+                domain: l.domain,
+                count: l.count as i64,
+                p50: l.p50,
+                p90: l.p90,
+                p99: l.p99,
+            })
+            .collect(),
+        tools: c.tool_rejections.into_iter().map(tally_view).collect(),
+        reviewers: c.reviewer_load.into_iter().map(tally_view).collect(),
+        truncated: c.truncated,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn details_leave_out_the_facets_and_stay_short() {
+        let d = json!({
+            "tool": "crm.update",
+            "rule": "x".repeat(100),
+            "blockers": ["a", "b"],
+            "intent": {"summary": {"len": 12, "hash": "ab"}},
+        });
+        let shown = compact_details(&d);
+        let keys: Vec<_> = shown.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys, vec!["blockers", "intent", "rule"]);
+        assert_eq!(shown[0].1, "a, b");
+        assert!(shown[2].1.ends_with('…'));
+        assert_eq!(shown[2].1.chars().count(), MAX_VALUE + 1);
+    }
+
+    #[test]
+    fn commands_link_to_their_proposal() {
+        let id = Uuid::now_v7();
+        let e = ChainedEvent {
+            seq: 1,
+            id,
+            at: time::OffsetDateTime::UNIX_EPOCH,
+            actor_kind: "executor".into(),
+            actor: "x".into(),
+            kind: "command.leased".into(),
+            subject_type: "command".into(),
+            subject_id: Uuid::now_v7().to_string(),
+            before_status: None,
+            after_status: None,
+            details: json!({"proposal_id": id}),
+            hash: String::new(),
+        };
+        assert_eq!(timeline_of(&e), Some(format!("/audit/proposals/{id}")));
+    }
+}

@@ -1,0 +1,265 @@
+//! The executor API through HTTP: the lease body (tools, long-poll wait), heartbeats and
+//! reports that need the current lease token, `side_effect` on failures, the signed grant and
+//! its public key, and the example executor (`examples/executor`) against a real server.
+
+use std::time::Duration;
+
+use countersign::domain::lifecycle::ReviewVerdict;
+use countersign::domain::principal::Role;
+use countersign::service::{Decided, Reviewer};
+use ed25519_dalek::{Signature, Verifier, VerifyingKey};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use crate::helpers::TestApp;
+
+/// An agent proposes; a reviewer approves in-process; the proposal's id.
+async fn approved(app: &TestApp) -> String {
+    let agent = app.agent_token("agent-a").await;
+    let id = app.propose_ok(&agent, "agent-a").await;
+    let rev = Reviewer {
+        username: "rev".into(),
+        role: Role::Reviewer,
+    };
+    let decided = app
+        .services
+        .decide(
+            &rev,
+            Uuid::parse_str(&id).expect("id"),
+            ReviewVerdict::Approved,
+            None,
+        )
+        .await
+        .expect("approve");
+    assert!(matches!(decided, Decided::Final(_)));
+    id
+}
+
+async fn post(app: &TestApp, token: &str, path: &str, body: Value) -> (StatusCode, Value) {
+    let r = app
+        .client
+        .post(app.url(path))
+        .bearer_auth(token)
+        .json(&body)
+        .send()
+        .await
+        .expect("request");
+    let status = r.status();
+    (status, r.json().await.unwrap_or(Value::Null))
+}
+
+async fn a_waiting_lease_answers_as_soon_as_a_command_is_queued(backend: &str) {
+    let app = TestApp::spawn(backend).await;
+    // A second instance on the same database: on PostgreSQL the wake-up crosses instances.
+    let other = app.another_instance().await;
+    let executor = app.executor_token("exec").await;
+    let base = other.base.clone();
+    let token = executor.clone();
+    let waiting = tokio::spawn(async move {
+        let started = std::time::Instant::now();
+        let r = reqwest::Client::new()
+            .post(format!("{base}/api/v1/executor/lease"))
+            .bearer_auth(token)
+            .json(&json!({"wait": 30}))
+            .send()
+            .await
+            .expect("lease");
+        (
+            r.status(),
+            started.elapsed(),
+            r.json::<Value>().await.unwrap_or(Value::Null),
+        )
+    });
+    let id = approved(&app).await;
+    let (status, waited, body) = waiting.await.expect("task");
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["command"]["proposal_id"], json!(id));
+    assert!(
+        waited < Duration::from_secs(25),
+        "answered on the wake-up, not at the end: {waited:?}"
+    );
+}
+
+async fn reports_need_the_current_lease_token(backend: &str) {
+    let app = TestApp::spawn(backend).await;
+    let executor = app.executor_token("exec").await;
+    approved(&app).await;
+    let (status, leased) = post(
+        &app,
+        &executor,
+        "/api/v1/executor/lease",
+        json!({"tools": ["crm.*"]}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let id = leased["command"]["id"].as_str().expect("id").to_owned();
+    let token = leased["lease_token"].as_str().expect("token").to_owned();
+    let beat = format!("/api/v1/executor/commands/{id}/heartbeat");
+    let (status, e) = post(
+        &app,
+        &executor,
+        &beat,
+        json!({"lease_token": "lease_stale"}),
+    )
+    .await;
+    assert_eq!(
+        (status, e["error"]["code"].as_str()),
+        (StatusCode::CONFLICT, Some("lease_token_mismatch"))
+    );
+    let (status, ok) = post(
+        &app,
+        &executor,
+        &beat,
+        json!({"lease_token": token, "lease_seconds": 120}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(ok["lease_expires_at"].is_string());
+    let fail = format!("/api/v1/executor/commands/{id}/fail");
+    let (status, e) = post(
+        &app,
+        &executor,
+        &fail,
+        json!({"lease_token": token, "error": {}, "side_effect": "maybe"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(e["error"]["details"][0]["field"], "side_effect");
+    let (status, done) = post(
+        &app,
+        &executor,
+        &fail,
+        json!({"lease_token": token, "error": {"e": 1}, "side_effect": "possible"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(done["command"]["status"], "outcome_unknown");
+    // The agent sees it too.
+    let agent = app.agent_token("agent-a").await;
+    let proposal = done["command"]["proposal_id"].as_str().expect("id");
+    assert_eq!(
+        app.poll(&agent, proposal).await.1["proposal"]["status"],
+        "outcome_unknown"
+    );
+    let (status, e) = post(
+        &app,
+        &executor,
+        &fail,
+        json!({"lease_token": token, "error": {}}),
+    )
+    .await;
+    assert_eq!(
+        (status, e["error"]["code"].as_str()),
+        (StatusCode::CONFLICT, Some("command_not_leased"))
+    );
+}
+
+async fn the_lease_carries_a_grant_the_public_key_verifies(backend: &str) {
+    let app = TestApp::spawn(backend).await;
+    let executor = app.executor_token("exec").await;
+    approved(&app).await;
+    let (_, leased) = post(&app, &executor, "/api/v1/executor/lease", json!({})).await;
+    let key: Value = app
+        .client
+        .get(app.url("/api/v1/executor/public-key"))
+        .bearer_auth(&executor)
+        .send()
+        .await
+        .expect("key")
+        .json()
+        .await
+        .expect("json");
+    let bytes: [u8; 32] = hex::decode(key["public_key"].as_str().expect("hex"))
+        .expect("hex")
+        .try_into()
+        .expect("32");
+    let key = VerifyingKey::from_bytes(&bytes).expect("key");
+    let mut claims = leased["grant"].clone();
+    let sig = claims
+        .as_object_mut()
+        .expect("grant")
+        .remove("signature")
+        .expect("signature");
+    let sig: [u8; 64] = hex::decode(sig.as_str().expect("hex"))
+        .expect("hex")
+        .try_into()
+        .expect("64");
+    let message = serde_json_canonicalizer::to_vec(&claims).expect("jcs");
+    assert!(key.verify(&message, &Signature::from_bytes(&sig)).is_ok());
+    assert_eq!(claims["command_id"], leased["command"]["id"]);
+    assert_eq!(claims["tool"], leased["command"]["tool"]["name"]);
+    claims["attempt"] = json!(2);
+    let message = serde_json_canonicalizer::to_vec(&claims).expect("jcs");
+    assert!(key.verify(&message, &Signature::from_bytes(&sig)).is_err());
+}
+
+macro_rules! on_both_backends {
+    ($($name:ident),+ $(,)?) => {
+        mod sqlite {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() { super::$name("sqlite").await })+
+        }
+        mod postgres {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() { super::$name("postgres").await })+
+        }
+    };
+}
+
+on_both_backends!(
+    a_waiting_lease_answers_as_soon_as_a_command_is_queued,
+    reports_need_the_current_lease_token,
+    the_lease_carries_a_grant_the_public_key_verifies,
+);
+
+#[tokio::test]
+async fn the_lease_body_is_checked_and_an_empty_wait_ends_in_204() {
+    let app = TestApp::spawn("sqlite").await;
+    let executor = app.executor_token("exec").await;
+    let lease = "/api/v1/executor/lease";
+    for (body, field) in [
+        (json!({"wait": 61}), "wait"),
+        (json!({"wait": "soon"}), "wait"),
+        (json!({"tools": "crm.*"}), "tools"),
+        (json!({"tools": ["crm.[a]"]}), "tools"),
+        (json!({"tools": []}), "tools"),
+    ] {
+        let (status, e) = post(&app, &executor, lease, body.clone()).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+        assert_eq!(e["error"]["details"][0]["field"], field, "{body}");
+    }
+    let (status, _) = post(&app, &executor, lease, json!({"wait": 1})).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+}
+
+/// The example executor (`examples/executor`), built by `cargo test`, leases with long-poll,
+/// verifies the grant, heartbeats, runs its harmless action and reports, against a real server.
+#[tokio::test]
+async fn the_example_executor_runs_an_approved_command() {
+    let app = TestApp::spawn("sqlite").await;
+    let executor = app.scoped_executor_token("example", Some("crm.*")).await;
+    let id = approved(&app).await;
+    let out = tempfile::tempdir().expect("dir");
+    let binary = std::env::current_exe()
+        .expect("test binary")
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target dir")
+        .join("examples/executor");
+    let status = tokio::process::Command::new(&binary)
+        .args([
+            "--url", &app.base, "--once", "--wait", "10", "--tools", "crm.*", "--out",
+        ])
+        .arg(out.path())
+        .env("COUNTERSIGN_EXECUTOR_TOKEN", &executor)
+        .status()
+        .await
+        .unwrap_or_else(|e| panic!("{}: {e}", binary.display()));
+    assert!(status.success());
+    let agent = app.agent_token("agent-a").await;
+    let (_, polled) = app.poll(&agent, &id).await;
+    assert_eq!(polled["proposal"]["status"], "succeeded");
+    let written = std::fs::read_dir(out.path()).expect("out").count();
+    assert_eq!(written, 1);
+}

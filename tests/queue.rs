@@ -1,0 +1,642 @@
+//! The executor queue, hardened, on SQLite and PostgreSQL: no side effect twice by accident
+//! (lapses, failures and timeouts retried only when safe, else settled by a person), signed
+//! grants, drift refused and recorded, scoped executors, paused tools, the approval window and
+//! rollback tasks. Time moves by hand.
+
+mod common;
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use countersign::audit::Actor;
+use countersign::domain::Policy;
+use countersign::domain::command::grant::GrantClaims;
+use countersign::domain::command::retry::SideEffect;
+use countersign::domain::command::scope::ToolScope;
+use countersign::domain::command::{CommandKind, CommandStatus, Outcome, Resolution};
+use countersign::domain::lifecycle::{ProposalStatus, ReviewVerdict};
+use countersign::domain::principal::Role;
+use countersign::service::Cursor;
+use countersign::service::{
+    Clock, Conflict, Decided, LeaseRequest, Leased, Report, Reviewer, ServiceError, Services,
+    Submitted,
+};
+use countersign::storage;
+use countersign::storage::audit_query::Selection;
+use ed25519_dalek::{Signature, Verifier, VerifyingKey};
+use serde_json::{Value, json};
+use time::{Duration, OffsetDateTime};
+use uuid::Uuid;
+
+struct TestClock(Mutex<OffsetDateTime>);
+
+impl TestClock {
+    fn advance(&self, by: Duration) {
+        let mut now = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        *now += by;
+    }
+}
+
+impl Clock for TestClock {
+    fn now(&self) -> OffsetDateTime {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+struct Db {
+    services: Services,
+    clock: Arc<TestClock>,
+    url: String,
+    _dir: Option<tempfile::TempDir>,
+}
+
+async fn db(backend: &str, policy_toml: &str) -> Db {
+    // Any agent may propose; each test adds what it is about.
+    let text = if policy_toml.contains("[defaults]") {
+        policy_toml.replace("[defaults]", "[defaults]\nunknown_agents = \"allow\"")
+    } else {
+        format!("[defaults]\nunknown_agents = \"allow\"\n{policy_toml}")
+    };
+    let policy = Policy::from_toml_str(&text).expect("policy");
+    let (url, dir) = common::fresh_database(backend);
+    let (store, _) = storage::connect(&url).await.expect("database");
+    let now = OffsetDateTime::now_utc();
+    let clock = Arc::new(TestClock(Mutex::new(
+        now.replace_nanosecond(0).unwrap_or(now),
+    )));
+    let services = Services::with_clock(store, Arc::new(policy), clock.clone());
+    Db {
+        services,
+        clock,
+        url,
+        _dir: dir,
+    }
+}
+
+const NO_POLICY: &str = "";
+
+/// Submits `body` (a proposal by `agent-a`) and approves it; the command's id.
+async fn approved(services: &Services, body: Value) -> Uuid {
+    let id = match services.submit("agent-a", &body).await {
+        Ok(Submitted::Created(p)) => p.id,
+        other => panic!("expected a new proposal, got {other:?}"),
+    };
+    let rev = Reviewer {
+        username: "rev".into(),
+        role: Role::Reviewer,
+    };
+    match services
+        .decide(&rev, id, ReviewVerdict::Approved, None)
+        .await
+    {
+        Ok(Decided::Final(_)) => {}
+        other => panic!("expected an approval, got {other:?}"),
+    }
+    services
+        .command_for_proposal(id)
+        .await
+        .expect("read")
+        .expect("queued")
+        .id
+}
+
+fn body_with(extra: Value) -> Value {
+    let mut body = common::proposal_body("agent-a");
+    if let (Value::Object(b), Value::Object(e)) = (&mut body, extra) {
+        b.extend(e);
+    }
+    body
+}
+
+async fn lease(services: &Services, executor: &str, scope: Option<&str>) -> Option<Leased> {
+    let request = LeaseRequest {
+        executor: executor.into(),
+        scope: scope.map(|s| ToolScope::parse_list(s).expect("scope")),
+        wanted: None,
+        lease_seconds: 30,
+        wait: std::time::Duration::ZERO,
+    };
+    services.lease(&request).await.expect("lease")
+}
+
+async fn any(services: &Services, executor: &str) -> Option<Leased> {
+    lease(services, executor, Some("*")).await
+}
+
+fn report(l: &Leased, outcome: Outcome, side_effect: SideEffect) -> Report {
+    Report {
+        command_id: l.command.id,
+        lease_token: l.lease_token.expose().into(),
+        outcome,
+        body: json!({"note": "from the test"}),
+        side_effect,
+    }
+}
+
+fn admin() -> Reviewer {
+    Reviewer {
+        username: "boss".into(),
+        role: Role::Admin,
+    }
+}
+
+async fn kinds(services: &Services, id: Uuid) -> Vec<String> {
+    services
+        .trail("command", &id.to_string())
+        .await
+        .expect("trail")
+        .into_iter()
+        .map(|e| e.action)
+        .collect()
+}
+
+/// The trail's events of one kind, oldest first, as `/audit?kind=` lists them.
+async fn of_kind(services: &Services, kind: &str) -> Vec<Value> {
+    let sel = Selection {
+        kind: Some(kind.into()),
+        ..Selection::default()
+    };
+    let page = services
+        .trail_page(&sel, Cursor::Oldest)
+        .await
+        .expect("trail");
+    page.events.into_iter().map(|e| e.event.details).collect()
+}
+
+async fn status_of(services: &Services, id: Uuid) -> CommandStatus {
+    services
+        .command(id)
+        .await
+        .expect("read")
+        .expect("exists")
+        .status
+}
+
+async fn proposal_status(services: &Services, command: Uuid) -> ProposalStatus {
+    let c = services
+        .command(command)
+        .await
+        .expect("read")
+        .expect("exists");
+    services
+        .proposal(c.proposal_id)
+        .await
+        .expect("read")
+        .expect("exists")
+        .status
+}
+
+async fn many_executors_never_hold_the_same_command(backend: &str) {
+    let db = db(backend, NO_POLICY).await;
+    // Safe to retry (`side_effect: none`), so commands come back to the queue and are leased
+    // again while other executors lease and report around them.
+    for _ in 0..24 {
+        approved(&db.services, common::proposal_body("agent-a")).await;
+    }
+    let held: Arc<Mutex<HashSet<Uuid>>> = Arc::default();
+    let leases: Arc<Mutex<Vec<(Uuid, i32)>>> = Arc::default();
+    let mut tasks = Vec::new();
+    for e in 0..8u64 {
+        let services = db.services.clone();
+        let held = held.clone();
+        let leases = leases.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut seed = e.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            while let Some(l) = any(&services, &format!("exec{e}")).await {
+                assert!(
+                    held.lock().expect("held").insert(l.command.id),
+                    "command {} handed to two executors at once",
+                    l.command.id
+                );
+                leases
+                    .lock()
+                    .expect("leases")
+                    .push((l.command.id, l.command.attempts));
+                seed = seed
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1442695040888963407);
+                let fail = (seed >> 33) % 3 == 0 && l.command.attempts < 3;
+                held.lock().expect("held").remove(&l.command.id);
+                let outcome = if fail {
+                    Outcome::Failed
+                } else {
+                    Outcome::Succeeded
+                };
+                services
+                    .report(&format!("exec{e}"), report(&l, outcome, SideEffect::None))
+                    .await
+                    .expect("the holder's report");
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.expect("executor");
+    }
+    let leases = leases.lock().expect("leases").clone();
+    let distinct: HashSet<(Uuid, i32)> = leases.iter().copied().collect();
+    assert_eq!(distinct.len(), leases.len(), "an attempt was leased twice");
+    let commands: HashSet<Uuid> = leases.iter().map(|(c, _)| *c).collect();
+    assert_eq!(commands.len(), 24);
+}
+
+async fn a_stale_lease_token_changes_nothing(backend: &str) {
+    let db = db(backend, NO_POLICY).await;
+    let id = approved(&db.services, common::proposal_body("agent-a")).await;
+    let l = any(&db.services, "exec").await.expect("leased");
+    let mut stale = report(&l, Outcome::Succeeded, SideEffect::None);
+    stale.lease_token = "lease_not-the-token".into();
+    match db.services.report("exec", stale).await {
+        Err(ServiceError::Conflict(Conflict::LeaseTokenMismatch)) => {}
+        other => panic!("expected 409 lease_token_mismatch, got {other:?}"),
+    }
+    match db
+        .services
+        .heartbeat("exec", id, "lease_not-the-token", 60)
+        .await
+    {
+        Err(ServiceError::Conflict(Conflict::LeaseTokenMismatch)) => {}
+        other => panic!("expected 409 lease_token_mismatch, got {other:?}"),
+    }
+    let c = db
+        .services
+        .command(id)
+        .await
+        .expect("read")
+        .expect("exists");
+    assert_eq!(
+        (c.status, c.attempts, c.lease_expires_at),
+        (CommandStatus::Leased, 1, l.command.lease_expires_at)
+    );
+    // The holder's heartbeat extends the lease.
+    db.clock.advance(Duration::seconds(20));
+    let beat = db
+        .services
+        .heartbeat("exec", id, l.lease_token.expose(), 60)
+        .await
+        .expect("heartbeat");
+    assert!(beat.lease_expires_at > c.lease_expires_at);
+    assert_eq!(
+        kinds(&db.services, id).await,
+        [
+            "command.queued",
+            "command.leased",
+            "executor.drift",
+            "executor.drift"
+        ]
+    );
+}
+
+async fn a_killed_executor_is_retried_only_when_safe(backend: &str) {
+    let db = db(backend, "[tools.\"crm.idempotent_*\"]\nidempotent = true\n").await;
+    // 1. Nothing says a retry is safe: outcome unknown, never leased again by itself.
+    let plain = approved(&db.services, common::proposal_body("agent-a")).await;
+    // 2. The proposal's retry policy allows one more attempt after 2 s.
+    let retry =
+        body_with(json!({"execution": {"retry_policy": {"max_retries": 1, "backoff_ms": 2000}}}));
+    let retried = approved(&db.services, retry).await;
+    // 3. The policy declares the tool idempotent.
+    let mut idem = common::proposal_body("agent-a");
+    idem["tool"]["name"] = json!("crm.idempotent_update");
+    let idempotent = approved(&db.services, idem).await;
+    for _ in 0..3 {
+        any(&db.services, "doomed").await.expect("leased");
+    }
+    db.clock.advance(Duration::seconds(31));
+    let swept = db.services.sweep_queue().await.expect("sweep");
+    assert_eq!((swept.retried, swept.settled), (2, 1));
+    assert_eq!(
+        status_of(&db.services, plain).await,
+        CommandStatus::OutcomeUnknown
+    );
+    assert_eq!(
+        proposal_status(&db.services, plain).await,
+        ProposalStatus::OutcomeUnknown
+    );
+    assert_eq!(
+        status_of(&db.services, retried).await,
+        CommandStatus::Queued
+    );
+    assert_eq!(
+        status_of(&db.services, idempotent).await,
+        CommandStatus::Queued
+    );
+    // The idempotent one comes back after the default backoff (1 s); the retry policy's after 2 s.
+    db.clock.advance(Duration::seconds(1));
+    let next = any(&db.services, "second")
+        .await
+        .expect("the idempotent retry");
+    assert_eq!((next.command.id, next.command.attempts), (idempotent, 2));
+    assert!(
+        any(&db.services, "second").await.is_none(),
+        "backoff not over yet"
+    );
+    db.clock.advance(Duration::seconds(1));
+    let again = any(&db.services, "second")
+        .await
+        .expect("the retry policy's retry");
+    assert_eq!((again.command.id, again.command.attempts), (retried, 2));
+    // Its budget is spent: the next lapse is an unknown outcome, not a third run.
+    db.clock.advance(Duration::seconds(31));
+    db.services.sweep_queue().await.expect("sweep");
+    assert_eq!(
+        status_of(&db.services, retried).await,
+        CommandStatus::OutcomeUnknown
+    );
+    assert_eq!(
+        kinds(&db.services, retried).await,
+        [
+            "command.queued",
+            "command.leased",
+            "command.lease_lapsed",
+            "command.leased",
+            "command.lease_lapsed"
+        ]
+    );
+    // A person settles the first: release it for one more attempt, with a reason.
+    let released = db
+        .services
+        .resolve_command(
+            &admin(),
+            plain,
+            Resolution::Release,
+            "checked the CRM: nothing changed",
+        )
+        .await
+        .expect("release");
+    assert_eq!(released.status, CommandStatus::Queued);
+    assert_eq!(
+        proposal_status(&db.services, plain).await,
+        ProposalStatus::Approved
+    );
+    let last = any(&db.services, "third").await.expect("released");
+    assert_eq!((last.command.id, last.command.attempts), (plain, 2));
+    match db
+        .services
+        .resolve_command(&admin(), plain, Resolution::Succeeded, "too late")
+        .await
+    {
+        Err(ServiceError::Conflict(Conflict::CommandState(CommandStatus::Leased))) => {}
+        other => panic!("a leased command is not settled by a person, got {other:?}"),
+    }
+}
+
+async fn failures_follow_their_side_effect(backend: &str) {
+    let db = db(backend, NO_POLICY).await;
+    let none = approved(&db.services, common::proposal_body("agent-a")).await;
+    let possible = approved(&db.services, common::proposal_body("agent-a")).await;
+    let done = approved(&db.services, common::proposal_body("agent-a")).await;
+    let mut by_id = std::collections::HashMap::new();
+    for _ in 0..3 {
+        let l = any(&db.services, "exec").await.expect("leased");
+        by_id.insert(l.command.id, l);
+    }
+    for (id, side_effect) in [
+        (none, SideEffect::None),
+        (possible, SideEffect::Possible),
+        (done, SideEffect::Done),
+    ] {
+        let l = &by_id[&id];
+        db.services
+            .report("exec", report(l, Outcome::Failed, side_effect))
+            .await
+            .expect("report");
+    }
+    assert_eq!(status_of(&db.services, none).await, CommandStatus::Queued);
+    assert_eq!(
+        status_of(&db.services, possible).await,
+        CommandStatus::OutcomeUnknown
+    );
+    assert_eq!(status_of(&db.services, done).await, CommandStatus::Failed);
+    assert_eq!(
+        proposal_status(&db.services, done).await,
+        ProposalStatus::Failed
+    );
+    assert_eq!(
+        proposal_status(&db.services, possible).await,
+        ProposalStatus::OutcomeUnknown
+    );
+    let unknown = db.services.needing_resolution().await.expect("list");
+    assert_eq!(unknown.iter().map(|c| c.id).collect::<Vec<_>>(), [possible]);
+}
+
+async fn a_timeout_opens_a_rollback_task(backend: &str) {
+    let db = db(backend, NO_POLICY).await;
+    let body = body_with(json!({
+        "execution": {"timeout_ms": 5000},
+        "rollback_plan": {"type": "compensate", "instructions": {"step": "restore the old email"}}
+    }));
+    let id = approved(&db.services, body).await;
+    let l = any(&db.services, "exec").await.expect("leased");
+    // The lease is cut to the run's time limit.
+    assert_eq!(l.lease_expires_at, db.clock.now() + Duration::seconds(5));
+    db.clock.advance(Duration::seconds(6));
+    db.services.sweep_queue().await.expect("sweep");
+    assert_eq!(status_of(&db.services, id).await, CommandStatus::TimedOut);
+    assert_eq!(
+        proposal_status(&db.services, id).await,
+        ProposalStatus::TimedOut
+    );
+    let tasks = db.services.rollback_tasks().await.expect("tasks");
+    assert_eq!(tasks.len(), 1);
+    let task = &tasks[0];
+    assert_eq!(
+        (task.kind, task.rollback_of, task.status),
+        (
+            CommandKind::Rollback,
+            Some(id),
+            CommandStatus::AwaitingApproval
+        )
+    );
+    // Not leasable until a reviewer approves it.
+    assert!(any(&db.services, "exec").await.is_none());
+    db.services
+        .decide_rollback(&admin(), task.id, true, None)
+        .await
+        .expect("approve rollback");
+    let rollback = any(&db.services, "exec").await.expect("the rollback");
+    assert_eq!(
+        (rollback.command.id, rollback.command.kind),
+        (task.id, CommandKind::Rollback)
+    );
+    assert_eq!(rollback.grant.claims.kind, "rollback");
+}
+
+async fn drift_is_refused_and_listed(backend: &str) {
+    let db = db(backend, NO_POLICY).await;
+    let id = approved(&db.services, common::proposal_body("agent-a")).await;
+    // A report on a command nobody leased.
+    let bogus = Report {
+        command_id: id,
+        lease_token: "lease_guess".into(),
+        outcome: Outcome::Succeeded,
+        body: json!({}),
+        side_effect: SideEffect::Possible,
+    };
+    match db.services.report("rogue", bogus).await {
+        Err(ServiceError::Conflict(Conflict::CommandNotLeased(CommandStatus::Queued))) => {}
+        other => panic!("expected 409, got {other:?}"),
+    }
+    // A database edit after approval: the lease refuses the command.
+    let edited = approved(&db.services, common::proposal_body("agent-a")).await;
+    let sql = format!(
+        "update commands set spec = replace(spec{}, 'new@example.com', 'attacker@example.com'){} \
+         where status = 'queued'",
+        if backend == "sqlite" { "" } else { "::text" },
+        if backend == "sqlite" { "" } else { "::jsonb" },
+    );
+    common::exec_sql(&db.url, &sql).await;
+    // Both queued commands were edited: neither is handed out.
+    assert!(any(&db.services, "exec").await.is_none());
+    assert_eq!(status_of(&db.services, edited).await, CommandStatus::Failed);
+    let drift = of_kind(&db.services, "executor.drift").await;
+    let mut reasons: Vec<&str> = drift.iter().filter_map(|d| d["reason"].as_str()).collect();
+    reasons.sort_unstable();
+    assert_eq!(reasons, ["not_held", "spec_mismatch", "spec_mismatch"]);
+}
+
+async fn the_grant_verifies_and_fails_after_any_change(backend: &str) {
+    let db = db(backend, NO_POLICY).await;
+    approved(&db.services, common::proposal_body("agent-a")).await;
+    let l = any(&db.services, "exec").await.expect("leased");
+    let key_bytes: [u8; 32] = hex::decode(db.services.grant_public_key())
+        .expect("hex")
+        .try_into()
+        .expect("32 bytes");
+    let key = VerifyingKey::from_bytes(&key_bytes).expect("key");
+    let sig: [u8; 64] = hex::decode(&l.grant.signature)
+        .expect("hex")
+        .try_into()
+        .expect("64");
+    let sig = Signature::from_bytes(&sig);
+    let claims = &l.grant.claims;
+    assert!(key.verify(&claims.message(), &sig).is_ok());
+    assert!(claims.describe(l.command.id, &l.command.spec));
+    assert_eq!(claims.attempt, 1);
+    // Any change to the claims breaks the signature...
+    let mut forged: GrantClaims = claims.clone();
+    forged.tool = "payments.refund".into();
+    assert!(key.verify(&forged.message(), &sig).is_err());
+    // ...and any change to the command no longer matches the claims.
+    let mut spec = l.command.spec.clone();
+    spec.parameters
+        .insert("email".into(), json!("attacker@example.com"));
+    assert!(!claims.describe(l.command.id, &spec));
+    let mut spec = l.command.spec.clone();
+    spec.tool.version = "2099-01".into();
+    assert!(!claims.describe(l.command.id, &spec));
+}
+
+async fn scopes_and_the_policy_decide_who_leases(backend: &str) {
+    let db = db(
+        backend,
+        "[tools.\"payments.*\"]\nallowed_executors = [\"payments-runner\"]\n",
+    )
+    .await;
+    let crm = approved(&db.services, common::proposal_body("agent-a")).await;
+    let mut refund = common::proposal_body("agent-a");
+    refund["tool"]["name"] = json!("payments.refund");
+    let refund = approved(&db.services, refund).await;
+    // No scope, no policy entry for crm: nobody; the reporting worker never gets the refund.
+    assert!(lease(&db.services, "reporter", None).await.is_none());
+    assert!(
+        lease(&db.services, "reporter", Some("reports.*"))
+            .await
+            .is_none()
+    );
+    assert!(
+        lease(&db.services, "crm-runner", Some("payments.*"))
+            .await
+            .is_none()
+    );
+    // A scope that covers the tool leases it.
+    let l = lease(&db.services, "crm-runner", Some("crm.*"))
+        .await
+        .expect("crm");
+    assert_eq!(l.command.id, crm);
+    // The policy names the payments executor; no scope needed, a wrong scope refuses.
+    assert!(
+        lease(&db.services, "payments-runner", Some("crm.*"))
+            .await
+            .is_none()
+    );
+    let p = lease(&db.services, "payments-runner", None)
+        .await
+        .expect("refund");
+    assert_eq!(p.command.id, refund);
+}
+
+async fn a_paused_tool_is_not_leased(backend: &str) {
+    let db = db(backend, NO_POLICY).await;
+    let id = approved(&db.services, common::proposal_body("agent-a")).await;
+    let actor = Actor::user("boss");
+    assert!(
+        db.services
+            .pause_tool("crm.*", &actor)
+            .await
+            .expect("pause")
+    );
+    assert!(any(&db.services, "exec").await.is_none());
+    let command = db
+        .services
+        .command(id)
+        .await
+        .expect("read")
+        .expect("exists");
+    let why = db.services.waiting_reason(&command).await.expect("reason");
+    assert!(
+        why.is_some_and(|w| w.contains("paused")),
+        "the page says why it waits"
+    );
+    assert!(
+        db.services
+            .resume_tool("crm.*", &actor)
+            .await
+            .expect("resume")
+    );
+    assert_eq!(
+        any(&db.services, "exec").await.expect("leased").command.id,
+        id
+    );
+    assert_eq!(of_kind(&db.services, "tool.paused").await.len(), 1);
+}
+
+async fn a_command_not_leased_in_its_window_expires(backend: &str) {
+    let db = db(backend, "[defaults]\nexecute_within = \"10m\"\n").await;
+    let id = approved(&db.services, common::proposal_body("agent-a")).await;
+    db.clock.advance(Duration::minutes(10));
+    // Past the window: never handed out, even before the sweep records it.
+    assert!(any(&db.services, "exec").await.is_none());
+    let swept = db.services.sweep_queue().await.expect("sweep");
+    assert_eq!(swept.expired, 1);
+    assert_eq!(status_of(&db.services, id).await, CommandStatus::Expired);
+    assert_eq!(
+        proposal_status(&db.services, id).await,
+        ProposalStatus::Expired
+    );
+}
+
+macro_rules! on_both_backends {
+    ($($name:ident),+ $(,)?) => {
+        mod sqlite {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() { super::$name("sqlite").await })+
+        }
+        mod postgres {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() { super::$name("postgres").await })+
+        }
+    };
+}
+
+on_both_backends!(
+    many_executors_never_hold_the_same_command,
+    a_stale_lease_token_changes_nothing,
+    a_killed_executor_is_retried_only_when_safe,
+    failures_follow_their_side_effect,
+    a_timeout_opens_a_rollback_task,
+    drift_is_refused_and_listed,
+    the_grant_verifies_and_fails_after_any_change,
+    scopes_and_the_policy_decide_who_leases,
+    a_paused_tool_is_not_leased,
+    a_command_not_leased_in_its_window_expires,
+);
