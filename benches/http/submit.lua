@@ -24,6 +24,12 @@ end
 
 local template = [[{"proposal_id":"%s","proposed_by":"agent-a","timestamp":"2026-11-23T10:00:00Z","domain":"sales","tool":{"name":"crm.update_contact","version":"2024-01"},"intent":{"summary":"Update the contact's email","reasoning":"The customer asked for it in ticket 42."},"parameters":{"contact_id":"c-123","email":"new@example.com"},"risk_level":"medium","approval_required":true,"compliance_context":{"gdpr":false,"hipaa":false},"idempotency_key":"%s","rollback_supported":true,"blast_radius":"small","target_refs":[{"type":"crm_contact","id":"c-123"}]}]]
 
+-- PROPOSAL=accepted: a Category A docs.search the executor benchmark's policy accepts outright,
+-- so its command is queued at once (scripts/bench-executor).
+if os.getenv("PROPOSAL") == "accepted" then
+  template = [[{"proposal_id":"%s","proposed_by":"agent-a","timestamp":"2026-11-23T10:00:00Z","domain":"sales","tool":{"name":"docs.search","version":"1"},"intent":{"summary":"Search the docs","reasoning":"The customer asked about refunds."},"parameters":{"query":"refund policy"},"risk_level":"low","approval_required":false,"compliance_context":{"gdpr":false,"hipaa":false},"idempotency_key":"%s","rollback_supported":true,"blast_radius":"tiny"}]]
+end
+
 request = function()
   counter = counter + 1
   local body = string.format(template, uuid(), uuid())

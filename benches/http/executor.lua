@@ -1,0 +1,34 @@
+-- wrk script: one executor per thread (run with -tN -cN): lease, then complete what it leased,
+-- then lease again. Every two requests are one lease + complete. Usage:
+--   EXECUTOR_TOKEN=... wrk -t8 -c8 -d10s -s benches/http/executor.lua http://127.0.0.1:3999
+local pending = nil
+local headers = nil
+
+function init(args)
+  headers = {
+    ["Content-Type"] = "application/json",
+    ["Authorization"] = "Bearer " .. os.getenv("EXECUTOR_TOKEN"),
+  }
+end
+
+request = function()
+  if pending then
+    local path = "/api/v1/executor/commands/" .. pending.id .. "/complete"
+    local body = string.format('{"lease_token":"%s","result":{"ok":true}}', pending.token)
+    pending = nil
+    return wrk.format("POST", path, headers, body)
+  end
+  return wrk.format("POST", "/api/v1/executor/lease", headers, "{}")
+end
+
+function response(status, hdrs, body)
+  if status == 200 then
+    local token = body:match('"lease_token":"([^"]+)"')
+    local id = body:match('"command":{"id":"([^"]+)"')
+    if token and id then
+      pending = { id = id, token = token }
+    end
+  elseif status ~= 204 then
+    io.stderr:write("unexpected status " .. status .. ": " .. body .. "\n")
+  end
+end
