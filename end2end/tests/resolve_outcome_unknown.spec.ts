@@ -37,12 +37,12 @@ test.describe('resolve an unknown outcome', () => {
     await task.getByTestId('rollback-approve').click();
     await expect(page.getByTestId('flash-notice')).toContainText('Rollback approved');
 
-    const rollback = await api.lease(server.executorToken);
-    expect(rollback.status).toBe(200);
-    const command = rollback.body?.command as unknown as { kind: string; rollback_of: string; id: string };
+    // The rollback is its own command, for the same proposal, linked to the first.
+    const rollback = await api.mustLeaseCommandFor(server.executorToken, id);
+    const command = rollback.command as unknown as { kind: string; rollback_of: string; id: string };
     expect(command.kind).toBe('rollback');
     expect(command.rollback_of).toBe(lease.command.id);
-    const done = await api.complete(server.executorToken, command.id, rollback.body!.lease_token, { undone: true });
+    const done = await api.complete(server.executorToken, command.id, rollback.lease_token, { undone: true });
     expect(done.status).toBe(200);
   });
 });
