@@ -615,20 +615,7 @@ async fn a_command_not_leased_in_its_window_expires(backend: &str) {
     );
 }
 
-macro_rules! on_both_backends {
-    ($($name:ident),+ $(,)?) => {
-        mod sqlite {
-            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $name() { super::$name("sqlite").await })+
-        }
-        mod postgres {
-            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $name() { super::$name("postgres").await })+
-        }
-    };
-}
-
-on_both_backends!(
+common::on_both_backends!(
     many_executors_never_hold_the_same_command,
     a_stale_lease_token_changes_nothing,
     a_killed_executor_is_retried_only_when_safe,

@@ -940,20 +940,7 @@ async fn a_failed_change_leaves_nothing_and_spares_the_rest(backend: &str) {
     assert_eq!(verified.count, 200, "one event per change that committed");
 }
 
-macro_rules! on_both_backends {
-    ($($name:ident),+ $(,)?) => {
-        mod sqlite {
-            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $name() { super::$name("sqlite").await })+
-        }
-        mod postgres {
-            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $name() { super::$name("postgres").await })+
-        }
-    };
-}
-
-on_both_backends!(
+common::on_both_backends!(
     submission_is_idempotent_per_agent_and_body,
     approval_confirms_queues_and_audits_in_one_go,
     a_decided_proposal_is_never_decided_again,

@@ -350,18 +350,7 @@ async fn write_report(
         )));
     }
     let token_hash = token::hash(&report.lease_token);
-    let (status, available_at, interruption) = match report.outcome {
-        Outcome::Succeeded => (CommandStatus::Succeeded, now, None),
-        Outcome::Failed => {
-            let rules = super::queue::retry_rules(policy, &current);
-            let next = rules.after(
-                Interruption::Failed(report.side_effect),
-                u32::try_from(current.attempts).unwrap_or(u32::MAX),
-            );
-            let (status, available_at) = super::queue::next_status(next, now);
-            (status, available_at, Some("failed"))
-        }
-    };
+    let (status, available_at, interruption) = what_follows(policy, &current, &report, now);
     let (result, error) = match report.outcome {
         Outcome::Succeeded => (Some(&report.body), None),
         Outcome::Failed => (None, Some(&report.body)),
@@ -390,20 +379,55 @@ async fn write_report(
         )));
     };
     let side_effect = settle.side_effect;
+    let actor = Actor::executor(executor);
+    let late = current.lease_expires_at.is_some_and(|t| t < now);
+    record_reported(tx, &command, &report, late, side_effect, &actor, now);
+    after_run(tx, &command, &actor, side_effect, now).await?;
+    Ok(Ok(command))
+}
+
+/// Records `command.succeeded` / `command.failed` for a report that settled `command`.
+fn record_reported(
+    tx: &mut Tx,
+    command: &CommandRecord,
+    report: &Report,
+    late: bool,
+    side_effect: Option<SideEffect>,
+    actor: &Actor,
+    now: OffsetDateTime,
+) {
     let event = crate::audit::CommandReported {
         command_id: command.id,
         outcome: report.outcome,
         facets: CommandFacets::of(&command.spec),
         proposal_id: command.proposal_id,
         attempt: command.attempts,
-        late: current.lease_expires_at.is_some_and(|t| t < now),
+        late,
         side_effect,
         after: command.status,
     };
-    let actor = Actor::executor(executor);
-    tx.record(now, &actor, AuditEvent::CommandReported(event));
-    after_run(tx, &command, &actor, side_effect, now).await?;
-    Ok(Ok(command))
+    tx.record(now, actor, AuditEvent::CommandReported(event));
+}
+
+/// The status a report sets, when the command may be leased again, and how the attempt ended:
+/// success ends it; a failure follows the retry rules.
+fn what_follows(
+    policy: &crate::domain::policy::model::Policy,
+    current: &CommandRecord,
+    report: &Report,
+    now: OffsetDateTime,
+) -> (CommandStatus, OffsetDateTime, Option<&'static str>) {
+    match report.outcome {
+        Outcome::Succeeded => (CommandStatus::Succeeded, now, None),
+        Outcome::Failed => {
+            let next = super::queue::retry_rules(policy, current).after(
+                Interruption::Failed(report.side_effect),
+                u32::try_from(current.attempts).unwrap_or(u32::MAX),
+            );
+            let (status, available_at) = super::queue::next_status(next, now);
+            (status, available_at, Some("failed"))
+        }
+    }
 }
 
 /// The conflict a drift answers with.

@@ -12,6 +12,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
+use crate::common;
 use crate::helpers::TestApp;
 
 /// An agent proposes; a reviewer approves in-process; the proposal's id.
@@ -194,20 +195,7 @@ async fn the_lease_carries_a_grant_the_public_key_verifies(backend: &str) {
     assert!(key.verify(&message, &Signature::from_bytes(&sig)).is_err());
 }
 
-macro_rules! on_both_backends {
-    ($($name:ident),+ $(,)?) => {
-        mod sqlite {
-            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $name() { super::$name("sqlite").await })+
-        }
-        mod postgres {
-            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $name() { super::$name("postgres").await })+
-        }
-    };
-}
-
-on_both_backends!(
+common::on_both_backends!(
     a_waiting_lease_answers_as_soon_as_a_command_is_queued,
     reports_need_the_current_lease_token,
     the_lease_carries_a_grant_the_public_key_verifies,

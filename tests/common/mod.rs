@@ -184,3 +184,20 @@ pub async fn exec_sql(url: &str, sql: &str) {
         sqlx::query(sql).execute(&mut c).await.expect("exec");
     }
 }
+
+/// Runs each named `async fn(backend: &str)` as two tests, `sqlite::NAME` and `postgres::NAME`.
+#[allow(unused_macros, reason = "each test binary uses a different subset")]
+macro_rules! on_both_backends {
+    ($($name:ident),+ $(,)?) => {
+        mod sqlite {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() { super::$name("sqlite").await })+
+        }
+        mod postgres {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() { super::$name("postgres").await })+
+        }
+    };
+}
+#[allow(unused_imports, reason = "each test binary uses a different subset")]
+pub(crate) use on_both_backends;
