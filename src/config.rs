@@ -1,8 +1,11 @@
 //! Runtime settings: from flags with environment fallbacks (see `cli`), plus the Leptos
 //! settings read from `Leptos.toml` at start.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::domain::sign_in::SessionLimits;
 
 /// The default database: a SQLite file in the working directory.
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://countersign.db";
@@ -30,6 +33,38 @@ pub struct Settings {
     pub audit_key: Option<PathBuf>,
     /// The key that signs executor grants; `None`: a key generated for this process only.
     pub grant_key: Option<PathBuf>,
+    /// How connections are served: timeouts and the connection cap.
+    pub limits: ConnectionLimits,
+    /// How long web sessions last.
+    pub sessions: SessionLimits,
+    /// Proxies whose `X-Forwarded-For` names the client (sign-in throttling counts by client
+    /// address); nobody else's is believed.
+    pub trusted_proxies: Vec<IpAddr>,
+}
+
+/// What keeps slow or idle clients from holding connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionLimits {
+    /// A request's line and headers must arrive within this; it is also how long a kept-alive
+    /// connection may wait for its next request.
+    pub header_timeout: Duration,
+    /// A request's body must arrive within this of its headers.
+    pub body_timeout: Duration,
+    /// A connection whose client reads nothing of its answer for this long is closed.
+    pub write_timeout: Duration,
+    /// Connections served at once; more wait to be accepted.
+    pub max_connections: usize,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> Self {
+        Self {
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
+            write_timeout: Duration::from_secs(30),
+            max_connections: 512,
+        }
+    }
 }
 
 impl Settings {
@@ -43,6 +78,9 @@ impl Settings {
             policy: None,
             audit_key: None,
             grant_key: None,
+            limits: ConnectionLimits::default(),
+            sessions: SessionLimits::default(),
+            trusted_proxies: Vec::new(),
         }
     }
 }

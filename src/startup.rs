@@ -1,5 +1,7 @@
 //! Builds the application: storage, the Leptos pages with sessions and the reviewer's desk,
-//! the JSON API, and the listener. Tests build it the same way on a random port.
+//! the JSON API, the security headers on every response, and the listener, served by
+//! [`crate::serve`] under its timeouts and connection cap. Tests build it the same way on a
+//! random port.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -7,32 +9,29 @@ use std::sync::Arc;
 use app::ports::{DynDesk, DynLedger};
 use app::{App, shell};
 use axum::Router;
-use axum::extract::Request;
-use axum::middleware::{self, Next};
-use axum::response::Response;
+use axum::middleware;
 use leptos::prelude::*;
 use leptos_axum::{LeptosRoutes, generate_route_list};
 use tower_http::trace::TraceLayer;
 use tower_sessions::cookie::SameSite;
-use tower_sessions::{Expiry, Session, SessionManagerLayer};
+use tower_sessions::{Expiry, SessionManagerLayer};
 
 use crate::api::{self, ApiState};
 use crate::audit::checkpoint::{CheckpointKey, load_or_create_key};
-use crate::auth::session::{AnySessionStore, WebSession};
+use crate::auth::session::AnySessionStore;
 use crate::config::{Settings, redact_url};
 use crate::domain::policy::model::Policy;
 use crate::service::Services;
 use crate::storage::{self, Store};
 use crate::web::ReviewDesk;
 use crate::web::ledger::AuditLedger;
+use crate::web::security::{self, Edge};
+use crate::web::session::{SessionConfig, attach_session_port};
 
 /// The app's routes: fixed at compile time, so listed once per process. (Leptos lists them by
 /// rendering the app in a special mode; doing that while another server in the same process
 /// renders pages — as parallel tests do — must not happen.)
 static ROUTES: std::sync::OnceLock<Vec<leptos_axum::AxumRouteListing>> = std::sync::OnceLock::new();
-
-/// How long a reviewer's session lives without activity.
-pub const SESSION_IDLE: time::Duration = time::Duration::hours(8);
 
 /// Why the application could not start.
 #[derive(Debug, thiserror::Error)]
@@ -86,6 +85,8 @@ pub struct Application {
     checkpoint_key: Option<Arc<CheckpointKey>>,
     /// PostgreSQL: where to listen for other instances' queue changes.
     listen_url: Option<String>,
+    /// Timeouts and the connection cap.
+    limits: crate::config::ConnectionLimits,
 }
 
 /// Opens the database, creating and migrating it, and returns it with its session store.
@@ -107,13 +108,6 @@ pub fn leptos_options(settings: &Settings) -> Result<LeptosOptions, StartError> 
             path,
             message: e.to_string(),
         })
-}
-
-async fn attach_session_port(mut req: Request, next: Next) -> Response {
-    if let Some(session) = req.extensions().get::<Session>().cloned() {
-        req.extensions_mut().insert(WebSession::handle(session));
-    }
-    next.run(req).await
 }
 
 /// Loads the policy file in `settings`, or the built-in default when there is none.
@@ -146,32 +140,65 @@ pub fn router(
     let desk: DynDesk = ReviewDesk::new(services.clone());
     let ledger: DynLedger = AuditLedger::new(services.clone());
     let routes = ROUTES.get_or_init(|| generate_route_list(App)).clone();
-    let session_layer = SessionManagerLayer::new(sessions)
-        .with_name("countersign_session")
-        .with_secure(settings.secure_cookies)
-        .with_http_only(true)
-        .with_same_site(SameSite::Lax)
-        .with_expiry(Expiry::OnInactivity(SESSION_IDLE));
     let export = crate::web::export::router(services.clone(), desk.clone());
     let context = move || {
         provide_context(desk.clone());
         provide_context(ledger.clone());
+        security::provide_request_nonce();
+    };
+    let session_config = SessionConfig {
+        services: services.clone(),
+        limits: settings.sessions,
+        secure: settings.secure_cookies,
     };
     let web = Router::new()
-        .leptos_routes_with_context(&options, routes, context, {
+        .leptos_routes_with_context(&options, routes, context.clone(), {
             let options = options.clone();
             move || shell(options.clone())
         })
-        .fallback(leptos_axum::file_and_error_handler(shell))
+        .fallback(leptos_axum::file_and_error_handler_with_context(
+            context, shell,
+        ))
         .with_state(options)
         .merge(export)
-        .layer(middleware::from_fn(attach_session_port))
-        .layer(session_layer);
+        .layer(middleware::from_fn_with_state(
+            session_config,
+            attach_session_port,
+        ))
+        .layer(session_layer(sessions, settings));
     let api = api::router(ApiState {
         services,
         settings: Arc::new(settings.clone()),
     });
-    api.merge(web).layer(TraceLayer::new_for_http())
+    let edge = Edge {
+        hsts: settings.secure_cookies,
+        trusted_proxies: settings.trusted_proxies.clone().into(),
+    };
+    api.merge(web)
+        .layer(middleware::from_fn_with_state(
+            edge.clone(),
+            security::client_address,
+        ))
+        .layer(middleware::from_fn_with_state(
+            edge,
+            security::security_headers,
+        ))
+        .layer(TraceLayer::new_for_http())
+}
+
+/// Sessions in the database: an `HttpOnly`, `SameSite=Lax` cookie (`Secure` behind HTTPS)
+/// whose stored expiry is the idle limit from its last save; the session port saves a used
+/// session at most once a minute, which moves that expiry on.
+fn session_layer(
+    sessions: AnySessionStore,
+    settings: &Settings,
+) -> SessionManagerLayer<AnySessionStore> {
+    SessionManagerLayer::new(sessions)
+        .with_name("countersign_session")
+        .with_secure(settings.secure_cookies)
+        .with_http_only(true)
+        .with_same_site(SameSite::Lax)
+        .with_expiry(Expiry::OnInactivity(settings.sessions.idle))
 }
 
 impl Application {
@@ -225,6 +252,7 @@ impl Application {
             checkpoint_key,
             listen_url: (!settings.database_url.starts_with("sqlite:"))
                 .then(|| settings.database_url.clone()),
+            limits: settings.limits,
         })
     }
 
@@ -252,16 +280,17 @@ impl Application {
         if let Some(url) = self.listen_url.clone() {
             tokio::spawn(listen_for_queue(url, self.services.clone()));
         }
-        tokio::spawn(purge_sessions(self.sessions.clone()));
+        tokio::spawn(purge_sessions(
+            self.sessions.clone(),
+            self.services.clone(),
+        ));
         match self.checkpoint_key.clone() {
             Some(key) => {
                 tokio::spawn(sign_checkpoints(self.services.clone(), key));
             }
             None => tracing::warn!("no audit key: the chain head is not signed"),
         }
-        axum::serve(self.listener, self.router)
-            .with_graceful_shutdown(shutdown_signal())
-            .await
+        crate::serve::serve(self.listener, self.router, self.limits, shutdown_signal()).await
     }
 
     /// Serves until the process ends (tests). The queue is swept only when a test asks.
@@ -269,7 +298,8 @@ impl Application {
         if let Some(url) = self.listen_url.clone() {
             tokio::spawn(listen_for_queue(url, self.services.clone()));
         }
-        axum::serve(self.listener, self.router).await
+        let forever = std::future::pending::<()>();
+        crate::serve::serve(self.listener, self.router, self.limits, forever).await
     }
 }
 
@@ -371,16 +401,19 @@ async fn sign_checkpoints(services: Services, key: Arc<CheckpointKey>) {
     }
 }
 
-/// How often expired web sessions are deleted from the database.
+/// How often expired web sessions and old sign-in failure counts are deleted.
 pub const SESSION_PURGE: std::time::Duration = std::time::Duration::from_secs(600);
 
-async fn purge_sessions(sessions: AnySessionStore) {
+async fn purge_sessions(sessions: AnySessionStore, services: Services) {
     use tower_sessions::session_store::ExpiredDeletion;
     let mut tick = tokio::time::interval(SESSION_PURGE);
     loop {
         tick.tick().await;
         if let Err(e) = sessions.delete_expired().await {
             tracing::warn!(error = %e, "deleting expired sessions failed; retrying later");
+        }
+        if let Err(e) = services.purge_sign_in_failures().await {
+            tracing::warn!(error = %e, "forgetting old sign-in failures failed; retrying later");
         }
     }
 }

@@ -6,15 +6,19 @@
 pub mod export;
 pub mod filters;
 pub mod ledger;
+mod proposal;
+pub mod queue;
 pub mod runs;
+pub mod security;
+pub mod session;
+mod sheet;
 
 use std::sync::Arc;
 
 use app::dto::{
-    self, AppError, AuditView, BlockerView, ExecutionView, Notice, ProposalView, QueueItem,
-    ReviewView, SecurityEvent, Viewer,
+    self, AppError, Notice, ProposalView, QueueParams, QueueView, SecurityEvent, Viewer,
 };
-use app::ports::{DecideOutcome, Desk};
+use app::ports::{ClientAddr, DecideOutcome, Desk, SignInOutcome};
 use async_trait::async_trait;
 use serde_json::Value;
 use time::OffsetDateTime;
@@ -23,19 +27,16 @@ use uuid::Uuid;
 
 use crate::audit::{self as trail, Actor, AuditEvent};
 use crate::domain::erasure::ErasureError;
-use crate::domain::lifecycle::{
-    self, DecisionError, ProposalStatus, ReviewVerdict, check_decision,
-};
+use crate::domain::lifecycle::{DecisionError, ProposalStatus, ReviewVerdict};
 use crate::domain::principal::Role;
 use crate::service::{
-    Conflict, Cursor, Decided, QUEUE_LIMIT, Reviewer, ServiceError, Services, TrailPage,
+    Conflict, Decided, Reviewer, ServiceError, Services, SignIn,
 };
-use crate::storage::audit_query::TrailEvent;
-use crate::storage::commands::CommandRecord;
-use crate::storage::proposals::{ProposalRecord, Review};
+use crate::storage::proposals::ProposalRecord;
 
 /// The reviewer's desk. Its methods receive a viewer the server functions have just checked
-/// against the stored account ([`Desk::revalidate`]); they check the role for each operation.
+/// against the stored account (the session port, [`session`]); they check the role for each
+/// operation.
 pub struct ReviewDesk {
     services: Services,
 }
@@ -148,223 +149,6 @@ fn preview(params: &serde_json::Map<String, Value>, max: usize) -> String {
     }
 }
 
-fn queue_item(p: ProposalRecord, now: OffsetDateTime) -> QueueItem {
-    let c = &p.contract;
-    QueueItem {
-        id: p.id.to_string(),
-        summary: c.intent.summary.clone(),
-        tool: format!("{} {}", c.tool.name, c.tool.version),
-        targets: targets(&p),
-        affected: if c.compliance_context.gdpr || c.compliance_context.hipaa {
-            // Personal or health data: the queue names the fields; the values are shown only
-            // on the proposal page, to the reviewer who opens it to decide.
-            keys_only(&c.parameters, 120)
-        } else {
-            preview(&c.parameters, 120)
-        },
-        rollback: rollback_words(&p),
-        risk: c.risk_level.as_str().into(),
-        age: age(p.created_at, now),
-        proposed_by: p.agent.clone(),
-        route: p.routing.route.as_str().into(),
-    }
-}
-
-/// GDPR/HIPAA flags and the seed 003 classification, as label/value pairs.
-fn compliance_and_classification(p: &ProposalRecord) -> (Vec<String>, Vec<(String, String)>) {
-    let c = &p.contract;
-    let mut compliance = Vec::new();
-    if c.compliance_context.gdpr {
-        compliance.push("GDPR (personal data)".to_owned());
-    }
-    if c.compliance_context.hipaa {
-        compliance.push("HIPAA (health data)".to_owned());
-    }
-    let mut classification = Vec::new();
-    if let Some(cat) = c.tool_category {
-        classification.push(("Tool category".to_owned(), cat.as_str().to_owned()));
-    }
-    if let Some(d) = c.risk_domain {
-        classification.push(("Risk domain".to_owned(), d.as_str().to_owned()));
-    }
-    if !c.evidence_refs.is_empty() {
-        classification.push((
-            "Evidence refs".to_owned(),
-            c.evidence_refs.len().to_string(),
-        ));
-    }
-    classification.push((
-        "Agent says approval required".to_owned(),
-        c.approval_required.to_string(),
-    ));
-    (compliance, classification)
-}
-
-fn audit_view(a: TrailEvent) -> AuditView {
-    let a = a.event;
-    AuditView {
-        at: rfc3339(a.at),
-        actor: format!("{}:{}", a.actor_kind, a.actor),
-        action: a.kind,
-        change: match (a.before_status, a.after_status) {
-            (Some(b), Some(a)) => format!("{b} → {a}"),
-            (None, Some(a)) => format!("→ {a}"),
-            _ => String::new(),
-        },
-    }
-}
-
-fn review_view(r: Review) -> ReviewView {
-    ReviewView {
-        verdict: r.verdict.as_str().into(),
-        decided_by: r.decided_by,
-        decided_at: rfc3339(r.decided_at),
-        reason: r.reason,
-    }
-}
-
-fn execution_view(x: CommandRecord) -> ExecutionView {
-    ExecutionView {
-        command_id: x.id.to_string(),
-        status: x.status.as_str().into(),
-        attempts: x.attempts,
-        leased_by: x.leased_by,
-    }
-}
-
-/// Whether this viewer may decide now, and if not, why (for open proposals only).
-struct Standing {
-    status: ProposalStatus,
-    can_decide: bool,
-    cannot: Option<String>,
-    approve_blocked: Option<String>,
-}
-
-fn standing(
-    p: &ProposalRecord,
-    viewer: &Viewer,
-    role: Role,
-    approvals: &[(String, OffsetDateTime)],
-    now: OffsetDateTime,
-) -> Standing {
-    let status = lifecycle::status_at(p.status, p.expires_at, now);
-    let check = check_decision(
-        status,
-        &p.agent,
-        &viewer.username,
-        role,
-        ReviewVerdict::Approved,
-        None,
-    );
-    let (can_decide, cannot) = match check {
-        Ok(_) => (true, None),
-        Err(DecisionError::AlreadyDecided(_)) => (false, None),
-        Err(e) => (false, Some(e.to_string())),
-    };
-    let approve_blocked = (can_decide && approvals.iter().any(|(who, _)| *who == viewer.username))
-        .then(|| {
-            let more = usize::from(p.routing.required_approvals).saturating_sub(approvals.len());
-            format!("You approved. {more} more approval(s) from other reviewers are needed.")
-        });
-    Standing {
-        status,
-        can_decide,
-        cannot: if status.is_open() { cannot } else { None },
-        approve_blocked,
-    }
-}
-
-/// Everything the detail page shows about one proposal.
-struct Detail {
-    p: ProposalRecord,
-    command: Option<CommandRecord>,
-    approvals: Vec<(String, OffsetDateTime)>,
-    audit: TrailPage,
-    standing: Standing,
-    can_erase: bool,
-    now: OffsetDateTime,
-}
-
-impl Detail {
-    fn into_view(self) -> ProposalView {
-        let Detail {
-            p,
-            command,
-            approvals,
-            audit,
-            standing,
-            can_erase,
-            now,
-        } = self;
-        let erased = p
-            .erasure
-            .as_ref()
-            .map(|e| format!("Erased by {} at {}: {}", e.by, rfc3339(e.at), e.reason));
-        let (compliance, classification) = compliance_and_classification(&p);
-        let rollback = rollback_words(&p);
-        let targets = targets(&p);
-        let c = p.contract;
-        let r = p.routing;
-        ProposalView {
-            id: p.id.to_string(),
-            status: standing.status.as_str().into(),
-            authorization_state: p.authorization_state.as_str().into(),
-            declared_authorization: c.authorization_state.map(|a| a.as_str().into()),
-            summary: c.intent.summary,
-            reasoning: c.intent.reasoning,
-            tool: c.tool.name,
-            tool_version: c.tool.version,
-            proposed_by: p.agent,
-            domain: c.domain,
-            created_at: rfc3339(p.created_at),
-            age: age(p.created_at, now),
-            expires_at: p.expires_at.map(rfc3339),
-            risk_level: c.risk_level.as_str().into(),
-            blast_radius: c.blast_radius.map(|b| b.as_str().into()),
-            rollback,
-            rollback_plan: c
-                .rollback_plan
-                .as_ref()
-                .and_then(|plan| serde_json::to_string_pretty(plan).ok()),
-            targets,
-            parameters: serde_json::to_string_pretty(&c.parameters).unwrap_or_default(),
-            compliance,
-            classification,
-            route: r.route.as_str().into(),
-            effective_risk: r.effective_risk.as_str().into(),
-            required_approvals: r.required_approvals,
-            category: r.category.as_str().into(),
-            rule: r.rule,
-            policy_version: r.policy_version,
-            blockers: r
-                .blockers
-                .into_iter()
-                .map(|b| BlockerView {
-                    code: b.code.as_str().into(),
-                    message: b.message,
-                })
-                .collect(),
-            reasons: r.reasons,
-            request_hash: p.request_hash,
-            idempotency_key: c.idempotency_key,
-            review: p.review.map(review_view),
-            execution: command.map(execution_view),
-            audit_older: audit.older,
-            audit_newer: audit.newer,
-            audit: audit.events.into_iter().map(audit_view).collect(),
-            approve_blocked: standing.approve_blocked,
-            approvals: approvals
-                .iter()
-                .map(|(who, at)| format!("{who} at {}", rfc3339(*at)))
-                .collect(),
-            can_decide: standing.can_decide,
-            cannot_decide_because: standing.cannot,
-            can_erase: can_erase && erased.is_none() && !standing.status.is_open(),
-            erased,
-        }
-    }
-}
-
 /// The notice a refused or conflicting decision shows.
 fn refusal(e: &ServiceError) -> Option<Notice> {
     Some(match e {
@@ -378,52 +162,63 @@ fn refusal(e: &ServiceError) -> Option<Notice> {
         | ServiceError::Conflict(Conflict::AlreadyDecided(_)) => Notice::AlreadyDecided,
         ServiceError::Refused(DecisionError::ReasonRequired) => Notice::ReasonRequired,
         ServiceError::Conflict(Conflict::AlreadyApproved) => Notice::AlreadyApproved,
+        ServiceError::Refused(DecisionError::Unconfirmed(e)) => proposal::unconfirmed(e),
         _ => return None,
     })
 }
 
 #[async_trait]
 impl Desk for ReviewDesk {
-    async fn authenticate(&self, username: &str, password: &str) -> Result<Viewer, AppError> {
+    async fn authenticate(
+        &self,
+        username: &str,
+        password: &str,
+        client: ClientAddr,
+    ) -> Result<SignInOutcome, AppError> {
+        // What was typed may be a password pasted into the wrong box: log it only if it could
+        // be a username at all.
+        let shown = || {
+            crate::domain::principal::parse_name(username)
+                .unwrap_or_else(|_| "<not a username>".into())
+        };
         match self
             .services
-            .authenticate(username, password)
+            .sign_in(username, password, client.0)
             .await
             .map_err(internal)?
         {
-            Some(u) => {
+            SignIn::SignedIn(u) => {
                 tracing::info!(user = %u.username, "signed in");
-                Ok(Viewer {
+                Ok(SignInOutcome::SignedIn(Viewer {
                     username: u.username,
                     role: u.role.into(),
                     can_decide: u.role.can_decide(),
-                })
+                }))
             }
-            None => {
-                // What was typed may be a password pasted into the wrong box: log it only if
-                // it could be a username at all.
-                let shown = crate::domain::principal::parse_name(username)
-                    .unwrap_or_else(|_| "<not a username>".into());
-                tracing::info!(user = %shown, "sign-in refused");
-                Err(AppError::Unauthenticated)
+            SignIn::Refused => {
+                tracing::info!(user = %shown(), "sign-in refused");
+                Ok(SignInOutcome::Refused)
+            }
+            SignIn::Throttled { retry_after } => {
+                tracing::warn!(
+                    user = %shown(),
+                    retry_after_secs = retry_after.whole_seconds(),
+                    "sign-in throttled"
+                );
+                Ok(SignInOutcome::Throttled)
             }
         }
     }
 
-    async fn revalidate(&self, viewer: &Viewer) -> Result<bool, AppError> {
-        let user = self
+    async fn queue(&self, viewer: &Viewer, params: QueueParams) -> Result<QueueView, AppError> {
+        may_view(viewer)?;
+        let q = queue::parse(&params)?;
+        let domains = self
             .services
-            .user(&viewer.username)
+            .reviewer_domains(&viewer.username)
             .await
             .map_err(internal)?;
-        Ok(user.is_some_and(|u| !u.disabled && dto::Role::from(u.role) == viewer.role))
-    }
-
-    async fn queue(&self, viewer: &Viewer) -> Result<Vec<QueueItem>, AppError> {
-        may_view(viewer)?;
-        let now = self.services.now();
-        let pending = self.services.pending(QUEUE_LIMIT).await.map_err(internal)?;
-        Ok(pending.into_iter().map(|p| queue_item(p, now)).collect())
+        queue::page(&self.services, &q, domains).await
     }
 
     async fn proposal(
@@ -431,38 +226,13 @@ impl Desk for ReviewDesk {
         viewer: &Viewer,
         id: &str,
         trail_before: Option<i64>,
+        reveal: bool,
     ) -> Result<ProposalView, AppError> {
-        let role = may_view(viewer)?;
-        let id = Uuid::parse_str(id).map_err(|_| AppError::NotFound)?;
-        let s = &self.services;
-        let p = s
-            .proposal(id)
-            .await
-            .map_err(internal)?
-            .ok_or(AppError::NotFound)?;
-        let command = s.command_for_proposal(id).await.map_err(internal)?;
-        let approvals = s.approvals(id).await.map_err(internal)?;
-        // The most recent events of the proposal and its command, a page at a time.
-        let cursor = trail_before.map_or(Cursor::Newest, Cursor::Before);
-        let audit = s
-            .proposal_trail(id, command.as_ref().map(|c| c.id), cursor)
-            .await
-            .map_err(internal)?;
-        let now = s.now();
-        let standing = standing(&p, viewer, role, &approvals, now);
-        s.record_view(&Actor::user(&viewer.username), &p)
-            .await
-            .map_err(internal)?;
-        Ok(Detail {
-            p,
-            command,
-            approvals,
-            audit,
-            standing,
-            can_erase: role == Role::Admin,
-            now,
-        }
-        .into_view())
+        proposal::proposal(&self.services, viewer, id, trail_before, reveal).await
+    }
+
+    async fn reveal(&self, viewer: &Viewer, id: &str) -> Result<DecideOutcome, AppError> {
+        proposal::reveal(&self.services, viewer, id).await
     }
 
     async fn erase(
@@ -532,6 +302,7 @@ impl Desk for ReviewDesk {
         id: &str,
         verdict: &str,
         reason: Option<&str>,
+        confirmation: Option<&str>,
     ) -> Result<DecideOutcome, AppError> {
         let Some(verdict) = ReviewVerdict::parse(verdict) else {
             return Ok(DecideOutcome::Refused(Notice::BadVerdict));
@@ -541,7 +312,11 @@ impl Desk for ReviewDesk {
             username: viewer.username.clone(),
             role: role_of(viewer),
         };
-        match self.services.decide(&reviewer, id, verdict, reason).await {
+        let decided = self
+            .services
+            .decide_confirmed(&reviewer, id, verdict, reason, confirmation)
+            .await;
+        match decided {
             Ok(Decided::ApprovalRecorded(_)) => {
                 Ok(DecideOutcome::Decided(Notice::ApprovalRecorded))
             }
@@ -601,6 +376,7 @@ fn security_event(viewer: Option<&Viewer>, event: SecurityEvent) -> (Actor, Audi
                 dto::Form::Resolve => "resolve",
                 dto::Form::Rollback => "rollback",
                 dto::Form::ToolSwitch => "tool_switch",
+                dto::Form::Reveal => "reveal",
             },
             signed_in: viewer.is_some(),
         }),

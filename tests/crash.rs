@@ -92,3 +92,230 @@ async fn acknowledged_writes_survive_sigkill() {
         String::from_utf8_lossy(&verify.stderr)
     );
 }
+
+/// Issue 9: eight executors lease and complete over HTTP while the server is killed with
+/// SIGKILL. After a restart every acknowledged completion is `succeeded`, every acknowledged
+/// lease is still held by its executor (its token completes it; nobody else is handed it), and
+/// the trail verifies. On both backends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acknowledged_leases_and_reports_survive_sigkill() {
+    for backend in ["sqlite", "postgres"] {
+        leases_survive_sigkill(backend).await;
+    }
+}
+
+/// What the executors had acknowledged when the server died.
+#[derive(Default)]
+struct Acked {
+    /// Leased and not (acknowledged as) completed: command id → (proposal id, lease token).
+    held: std::collections::HashMap<String, (String, String)>,
+    /// Completed: proposal ids.
+    done: Vec<String>,
+}
+
+async fn leases_survive_sigkill(backend: &str) {
+    let (db, dir) = common::fresh_database(backend);
+    let keys = tempfile::tempdir().expect("key dir");
+    let run = |args: &[&str], stdin: Option<&str>| common::run_ok(&db, args, stdin);
+    run(&["migrate"], None);
+    let agent = run(&["token", "create", "--agent", "agent-a"], None);
+    let executor = run(
+        &["token", "create", "--executor", "n8n", "--tools", "crm.*"],
+        None,
+    );
+    let (agent, executor) = (agent.trim().to_owned(), executor.trim().to_owned());
+    let password = "correct horse battery staple";
+    run(
+        &[
+            "user",
+            "add",
+            "--username",
+            "rita",
+            "--role",
+            "reviewer",
+            "--password-stdin",
+        ],
+        Some(&format!("{password}\n")),
+    );
+    let key = keys.path().join("audit.key");
+    let served = serve(&db, &key, "info");
+    let (mut server, base) = (served.child, served.base);
+    let client = reqwest::Client::new();
+    let reviewer = common::browser::Browser::new(&base);
+    assert!(
+        reviewer
+            .login("rita", password)
+            .await
+            .status()
+            .is_redirection()
+    );
+    for _ in 0..120 {
+        let body = common::proposal_body("agent-a");
+        let r = client
+            .post(format!("{base}/api/v1/proposals"))
+            .bearer_auth(&agent)
+            .json(&body)
+            .send()
+            .await
+            .expect("submit");
+        assert_eq!(r.status().as_u16(), 201);
+        let id = body["proposal_id"].as_str().expect("id");
+        assert!(
+            reviewer
+                .decide(id, "approved", None)
+                .await
+                .status()
+                .is_redirection()
+        );
+    }
+
+    let acked = std::sync::Arc::new(std::sync::Mutex::new(Acked::default()));
+    let (tick, mut ticks) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let mut executors = Vec::new();
+    for _ in 0..8 {
+        let (client, base, token) = (client.clone(), base.clone(), executor.clone());
+        let (acked, tick) = (acked.clone(), tick.clone());
+        executors.push(tokio::spawn(async move {
+            while let Some((command, proposal, lease_token)) = lease(&client, &base, &token).await {
+                acked
+                    .lock()
+                    .expect("acked")
+                    .held
+                    .insert(command.clone(), (proposal.clone(), lease_token.clone()));
+                let done = client
+                    .post(format!(
+                        "{base}/api/v1/executor/commands/{command}/complete"
+                    ))
+                    .bearer_auth(&token)
+                    .json(&json!({"lease_token": lease_token, "result": {"ok": true}}))
+                    .send()
+                    .await;
+                match done {
+                    Ok(r) if r.status().as_u16() == 200 => {
+                        let mut acked = acked.lock().expect("acked");
+                        acked.held.remove(&command);
+                        acked.done.push(proposal);
+                        let _ = tick.send(());
+                    }
+                    Ok(r) => panic!("complete answered {}", r.status()),
+                    // The server is gone: the lease stays acknowledged, the report is not.
+                    Err(_) => return,
+                }
+            }
+        }));
+    }
+    drop(tick);
+    // Kill once a few dozen reports are in, with leases and reports in flight.
+    for _ in 0..40 {
+        ticks.recv().await.expect("reports");
+    }
+    server.kill().expect("SIGKILL");
+    server.wait().expect("reaped");
+    for e in executors {
+        e.await.expect("executor");
+    }
+    let acked = std::mem::take(&mut *acked.lock().expect("acked"));
+
+    let served = serve(&db, &key, "info");
+    let (mut server, base) = (served.child, served.base);
+    for proposal in &acked.done {
+        let v: serde_json::Value = client
+            .get(format!("{base}/api/v1/proposals/{proposal}"))
+            .bearer_auth(&agent)
+            .send()
+            .await
+            .expect("poll")
+            .json()
+            .await
+            .expect("json");
+        assert_eq!(
+            v["proposal"]["status"],
+            json!("succeeded"),
+            "{backend}: acknowledged report on {proposal} was lost"
+        );
+    }
+    // Nobody else is handed a command whose lease was acknowledged...
+    let mut others = Vec::new();
+    while let Some((command, _, _)) = lease(&client, &base, &executor).await {
+        assert!(
+            !acked.held.contains_key(&command),
+            "{backend}: acknowledged lease on {command} was handed out again"
+        );
+        others.push(command);
+    }
+    // (At most one lease per executor was committed with its answer lost in flight.)
+    let seen = acked.done.len() + acked.held.len() + others.len();
+    assert!(
+        (112..=120).contains(&seen),
+        "{backend}: {seen} commands seen"
+    );
+    // ...and its holder still completes it with the token it was given, unless its report
+    // had landed with the answer lost in flight.
+    for (command, (proposal, lease_token)) in &acked.held {
+        let r = client
+            .post(format!(
+                "{base}/api/v1/executor/commands/{command}/complete"
+            ))
+            .bearer_auth(&executor)
+            .json(&json!({"lease_token": lease_token, "result": {"ok": true}}))
+            .send()
+            .await
+            .expect("complete");
+        if r.status().as_u16() != 200 {
+            assert_eq!(r.status().as_u16(), 409, "{backend}: lease on {command}");
+            let v: serde_json::Value = client
+                .get(format!("{base}/api/v1/proposals/{proposal}"))
+                .bearer_auth(&agent)
+                .send()
+                .await
+                .expect("poll")
+                .json()
+                .await
+                .expect("json");
+            assert_eq!(
+                v["proposal"]["status"],
+                json!("succeeded"),
+                "{backend}: lease on {command} was lost"
+            );
+        }
+    }
+    server.kill().expect("stop");
+    server.wait().expect("reaped");
+    let verify = countersign(&db)
+        .args(["audit", "verify"])
+        .output()
+        .expect("verify");
+    assert!(
+        verify.status.success(),
+        "{backend}: {}",
+        String::from_utf8_lossy(&verify.stderr)
+    );
+    drop(dir);
+}
+
+/// One lease with a 60 s lease: `(command id, proposal id, lease token)`, or `None` when the
+/// queue is empty or the server is gone.
+async fn lease(
+    client: &reqwest::Client,
+    base: &str,
+    token: &str,
+) -> Option<(String, String, String)> {
+    let r = client
+        .post(format!("{base}/api/v1/executor/lease"))
+        .bearer_auth(token)
+        .json(&json!({"lease_seconds": 60}))
+        .send()
+        .await
+        .ok()?;
+    if r.status().as_u16() == 204 {
+        return None;
+    }
+    assert_eq!(r.status().as_u16(), 200, "lease");
+    let v: serde_json::Value = r.json().await.ok()?;
+    let s = |p: &str| v.pointer(p).and_then(|x| x.as_str()).map(str::to_owned);
+    Some((
+        s("/command/id")?,
+        s("/command/proposal_id")?,
+        s("/lease_token")?,
+    ))
+}

@@ -628,12 +628,15 @@ async fn users_and_tokens_round_trip(backend: &str) {
         actions(&db.services, "user", read.id).await,
         ["user.created"]
     );
-    let signed_in = db
+    let localhost = std::net::IpAddr::from([127, 0, 0, 1]);
+    let countersign::service::SignIn::SignedIn(signed_in) = db
         .services
-        .authenticate("rev", password)
+        .sign_in("rev", password, localhost)
         .await
-        .expect("authenticate")
-        .expect("the stored hash verifies");
+        .expect("sign in")
+    else {
+        panic!("the stored hash verifies");
+    };
     assert_eq!(signed_in.id, read.id);
     assert!(db.services.user("nobody").await.expect("read").is_none());
 

@@ -3,8 +3,12 @@
 use serde::{Deserialize, Serialize};
 
 mod audit;
+mod proposal;
+mod queue;
 mod runs;
 pub use audit::*;
+pub use proposal::*;
+pub use queue::*;
 pub use runs::*;
 
 /// The signed-in person.
@@ -56,169 +60,6 @@ pub struct SessionView {
     pub csrf_token: String,
 }
 
-/// One row of the review queue.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct QueueItem {
-    /// Proposal id.
-    pub id: String,
-    /// Intent summary.
-    pub summary: String,
-    /// Tool name and version.
-    pub tool: String,
-    /// Target refs, `type:id`.
-    pub targets: Vec<String>,
-    /// Short preview of the affected data (parameters).
-    pub affected: String,
-    /// Whether and how it can be rolled back.
-    pub rollback: String,
-    /// Risk level.
-    pub risk: String,
-    /// How long it has waited, e.g. `4 min`.
-    pub age: String,
-    /// Proposing agent.
-    pub proposed_by: String,
-    /// Route and why it needs a human.
-    pub route: String,
-}
-
-/// A reviewer's decision as shown.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ReviewView {
-    /// `approved` or `rejected`.
-    pub verdict: String,
-    /// Reviewer.
-    pub decided_by: String,
-    /// When (RFC 3339).
-    pub decided_at: String,
-    /// Reason given.
-    pub reason: Option<String>,
-}
-
-/// The executor side of an approved proposal.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ExecutionView {
-    /// Command id.
-    pub command_id: String,
-    /// `queued`, `leased`, `succeeded` or `failed`.
-    pub status: String,
-    /// Times leased.
-    pub attempts: i32,
-    /// Executor holding or last holding it.
-    pub leased_by: Option<String>,
-}
-
-/// One audit row as shown.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AuditView {
-    /// When (RFC 3339).
-    pub at: String,
-    /// `kind:name` of the actor.
-    pub actor: String,
-    /// Action.
-    pub action: String,
-    /// `before → after`.
-    pub change: String,
-}
-
-/// A machine-readable blocker as shown.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BlockerView {
-    /// Code.
-    pub code: String,
-    /// Meaning.
-    pub message: String,
-}
-
-/// Everything about one proposal.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ProposalView {
-    /// Id.
-    pub id: String,
-    /// Status.
-    pub status: String,
-    /// Effective authorization state.
-    pub authorization_state: String,
-    /// Declared by the agent.
-    pub declared_authorization: Option<String>,
-    /// Intent summary.
-    pub summary: String,
-    /// Reasoning.
-    pub reasoning: String,
-    /// Tool name.
-    pub tool: String,
-    /// Tool version.
-    pub tool_version: String,
-    /// Proposing agent.
-    pub proposed_by: String,
-    /// Domain.
-    pub domain: String,
-    /// Arrival (RFC 3339).
-    pub created_at: String,
-    /// Age.
-    pub age: String,
-    /// When it expires if undecided (RFC 3339).
-    pub expires_at: Option<String>,
-    /// Risk level.
-    pub risk_level: String,
-    /// Blast radius.
-    pub blast_radius: Option<String>,
-    /// Rollback support, in words.
-    pub rollback: String,
-    /// Rollback plan (pretty JSON).
-    pub rollback_plan: Option<String>,
-    /// Target refs.
-    pub targets: Vec<String>,
-    /// Parameters (pretty JSON).
-    pub parameters: String,
-    /// Regulatory regimes that apply.
-    pub compliance: Vec<String>,
-    /// Tool category, risk domain, evidence count.
-    pub classification: Vec<(String, String)>,
-    /// Route.
-    pub route: String,
-    /// Risk after the policy's raises.
-    pub effective_risk: String,
-    /// Approvals the policy asks for.
-    pub required_approvals: u8,
-    /// The tool's seed 004 category under the policy.
-    pub category: String,
-    /// Rule that produced it.
-    pub rule: String,
-    /// Policy version.
-    pub policy_version: String,
-    /// Blockers.
-    pub blockers: Vec<BlockerView>,
-    /// Routing reasons.
-    pub reasons: Vec<String>,
-    /// Request hash.
-    pub request_hash: String,
-    /// Idempotency key.
-    pub idempotency_key: String,
-    /// Decision.
-    pub review: Option<ReviewView>,
-    /// Execution.
-    pub execution: Option<ExecutionView>,
-    /// Audit trail: the most recent events of the proposal and its command, newest first.
-    pub audit: Vec<AuditView>,
-    /// `trail_before` of the page of older events, if there may be one.
-    pub audit_older: Option<i64>,
-    /// Set when this is not the newest page of the trail.
-    pub audit_newer: Option<i64>,
-    /// Why this viewer cannot approve (again) although the proposal is open: they already
-    /// approved and it waits for other approvers. Rejecting still is possible.
-    pub approve_blocked: Option<String>,
-    /// Approvals so far, `reviewer at time`.
-    pub approvals: Vec<String>,
-    /// Whether the viewer may decide it now.
-    pub can_decide: bool,
-    /// Why the viewer may not decide it, when the proposal is still pending.
-    pub cannot_decide_because: Option<String>,
-    /// "Erased by … at …: reason", once erased.
-    pub erased: Option<String>,
-    /// Whether the viewer (an admin) is offered the erase button.
-    pub can_erase: bool,
-}
-
 /// Errors the server functions return to pages.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 pub enum AppError {
@@ -264,6 +105,8 @@ pub enum Notice {
     SignedOut,
     /// Wrong username or password.
     InvalidCredentials,
+    /// Too many failed sign-ins lately (for that name or from that address).
+    Throttled,
     /// The form's CSRF token did not match.
     Csrf,
     /// Someone decided first.
@@ -314,10 +157,22 @@ pub enum Notice {
     BadTool,
     /// Only an admin pauses tools.
     PauseRole,
+    /// Withheld personal data is shown (and the reveal recorded).
+    Revealed,
+    /// The proposal withholds no personal data.
+    NothingToReveal,
+    /// Approving needs the target's name typed.
+    ConfirmationMissing,
+    /// The typed name is not the target's.
+    ConfirmationMismatch,
 }
 
 impl Notice {
-    const ALL: [Notice; 30] = [
+    const ALL: [Notice; 35] = [
+        Notice::Revealed,
+        Notice::NothingToReveal,
+        Notice::ConfirmationMissing,
+        Notice::ConfirmationMismatch,
         Notice::Resolved,
         Notice::Released,
         Notice::RollbackApproved,
@@ -339,6 +194,7 @@ impl Notice {
         Notice::ApprovalRecorded,
         Notice::SignedOut,
         Notice::InvalidCredentials,
+        Notice::Throttled,
         Notice::Csrf,
         Notice::AlreadyDecided,
         Notice::OwnProposal,
@@ -358,6 +214,7 @@ impl Notice {
             Notice::ApprovalRecorded => "approval_recorded",
             Notice::SignedOut => "signed_out",
             Notice::InvalidCredentials => "invalid_credentials",
+            Notice::Throttled => "throttled",
             Notice::Csrf => "csrf",
             Notice::AlreadyDecided => "already_decided",
             Notice::OwnProposal => "own_proposal",
@@ -383,6 +240,10 @@ impl Notice {
             Notice::ToolResumed => "tool_resumed",
             Notice::BadTool => "bad_tool",
             Notice::PauseRole => "pause_role",
+            Notice::Revealed => "revealed",
+            Notice::NothingToReveal => "nothing_to_reveal",
+            Notice::ConfirmationMissing => "confirmation_missing",
+            Notice::ConfirmationMismatch => "confirmation_mismatch",
         }
     }
 
@@ -400,6 +261,9 @@ impl Notice {
             Notice::Rejected => "Rejected. The agent will see your reason.",
             Notice::SignedOut => "You are signed out.",
             Notice::InvalidCredentials => "That username and password do not match.",
+            Notice::Throttled => {
+                "Too many failed sign-ins. Wait a few minutes, then try again."
+            }
             Notice::Csrf => "This form had expired. Please try again.",
             Notice::AlreadyDecided => {
                 "Someone already decided this proposal; it cannot be decided twice."
@@ -448,6 +312,16 @@ impl Notice {
             Notice::ToolResumed => "Resumed: executors lease this tool again.",
             Notice::BadTool => "Give a tool name or glob (`crm.*`, or `*` for every tool).",
             Notice::PauseRole => "Only an admin may pause or resume tools.",
+            Notice::Revealed => {
+                "Personal data revealed for the next 15 minutes; the audit trail records that you revealed it."
+            }
+            Notice::NothingToReveal => "This proposal withholds no personal data.",
+            Notice::ConfirmationMissing => {
+                "Not approved: this action needs the target's name typed to approve it."
+            }
+            Notice::ConfirmationMismatch => {
+                "Not approved: what you typed is not the target's name. Type it exactly as shown."
+            }
         }
     }
 }
@@ -471,6 +345,8 @@ pub enum Form {
     Rollback,
     /// Pause or resume a tool.
     ToolSwitch,
+    /// Reveal withheld personal data.
+    Reveal,
 }
 
 /// A page or action a role may be denied.

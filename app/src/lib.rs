@@ -1,9 +1,9 @@
 //! Countersign's web front end, rendered on the server and hydrated in the browser.
 //!
 //! Pages live in [`pages`], the server functions they call in [`server`], the data shapes that
-//! cross the wire in [`dto`], and — on the server only — the [`ports`] the root crate
-//! implements. This crate never touches the database, sessions or password hashes itself, so
-//! none of that reaches the wasm build.
+//! cross the wire in [`dto`], times as people read them in [`time`], and — on the server only —
+//! the [`ports`] the root crate implements. This crate never touches the database, sessions or
+//! password hashes itself, so none of that reaches the wasm build.
 
 pub mod components;
 pub mod dto;
@@ -15,6 +15,7 @@ pub mod ports;
     reason = "the #[server] macro generates the argument structs"
 )]
 pub mod server;
+pub mod time;
 
 use leptos::prelude::*;
 use leptos_meta::{MetaTags, Stylesheet, Title, provide_meta_context};

@@ -4,35 +4,48 @@
 
 use std::sync::Arc;
 
-use crate::dto::{AppError, Notice, ProposalView, QueueItem, RunsView, SecurityEvent, Viewer};
+use crate::dto::{
+    AppError, Notice, ProposalView, QueueParams, QueueView, RunsView, SecurityEvent, Viewer,
+};
 
 /// The reviewer's desk: sign-in and proposals.
 #[async_trait::async_trait]
 pub trait Desk: Send + Sync + 'static {
-    /// Checks a username and password. Wrong name or password is `Unauthenticated`, with the
-    /// same timing either way.
-    async fn authenticate(&self, username: &str, password: &str) -> Result<Viewer, AppError>;
-    /// Whether a session's viewer still matches the stored account (exists, not disabled, same
-    /// role). A session that no longer does is ended.
-    async fn revalidate(&self, viewer: &Viewer) -> Result<bool, AppError>;
-    /// Pending proposals, oldest first.
-    async fn queue(&self, viewer: &Viewer) -> Result<Vec<QueueItem>, AppError>;
+    /// Checks a username and password from `client`. A wrong name and a wrong password get
+    /// the same answer in the same time; too many failures lately (for the name or the
+    /// address) get [`SignInOutcome::Throttled`] without any password check.
+    async fn authenticate(
+        &self,
+        username: &str,
+        password: &str,
+        client: ClientAddr,
+    ) -> Result<SignInOutcome, AppError>;
+    /// A page of the pending proposals the viewer may decide, filtered and ordered as asked.
+    async fn queue(&self, viewer: &Viewer, params: QueueParams) -> Result<QueueView, AppError>;
     /// One proposal with its review, execution and a page of its audit trail (the most recent
-    /// events, or those before seq `trail_before`).
+    /// events, or those before seq `trail_before`). With `reveal`, personal data the viewer
+    /// revealed (an audited [`Desk::reveal`] within the last minutes) is shown, not withheld.
     async fn proposal(
         &self,
         viewer: &Viewer,
         id: &str,
         trail_before: Option<i64>,
+        reveal: bool,
     ) -> Result<ProposalView, AppError>;
-    /// Approves or rejects. `Ok` carries a notice code, `Err` an error the page explains.
+    /// Approves or rejects; `confirmation` is the target's name as typed, which approving a
+    /// high-risk or wide-reaching action needs. `Ok` carries a notice code, `Err` an error the
+    /// page explains.
     async fn decide(
         &self,
         viewer: &Viewer,
         id: &str,
         verdict: &str,
         reason: Option<&str>,
+        confirmation: Option<&str>,
     ) -> Result<DecideOutcome, AppError>;
+    /// Reveals a GDPR or HIPAA proposal's withheld personal data to the viewer, recording
+    /// which fields in the audit trail. `Ok` carries a notice code.
+    async fn reveal(&self, viewer: &Viewer, id: &str) -> Result<DecideOutcome, AppError>;
     /// Erases a settled proposal's personal data (admins only). `Ok` carries a notice code.
     async fn erase(
         &self,
@@ -71,6 +84,22 @@ pub trait Desk: Send + Sync + 'static {
     -> Result<(), AppError>;
 }
 
+/// What a sign-in attempt came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SignInOutcome {
+    /// Signed in as this viewer.
+    SignedIn(Viewer),
+    /// Wrong username or password (one answer for both).
+    Refused,
+    /// Too many failed attempts lately; try again later.
+    Throttled,
+}
+
+/// The client's address, as the server determined it (the socket's peer, or what a trusted
+/// proxy forwarded); every request carries it in its extensions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClientAddr(pub std::net::IpAddr);
+
 /// What a decision attempt came to, as notices a page turns into words.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DecideOutcome {
@@ -86,9 +115,12 @@ pub type DynDesk = Arc<dyn Desk>;
 /// The current request's session.
 #[async_trait::async_trait]
 pub trait SessionPort: Send + Sync + 'static {
-    /// The signed-in person, if any.
+    /// The signed-in person, if the session is still good: within its idle and absolute
+    /// limits, its account still enabled, with the same role, not signed out everywhere since.
+    /// A session that is not is ended here.
     async fn viewer(&self) -> Result<Option<Viewer>, AppError>;
-    /// This session's CSRF token, created on first use.
+    /// This session's CSRF token, created on first use. Before sign-in it lives in a cookie
+    /// of its own (no session is stored for anonymous visitors).
     async fn csrf_token(&self) -> Result<String, AppError>;
     /// Whether `token` is this session's CSRF token (constant-time).
     async fn csrf_matches(&self, token: &str) -> Result<bool, AppError>;

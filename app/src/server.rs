@@ -7,7 +7,7 @@ use leptos::prelude::*;
 pub mod audit;
 pub mod runs;
 
-use crate::dto::{AppError, ProposalView, QueueItem, SessionView};
+use crate::dto::{AppError, ProposalView, QueueParams, QueueView, SessionView};
 
 #[cfg(feature = "ssr")]
 mod ssr {
@@ -31,19 +31,18 @@ mod ssr {
         current_viewer().await?.ok_or(AppError::Unauthenticated)
     }
 
-    /// The session's viewer if the stored account still matches it; a stale session (account
-    /// disabled or role changed since sign-in) is ended here.
+    /// The session's viewer if the session is still good; a stale one (timed out, account
+    /// disabled, role changed, signed out everywhere) is ended by the session port.
     pub async fn current_viewer() -> Result<Option<Viewer>, AppError> {
-        let session = session().await?;
-        let Some(viewer) = session.0.viewer().await? else {
-            return Ok(None);
-        };
-        if desk()?.revalidate(&viewer).await? {
-            Ok(Some(viewer))
-        } else {
-            session.0.sign_out().await?;
-            Ok(None)
-        }
+        session().await?.0.viewer().await
+    }
+
+    /// The client's address the server put in the request.
+    pub async fn client() -> Result<crate::ports::ClientAddr, AppError> {
+        leptos_axum::extract::<axum::Extension<crate::ports::ClientAddr>>()
+            .await
+            .map(|axum::Extension(c)| c)
+            .map_err(|_| AppError::Internal)
     }
 
     /// Whether the form's CSRF token is this session's. A refusal is recorded in the audit
@@ -84,22 +83,20 @@ pub async fn login(csrf_token: String, username: String, password: String) -> Re
         ssr::redirect(&format!("/login?error={}", crate::dto::Notice::Csrf.code()));
         return Ok(());
     }
+    use crate::ports::SignInOutcome;
     let desk = ssr::desk()?;
-    match desk.authenticate(username.trim(), &password).await {
-        Ok(viewer) => {
+    let client = ssr::client().await?;
+    let refused = match desk.authenticate(username.trim(), &password, client).await? {
+        SignInOutcome::SignedIn(viewer) => {
             ssr::session().await?.0.sign_in(&viewer).await?;
             ssr::redirect("/");
-            Ok(())
+            return Ok(());
         }
-        Err(AppError::Unauthenticated) => {
-            ssr::redirect(&format!(
-                "/login?error={}",
-                crate::dto::Notice::InvalidCredentials.code()
-            ));
-            Ok(())
-        }
-        Err(e) => Err(e),
-    }
+        SignInOutcome::Refused => crate::dto::Notice::InvalidCredentials,
+        SignInOutcome::Throttled => crate::dto::Notice::Throttled,
+    };
+    ssr::redirect(&format!("/login?error={}", refused.code()));
+    Ok(())
 }
 
 /// Ends the session.
@@ -122,19 +119,25 @@ pub async fn logout(csrf_token: String) -> Result<(), AppError> {
     Ok(())
 }
 
-/// The pending proposals, oldest first.
+/// A page of the pending proposals, filtered and ordered as the query string asks.
 #[server(prefix = "/fn", endpoint = "list_queue")]
-pub async fn list_queue() -> Result<Vec<QueueItem>, AppError> {
+pub async fn list_queue(params: QueueParams) -> Result<QueueView, AppError> {
     let viewer = ssr::viewer().await?;
-    ssr::desk()?.queue(&viewer).await
+    ssr::desk()?.queue(&viewer, params).await
 }
 
 /// One proposal in full, with a page of its audit trail (before seq `trail_before`, or the
-/// most recent).
+/// most recent). `reveal` shows the personal data the viewer revealed minutes ago.
 #[server(prefix = "/fn", endpoint = "get_proposal")]
-pub async fn get_proposal(id: String, trail_before: Option<i64>) -> Result<ProposalView, AppError> {
+pub async fn get_proposal(
+    id: String,
+    trail_before: Option<i64>,
+    reveal: bool,
+) -> Result<ProposalView, AppError> {
     let viewer = ssr::viewer().await?;
-    ssr::desk()?.proposal(&viewer, &id, trail_before).await
+    ssr::desk()?
+        .proposal(&viewer, &id, trail_before, reveal)
+        .await
 }
 
 /// Approves or rejects a proposal, then shows it again with a notice or an error.
@@ -144,6 +147,7 @@ pub async fn decide_proposal(
     id: String,
     verdict: String,
     reason: Option<String>,
+    confirm: Option<String>,
 ) -> Result<(), AppError> {
     use crate::ports::DecideOutcome;
 
@@ -171,7 +175,7 @@ pub async fn decide_proposal(
         return Ok(());
     }
     let outcome = ssr::desk()?
-        .decide(&viewer, &id, &verdict, reason.as_deref())
+        .decide(&viewer, &id, &verdict, reason.as_deref(), confirm.as_deref())
         .await;
     match outcome {
         Ok(DecideOutcome::Decided(notice)) => {
@@ -219,6 +223,43 @@ pub async fn erase_proposal(
         Ok(DecideOutcome::Decided(n)) => {
             ssr::redirect(&format!("/proposals/{id}?notice={}", n.code()))
         }
+        Ok(DecideOutcome::Refused(n)) => {
+            ssr::redirect(&format!("/proposals/{id}?error={}", n.code()))
+        }
+        Err(AppError::NotFound) => ssr::redirect(&format!("/?error={}", Notice::NotFound.code())),
+        Err(e) => return Err(e),
+    }
+    Ok(())
+}
+
+/// Reveals a GDPR or HIPAA proposal's withheld personal data to the viewer (recorded in the
+/// audit trail), then shows the proposal with the values.
+#[server(prefix = "/fn", endpoint = "reveal_personal_data")]
+pub async fn reveal_personal_data(csrf_token: String, id: String) -> Result<(), AppError> {
+    use crate::dto::Notice;
+    use crate::ports::DecideOutcome;
+
+    let viewer = match ssr::viewer().await {
+        Ok(v) => v,
+        Err(AppError::Unauthenticated) => {
+            ssr::redirect("/login");
+            return Ok(());
+        }
+        Err(e) => return Err(e),
+    };
+    let Ok(id) = uuid::Uuid::parse_str(id.trim()).map(|id| id.to_string()) else {
+        ssr::redirect(&format!("/?error={}", Notice::NotFound.code()));
+        return Ok(());
+    };
+    if !ssr::csrf_ok(&csrf_token, crate::dto::Form::Reveal).await? {
+        ssr::redirect(&format!("/proposals/{id}?error={}", Notice::Csrf.code()));
+        return Ok(());
+    }
+    match ssr::desk()?.reveal(&viewer, &id).await {
+        Ok(DecideOutcome::Decided(n)) => ssr::redirect(&format!(
+            "/proposals/{id}?revealed=1&notice={}#command",
+            n.code()
+        )),
         Ok(DecideOutcome::Refused(n)) => {
             ssr::redirect(&format!("/proposals/{id}?error={}", n.code()))
         }

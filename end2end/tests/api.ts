@@ -20,6 +20,15 @@ export interface ProposalInput {
   rollback_supported: boolean;
   blast_radius: 'tiny' | 'small' | 'medium' | 'large';
   target_refs: { type: string; id: string }[];
+  /** Seed 003's optional fields, passed to the executor as given. */
+  constraints?: Record<string, unknown>;
+  preconditions?: unknown[];
+  execution?: {
+    execution_slo_ms?: number;
+    timeout_ms?: number;
+    retry_policy?: { max_retries: number; backoff_ms: number };
+  };
+  rollback_plan?: { type: 'none' | 'compensate' | 'restore' | 'revert'; instructions?: unknown; timeout_ms?: number };
 }
 
 /** Top-level fields replace the defaults; `intent` and `tool` may be given in part. */

@@ -57,7 +57,24 @@ export const test = base.extend<TestFixtures, WorkerOptions & WorkerFixtures>({
   api: async ({ server }, use) => {
     await use(new CountersignApi(server.baseURL, server.agentNames));
   },
+
+  // Every page runs under the server's Content-Security-Policy: a violation the browser
+  // reports on the console (a blocked script, style or wasm compile) fails the test.
+  page: async ({ page }, use) => {
+    const violations = watchCsp(page);
+    await use(page);
+    expect(violations, 'Content-Security-Policy violations on the console').toEqual([]);
+  },
 });
+
+/** Collects the console's Content-Security-Policy violations of `page` as they happen. */
+export function watchCsp(page: Page): string[] {
+  const violations: string[] = [];
+  page.on('console', (msg) => {
+    if (/content[- ]security[- ]policy/i.test(msg.text())) violations.push(msg.text());
+  });
+  return violations;
+}
 
 /** Signs in through the login form and waits to land on the queue. */
 export async function login(page: Page, user: Credentials): Promise<void> {

@@ -28,6 +28,8 @@ export interface ServerInfo {
   reviewer: Credentials;
   reviewer2: Credentials;
   auditor: Credentials;
+  /** A reviewer the sign-in throttling spec locks out; no other spec signs in with it. */
+  lockout: Credentials;
   /** Agent name for each agent token, so a proposal's `proposed_by` can match its token. */
   agentNames: Readonly<Record<string, string>>;
   /** Where the server's stdout and stderr went, for reading after a failure. */
@@ -243,6 +245,7 @@ export async function startServer(backend: Backend, logFile: string): Promise<Ru
     const reviewer = await addUser(bin, url, 'reviewer1', 'reviewer');
     const reviewer2 = await addUser(bin, url, 'reviewer2', 'reviewer');
     const auditor = await addUser(bin, url, 'auditor1', 'compliance');
+    const lockout = await addUser(bin, url, 'lockout1', 'reviewer');
     const agentToken = await createToken(bin, url, '--agent', AGENT);
     const otherAgentToken = await createToken(bin, url, '--agent', OTHER_AGENT);
     const executorToken = await createToken(bin, url, '--executor', EXECUTOR);
@@ -288,6 +291,7 @@ export async function startServer(backend: Backend, logFile: string): Promise<Ru
         reviewer,
         reviewer2,
         auditor,
+        lockout,
         agentNames: { [agentToken]: AGENT, [otherAgentToken]: OTHER_AGENT },
         logFile,
       },

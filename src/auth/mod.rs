@@ -1,5 +1,5 @@
-//! Who is calling: password hashing for people, hashed API tokens for agents and executors,
-//! and the typed session behind the web pages.
+//! Who is calling: password hashing for people (bounded by a pool), hashed API tokens for
+//! agents and executors, and the store web sessions live in.
 
 pub mod password;
 pub mod session;

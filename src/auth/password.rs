@@ -1,5 +1,9 @@
 //! argon2id password hashing, always off the async runtime (`spawn_blocking`): a hash takes
-//! tens of milliseconds of CPU and must not stall other requests.
+//! tens of milliseconds of CPU and 19 MiB of memory, and must not stall other requests. A
+//! [`HashPool`] bounds how many run at once, so a burst of sign-ins queues instead of filling
+//! the blocking pool (and memory) with hashes.
+
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use argon2::password_hash::rand_core::OsRng;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
@@ -37,7 +41,67 @@ fn hasher() -> Argon2<'static> {
     Argon2::new(Algorithm::Argon2id, Version::V0x13, params)
 }
 
-/// Hashes a password to a PHC string, on the blocking pool.
+/// How many hashes run at once in one process (19 MiB each).
+pub const MAX_CONCURRENT_HASHES: usize = 4;
+
+/// Bounds concurrent argon2 work and counts it. One per process (the [`crate::service::Services`]
+/// hold it); a [`HashSlot`] is the right to run one hash.
+pub struct HashPool {
+    permits: tokio::sync::Semaphore,
+    done: AtomicU64,
+}
+
+impl Default for HashPool {
+    fn default() -> Self {
+        Self {
+            permits: tokio::sync::Semaphore::new(MAX_CONCURRENT_HASHES),
+            done: AtomicU64::new(0),
+        }
+    }
+}
+
+/// The right to run argon2 now; others wait for it.
+pub struct HashSlot<'a> {
+    pool: &'a HashPool,
+    _permit: Option<tokio::sync::SemaphorePermit<'a>>,
+}
+
+impl HashPool {
+    /// Waits for a free slot.
+    pub async fn slot(&self) -> HashSlot<'_> {
+        // The semaphore is never closed, so `acquire` cannot fail.
+        HashSlot {
+            pool: self,
+            _permit: self.permits.acquire().await.ok(),
+        }
+    }
+
+    /// How many hashes and verifications this pool has run.
+    pub fn work_done(&self) -> u64 {
+        self.done.load(Ordering::Relaxed)
+    }
+
+    /// Hashes a password in a slot of its own.
+    pub async fn hash(&self, password: Password) -> Result<String, String> {
+        self.slot().await.hash(password).await
+    }
+}
+
+impl HashSlot<'_> {
+    /// Hashes a password to a PHC string, on the blocking pool.
+    pub async fn hash(&self, password: Password) -> Result<String, String> {
+        self.pool.done.fetch_add(1, Ordering::Relaxed);
+        hash(password).await
+    }
+
+    /// Checks a password as [`verify`] does.
+    pub async fn verify(&self, password: String, stored: Option<String>) -> bool {
+        self.pool.done.fetch_add(1, Ordering::Relaxed);
+        verify(password, stored).await
+    }
+}
+
+/// Hashes a password to a PHC string, on the blocking pool (unbounded: use a [`HashPool`]).
 pub async fn hash(password: Password) -> Result<String, String> {
     tokio::task::spawn_blocking(move || {
         let salt = SaltString::generate(&mut OsRng);
@@ -55,7 +119,8 @@ pub async fn hash(password: Password) -> Result<String, String> {
 const DUMMY_HASH: &str = "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$V5Ny2C3oAvOBoa2Ze3GSCGxx1y6c8w2VoFjAxG3eMc8";
 
 /// Checks `password` against `stored` (or against a dummy when there is no user), on the
-/// blocking pool. Returns true only for a match with a real hash.
+/// blocking pool. Returns true only for a match with a real hash. Unbounded: use a
+/// [`HashPool`].
 pub async fn verify(password: String, stored: Option<String>) -> bool {
     let real = stored.is_some();
     let checked = tokio::task::spawn_blocking(move || {
@@ -94,6 +159,15 @@ mod tests {
     async fn unknown_users_never_verify() {
         assert!(PasswordHash::new(DUMMY_HASH).is_ok());
         assert!(!verify("anything at all".into(), None).await);
+    }
+
+    #[tokio::test]
+    async fn the_pool_counts_its_work() {
+        let pool = HashPool::default();
+        let slot = pool.slot().await;
+        assert!(!slot.verify("anything at all".into(), None).await);
+        drop(slot);
+        assert_eq!(pool.work_done(), 1);
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! `countersign user add|role|disable` and `token create|revoke`: people and API tokens, each
+//! `countersign user add|domains|role|disable|password` and `token create|revoke`: people and API tokens, each
 //! change recorded in the audit trail (actor `system:cli`).
 
 use std::io::{BufRead, IsTerminal, Write};
@@ -26,6 +26,25 @@ pub(crate) enum UserCommand {
         /// Read the password from the first line of stdin, without prompting.
         #[arg(long)]
         password_stdin: bool,
+        /// Limit the user to these domains, comma-separated (`billing,crm`): they see and
+        /// decide only those. Without it, every domain.
+        #[arg(long, value_parser = parse_domain_list)]
+        domains: Option<Vec<String>>,
+    },
+    /// Limit a user to domains, or lift the limit (`--all`).
+    #[command(group(clap::ArgGroup::new("scope").required(true).args(["domains", "all"])))]
+    Domains {
+        #[command(flatten)]
+        db: Database,
+        /// The user.
+        #[arg(long)]
+        username: String,
+        /// The domains they see and decide, comma-separated.
+        #[arg(long, value_parser = parse_domain_list)]
+        domains: Option<Vec<String>>,
+        /// Every domain.
+        #[arg(long)]
+        all: bool,
     },
     /// Give a user another role (their sessions end at their next request).
     Role {
@@ -38,13 +57,25 @@ pub(crate) enum UserCommand {
         #[arg(long, value_parser = parse_role)]
         role: Role,
     },
-    /// Disable a user: no more sign-ins; their sessions end at their next request.
+    /// Disable a user: no more sign-ins; every session of theirs ends at its next request.
     Disable {
         #[command(flatten)]
         db: Database,
         /// The user.
         #[arg(long)]
         username: String,
+    },
+    /// Reset a user's password: every session of theirs ends at its next request. The new
+    /// password is read from a prompt, or from stdin when piped.
+    Password {
+        #[command(flatten)]
+        db: Database,
+        /// The user.
+        #[arg(long)]
+        username: String,
+        /// Read the password from the first line of stdin, without prompting.
+        #[arg(long)]
+        password_stdin: bool,
     },
 }
 
@@ -81,6 +112,11 @@ pub(crate) enum TokenCommand {
     },
 }
 
+/// `billing,crm`: domain names, comma-separated, at least one.
+fn parse_domain_list(s: &str) -> Result<Vec<String>, String> {
+    crate::domain::queue::parse_domains(s)
+}
+
 pub(crate) async fn user_command(command: UserCommand) -> Result<(), String> {
     let cli = Actor::system("cli");
     match command {
@@ -89,6 +125,7 @@ pub(crate) async fn user_command(command: UserCommand) -> Result<(), String> {
             username,
             role,
             password_stdin,
+            domains,
         } => {
             let password = read_password(password_stdin)?;
             let services = services(&db.database_url).await?;
@@ -97,6 +134,30 @@ pub(crate) async fn user_command(command: UserCommand) -> Result<(), String> {
                 .await
                 .map_err(words)?;
             eprintln!("added {role} `{username}`");
+            if let Some(domains) = domains {
+                let shown = domains.join(", ");
+                services
+                    .set_domains(&username, Some(domains), &cli)
+                    .await
+                    .map_err(words)?;
+                eprintln!("`{username}` reviews {shown} only");
+            }
+        }
+        UserCommand::Domains {
+            db,
+            username,
+            domains,
+            all: _,
+        } => {
+            let services = services(&db.database_url).await?;
+            let shown = domains
+                .as_ref()
+                .map_or_else(|| "every domain".to_owned(), |d| format!("{} only", d.join(", ")));
+            services
+                .set_domains(&username, domains, &cli)
+                .await
+                .map_err(words)?;
+            eprintln!("`{username}` reviews {shown}");
         }
         UserCommand::Role { db, username, role } => {
             let services = services(&db.database_url).await?;
@@ -113,6 +174,19 @@ pub(crate) async fn user_command(command: UserCommand) -> Result<(), String> {
                 .await
                 .map_err(words)?;
             eprintln!("`{username}` is disabled");
+        }
+        UserCommand::Password {
+            db,
+            username,
+            password_stdin,
+        } => {
+            let password = read_password(password_stdin)?;
+            let services = services(&db.database_url).await?;
+            services
+                .reset_password(&username, password, &cli)
+                .await
+                .map_err(words)?;
+            eprintln!("`{username}` has a new password; their sessions have ended");
         }
     }
     Ok(())

@@ -64,6 +64,8 @@ enum Command {
         /// public half is served at `GET /api/v1/executor/public-key`.
         #[arg(long, env = "COUNTERSIGN_GRANT_KEY", default_value = DEFAULT_GRANT_KEY)]
         grant_key: PathBuf,
+        #[command(flatten)]
+        hardening: Hardening,
     },
     /// Validate and try out routing policies.
     Policy {
@@ -124,6 +126,60 @@ enum PolicyCommand {
     },
 }
 
+/// Timeouts, caps and session limits of `serve` (see README, Configuration).
+#[derive(Debug, Args)]
+struct Hardening {
+    /// A request's line and headers must arrive within this (e.g. `10s`); also how long a
+    /// kept-alive connection waits for its next request.
+    #[arg(long, env = "COUNTERSIGN_HEADER_TIMEOUT", default_value = "10s", value_parser = parse_secs)]
+    header_timeout: std::time::Duration,
+    /// A request's body must arrive within this of its headers.
+    #[arg(long, env = "COUNTERSIGN_BODY_TIMEOUT", default_value = "30s", value_parser = parse_secs)]
+    body_timeout: std::time::Duration,
+    /// A connection whose client reads nothing of its answer for this long is closed.
+    #[arg(long, env = "COUNTERSIGN_WRITE_TIMEOUT", default_value = "30s", value_parser = parse_secs)]
+    write_timeout: std::time::Duration,
+    /// Connections served at once; more wait to be accepted.
+    #[arg(long, env = "COUNTERSIGN_MAX_CONNECTIONS", default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..))]
+    max_connections: u32,
+    /// A web session unused for this long ends (e.g. `30m`).
+    #[arg(long, env = "COUNTERSIGN_SESSION_IDLE", default_value = "30m", value_parser = parse_secs)]
+    session_idle: std::time::Duration,
+    /// A web session ends this long after sign-in, however active (e.g. `12h`).
+    #[arg(long, env = "COUNTERSIGN_SESSION_LIFETIME", default_value = "12h", value_parser = parse_secs)]
+    session_lifetime: std::time::Duration,
+    /// Reverse proxies (IP addresses, comma-separated) whose `X-Forwarded-For` names the
+    /// client; sign-in throttling counts by client address. Without it the socket's peer is
+    /// the client.
+    #[arg(long, env = "COUNTERSIGN_TRUSTED_PROXIES", value_delimiter = ',')]
+    trusted_proxies: Vec<std::net::IpAddr>,
+}
+
+impl Hardening {
+    fn apply(self, settings: &mut Settings) {
+        settings.limits = crate::config::ConnectionLimits {
+            header_timeout: self.header_timeout,
+            body_timeout: self.body_timeout,
+            write_timeout: self.write_timeout,
+            max_connections: usize::try_from(self.max_connections).unwrap_or(usize::MAX),
+        };
+        settings.sessions = crate::domain::sign_in::SessionLimits {
+            idle: time_duration(self.session_idle),
+            lifetime: time_duration(self.session_lifetime),
+        };
+        settings.trusted_proxies = self.trusted_proxies;
+    }
+}
+
+fn time_duration(d: std::time::Duration) -> time::Duration {
+    time::Duration::try_from(d).unwrap_or(time::Duration::MAX)
+}
+
+/// `90s`, `15m`, `12h`, `7d`: as the policy writes durations.
+fn parse_secs(s: &str) -> Result<std::time::Duration, String> {
+    crate::domain::policy::loader::parse_duration(s).map(std::time::Duration::from_secs)
+}
+
 fn parse_grantee(s: &str) -> Result<RoleName, String> {
     RoleName::parse(s).ok_or_else(|| {
         "a PostgreSQL role name: lowercase letters, digits and `_`, at most 63".to_owned()
@@ -171,16 +227,18 @@ async fn execute(command: Command) -> Result<(), String> {
             policy,
             audit_key,
             grant_key,
+            hardening,
         } => {
-            let settings = Settings {
-                database_url: db.database_url,
+            let mut settings = Settings {
                 bind,
                 leptos_config,
                 secure_cookies,
                 policy,
                 audit_key: Some(audit_key),
                 grant_key: Some(grant_key),
+                ..Settings::for_database(db.database_url)
             };
+            hardening.apply(&mut settings);
             serve(settings).await
         }
         Command::Policy { command } => policy_command(command),

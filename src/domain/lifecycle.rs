@@ -74,6 +74,10 @@ pub enum DecisionError {
     /// A rejection needs a reason.
     #[error("a rejection needs a reason (1-{MAX_REASON} characters)")]
     ReasonRequired,
+    /// Approving this action needs the target's name typed, and it was not (see
+    /// [`super::review::confirm`]).
+    #[error(transparent)]
+    Unconfirmed(#[from] super::review::confirm::ConfirmationError),
 }
 
 /// A decision a reviewer wants to take, checked against the rules.

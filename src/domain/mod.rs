@@ -20,9 +20,14 @@
 //!   `contract`.
 //! - [`routing`]: the AANA gate, the proposal router and the rules, evidence assessment and
 //!   leak scanning they share. Imports `contract` and `policy`.
-//! - [`lifecycle`], [`command`], [`principal`], [`erasure`] sit beside the wings: a proposal's life after
-//!   routing, the executor queue, and who acts. They may import any wing; no wing imports
+//! - [`lifecycle`], [`command`], [`principal`], [`erasure`], [`queue`] sit beside the wings: a
+//!   proposal's life after routing, the executor queue, who acts, and what a reviewer's queue
+//!   shows. They may import any wing; no wing imports
 //!   them.
+//! - [`sign_in`]: throttling failed sign-ins and how long sessions last. Imports nothing.
+//! - [`review`]: what a reviewer is shown before deciding (hidden characters made visible,
+//!   secrets and personal data withheld, the typed-name confirmation, the agent's record).
+//!   Imports `contract`, `routing`'s scanners and `lifecycle`.
 
 pub mod command;
 pub mod contract;
@@ -30,7 +35,10 @@ pub mod erasure;
 pub mod lifecycle;
 pub mod policy;
 pub mod principal;
+pub mod queue;
+pub mod review;
 pub mod routing;
+pub mod sign_in;
 
 pub use contract::aana::Event;
 pub use contract::vocab::Route;

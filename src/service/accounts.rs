@@ -1,15 +1,16 @@
 //! People and machine principals: users with argon2id passwords (hashed off the async
 //! runtime), API tokens shown once and stored hashed, the one-time bootstrap admin of a fresh
-//! installation, and signing in.
+//! installation, roles, disabling and password resets (both end the account's sessions).
+//! Signing in is [`super::sign_in`].
 
 use uuid::Uuid;
 
 use super::{Conflict, ServiceError, Services};
 use crate::audit::{
-    Actor, AuditEvent, RoleChanged, SignInFailed, SignedIn, TokenCreated, TokenRevoked,
-    UserCreated, UserDisabled,
+    Actor, AuditEvent, PasswordReset, RoleChanged, TokenCreated, TokenRevoked, UserCreated,
+    UserDisabled,
 };
-use crate::auth::password::{self, Password};
+use crate::auth::password::Password;
 use crate::auth::token::{self, Secret};
 use crate::domain::command::scope::ToolScope;
 use crate::domain::principal::{Role, TokenKind, parse_name};
@@ -51,7 +52,9 @@ impl Services {
     ) -> Result<(), AccountError> {
         let username = parse_name(username).map_err(AccountError::Invalid)?;
         let password = Password::new(password).map_err(AccountError::Invalid)?;
-        let password_hash = password::hash(password)
+        let password_hash = self
+            .hashing()
+            .hash(password)
             .await
             .map_err(AccountError::Invalid)?;
         let user = UserRecord {
@@ -60,6 +63,7 @@ impl Services {
             password_hash,
             role,
             disabled: false,
+            session_epoch: 0,
         };
         let now = self.now();
         let actor = actor.clone();
@@ -162,51 +166,6 @@ impl Services {
         }
     }
 
-    /// The active account behind a username and password, with the same work either way.
-    /// Success and failure are both recorded in the trail (`auth.signed_in`,
-    /// `auth.sign_in_failed`); a name no account has is never recorded.
-    pub async fn authenticate(
-        &self,
-        username: &str,
-        password: &str,
-    ) -> Result<Option<UserRecord>, ServiceError> {
-        let found = self.user(username).await?;
-        let active = found.as_ref().filter(|u| !u.disabled);
-        let ok =
-            password::verify(password.to_owned(), active.map(|u| u.password_hash.clone())).await;
-        let (actor, event) = match (&found, ok && active.is_some()) {
-            (Some(u), true) => (
-                Actor::user(&u.username),
-                AuditEvent::SignedIn(SignedIn {
-                    username: u.username.clone(),
-                    role: u.role,
-                }),
-            ),
-            (Some(u), false) => (
-                Actor::user(&u.username),
-                AuditEvent::SignInFailed(SignInFailed {
-                    username: Some(u.username.clone()),
-                    reason: if u.disabled {
-                        "disabled"
-                    } else {
-                        "wrong_password"
-                    },
-                }),
-            ),
-            (None, _) => (
-                Actor::system("sign-in"),
-                AuditEvent::SignInFailed(SignInFailed {
-                    username: None,
-                    reason: "unknown_user",
-                }),
-            ),
-        };
-        self.store()
-            .record(vec![(self.now(), actor, event)])
-            .await?;
-        Ok(found.filter(|u| ok && !u.disabled))
-    }
-
     /// Records a security event about a person (sign-out, a refused form, a denied page).
     pub async fn record_security(
         &self,
@@ -271,7 +230,7 @@ impl Services {
             .ok_or_else(|| AccountError::Missing(format!("user `{username}`")))
     }
 
-    /// Disables `username`: no more sign-ins; their sessions end at their next request.
+    /// Disables `username`: no more sign-ins; every session of theirs ends at its next request.
     pub async fn disable_user(&self, username: &str, actor: &Actor) -> Result<(), AccountError> {
         let (now, actor, name) = (self.now(), actor.clone(), username.to_owned());
         let disabled = self
@@ -291,6 +250,44 @@ impl Services {
             })
             .await?;
         disabled
+            .then_some(())
+            .ok_or_else(|| AccountError::Missing(format!("user `{username}`")))
+    }
+
+    /// Gives `username` a new password and ends every session of theirs (the next request of
+    /// each finds the session epoch moved on).
+    pub async fn reset_password(
+        &self,
+        username: &str,
+        password: String,
+        actor: &Actor,
+    ) -> Result<(), AccountError> {
+        let password = Password::new(password).map_err(AccountError::Invalid)?;
+        let password_hash = self
+            .hashing()
+            .hash(password)
+            .await
+            .map_err(AccountError::Invalid)?;
+        let (now, actor, name) = (self.now(), actor.clone(), username.to_owned());
+        let reset = self
+            .store()
+            .write(move |tx| {
+                Box::pin(async move {
+                    let Some(user_id) =
+                        accounts::reset_password(tx.conn(), &name, &password_hash).await?
+                    else {
+                        return Ok(false);
+                    };
+                    let event = PasswordReset {
+                        user_id,
+                        username: name,
+                    };
+                    tx.record(now, &actor, AuditEvent::PasswordReset(event));
+                    Ok::<_, ServiceError>(true)
+                })
+            })
+            .await?;
+        reset
             .then_some(())
             .ok_or_else(|| AccountError::Missing(format!("user `{username}`")))
     }

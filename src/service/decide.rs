@@ -14,8 +14,9 @@ use crate::audit::{
 };
 use crate::domain::contract::vocab::AuthorizationState;
 use crate::domain::lifecycle::{
-    self, DecisionError, ProposalStatus, ReviewVerdict, check_decision,
+    self, DecisionError, ProposalStatus, ReviewDecision, ReviewVerdict, check_decision,
 };
+use crate::domain::review::confirm;
 use crate::domain::principal::Role;
 use crate::storage::Tx;
 use crate::storage::proposals::{self, DecisionRow, ProposalRecord};
@@ -59,7 +60,8 @@ enum Applied {
 }
 
 impl Services {
-    /// `reviewer` approves or rejects proposal `id`.
+    /// `reviewer` approves or rejects proposal `id`, without a typed confirmation: approving
+    /// an action that needs one is refused (see [`Services::decide_confirmed`]).
     pub async fn decide(
         &self,
         reviewer: &Reviewer,
@@ -67,15 +69,36 @@ impl Services {
         verdict: ReviewVerdict,
         reason: Option<&str>,
     ) -> Result<Decided, ServiceError> {
+        self.decide_confirmed(reviewer, id, verdict, reason, None)
+            .await
+    }
+
+    /// `reviewer` approves or rejects proposal `id`; `confirmation` is the target's name as
+    /// they typed it, which approving a high-risk or wide-reaching action needs
+    /// ([`confirm`]).
+    pub async fn decide_confirmed(
+        &self,
+        reviewer: &Reviewer,
+        id: Uuid,
+        verdict: ReviewVerdict,
+        reason: Option<&str>,
+        confirmation: Option<&str>,
+    ) -> Result<Decided, ServiceError> {
         let p = self.proposal(id).await?.ok_or(ServiceError::NotFound)?;
-        let decision = match check_decision(
+        // A reviewer limited to domains neither sees nor decides the others.
+        if !self.may_review(&reviewer.username, &p).await? {
+            return Err(ServiceError::NotFound);
+        }
+        let decision = check_decision(
             p.status,
             &p.agent,
             &reviewer.username,
             reviewer.role,
             verdict,
             reason,
-        ) {
+        )
+        .and_then(|d| confirmed(&p, d, confirmation));
+        let decision = match decision {
             Ok(decision) => decision,
             Err(refused) => return Err(self.refuse(reviewer, &p, verdict, refused).await),
         };
@@ -149,6 +172,25 @@ impl Services {
             Err(e) => e.into(),
         }
     }
+}
+
+/// The decision, if it is a rejection or the typed confirmation matches the target's name.
+fn confirmed(
+    p: &ProposalRecord,
+    decision: ReviewDecision,
+    typed: Option<&str>,
+) -> Result<ReviewDecision, DecisionError> {
+    if decision.verdict == ReviewVerdict::Approved {
+        let c = &p.contract;
+        let expected = confirm::expected(
+            p.routing.effective_risk,
+            c.blast_radius,
+            &c.target_refs,
+            &c.tool.name,
+        );
+        confirm::check(expected.as_deref(), typed)?;
+    }
+    Ok(decision)
 }
 
 impl Change {

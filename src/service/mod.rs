@@ -13,6 +13,7 @@ mod accounts;
 mod audit;
 mod charts;
 mod decide;
+mod desk;
 mod executor;
 mod expire;
 mod export;
@@ -21,6 +22,8 @@ mod pre_tool_check;
 mod queries;
 mod queue;
 mod regulated;
+mod review;
+mod sign_in;
 mod submit;
 mod tokens;
 
@@ -32,11 +35,14 @@ pub use accounts::{AccountError, Bootstrap};
 pub use audit::{Verified, VerifyError, verify_bundle};
 pub use charts::{CHART_DAYS, Charts, DayOutcomes, DomainLatency, Tally};
 pub use decide::{Decided, Reviewer};
+pub use desk::{FACETS_FRESH, Facets, QUEUE_PAGE, QueuePage};
 pub use executor::{Grant, LeaseRequest, Leased, Report};
 pub use ledger::{COMMIT_LAG, ChainState, Cursor, SCAN_BUDGET, TRAIL_PAGE, TrailPage};
 pub use pre_tool_check::CheckAnswer;
 pub use queries::QUEUE_LIMIT;
 pub use queue::{QueueSignal, Swept};
+pub use review::{AgentHistory, withholds_personal_data};
+pub use sign_in::{SessionStamp, SignIn};
 pub use submit::Submitted;
 
 use crate::domain::FieldError;
@@ -71,6 +77,8 @@ pub struct Services {
     tokens: Arc<tokens::TokenCache>,
     queue: Arc<QueueSignal>,
     grant_key: Arc<ed25519_dalek::SigningKey>,
+    facets: Arc<desk::FacetCache>,
+    hashing: Arc<crate::auth::password::HashPool>,
 }
 
 /// A command to queue, as an approval (or the policy's `accept`) makes it.
@@ -98,6 +106,8 @@ impl Services {
             tokens: Arc::default(),
             queue: Arc::default(),
             grant_key: Arc::new(ed25519_dalek::SigningKey::generate(&mut rand::rngs::OsRng)),
+            facets: Arc::default(),
+            hashing: Arc::default(),
         }
     }
 
@@ -106,6 +116,11 @@ impl Services {
     pub fn with_grant_key(mut self, key: ed25519_dalek::SigningKey) -> Self {
         self.grant_key = Arc::new(key);
         self
+    }
+
+    /// The password hashing pool: at most a few argon2 runs at once.
+    pub fn hashing(&self) -> &crate::auth::password::HashPool {
+        &self.hashing
     }
 
     /// The executor queue's wake-up signal (long-polling leases wait on it).

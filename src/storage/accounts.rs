@@ -20,6 +20,9 @@ pub struct UserRecord {
     pub role: Role,
     /// Disabled users cannot sign in.
     pub disabled: bool,
+    /// Moves on when every session of the account must end (disabled, password reset);
+    /// a session signed in under another epoch is over.
+    pub session_epoch: i64,
 }
 
 /// A machine principal behind an API token.
@@ -58,6 +61,7 @@ struct UserRow {
     password_hash: String,
     role: String,
     disabled_at: Option<OffsetDateTime>,
+    session_epoch: i64,
 }
 
 #[derive(sqlx::FromRow)]
@@ -95,8 +99,8 @@ pub async fn insert_user(conn: Conn<'_>, user: &UserRecord, now: OffsetDateTime)
 
 /// A user by name.
 pub async fn user_by_username(conn: Conn<'_>, username: &str) -> Result<Option<UserRecord>> {
-    let sql =
-        "select id, username, password_hash, role, disabled_at from users where username = $1";
+    let sql = "select id, username, password_hash, role, disabled_at, session_epoch from users \
+               where username = $1";
     let row: Option<UserRow> = on!(conn, |c| sqlx::query_as(sql)
         .bind(username)
         .fetch_optional(c)
@@ -108,6 +112,7 @@ pub async fn user_by_username(conn: Conn<'_>, username: &str) -> Result<Option<U
             password_hash: r.password_hash,
             role: parse("role", &r.role, Role::parse)?,
             disabled: r.disabled_at.is_some(),
+            session_epoch: r.session_epoch,
         })
     })
     .transpose()
@@ -161,16 +166,34 @@ pub async fn update_role(conn: Conn<'_>, id: Uuid, role: Role) -> Result<bool> {
     Ok(done)
 }
 
-/// Disables an active user; their id, or `None` if there is no such active user.
+/// Disables an active user and ends their sessions (the epoch moves on); their id, or `None`
+/// if there is no such active user.
 pub async fn disable_user(
     conn: Conn<'_>,
     username: &str,
     now: OffsetDateTime,
 ) -> Result<Option<Uuid>> {
-    let sql = "update users set disabled_at = $1 where username = $2 and disabled_at is null \
-               returning id";
+    let sql = "update users set disabled_at = $1, session_epoch = session_epoch + 1 \
+               where username = $2 and disabled_at is null returning id";
     let row: Option<(Uuid,)> = on!(conn, |c| sqlx::query_as(sql)
         .bind(now)
+        .bind(username)
+        .fetch_optional(c)
+        .await)?;
+    Ok(row.map(|(id,)| id))
+}
+
+/// Gives an active user a new password hash and ends their sessions (the epoch moves on);
+/// their id, or `None` if there is no such active user.
+pub async fn reset_password(
+    conn: Conn<'_>,
+    username: &str,
+    password_hash: &str,
+) -> Result<Option<Uuid>> {
+    let sql = "update users set password_hash = $1, session_epoch = session_epoch + 1 \
+               where username = $2 and disabled_at is null returning id";
+    let row: Option<(Uuid,)> = on!(conn, |c| sqlx::query_as(sql)
+        .bind(password_hash)
         .bind(username)
         .fetch_optional(c)
         .await)?;
@@ -201,4 +224,29 @@ pub async fn revoke_tokens(
         .fetch_all(c)
         .await)?;
     Ok(rows.into_iter().map(|(id,)| id).collect())
+}
+
+/// The domains a user is limited to (`None`: every domain; also for an unknown user).
+pub async fn user_domains(conn: Conn<'_>, username: &str) -> Result<Option<Vec<String>>> {
+    let sql = "select domains from users where username = $1";
+    let row: Option<(Option<sqlx::types::Json<Vec<String>>>,)> = on!(conn, |c| {
+        sqlx::query_as(sql).bind(username).fetch_optional(c).await
+    })?;
+    Ok(row.and_then(|(d,)| d).map(|d| d.0))
+}
+
+/// Limits a user to `domains` (`None`: every domain); `false` if there is no such user.
+pub async fn set_user_domains(
+    conn: Conn<'_>,
+    username: &str,
+    domains: Option<&[String]>,
+) -> Result<bool> {
+    let sql = "update users set domains = $1 where username = $2";
+    let changed = on!(conn, |c| sqlx::query(sql)
+        .bind(domains.map(sqlx::types::Json))
+        .bind(username)
+        .execute(c)
+        .await
+        .map(|r| r.rows_affected()))?;
+    Ok(changed > 0)
 }

@@ -242,6 +242,27 @@ pub async fn for_subject(
     rows.into_iter().map(AuditRow::into_record).collect()
 }
 
+/// When `actor` last recorded an event of kind `action` on a subject, if ever (the subject's
+/// index, walked backwards).
+pub async fn last_by_actor(
+    conn: Conn<'_>,
+    subject_type: &str,
+    subject_id: &str,
+    action: &str,
+    actor: &str,
+) -> Result<Option<OffsetDateTime>> {
+    let sql = "select at from audit_events where subject_type = $1 and subject_id = $2 \
+               and action = $3 and actor = $4 order by seq desc limit 1";
+    let row: Option<(OffsetDateTime,)> = on!(conn, |c| sqlx::query_as(sql)
+        .bind(subject_type)
+        .bind(subject_id)
+        .bind(action)
+        .bind(actor)
+        .fetch_optional(c)
+        .await)?;
+    Ok(row.map(|(at,)| at))
+}
+
 /// The chain head as the database records it, and the first chained seq (rows before it
 /// were written before the chain existed).
 pub async fn head(conn: Conn<'_>) -> Result<(Head, i64)> {

@@ -27,6 +27,7 @@ use uuid::Uuid;
 
 use super::Result;
 use super::db::{Conn, on};
+use super::statement::{Arg, Statement, fetch_all};
 use crate::audit::chain::ChainedEvent;
 
 /// What a page or an export selects: every filter is optional; all given must hold.
@@ -250,51 +251,6 @@ impl TrailRow {
 const COLUMNS: &str = "e.seq, e.id, e.at, e.actor_kind, e.actor, e.action, e.subject_type, \
                        e.subject_id, e.before_status, e.after_status, e.details, e.hash, e.agent, \
                        e.tool, e.domain, e.risk, e.decision";
-
-/// A bound value of a statement built here.
-enum Arg {
-    Int(i64),
-    Text(String),
-}
-
-/// A statement and its arguments, built left to right so that placeholders are numbered in
-/// order of appearance (SQLite numbers `$n` parameters that way).
-#[derive(Default)]
-struct Statement {
-    sql: String,
-    args: Vec<Arg>,
-}
-
-impl Statement {
-    fn push(&mut self, text: &str) -> &mut Self {
-        self.sql.push_str(text);
-        self
-    }
-
-    fn bind(&mut self, arg: Arg) -> &mut Self {
-        self.args.push(arg);
-        let n = self.args.len();
-        self.sql.push_str(&format!("${n}"));
-        self
-    }
-}
-
-/// Runs a built statement with `fetch_all` into `$row`.
-macro_rules! fetch_all {
-    ($conn:expr, $row:ty, $stmt:expr) => {{
-        let stmt = $stmt;
-        on!($conn, |c| {
-            let mut q = sqlx::query_as::<_, $row>(&stmt.sql);
-            for a in &stmt.args {
-                q = match a {
-                    Arg::Int(i) => q.bind(*i),
-                    Arg::Text(s) => q.bind(s.as_str()),
-                };
-            }
-            q.fetch_all(c).await
-        })
-    }};
-}
 
 /// A time bound as SQLite's stored text compares it. Trail times are stored as RFC 3339 in
 /// UTC with the fraction trimmed (`…:05Z`, `…:05.25Z`), so a bound is cut to whole seconds

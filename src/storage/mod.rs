@@ -17,9 +17,13 @@ pub mod audit_walk;
 pub mod charts;
 pub mod commands;
 pub mod db;
+pub mod history;
 pub mod paused;
 pub mod proposals;
+pub mod queue;
 pub mod schema;
+pub(crate) mod statement;
+pub mod throttle;
 
 pub use audit::AuditRecord;
 pub use db::{Backend, BoxFuture, Conn, ReadConn, Snapshot, Store, Tx, connect};

@@ -105,7 +105,7 @@ pub struct DecisionRow<'a> {
 }
 
 #[derive(sqlx::FromRow)]
-struct ProposalRow {
+pub(super) struct ProposalRow {
     seq: i64,
     id: Uuid,
     agent: String,
@@ -167,7 +167,7 @@ impl ProposalRow {
     }
 }
 
-fn records(rows: Vec<ProposalRow>) -> Result<Vec<ProposalRecord>> {
+pub(super) fn records(rows: Vec<ProposalRow>) -> Result<Vec<ProposalRecord>> {
     rows.into_iter().map(ProposalRow::into_record).collect()
 }
 
@@ -183,14 +183,18 @@ macro_rules! cols {
     };
 }
 
+/// The columns of a [`ProposalRow`], for statements built elsewhere.
+pub(super) const COLUMNS: &str = cols!();
+
 /// Inserts a proposal; `None` if its id or its (agent, idempotency key) is already taken.
 pub async fn insert(conn: Conn<'_>, p: &NewProposal<'_>) -> Result<Option<ProposalRecord>> {
     // Only `seq` comes back: the record is built from what was written, so the one writer does
     // not parse the contract's JSON back out of the row it just wrote.
     let sql = "insert into proposals (id, agent, idempotency_key, request_hash, status, \
                authorization_state, risk_level, tool_name, domain, route, routing, contract, \
-               created_at, updated_at, expires_at) \
-               values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13, $14) \
+               created_at, updated_at, expires_at, risk_rank, gdpr, hipaa) \
+               values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13, $14, $15, \
+               $16, $17) \
                on conflict do nothing returning seq";
     let c = p.contract;
     let now = to_micros(p.now);
@@ -210,6 +214,9 @@ pub async fn insert(conn: Conn<'_>, p: &NewProposal<'_>) -> Result<Option<Propos
         .bind(Json(c))
         .bind(now)
         .bind(expires_at)
+        .bind(c.risk_level.rank())
+        .bind(c.compliance_context.gdpr)
+        .bind(c.compliance_context.hipaa)
         .fetch_optional(db)
         .await)?;
     Ok(row.map(|(seq,)| ProposalRecord {

@@ -7,23 +7,21 @@
 use std::io::{Seek, Write};
 use std::path::{Path, PathBuf};
 
-use app::dto::{AppError, AuditQuery, Page, SecurityEvent, Viewer};
-use app::ports::DynDesk;
+use app::dto::{AppError, AuditQuery, Page, SecurityEvent};
+use app::ports::{DynDesk, SessionHandle};
 use axum::Router;
 use axum::body::Body;
+use axum::Extension;
 use axum::extract::{Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::get;
-use tower_sessions::Session;
 
 use super::filters::selection;
 use super::ledger::may_audit;
 use crate::audit::Actor;
 use crate::audit::bundle::{self, Manifest};
-use crate::auth::session::WebSession;
 use crate::service::Services;
-use app::ports::SessionPort;
 
 /// What the download needs.
 #[derive(Clone)]
@@ -58,26 +56,13 @@ fn failed(what: &str, e: impl std::fmt::Display) -> Response {
     )
 }
 
-/// The signed-in viewer whose stored account still matches the session, if any.
-async fn viewer(session: Session, desk: &DynDesk) -> Result<Option<Viewer>, AppError> {
-    let session = WebSession(session);
-    let Some(viewer) = session.viewer().await? else {
-        return Ok(None);
-    };
-    if desk.revalidate(&viewer).await? {
-        Ok(Some(viewer))
-    } else {
-        session.sign_out().await?;
-        Ok(None)
-    }
-}
-
 async fn download(
     State(state): State<ExportState>,
-    session: Session,
+    Extension(session): Extension<SessionHandle>,
     Query(query): Query<AuditQuery>,
 ) -> Response {
-    let viewer = match viewer(session, &state.desk).await {
+    // The session port checks the session and the stored account, and ends a stale one.
+    let viewer = match session.0.viewer().await {
         Ok(Some(v)) => v,
         Ok(None) => return Redirect::to("/login").into_response(),
         Err(e) => return failed("reading the session failed", e),

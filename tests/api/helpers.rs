@@ -41,6 +41,13 @@ impl Default for ManualClock {
     }
 }
 
+impl ManualClock {
+    /// Moves the app's time on by `by`.
+    pub fn advance(&self, by: time::Duration) {
+        *self.offset.lock().expect("clock") += by;
+    }
+}
+
 impl Clock for ManualClock {
     fn now(&self) -> time::OffsetDateTime {
         time::OffsetDateTime::now_utc() + *self.offset.lock().expect("clock")
@@ -57,7 +64,20 @@ impl TestApp {
         Self::spawn_with(backend, Some(policy_toml)).await
     }
 
+    /// The app with settings changed by `configure` (timeouts, caps, session limits).
+    pub async fn spawn_configured(backend: &str, configure: impl FnOnce(&mut Settings)) -> TestApp {
+        Self::spawn_full(backend, None, configure).await
+    }
+
     async fn spawn_with(backend: &str, policy_toml: Option<&str>) -> TestApp {
+        Self::spawn_full(backend, policy_toml, |_| {}).await
+    }
+
+    async fn spawn_full(
+        backend: &str,
+        policy_toml: Option<&str>,
+        configure: impl FnOnce(&mut Settings),
+    ) -> TestApp {
         if std::env::var_os("RUST_LOG").is_some() {
             countersign::telemetry::init();
         }
@@ -70,6 +90,7 @@ impl TestApp {
             settings.policy = Some(path);
         }
         settings.bind = Some("127.0.0.1:0".parse().expect("addr"));
+        configure(&mut settings);
         let clock = Arc::new(ManualClock::default());
         let app = Application::build_with_clock(settings, clock.clone())
             .await

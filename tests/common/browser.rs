@@ -81,7 +81,24 @@ impl Browser {
         .await
     }
 
+    /// Approves or rejects the way a person does: when the page asks for the target's name
+    /// before approving, it is typed as shown.
     pub async fn decide(&self, id: &str, verdict: &str, reason: Option<&str>) -> Response {
+        let page = format!("/proposals/{id}");
+        let html = self.page(&page).await;
+        let name = confirm_name(&html);
+        self.decide_typed(id, verdict, reason, name.as_deref())
+            .await
+    }
+
+    /// Approves or rejects with `typed` as the typed confirmation (or none).
+    pub async fn decide_typed(
+        &self,
+        id: &str,
+        verdict: &str,
+        reason: Option<&str>,
+        typed: Option<&str>,
+    ) -> Response {
         let page = format!("/proposals/{id}");
         let csrf = self.csrf(&page).await;
         let mut form = vec![
@@ -92,6 +109,51 @@ impl Browser {
         if let Some(r) = reason {
             form.push(("reason", r));
         }
+        if let Some(t) = typed {
+            form.push(("confirm", t));
+        }
         self.post_form("/fn/decide_proposal", &page, &form).await
     }
+
+    /// Presses "Reveal personal data" on a proposal's page.
+    pub async fn reveal(&self, id: &str) -> Response {
+        let page = format!("/proposals/{id}");
+        let csrf = self.csrf(&page).await;
+        self.post_form(
+            "/fn/reveal_personal_data",
+            &page,
+            &[("csrf_token", csrf.as_str()), ("id", id)],
+        )
+        .await
+    }
+}
+
+/// The text of HTML (tags and comments dropped, the usual entities decoded).
+pub fn text_of(html: &str) -> String {
+    let mut out = String::new();
+    let mut rest = html;
+    while let Some(lt) = rest.find('<') {
+        out.push_str(&rest[..lt]);
+        let end = if rest[lt..].starts_with("<!--") {
+            rest[lt..].find("-->").map(|e| lt + e + 3)
+        } else {
+            rest[lt..].find('>').map(|e| lt + e + 1)
+        };
+        rest = &rest[end.unwrap_or(rest.len())..];
+    }
+    out.push_str(rest);
+    out.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&#x27;", "'")
+        .replace("&#39;", "'")
+        .replace("&amp;", "&")
+}
+
+/// The name a proposal page asks to be typed before approving, if it asks.
+pub fn confirm_name(html: &str) -> Option<String> {
+    let marker = "data-testid=\"confirm-name\">";
+    let start = html.find(marker)? + marker.len();
+    let end = html[start..].find("</code>")? + start;
+    Some(text_of(&html[start..end]))
 }

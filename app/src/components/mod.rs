@@ -1,4 +1,6 @@
-//! Pieces several pages share: charts drawn as SVG, and the table of audit events.
+//! Pieces several pages share: charts drawn as SVG, the table of audit events, and
+//! agent-written text with its hidden characters marked.
 
 pub mod chart;
 pub mod events;
+pub mod visible;

@@ -124,6 +124,20 @@ pub fn error_view(e: AppError) -> AnyView {
             }
             .into_any()
         }
-        other => view! { <p class="flash error" role="alert" data-testid="flash-error">{other.to_string()}</p> }.into_any(),
+        other => {
+            // The page's status says what went wrong too: 404 for what the viewer may not see
+            // or that does not exist, 422 for a bad query string.
+            #[cfg(feature = "ssr")]
+            if let Some(resp) = use_context::<leptos_axum::ResponseOptions>() {
+                match other {
+                    AppError::NotFound => resp.set_status(axum::http::StatusCode::NOT_FOUND),
+                    AppError::Invalid(_) => {
+                        resp.set_status(axum::http::StatusCode::UNPROCESSABLE_ENTITY);
+                    }
+                    _ => {}
+                }
+            }
+            view! { <p class="flash error" role="alert" data-testid="flash-error">{other.to_string()}</p> }.into_any()
+        }
     }
 }

@@ -1,30 +1,149 @@
-//! The review queue: pending proposals, oldest first.
+//! The review queue: every pending proposal the reviewer may decide, filtered by agent,
+//! domain, risk, tool, route and regime, ordered by age, risk or time left, a page at a time.
+//! The filters are a plain `GET` form whose fields are the query string's public names
+//! (`?agent=&domain=&risk=&tool=&route=&compliance=&sort=`), so a view can be bookmarked and
+//! linked, and the page works without JavaScript.
 
 use leptos::prelude::*;
+use leptos_router::hooks::use_query_map;
 
 use super::{Flash, error_view};
-use crate::dto::QueueItem;
+use crate::dto::{QueueFilterView, QueueItem, QueueParams, QueueView};
 use crate::server::list_queue;
+use crate::time::When;
+
+/// The orders on offer: query value and label.
+const SORTS: &[(&str, &str)] = &[
+    ("oldest", "Waiting longest"),
+    ("newest", "Newest"),
+    ("risk", "Highest risk"),
+    ("expiry", "Expiring soonest"),
+];
 
 /// The queue page.
 #[component]
 pub fn QueuePage() -> impl IntoView {
-    let queue = Resource::new(|| (), |_| list_queue());
+    let query = use_query_map();
+    let queue = Resource::new(
+        move || {
+            let q = query.read();
+            let get = |k: &str| q.get(k).filter(|v| !v.is_empty());
+            QueueParams {
+                agent: get("agent"),
+                domain: get("domain"),
+                risk: get("risk"),
+                tool: get("tool"),
+                route: get("route"),
+                compliance: get("compliance"),
+                sort: get("sort"),
+                after: get("after"),
+            }
+        },
+        list_queue,
+    );
     view! {
         <h1>"Waiting for a decision"</h1>
         <Flash/>
         <Suspense fallback=|| view! { <p>"Loading…"</p> }>
             {move || Suspend::new(async move {
                 match queue.await {
-                    Ok(items) if items.is_empty() => view! {
-                        <p class="empty" data-testid="queue-empty">"Nothing is waiting for review."</p>
-                    }
-                    .into_any(),
-                    Ok(items) => view! { <QueueTable items/> }.into_any(),
+                    Ok(view) => view! { <Queue view/> }.into_any(),
                     Err(e) => error_view(e),
                 }
             })}
         </Suspense>
+    }
+}
+
+#[component]
+fn Queue(view: QueueView) -> impl IntoView {
+    let QueueView {
+        items,
+        matching,
+        total,
+        filters,
+        sort,
+        next,
+        first,
+        limited_to,
+    } = view;
+    let filtered = filters.iter().any(|f| f.chosen.is_some());
+    let count = if filtered {
+        format!("{matching} of {total} pending match these filters")
+    } else {
+        format!("{total} pending")
+    };
+    let limited = limited_to.map(|ds| {
+        view! { <p class="note" data-testid="queue-limited">"You review the domains " {ds.join(", ")} " only."</p> }
+    });
+    let body = if items.is_empty() {
+        let words = if filtered {
+            "Nothing waiting matches these filters."
+        } else {
+            "Nothing is waiting for review."
+        };
+        view! { <p class="empty" data-testid="queue-empty">{words}</p> }.into_any()
+    } else {
+        view! { <QueueTable items/> }.into_any()
+    };
+    view! {
+        {limited}
+        <FilterForm filters sort filtered/>
+        <p class="count" data-testid="queue-count" role="status">{count}</p>
+        {body}
+        <nav class="pager" aria-label="Queue pages">
+            {first.map(|href| view! { <a href=href data-testid="queue-first">"← First page"</a> })}
+            {next.map(|href| view! { <a href=href rel="next" data-testid="queue-next">"Next page →"</a> })}
+        </nav>
+    }
+}
+
+#[component]
+fn FilterForm(filters: Vec<QueueFilterView>, sort: String, filtered: bool) -> impl IntoView {
+    view! {
+        <form method="get" action="/" class="filters" data-testid="queue-filters" aria-label="Filter the queue">
+            {filters.into_iter().map(|f| view! { <FilterSelect f/> }).collect_view()}
+            <label>
+                "Order"
+                <select name="sort" data-testid="queue-sort">
+                    {SORTS
+                        .iter()
+                        .map(|(value, label)| {
+                            view! { <option value=*value selected=sort == *value>{*label}</option> }
+                        })
+                        .collect_view()}
+                </select>
+            </label>
+            <button type="submit" data-testid="queue-apply">"Show"</button>
+            {filtered.then(|| view! { <a href="/" data-testid="queue-clear">"Clear filters"</a> })}
+        </form>
+    }
+}
+
+#[component]
+fn FilterSelect(f: QueueFilterView) -> impl IntoView {
+    let testid = format!("filter-{}", f.name);
+    let chosen = f.chosen.clone().unwrap_or_default();
+    // A chosen value no pending proposal has any more stays on offer, with 0.
+    let mut options = f.options;
+    if !chosen.is_empty() && !options.iter().any(|(v, _)| *v == chosen) {
+        options.push((chosen.clone(), 0));
+    }
+    view! {
+        <label>
+            {f.label}
+            <select name=f.name data-testid=testid>
+                <option value="">"Any"</option>
+                {options
+                    .into_iter()
+                    .map(|(value, n)| {
+                        let selected = value == chosen;
+                        let label = format!("{value} ({n})");
+                        view! { <option value=value selected=selected>{label}</option> }
+                    })
+                    .collect_view()}
+            </select>
+        </label>
     }
 }
 
@@ -34,39 +153,52 @@ fn QueueTable(items: Vec<QueueItem>) -> impl IntoView {
         <table class="queue">
             <thead>
                 <tr>
-                    <th>"Intent"</th>
-                    <th>"Tool"</th>
-                    <th>"Target"</th>
-                    <th>"Affected data"</th>
-                    <th>"Rollback"</th>
-                    <th>"Risk"</th>
-                    <th>"Waiting"</th>
+                    <th scope="col">"Intent"</th>
+                    <th scope="col">"Tool"</th>
+                    <th scope="col">"Target"</th>
+                    <th scope="col">"Affected data"</th>
+                    <th scope="col">"Rollback"</th>
+                    <th scope="col">"Risk"</th>
+                    <th scope="col">"Waiting"</th>
                 </tr>
             </thead>
-            <tbody>
-                {items
-                    .into_iter()
-                    .map(|item| {
-                        let href = format!("/proposals/{}", item.id);
-                        let risk_class = format!("risk risk-{}", item.risk);
-                        let targets = if item.targets.is_empty() { "—".to_owned() } else { item.targets.join(", ") };
-                        view! {
-                            <tr data-testid="queue-row" data-proposal-id=item.id.clone()>
-                                <td>
-                                    <a href=href>{item.summary}</a>
-                                    <div class="sub">{item.proposed_by} " · " {item.route}</div>
-                                </td>
-                                <td data-testid="queue-tool"><code>{item.tool}</code></td>
-                                <td data-testid="queue-target">{targets}</td>
-                                <td data-testid="queue-affected"><code class="preview">{item.affected}</code></td>
-                                <td data-testid="queue-rollback">{item.rollback}</td>
-                                <td data-testid="queue-risk"><span class=risk_class>{item.risk}</span></td>
-                                <td data-testid="queue-age">{item.age}</td>
-                            </tr>
-                        }
-                    })
-                    .collect_view()}
-            </tbody>
+            <tbody>{items.into_iter().map(|item| view! { <QueueRow item/> }).collect_view()}</tbody>
         </table>
+    }
+}
+
+#[component]
+fn QueueRow(item: QueueItem) -> impl IntoView {
+    let href = format!("/proposals/{}", item.id);
+    let risk_class = format!("risk risk-{}", item.risk);
+    let targets = if item.targets.is_empty() {
+        "—".to_owned()
+    } else {
+        item.targets.join(", ")
+    };
+    let compliance = (!item.compliance.is_empty())
+        .then(|| view! { <span class="tag" data-testid="queue-compliance">{item.compliance.join(" ")}</span> });
+    let expires = item
+        .expires
+        .map(|at| view! { <div class="sub" data-testid="queue-expires"><When at prefix="expires " past_prefix="expired "/></div> });
+    view! {
+        <tr data-testid="queue-row" data-proposal-id=item.id.clone()>
+            <td>
+                <a href=href>{item.summary}</a>
+                <div class="sub">
+                    <span data-testid="queue-agent">{item.proposed_by}</span>
+                    " · " <span data-testid="queue-domain">{item.domain}</span>
+                    " · " <span data-testid="queue-route">{item.route}</span>
+                    " " {compliance}
+                </div>
+            </td>
+            <td data-testid="queue-tool"><code>{item.tool}</code></td>
+            <td data-testid="queue-target">{targets}</td>
+            <td data-testid="queue-affected"><code class="preview">{item.affected}</code></td>
+            <td data-testid="queue-rollback">{item.rollback}</td>
+            // The level is written out, so colour is never the only sign of risk.
+            <td data-testid="queue-risk"><span class=risk_class>{item.risk}</span></td>
+            <td data-testid="queue-age"><When at=item.arrived/>{expires}</td>
+        </tr>
     }
 }

@@ -103,6 +103,55 @@ impl Payload for SignInFailed {
     }
 }
 
+/// Payload of `auth.sign_in_throttled`: an attempt refused without checking its password,
+/// because its account or its client address failed too often lately. What was typed as a
+/// username is recorded only when an account of that name exists (as for
+/// `auth.sign_in_failed`); the client's address only as its keyed hash.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SignInThrottled {
+    /// The account, when one of that name exists.
+    #[serde(skip)]
+    pub username: Option<String>,
+    /// `account` or `address`: which count refused it.
+    pub scope: &'static str,
+    /// Seconds until the next attempt is let through.
+    pub retry_after_secs: i64,
+    /// The keyed hash of the client's address (IPv6: its /64).
+    pub client: String,
+}
+
+impl Payload for SignInThrottled {
+    fn kind(&self) -> &'static str {
+        "auth.sign_in_throttled"
+    }
+    fn subject(&self) -> (&'static str, String) {
+        (
+            "user",
+            self.username.clone().unwrap_or_else(|| "unknown".into()),
+        )
+    }
+}
+
+/// Payload of `auth.session_ended`: a session ended without its owner signing out.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SessionEnded {
+    /// Username.
+    #[serde(skip)]
+    pub username: String,
+    /// `idle`, `lifetime`, `disabled`, `account_gone`, `role_changed` or
+    /// `signed_out_everywhere`.
+    pub reason: &'static str,
+}
+
+impl Payload for SessionEnded {
+    fn kind(&self) -> &'static str {
+        "auth.session_ended"
+    }
+    fn subject(&self) -> (&'static str, String) {
+        ("user", self.username.clone())
+    }
+}
+
 /// Payload of `auth.signed_out`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SignedOut {
@@ -245,6 +294,26 @@ impl Payload for UserDisabled {
     }
 }
 
+/// Payload of `user.password_reset`: the account has a new password; every session of it
+/// ended.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PasswordReset {
+    /// The account.
+    #[serde(skip)]
+    pub user_id: Uuid,
+    /// Username.
+    pub username: String,
+}
+
+impl Payload for PasswordReset {
+    fn kind(&self) -> &'static str {
+        "user.password_reset"
+    }
+    fn subject(&self) -> (&'static str, String) {
+        ("user", self.user_id.to_string())
+    }
+}
+
 /// Payload of `token.revoked`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TokenRevoked {
@@ -266,5 +335,28 @@ impl Payload for TokenRevoked {
     }
     fn change(&self) -> (Option<String>, Option<String>) {
         (Some(ACTIVE.into()), Some("revoked".into()))
+    }
+}
+
+/// Payload of `user.domains_changed`: the domains a person sees and decides.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DomainsChanged {
+    /// The account.
+    #[serde(skip)]
+    pub user_id: Uuid,
+    /// Username.
+    pub username: String,
+    /// Domains before (`null`: every domain).
+    pub from: Option<Vec<String>>,
+    /// Domains after (`null`: every domain).
+    pub to: Option<Vec<String>>,
+}
+
+impl Payload for DomainsChanged {
+    fn kind(&self) -> &'static str {
+        "user.domains_changed"
+    }
+    fn subject(&self) -> (&'static str, String) {
+        ("user", self.user_id.to_string())
     }
 }

@@ -82,6 +82,9 @@ audit_events! {
     ProposalExpired,
     /// A GDPR or HIPAA proposal was opened (`proposal.viewed`).
     ProposalViewed,
+    /// A reviewer revealed a proposal's withheld personal data
+    /// (`proposal.personal_data_revealed`).
+    PersonalDataRevealed,
     /// A proposal's personal data was erased (`proposal.erased`).
     ProposalErased,
     /// An approved or accepted proposal's command entered the queue (`command.queued`).
@@ -117,6 +120,8 @@ audit_events! {
     TokenCreated,
     /// A person's role changed (`user.role_changed`).
     RoleChanged,
+    /// The domains a person reviews changed (`user.domains_changed`).
+    DomainsChanged,
     /// An account was disabled (`user.disabled`).
     UserDisabled,
     /// An API token was revoked (`token.revoked`).
@@ -125,6 +130,12 @@ audit_events! {
     SignedIn,
     /// A sign-in was refused (`auth.sign_in_failed`).
     SignInFailed,
+    /// A sign-in was refused unchecked: too many failures lately (`auth.sign_in_throttled`).
+    SignInThrottled,
+    /// A session ended without its owner signing out (`auth.session_ended`).
+    SessionEnded,
+    /// An account got a new password; its sessions ended (`user.password_reset`).
+    PasswordReset,
     /// Someone signed out (`auth.signed_out`).
     SignedOut,
     /// A form came without this session's CSRF token (`auth.csrf_rejected`).

@@ -322,6 +322,51 @@ impl Payload for ProposalViewed {
     }
 }
 
+/// Payload of `proposal.personal_data_revealed`: a reviewer asked to see the personal data a
+/// GDPR or HIPAA proposal's page withholds. Which fields (JSON pointers into the command,
+/// audit-safe names), never their values.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PersonalDataRevealed {
+    /// The proposal.
+    #[serde(skip)]
+    pub proposal_id: Uuid,
+    /// Whose, which tool, where, how risky.
+    #[serde(flatten)]
+    pub facets: ProposalFacets,
+    /// `gdpr`, `hipaa`.
+    pub compliance: Vec<&'static str>,
+    /// The fields shown, as JSON pointers (at most [`safe::MAX_ITEMS`]).
+    pub fields: Vec<String>,
+    /// How many fields were shown in all.
+    pub field_count: usize,
+}
+
+impl PersonalDataRevealed {
+    /// The event for revealing `fields` of `agent`'s proposal `id`.
+    pub fn new(id: Uuid, agent: &str, contract: &ToolProposal, fields: &[String]) -> Self {
+        let cc = contract.compliance_context;
+        Self {
+            proposal_id: id,
+            facets: ProposalFacets::of(agent, contract),
+            compliance: [("gdpr", cc.gdpr), ("hipaa", cc.hipaa)]
+                .into_iter()
+                .filter_map(|(name, on)| on.then_some(name))
+                .collect(),
+            fields: safe::bounded(fields.iter().map(|f| safe::safe_name(f))),
+            field_count: fields.len(),
+        }
+    }
+}
+
+impl Payload for PersonalDataRevealed {
+    fn kind(&self) -> &'static str {
+        "proposal.personal_data_revealed"
+    }
+    fn subject(&self) -> (&'static str, String) {
+        ("proposal", self.proposal_id.to_string())
+    }
+}
+
 /// Payload of `proposal.erased`: personal data values were removed from the proposal (and its
 /// command); keys, request hash and decision stay.
 #[derive(Debug, Clone, PartialEq, Serialize)]

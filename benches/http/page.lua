@@ -1,4 +1,4 @@
--- GETs one compliance page as a signed-in compliance officer (session cookie from $COOKIE) and
+-- GETs one page as a signed-in person (session cookie from $COOKIE) and
 -- prints the latency percentiles wrk's own summary leaves out (p95), in milliseconds.
 wrk.headers["Cookie"] = os.getenv("COOKIE")
 wrk.headers["Accept"] = "text/html"

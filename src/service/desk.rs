@@ -1,0 +1,227 @@
+//! The reviewer's queue at scale: a page of pending proposals for a [`QueueQuery`] within the
+//! reviewer's domains, how many match, and the count of every filter value.
+//!
+//! The per-value counts come from one grouped read over every pending row, too slow to run on
+//! each page view with 100,000 pending proposals. They are kept for [`FACETS_FRESH`]; a page
+//! that finds them older refreshes them in the background and shows the ones it has, so no
+//! page waits for the grouped read but the very first.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use super::{AccountError, ServiceError, Services};
+use crate::audit::{Actor, AuditEvent, DomainsChanged};
+use crate::domain::queue::{QueueKey, QueueQuery, may_review_domain};
+use crate::storage::accounts;
+use crate::storage::proposals::ProposalRecord;
+use crate::storage::queue::{self, Domains, QueueGroup};
+
+/// How long per-value counts are shown before they are read again.
+pub const FACETS_FRESH: Duration = Duration::from_secs(2);
+
+/// Proposals per queue page.
+pub const QUEUE_PAGE: i64 = 50;
+
+/// A page of the queue.
+#[derive(Debug, Clone)]
+pub struct QueuePage {
+    /// The proposals, in the query's order.
+    pub items: Vec<ProposalRecord>,
+    /// Where the next page starts, when there is one.
+    pub next: Option<QueueKey>,
+    /// How many pending proposals match the filters (the reviewer's domains included).
+    pub matching: i64,
+    /// Every filter value and how many pending proposals have it.
+    pub facets: Facets,
+}
+
+/// Per-value counts of the pending proposals a reviewer may see.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Facets {
+    /// All of them.
+    pub total: i64,
+    /// By agent.
+    pub agents: BTreeMap<String, i64>,
+    /// By domain.
+    pub domains: BTreeMap<String, i64>,
+    /// By tool.
+    pub tools: BTreeMap<String, i64>,
+    /// By declared risk.
+    pub risks: BTreeMap<String, i64>,
+    /// By route.
+    pub routes: BTreeMap<String, i64>,
+    /// Declaring GDPR.
+    pub gdpr: i64,
+    /// Declaring HIPAA.
+    pub hipaa: i64,
+}
+
+impl Facets {
+    /// Sums the groups a reviewer limited to `domains` may see.
+    pub fn of(groups: &[QueueGroup], domains: Domains<'_>) -> Self {
+        let mut f = Facets::default();
+        let visible = groups
+            .iter()
+            .filter(|g| may_review_domain(domains, &g.domain));
+        for g in visible {
+            f.total += g.n;
+            *f.agents.entry(g.agent.clone()).or_default() += g.n;
+            *f.domains.entry(g.domain.clone()).or_default() += g.n;
+            *f.tools.entry(g.tool_name.clone()).or_default() += g.n;
+            *f.risks.entry(g.risk_level.clone()).or_default() += g.n;
+            *f.routes.entry(g.route.clone()).or_default() += g.n;
+            f.gdpr += g.gdpr * g.n;
+            f.hipaa += g.hipaa * g.n;
+        }
+        f
+    }
+}
+
+/// The last grouped read and whether a refresh is under way.
+#[derive(Default)]
+pub(crate) struct FacetCache {
+    state: Mutex<CacheState>,
+}
+
+#[derive(Default)]
+struct CacheState {
+    groups: Option<(Instant, Arc<Vec<QueueGroup>>)>,
+    refreshing: bool,
+}
+
+impl Services {
+    /// A page of pending proposals for `q`, within `domains` (`None`: every domain).
+    pub async fn queue_page(
+        &self,
+        q: &QueueQuery,
+        domains: Domains<'_>,
+    ) -> Result<QueuePage, ServiceError> {
+        let mut read = self.read().await?;
+        let mut items = queue::page(read.conn(), q, domains, self.now(), QUEUE_PAGE + 1).await?;
+        let next = (items.len() > usize::try_from(QUEUE_PAGE).unwrap_or(usize::MAX))
+            .then(|| {
+                items.pop();
+                items.last().map(|p| queue::key_of(p, q.sort))
+            })
+            .flatten();
+        let matching = queue::count(read.conn(), &q.filter, domains).await?;
+        drop(read);
+        let groups = self.queue_groups().await?;
+        Ok(QueuePage {
+            items,
+            next,
+            matching,
+            facets: Facets::of(&groups, domains),
+        })
+    }
+
+    /// The grouped counts: kept ones while fresh; stale ones while a background read
+    /// refreshes them; a read of its own only when there are none yet.
+    async fn queue_groups(&self) -> Result<Arc<Vec<QueueGroup>>, ServiceError> {
+        let stale = {
+            let mut state = self
+                .facets
+                .state
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            match &state.groups {
+                Some((at, groups)) if at.elapsed() < FACETS_FRESH => return Ok(groups.clone()),
+                Some((_, groups)) => {
+                    let groups = groups.clone();
+                    if !state.refreshing {
+                        state.refreshing = true;
+                        let services = self.clone();
+                        tokio::spawn(async move {
+                            if let Err(e) = services.read_queue_groups().await {
+                                tracing::warn!(error = %e, "refreshing the queue's counts failed");
+                            }
+                        });
+                    }
+                    Some(groups)
+                }
+                None => None,
+            }
+        };
+        match stale {
+            Some(groups) => Ok(groups),
+            None => self.read_queue_groups().await,
+        }
+    }
+
+    async fn read_queue_groups(&self) -> Result<Arc<Vec<QueueGroup>>, ServiceError> {
+        let read = async {
+            let mut read = self.read().await?;
+            Ok::<_, ServiceError>(queue::groups(read.conn()).await?)
+        }
+        .await;
+        let mut state = self
+            .facets
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        state.refreshing = false;
+        let groups = Arc::new(read?);
+        state.groups = Some((Instant::now(), groups.clone()));
+        Ok(groups)
+    }
+}
+
+impl Services {
+    /// The domains `username` is limited to (`None`: every domain).
+    pub async fn reviewer_domains(
+        &self,
+        username: &str,
+    ) -> Result<Option<Vec<String>>, ServiceError> {
+        let mut read = self.read().await?;
+        Ok(accounts::user_domains(read.conn(), username).await?)
+    }
+
+    /// Whether `username` may see and decide `p` (its domain is one of theirs).
+    pub async fn may_review(
+        &self,
+        username: &str,
+        p: &ProposalRecord,
+    ) -> Result<bool, ServiceError> {
+        let domains = self.reviewer_domains(username).await?;
+        Ok(may_review_domain(domains.as_deref(), &p.contract.domain))
+    }
+
+    /// Limits `username` to `domains` (`None`: every domain); audited.
+    pub async fn set_domains(
+        &self,
+        username: &str,
+        domains: Option<Vec<String>>,
+        actor: &Actor,
+    ) -> Result<(), AccountError> {
+        let user = self
+            .user(username)
+            .await?
+            .ok_or_else(|| AccountError::Missing(format!("user `{username}`")))?;
+        let from = self.reviewer_domains(username).await?;
+        let (now, actor) = (self.now(), actor.clone());
+        let changed = self
+            .store()
+            .write(move |tx| {
+                Box::pin(async move {
+                    let to = domains;
+                    if !accounts::set_user_domains(tx.conn(), &user.username, to.as_deref()).await?
+                    {
+                        return Ok(false);
+                    }
+                    let event = DomainsChanged {
+                        user_id: user.id,
+                        username: user.username,
+                        from,
+                        to,
+                    };
+                    tx.record(now, &actor, AuditEvent::DomainsChanged(event));
+                    Ok::<_, ServiceError>(true)
+                })
+            })
+            .await?;
+        changed
+            .then_some(())
+            .ok_or_else(|| AccountError::Missing(format!("user `{username}`")))
+    }
+}

@@ -1,0 +1,402 @@
+//! The proposal page's side of the desk: one proposal in full for a viewer — every field of
+//! the command an executor receives ([`super::sheet`]), agent-written text made visible, the
+//! agent's record with the tool, the typed-name confirmation approving needs — and the audited
+//! reveal of a GDPR or HIPAA proposal's personal data.
+
+use app::dto::{
+    AppError, ApprovalView, AuditView, BlockerView, ExecutionView, HistoryItem, HistoryView,
+    Notice, ProposalView, ReviewView, Viewer,
+};
+use app::ports::DecideOutcome;
+use app::time::Moment;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use super::sheet::{SheetOptions, command_sheet};
+use super::{internal, may_view, rfc3339, rollback_words};
+use crate::audit::Actor;
+use crate::domain::lifecycle::{self, DecisionError, ProposalStatus, ReviewVerdict, check_decision};
+use crate::domain::principal::Role;
+use crate::domain::review::confirm;
+use crate::domain::review::text::visible;
+use crate::service::{AgentHistory, Cursor, Services, TrailPage, withholds_personal_data};
+use crate::storage::audit_query::TrailEvent;
+use crate::storage::commands::CommandRecord;
+use crate::storage::proposals::{ProposalRecord, Review};
+
+fn moment(t: OffsetDateTime, now: OffsetDateTime) -> Moment {
+    Moment::new(t.unix_timestamp(), now.unix_timestamp())
+}
+
+/// One proposal for `viewer`, recording the view of a GDPR or HIPAA proposal. With `reveal`,
+/// personal data the viewer revealed within [`crate::domain::review::disclosure::REVEAL_SECONDS`]
+/// is shown.
+pub(super) async fn proposal(
+    s: &Services,
+    viewer: &Viewer,
+    id: &str,
+    trail_before: Option<i64>,
+    reveal: bool,
+) -> Result<ProposalView, AppError> {
+    let (role, p) = reviewable(s, viewer, id).await?;
+    let id = p.id;
+    let command = s.command_for_proposal(id).await.map_err(internal)?;
+    let approvals = s.approvals(id).await.map_err(internal)?;
+    // The most recent events of the proposal and its command, a page at a time.
+    let cursor = trail_before.map_or(Cursor::Newest, Cursor::Before);
+    let audit = s
+        .proposal_trail(id, command.as_ref().map(|c| c.id), cursor)
+        .await
+        .map_err(internal)?;
+    let history = s.agent_history(&p).await.map_err(internal)?;
+    let actor = Actor::user(&viewer.username);
+    let revealed = reveal
+        && withholds_personal_data(&p)
+        && s.revealed_recently(&actor, id).await.map_err(internal)?;
+    let now = s.now();
+    let standing = standing(&p, viewer, role, &approvals, now);
+    s.record_view(&actor, &p).await.map_err(internal)?;
+    let spec = command
+        .as_ref()
+        .map_or_else(|| s.command_preview(&p), |c| c.spec.clone());
+    let sheet = command_sheet(
+        &spec,
+        &SheetOptions {
+            queued: command.is_some(),
+            regulated: withholds_personal_data(&p),
+            revealed,
+            now,
+        },
+    );
+    let detail = Detail {
+        p,
+        command,
+        approvals,
+        audit,
+        standing,
+        can_erase: role == Role::Admin,
+        history,
+        now,
+    };
+    Ok(detail.into_view(sheet))
+}
+
+/// Proposal `id`, if `viewer`'s role may view proposals and their domains include its
+/// domain (a reviewer limited to domains does not see the others: not found), with the role.
+async fn reviewable(
+    s: &Services,
+    viewer: &Viewer,
+    id: &str,
+) -> Result<(Role, ProposalRecord), AppError> {
+    let role = may_view(viewer)?;
+    let id = Uuid::parse_str(id).map_err(|_| AppError::NotFound)?;
+    let p = s
+        .proposal(id)
+        .await
+        .map_err(internal)?
+        .ok_or(AppError::NotFound)?;
+    if !s.may_review(&viewer.username, &p).await.map_err(internal)? {
+        return Err(AppError::NotFound);
+    }
+    Ok((role, p))
+}
+
+/// `viewer` reveals proposal `id`'s withheld personal data (recorded by the service).
+pub(super) async fn reveal(
+    s: &Services,
+    viewer: &Viewer,
+    id: &str,
+) -> Result<DecideOutcome, AppError> {
+    let (_, p) = reviewable(s, viewer, id).await?;
+    let id = p.id;
+    let fields = s
+        .reveal_personal_data(&Actor::user(&viewer.username), id)
+        .await
+        .map_err(internal)?;
+    Ok(if fields.is_empty() {
+        DecideOutcome::Refused(Notice::NothingToReveal)
+    } else {
+        DecideOutcome::Decided(Notice::Revealed)
+    })
+}
+
+/// The notice a refused typed-name confirmation shows.
+pub(super) fn unconfirmed(e: &confirm::ConfirmationError) -> Notice {
+    match e {
+        confirm::ConfirmationError::Missing { .. } => Notice::ConfirmationMissing,
+        confirm::ConfirmationError::Mismatch { .. } => Notice::ConfirmationMismatch,
+    }
+}
+
+/// GDPR/HIPAA flags and the seed 003 classification, as label/value pairs.
+fn compliance_and_classification(p: &ProposalRecord) -> (Vec<String>, Vec<(String, String)>) {
+    let c = &p.contract;
+    let mut compliance = Vec::new();
+    if c.compliance_context.gdpr {
+        compliance.push("GDPR (personal data)".to_owned());
+    }
+    if c.compliance_context.hipaa {
+        compliance.push("HIPAA (health data)".to_owned());
+    }
+    let mut classification = Vec::new();
+    if let Some(cat) = c.tool_category {
+        classification.push(("Tool category".to_owned(), cat.as_str().to_owned()));
+    }
+    if let Some(d) = c.risk_domain {
+        classification.push(("Risk domain".to_owned(), d.as_str().to_owned()));
+    }
+    if !c.evidence_refs.is_empty() {
+        classification.push((
+            "Evidence refs".to_owned(),
+            c.evidence_refs.len().to_string(),
+        ));
+    }
+    classification.push((
+        "Agent says approval required".to_owned(),
+        c.approval_required.to_string(),
+    ));
+    (compliance, classification)
+}
+
+fn audit_view(a: TrailEvent, now: OffsetDateTime) -> AuditView {
+    let a = a.event;
+    AuditView {
+        at: moment(a.at, now),
+        actor: format!("{}:{}", a.actor_kind, a.actor),
+        action: a.kind,
+        change: match (a.before_status, a.after_status) {
+            (Some(b), Some(a)) => format!("{b} → {a}"),
+            (None, Some(a)) => format!("→ {a}"),
+            _ => String::new(),
+        },
+    }
+}
+
+fn review_view(r: Review, now: OffsetDateTime) -> ReviewView {
+    ReviewView {
+        verdict: r.verdict.as_str().into(),
+        decided_by: r.decided_by,
+        decided_at: moment(r.decided_at, now),
+        reason: r.reason.map(|t| visible(&t).text),
+    }
+}
+
+fn execution_view(x: CommandRecord) -> ExecutionView {
+    ExecutionView {
+        command_id: x.id.to_string(),
+        status: x.status.as_str().into(),
+        attempts: x.attempts,
+        leased_by: x.leased_by,
+    }
+}
+
+fn history_view(h: AgentHistory, now: OffsetDateTime) -> HistoryView {
+    let t = h.tally;
+    HistoryView {
+        total: t.total,
+        capped: h.capped,
+        approved: t.approved,
+        rejected: t.rejected,
+        refused: t.refused,
+        expired: t.expired,
+        pending: t.pending,
+        succeeded: t.succeeded,
+        failed: t.failed,
+        unknown: t.unknown,
+        running: t.running(),
+        recent: h
+            .recent
+            .into_iter()
+            .map(|r| HistoryItem {
+                id: r.id.to_string(),
+                summary: visible(r.summary.as_deref().unwrap_or("")).text,
+                status: r.status,
+                at: moment(r.created_at, now),
+            })
+            .collect(),
+    }
+}
+
+/// Whether this viewer may decide now, and if not, why (for open proposals only).
+struct Standing {
+    status: ProposalStatus,
+    can_decide: bool,
+    cannot: Option<String>,
+    approve_blocked: Option<String>,
+}
+
+fn standing(
+    p: &ProposalRecord,
+    viewer: &Viewer,
+    role: Role,
+    approvals: &[(String, OffsetDateTime)],
+    now: OffsetDateTime,
+) -> Standing {
+    let status = lifecycle::status_at(p.status, p.expires_at, now);
+    let check = check_decision(
+        status,
+        &p.agent,
+        &viewer.username,
+        role,
+        ReviewVerdict::Approved,
+        None,
+    );
+    let (can_decide, cannot) = match check {
+        Ok(_) => (true, None),
+        Err(DecisionError::AlreadyDecided(_)) => (false, None),
+        Err(e) => (false, Some(e.to_string())),
+    };
+    let approve_blocked = (can_decide && approvals.iter().any(|(who, _)| *who == viewer.username))
+        .then(|| {
+            let more = usize::from(p.routing.required_approvals).saturating_sub(approvals.len());
+            format!("You approved. {more} more approval(s) from other reviewers are needed.")
+        });
+    Standing {
+        status,
+        can_decide,
+        cannot: if status.is_open() { cannot } else { None },
+        approve_blocked,
+    }
+}
+
+/// The blockers, each once, and the routing reasons that do not repeat one (the router
+/// records every blocker as a reason too, as `route: message`).
+fn blockers_and_reasons(p: &ProposalRecord) -> (Vec<BlockerView>, Vec<String>) {
+    let mut blockers: Vec<BlockerView> = Vec::new();
+    for b in &p.routing.blockers {
+        let view = BlockerView {
+            code: b.code.as_str().into(),
+            message: b.message.clone(),
+        };
+        if !blockers.contains(&view) {
+            blockers.push(view);
+        }
+    }
+    let mut reasons: Vec<String> = Vec::new();
+    for r in &p.routing.reasons {
+        let says_a_blocker = blockers
+            .iter()
+            .any(|b| *r == b.message || r.ends_with(&format!(": {}", b.message)));
+        if !says_a_blocker && !reasons.contains(r) {
+            reasons.push(r.clone());
+        }
+    }
+    (blockers, reasons)
+}
+
+/// Everything the detail page shows about one proposal.
+struct Detail {
+    p: ProposalRecord,
+    command: Option<CommandRecord>,
+    approvals: Vec<(String, OffsetDateTime)>,
+    audit: TrailPage,
+    standing: Standing,
+    can_erase: bool,
+    history: AgentHistory,
+    now: OffsetDateTime,
+}
+
+/// The agent-written text of the page's header, made visible, and how many hidden characters
+/// it had.
+struct Texts {
+    summary: String,
+    reasoning: String,
+    tool_version: String,
+    idempotency_key: String,
+    targets: Vec<String>,
+    hidden: usize,
+}
+
+impl Texts {
+    fn of(p: &ProposalRecord) -> Self {
+        let c = &p.contract;
+        let mut hidden = 0;
+        let mut shown = |s: &str| {
+            let v = visible(s);
+            hidden += v.hidden;
+            v.text
+        };
+        Texts {
+            summary: shown(&c.intent.summary),
+            reasoning: shown(&c.intent.reasoning),
+            tool_version: shown(&c.tool.version),
+            idempotency_key: shown(&c.idempotency_key),
+            targets: c
+                .target_refs
+                .iter()
+                .map(|t| shown(&format!("{}:{}", t.kind, t.id)))
+                .collect(),
+            hidden,
+        }
+    }
+}
+
+impl Detail {
+    fn into_view(self, command_sheet: app::dto::CommandSheet) -> ProposalView {
+        let Detail { p, command, approvals, audit, standing, can_erase, history, now } = self;
+        let erased = p
+            .erasure
+            .as_ref()
+            .map(|e| format!("Erased by {} at {}: {}", e.by, rfc3339(e.at), e.reason));
+        let (compliance, classification) = compliance_and_classification(&p);
+        let (blockers, reasons) = blockers_and_reasons(&p);
+        let texts = Texts::of(&p);
+        let open = standing.status.is_open();
+        let c = &p.contract;
+        let confirm_name = (open && standing.can_decide)
+            .then(|| {
+                confirm::expected(p.routing.effective_risk, c.blast_radius, &c.target_refs, &c.tool.name)
+            })
+            .flatten();
+        let sheet_hidden: usize = command_sheet.rows.iter().map(|r| r.hidden).sum();
+        let r = &p.routing;
+        ProposalView {
+            id: p.id.to_string(),
+            status: standing.status.as_str().into(),
+            authorization_state: p.authorization_state.as_str().into(),
+            declared_authorization: c.authorization_state.map(|a| a.as_str().into()),
+            summary: texts.summary,
+            reasoning: texts.reasoning,
+            tool: c.tool.name.clone(),
+            tool_version: texts.tool_version,
+            proposed_by: p.agent.clone(),
+            domain: c.domain.clone(),
+            created_at: moment(p.created_at, now),
+            expires_at: p.expires_at.filter(|_| open).map(|t| moment(t, now)),
+            risk_level: c.risk_level.as_str().into(),
+            blast_radius: c.blast_radius.map(|b| b.as_str().into()),
+            rollback: rollback_words(&p),
+            targets: texts.targets,
+            compliance,
+            classification,
+            route: r.route.as_str().into(),
+            effective_risk: r.effective_risk.as_str().into(),
+            required_approvals: r.required_approvals,
+            category: r.category.as_str().into(),
+            rule: r.rule.clone(),
+            policy_version: r.policy_version.clone(),
+            blockers,
+            reasons,
+            request_hash: p.request_hash.clone(),
+            idempotency_key: texts.idempotency_key,
+            review: p.review.clone().map(|r| review_view(r, now)),
+            execution: command.map(execution_view),
+            audit_older: audit.older,
+            audit_newer: audit.newer,
+            audit: audit.events.into_iter().map(|a| audit_view(a, now)).collect(),
+            approve_blocked: standing.approve_blocked,
+            approvals: approvals
+                .into_iter()
+                .map(|(by, at)| ApprovalView { by, at: moment(at, now) })
+                .collect(),
+            can_decide: standing.can_decide,
+            cannot_decide_because: standing.cannot,
+            can_erase: can_erase && erased.is_none() && !open,
+            erased,
+            hidden_chars: texts.hidden + sheet_hidden,
+            command: command_sheet,
+            history: history_view(history, now),
+            confirm_name,
+        }
+    }
+}

@@ -1,0 +1,161 @@
+//! The queue page's side of the desk: reads the query string into a [`QueueQuery`], asks for a
+//! page within the viewer's domains, and shapes rows, filters and page links.
+
+use app::dto::{AppError, QueueFilterView, QueueItem, QueueParams, QueueView, percent_encode};
+use app::time::Moment;
+use time::OffsetDateTime;
+
+use super::{internal, keys_only, preview, rollback_words, targets};
+use crate::domain::queue::{QueueKey, QueueQuery};
+use crate::service::{Facets, QueuePage, Services};
+use crate::storage::proposals::ProposalRecord;
+
+/// The query, or a notice naming each bad field.
+pub fn parse(params: &QueueParams) -> Result<QueueQuery, AppError> {
+    QueueQuery::parse(params.pairs()).map_err(|errors| {
+        AppError::Invalid(
+            errors
+                .iter()
+                .map(|e| format!("`{}` {}", e.field, e.message))
+                .collect::<Vec<_>>()
+                .join("; "),
+        )
+    })
+}
+
+/// A page of the queue for a viewer limited to `domains` (`None`: every domain).
+pub async fn page(
+    services: &Services,
+    q: &QueueQuery,
+    domains: Option<Vec<String>>,
+) -> Result<QueueView, AppError> {
+    let page = services
+        .queue_page(q, domains.as_deref())
+        .await
+        .map_err(internal)?;
+    let now = services.now();
+    Ok(view(q, page, now, domains))
+}
+
+fn view(
+    q: &QueueQuery,
+    page: QueuePage,
+    now: OffsetDateTime,
+    domains: Option<Vec<String>>,
+) -> QueueView {
+    let QueuePage {
+        items,
+        next,
+        matching,
+        facets,
+    } = page;
+    QueueView {
+        items: items.into_iter().map(|p| item(p, now)).collect(),
+        matching,
+        total: facets.total,
+        filters: filters(q, &facets),
+        sort: q.sort.as_str().to_owned(),
+        next: next.map(|key| href(q, Some(key))),
+        first: q.after.is_some().then(|| href(q, None)),
+        limited_to: domains,
+    }
+}
+
+/// The link to this view from `after` (`None`: its first page).
+fn href(q: &QueueQuery, after: Option<QueueKey>) -> String {
+    let mut pairs = q.pairs();
+    if let Some(key) = after {
+        pairs.push(("after", key.encode(q.sort)));
+    }
+    if pairs.is_empty() {
+        return "/".to_owned();
+    }
+    let query: Vec<String> = pairs
+        .iter()
+        .map(|(k, v)| format!("{k}={}", percent_encode(v)))
+        .collect();
+    format!("/?{}", query.join("&"))
+}
+
+fn filters(q: &QueueQuery, facets: &Facets) -> Vec<QueueFilterView> {
+    let f = &q.filter;
+    let options = |m: &std::collections::BTreeMap<String, i64>| {
+        m.iter().map(|(k, n)| (k.clone(), *n)).collect::<Vec<_>>()
+    };
+    // Risk reads best highest first; the rest alphabetically.
+    let risks = ["high", "medium", "low"]
+        .iter()
+        .filter_map(|r| facets.risks.get(*r).map(|n| ((*r).to_owned(), *n)))
+        .collect();
+    let compliance = [("gdpr", facets.gdpr), ("hipaa", facets.hipaa)]
+        .into_iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(r, n)| (r.to_owned(), n))
+        .collect();
+    let filter = |name: &str, label: &str, chosen: Option<String>, options| QueueFilterView {
+        name: name.to_owned(),
+        label: label.to_owned(),
+        chosen,
+        options,
+    };
+    vec![
+        filter("agent", "Agent", f.agent.clone(), options(&facets.agents)),
+        filter(
+            "domain",
+            "Domain",
+            f.domain.clone(),
+            options(&facets.domains),
+        ),
+        filter("risk", "Risk", f.risk.map(|r| r.as_str().to_owned()), risks),
+        filter("tool", "Tool", f.tool.clone(), options(&facets.tools)),
+        filter(
+            "route",
+            "Route",
+            f.route.map(|r| r.as_str().to_owned()),
+            options(&facets.routes),
+        ),
+        filter(
+            "compliance",
+            "Regime",
+            f.compliance.map(|c| c.as_str().to_owned()),
+            compliance,
+        ),
+    ]
+}
+
+fn moment(t: OffsetDateTime, now: OffsetDateTime) -> Moment {
+    Moment::new(t.unix_timestamp(), now.unix_timestamp())
+}
+
+/// One row.
+pub fn item(p: ProposalRecord, now: OffsetDateTime) -> QueueItem {
+    let c = &p.contract;
+    let mut compliance = Vec::new();
+    if c.compliance_context.gdpr {
+        compliance.push("GDPR".to_owned());
+    }
+    if c.compliance_context.hipaa {
+        compliance.push("HIPAA".to_owned());
+    }
+    QueueItem {
+        id: p.id.to_string(),
+        summary: c.intent.summary.clone(),
+        tool: format!("{} {}", c.tool.name, c.tool.version),
+        targets: targets(&p),
+        affected: if c.compliance_context.gdpr || c.compliance_context.hipaa {
+            // Personal or health data: the queue names the fields; the values are shown only
+            // on the proposal page, to the reviewer who opens it to decide.
+            keys_only(&c.parameters, 120)
+        } else {
+            preview(&c.parameters, 120)
+        },
+        rollback: rollback_words(&p),
+        risk: c.risk_level.as_str().into(),
+        arrived: moment(p.created_at, now),
+        expires: p.expires_at.map(|t| moment(t, now)),
+        proposed_by: p.agent.clone(),
+        domain: c.domain.clone(),
+        route: p.routing.route.as_str().into(),
+        compliance,
+    }
+}

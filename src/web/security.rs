@@ -1,0 +1,167 @@
+//! What every response and request gets at the edge of the web app:
+//!
+//! - **Security headers** on every response: a `Content-Security-Policy` whose scripts must be
+//!   same-origin or carry this response's nonce (no `'unsafe-inline'`; Leptos puts the nonce on
+//!   the inline scripts it writes, see [`provide_request_nonce`]), `frame-ancestors 'none'`,
+//!   `X-Content-Type-Options: nosniff`, `Referrer-Policy: same-origin`, and
+//!   `Strict-Transport-Security` when cookies are `Secure` (the site is served over HTTPS).
+//! - **The client's address** ([`ClientAddr`]), which sign-in throttling counts by: the
+//!   socket's peer, or, when the peer is a proxy the operator trusts
+//!   (`--trusted-proxies`), the nearest address in `X-Forwarded-For` that is not one of them.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+
+use app::ports::ClientAddr;
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::middleware::Next;
+use axum::response::Response;
+use leptos::prelude::{provide_context, use_context};
+
+/// This response's CSP nonce: 128 random bits, hex.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CspNonce(pub Arc<str>);
+
+impl CspNonce {
+    fn generate() -> Self {
+        use rand::RngCore;
+        let mut bytes = [0u8; 16];
+        rand::rngs::OsRng.fill_bytes(&mut bytes);
+        Self(hex::encode(bytes).into())
+    }
+}
+
+/// What the edge needs to know.
+#[derive(Debug, Clone, Default)]
+pub struct Edge {
+    /// Send HSTS (the site is served over HTTPS: cookies are `Secure`).
+    pub hsts: bool,
+    /// Proxies whose `X-Forwarded-For` is believed.
+    pub trusted_proxies: Arc<[IpAddr]>,
+}
+
+/// The policy for a response with `nonce`.
+pub fn content_security_policy(nonce: &str) -> String {
+    format!(
+        "default-src 'self'; script-src 'self' 'nonce-{nonce}' 'wasm-unsafe-eval'; \
+         style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; \
+         object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+    )
+}
+
+/// Middleware: a nonce for the request (rendering reads it), the headers on the response.
+pub async fn security_headers(State(edge): State<Edge>, mut req: Request, next: Next) -> Response {
+    let nonce = CspNonce::generate();
+    req.extensions_mut().insert(nonce.clone());
+    let mut res = next.run(req).await;
+    let headers = res.headers_mut();
+    if let Ok(csp) = HeaderValue::from_str(&content_security_policy(&nonce.0)) {
+        headers.insert(header::CONTENT_SECURITY_POLICY, csp);
+    }
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("same-origin"),
+    );
+    if edge.hsts {
+        headers.insert(
+            header::STRICT_TRANSPORT_SECURITY,
+            HeaderValue::from_static("max-age=63072000; includeSubDomains"),
+        );
+    }
+    res
+}
+
+/// For the Leptos context of a request: the nonce the response's CSP names, so the inline
+/// scripts Leptos writes (hydration, resolved resources) carry it.
+pub fn provide_request_nonce() {
+    let nonce = use_context::<axum::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<CspNonce>().cloned());
+    if let Some(nonce) = nonce {
+        provide_context(leptos::nonce::Nonce::from_value(nonce.0));
+    }
+}
+
+/// Middleware: the client's address into the request's extensions.
+pub async fn client_address(State(edge): State<Edge>, mut req: Request, next: Next) -> Response {
+    let peer = req
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|ConnectInfo(addr)| addr.ip());
+    let client = client_ip(peer, req.headers(), &edge.trusted_proxies);
+    req.extensions_mut().insert(ClientAddr(client));
+    next.run(req).await
+}
+
+/// The client behind `peer`: `peer` itself unless it is a trusted proxy; then, walking
+/// `X-Forwarded-For` from the nearest hop, the first address that is not a trusted proxy (a
+/// malformed hop stops the walk at the last good one).
+pub fn client_ip(peer: Option<IpAddr>, headers: &HeaderMap, trusted: &[IpAddr]) -> IpAddr {
+    let peer = peer.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+    if !trusted.contains(&peer) {
+        return peer;
+    }
+    let forwarded: Vec<&str> = headers
+        .get_all("x-forwarded-for")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    let mut nearest = peer;
+    for hop in forwarded.iter().rev().flat_map(|v| v.rsplit(',')) {
+        match hop.trim().parse::<IpAddr>() {
+            Ok(ip) if trusted.contains(&ip) => nearest = ip,
+            Ok(ip) => return ip,
+            Err(_) => return nearest,
+        }
+    }
+    nearest
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().expect("ip")
+    }
+
+    fn forwarded(values: &[&str]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for v in values {
+            h.append("x-forwarded-for", HeaderValue::from_str(v).expect("value"));
+        }
+        h
+    }
+
+    #[test]
+    fn only_a_trusted_proxy_may_name_the_client() {
+        let proxy = ip("10.0.0.1");
+        let h = forwarded(&["203.0.113.9"]);
+        assert_eq!(client_ip(Some(ip("198.51.100.7")), &h, &[proxy]), ip("198.51.100.7"));
+        assert_eq!(client_ip(Some(proxy), &h, &[proxy]), ip("203.0.113.9"));
+        assert_eq!(client_ip(Some(proxy), &h, &[]), proxy);
+    }
+
+    #[test]
+    fn the_nearest_untrusted_hop_wins_over_what_the_client_claimed() {
+        let (p1, p2) = (ip("10.0.0.1"), ip("10.0.0.2"));
+        // The client wrote "1.1.1.1" itself; the proxies appended what they saw.
+        let h = forwarded(&["1.1.1.1, 203.0.113.9", "10.0.0.2"]);
+        assert_eq!(client_ip(Some(p1), &h, &[p1, p2]), ip("203.0.113.9"));
+        let junk = forwarded(&["203.0.113.9, not-an-address"]);
+        assert_eq!(client_ip(Some(p1), &junk, &[p1]), p1);
+    }
+
+    #[test]
+    fn scripts_need_the_nonce_and_nobody_frames_the_pages() {
+        let csp = content_security_policy("abc");
+        assert!(csp.contains("script-src 'self' 'nonce-abc'"));
+        assert!(!csp.contains("unsafe-inline"));
+        assert!(csp.contains("frame-ancestors 'none'"));
+    }
+}

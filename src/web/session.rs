@@ -1,0 +1,290 @@
+//! The UI's session port ([`SessionPort`]) over tower-sessions, checked on every use.
+//!
+//! - **Signed in**, the session holds who (name, role), the account's session epoch and when
+//!   they signed in and last used it. [`Services::check_session`] ends it after the idle or
+//!   absolute limit, when the account is disabled or its role changed, and when the epoch
+//!   moved on (disabled or password reset: every session of the account ends). A used
+//!   session is noted at most once a minute, which saves it and so moves its stored expiry on.
+//! - **Anonymous** visitors get no stored session at all: a page view writes no row. The
+//!   sign-in form's CSRF token is a double-submit pair instead: a random value in a cookie of
+//!   its own (`HttpOnly`, `SameSite=Strict`) and, in the form, that value followed by its
+//!   keyed hash (the installation's salt), so only a value this server minted is accepted and a
+//!   forged form cannot match a cookie the attacker's page cannot read. After sign-in every
+//!   form carries the session's own token.
+
+use std::sync::{Arc, OnceLock};
+
+use app::dto::{AppError, Viewer};
+use app::ports::{SessionHandle, SessionPort};
+use async_trait::async_trait;
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, header};
+use axum::middleware::Next;
+use axum::response::Response;
+use serde::{Deserialize, Serialize};
+use subtle::ConstantTimeEq;
+use time::OffsetDateTime;
+use tower_sessions::Session;
+
+use crate::domain::principal::Role;
+use crate::domain::sign_in::{SessionLimits, SessionUse};
+use crate::service::{SessionStamp, Services};
+
+const USER_KEY: &str = "countersign.user";
+const CSRF_KEY: &str = "countersign.csrf";
+
+/// The cookie that carries the sign-in form's half of its CSRF pair.
+pub const LOGIN_CSRF_COOKIE: &str = "countersign_login_csrf";
+/// Hex characters of the cookie's random value (192 bits).
+const LOGIN_NONCE_LEN: usize = 48;
+
+/// What the session remembers about the signed-in person. Times are Unix seconds by the
+/// services' clock; a session from before these fields existed reads as ancient and ends.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct SessionUser {
+    username: String,
+    role: String,
+    #[serde(default)]
+    epoch: i64,
+    #[serde(default)]
+    signed_in_at: i64,
+    #[serde(default)]
+    seen_at: i64,
+}
+
+/// What every request's session needs: the use cases, the limits, whether cookies are
+/// `Secure`.
+#[derive(Clone)]
+pub struct SessionConfig {
+    /// The use cases (session checks, the salt, the clock).
+    pub services: Services,
+    /// Idle and absolute limits.
+    pub limits: SessionLimits,
+    /// Mark cookies `Secure`.
+    pub secure: bool,
+}
+
+/// The typed session of one request.
+pub struct WebSession {
+    session: Session,
+    config: SessionConfig,
+    /// The login cookie the browser sent, if it looks like one.
+    presented: Option<String>,
+    /// A login cookie minted for this response.
+    minted: Arc<OnceLock<String>>,
+    /// The session's verdict, once checked in this request (a page's resources ask at once;
+    /// one check, one `auth.session_ended` at most).
+    verdict: tokio::sync::Mutex<Option<Option<Viewer>>>,
+}
+
+/// Middleware (inside the session layer): puts the request's [`SessionHandle`] into its
+/// extensions, and sets the login CSRF cookie on the response when one was minted.
+pub async fn attach_session_port(
+    State(config): State<SessionConfig>,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    let Some(session) = req.extensions().get::<Session>().cloned() else {
+        return next.run(req).await;
+    };
+    let minted = Arc::new(OnceLock::new());
+    let secure = config.secure;
+    let port = WebSession {
+        session,
+        config,
+        presented: login_cookie(&req),
+        minted: minted.clone(),
+        verdict: tokio::sync::Mutex::new(None),
+    };
+    req.extensions_mut()
+        .insert(SessionHandle(Arc::new(port)));
+    let mut res = next.run(req).await;
+    if let Some(nonce) = minted.get() {
+        let secure = if secure { "; Secure" } else { "" };
+        let cookie = format!("{LOGIN_CSRF_COOKIE}={nonce}; Path=/; HttpOnly; SameSite=Strict{secure}");
+        if let Ok(value) = HeaderValue::from_str(&cookie) {
+            res.headers_mut().append(header::SET_COOKIE, value);
+        }
+    }
+    res
+}
+
+/// The login cookie's value, if the request has a well-formed one.
+fn login_cookie(req: &Request) -> Option<String> {
+    req.headers()
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == LOGIN_CSRF_COOKIE)
+        .map(|(_, value)| value.to_owned())
+        .filter(|v| v.len() == LOGIN_NONCE_LEN && v.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+fn internal(e: impl std::fmt::Display) -> AppError {
+    tracing::error!(error = %e, "session failed");
+    AppError::Internal
+}
+
+fn unix(t: OffsetDateTime) -> i64 {
+    t.unix_timestamp()
+}
+
+fn from_unix(secs: i64) -> OffsetDateTime {
+    OffsetDateTime::from_unix_timestamp(secs).unwrap_or(OffsetDateTime::UNIX_EPOCH)
+}
+
+impl WebSession {
+    async fn user(&self) -> Result<Option<SessionUser>, AppError> {
+        self.session.get(USER_KEY).await.map_err(internal)
+    }
+
+    /// The sign-in form's token for `nonce`: the nonce and its keyed hash.
+    fn login_token(&self, nonce: &str) -> String {
+        let mac = self
+            .config
+            .services
+            .store()
+            .salt()
+            .hash(format!("countersign-login-csrf/1\0{nonce}").as_bytes());
+        format!("{nonce}{mac}")
+    }
+
+    /// The login cookie's value: the one presented, or one minted for this response.
+    fn login_nonce(&self) -> String {
+        match &self.presented {
+            Some(nonce) => nonce.clone(),
+            None => self
+                .minted
+                .get_or_init(|| crate::auth::token::random_hex()[..LOGIN_NONCE_LEN].to_owned())
+                .clone(),
+        }
+    }
+
+    /// Checks the stored session and notes its use; `None` (and the session ended) when it
+    /// may no longer be used.
+    async fn checked(&self, mut user: SessionUser) -> Result<Option<Viewer>, AppError> {
+        let services = &self.config.services;
+        let Some(role) = Role::parse(&user.role) else {
+            self.session.flush().await.map_err(internal)?;
+            return Ok(None);
+        };
+        let stamp = SessionStamp {
+            username: user.username.clone(),
+            role,
+            epoch: user.epoch,
+            signed_in_at: from_unix(user.signed_in_at),
+            seen_at: from_unix(user.seen_at),
+        };
+        match services
+            .check_session(&stamp, self.config.limits)
+            .await
+            .map_err(internal)?
+        {
+            Ok(SessionUse::Keep) => {}
+            Ok(SessionUse::Touch) => {
+                // Saving the session moves its stored expiry on: activity extends it.
+                user.seen_at = unix(services.now());
+                self.session
+                    .insert(USER_KEY, &user)
+                    .await
+                    .map_err(internal)?;
+            }
+            Err(end) => {
+                tracing::info!(user = %user.username, reason = end.as_str(), "session ended");
+                self.session.flush().await.map_err(internal)?;
+                return Ok(None);
+            }
+        }
+        Ok(Some(Viewer {
+            username: user.username,
+            role: role.into(),
+            can_decide: role.can_decide(),
+        }))
+    }
+}
+
+#[async_trait]
+impl SessionPort for WebSession {
+    async fn viewer(&self) -> Result<Option<Viewer>, AppError> {
+        let mut verdict = self.verdict.lock().await;
+        if let Some(known) = &*verdict {
+            return Ok(known.clone());
+        }
+        let viewer = match self.user().await? {
+            Some(user) => self.checked(user).await?,
+            None => None,
+        };
+        *verdict = Some(viewer.clone());
+        Ok(viewer)
+    }
+
+    async fn csrf_token(&self) -> Result<String, AppError> {
+        if let Some(token) = self.session.get::<String>(CSRF_KEY).await.map_err(internal)? {
+            return Ok(token);
+        }
+        if self.user().await?.is_none() {
+            return Ok(self.login_token(&self.login_nonce()));
+        }
+        let token = crate::auth::token::random_hex();
+        self.session
+            .insert(CSRF_KEY, &token)
+            .await
+            .map_err(internal)?;
+        Ok(token)
+    }
+
+    async fn csrf_matches(&self, token: &str) -> Result<bool, AppError> {
+        if token.is_empty() {
+            return Ok(false);
+        }
+        if let Some(stored) = self.session.get::<String>(CSRF_KEY).await.map_err(internal)? {
+            return Ok(stored.as_bytes().ct_eq(token.as_bytes()).into());
+        }
+        if self.user().await?.is_some() {
+            return Ok(false);
+        }
+        Ok(match &self.presented {
+            Some(nonce) => self
+                .login_token(nonce)
+                .as_bytes()
+                .ct_eq(token.as_bytes())
+                .into(),
+            None => false,
+        })
+    }
+
+    async fn sign_in(&self, viewer: &Viewer) -> Result<(), AppError> {
+        let services = &self.config.services;
+        let account = services
+            .user(&viewer.username)
+            .await
+            .map_err(internal)?
+            .ok_or(AppError::Unauthenticated)?;
+        // A new id defeats session fixation; the CSRF token is renewed with it.
+        self.session.cycle_id().await.map_err(internal)?;
+        let token = crate::auth::token::random_hex();
+        self.session
+            .insert(CSRF_KEY, &token)
+            .await
+            .map_err(internal)?;
+        let now = unix(services.now());
+        let user = SessionUser {
+            username: viewer.username.clone(),
+            role: viewer.role.as_str().to_owned(),
+            epoch: account.session_epoch,
+            signed_in_at: now,
+            seen_at: now,
+        };
+        self.session.insert(USER_KEY, user).await.map_err(internal)?;
+        *self.verdict.lock().await = None;
+        Ok(())
+    }
+
+    async fn sign_out(&self) -> Result<(), AppError> {
+        self.session.flush().await.map_err(internal)?;
+        *self.verdict.lock().await = Some(None);
+        Ok(())
+    }
+}

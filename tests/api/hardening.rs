@@ -1,0 +1,455 @@
+//! The doors locked (issue 10): security headers with a CSP nonce on every page, sign-in
+//! throttling per account and per client address (audited, no hashing while throttled), one
+//! answer for unknown users and wrong passwords, passwords capped at sign-in, no session row
+//! for anonymous page views, sessions that end (idle, absolute, disabled account, password
+//! reset), and connections that slow clients cannot hold.
+
+use std::time::Duration;
+
+use countersign::audit::Actor;
+use countersign::domain::principal::Role;
+use reqwest::StatusCode;
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::common::on_both_backends;
+use crate::helpers::{Browser, PASSWORD, TestApp, location};
+
+on_both_backends!(
+    every_page_carries_the_security_headers_and_its_scripts_the_nonce,
+    hsts_is_sent_only_when_cookies_are_secure,
+    anonymous_page_views_write_no_session_row,
+    the_sign_in_form_is_bound_to_its_own_browser,
+    the_sixth_attempt_on_an_account_is_throttled_even_with_the_right_password,
+    many_failures_from_one_address_throttle_every_account_there,
+    forwarded_addresses_are_believed_only_from_trusted_proxies,
+    unknown_users_and_wrong_passwords_get_the_same_answer_and_the_same_work,
+    over_long_passwords_are_refused_without_hashing,
+    disabling_an_account_ends_its_open_sessions,
+    a_password_reset_signs_the_account_out_everywhere,
+    idle_sessions_end_and_activity_keeps_them_alive,
+    sessions_end_after_the_absolute_limit_however_active,
+    a_client_that_never_finishes_its_headers_is_disconnected,
+    a_body_that_never_arrives_does_not_hold_the_connection,
+    the_connection_cap_holds_extra_clients_until_one_leaves,
+);
+
+/// The sessions table of the backend.
+fn sessions_table(app: &TestApp) -> &'static str {
+    if app.db_url.starts_with("sqlite:") {
+        "tower_sessions"
+    } else {
+        "tower_sessions.session"
+    }
+}
+
+/// The audit rows about user `name` (sign-ins, throttling, session ends), oldest first.
+async fn trail_of(app: &TestApp, name: &str) -> Vec<(String, Value)> {
+    app.services
+        .trail("user", name)
+        .await
+        .expect("trail")
+        .into_iter()
+        .map(|r| (r.action, r.details))
+        .collect()
+}
+
+/// Signs in with the page's own CSRF token, claiming to come from `forwarded_for`.
+async fn login_from(browser: &Browser, base: &str, forwarded_for: &str, user: &str, pw: &str) -> String {
+    let csrf = browser.csrf("/login").await;
+    let r = browser
+        .client
+        .post(format!("{base}/fn/login"))
+        .header("accept", "text/html")
+        .header("x-forwarded-for", forwarded_for)
+        .form(&[("csrf_token", csrf.as_str()), ("username", user), ("password", pw)])
+        .send()
+        .await
+        .expect("request");
+    location(&r)
+}
+
+const THROTTLED: &str = "/login?error=throttled";
+const REFUSED: &str = "/login?error=invalid_credentials";
+
+async fn every_page_carries_the_security_headers_and_its_scripts_the_nonce(backend: &str) {
+    let app = TestApp::spawn(backend).await;
+    let browser = app.browser();
+    let r = browser.get("/login").await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let header = |name: &str| {
+        r.headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let csp = header("content-security-policy");
+    let script_src = csp
+        .split(';')
+        .map(str::trim)
+        .find(|d| d.starts_with("script-src"))
+        .expect("a script-src directive")
+        .to_owned();
+    assert!(!script_src.contains("unsafe-inline"), "{script_src}");
+    assert!(csp.contains("frame-ancestors 'none'"), "{csp}");
+    assert_eq!(header("x-content-type-options"), "nosniff");
+    assert_eq!(header("referrer-policy"), "same-origin");
+    assert!(r.headers().get("strict-transport-security").is_none());
+    let nonce = script_src
+        .split_whitespace()
+        .find_map(|s| s.strip_prefix("'nonce-")?.strip_suffix('\''))
+        .expect("a nonce")
+        .to_owned();
+    assert!(nonce.len() >= 22, "a nonce of at least 128 bits");
+    let html = r.text().await.expect("html");
+    let scripts: Vec<&str> = html.split("<script").skip(1).collect();
+    assert!(!scripts.is_empty(), "the page hydrates with scripts");
+    for script in scripts {
+        let tag = &script[..script.find('>').expect("tag end")];
+        assert!(tag.contains(&format!("nonce=\"{nonce}\"")), "<script{tag}>");
+    }
+    // A fresh nonce per response, and the headers on the API as well.
+    let again = browser.get("/login").await;
+    let csp_again = again.headers()["content-security-policy"].to_str().expect("csp");
+    assert_ne!(csp_again, csp);
+    let health = app.client.get(app.url("/healthz")).send().await.expect("healthz");
+    assert_eq!(health.headers()["x-content-type-options"], "nosniff");
+}
+
+async fn hsts_is_sent_only_when_cookies_are_secure(backend: &str) {
+    let app = TestApp::spawn_configured(backend, |s| s.secure_cookies = true).await;
+    let r = app.browser().get("/login").await;
+    let hsts = r.headers()["strict-transport-security"].to_str().expect("hsts");
+    assert!(hsts.starts_with("max-age="), "{hsts}");
+    let cookie = r.headers()["set-cookie"].to_str().expect("cookie");
+    assert!(cookie.contains("Secure"), "{cookie}");
+}
+
+async fn anonymous_page_views_write_no_session_row(backend: &str) {
+    let app = TestApp::spawn(backend).await;
+    app.user("rev", Role::Reviewer).await;
+    let count = format!("select count(*) from {}", sessions_table(&app));
+    let browser = app.browser();
+    for path in ["/", "/login", "/runs", "/audit", "/proposals/nope", "/no/such/page"] {
+        let status = browser.get(path).await.status();
+        assert!(status.is_success() || status.is_redirection() || status == StatusCode::NOT_FOUND);
+    }
+    browser.csrf("/login").await;
+    let r = browser.login("rev", "not the password at all").await;
+    assert_eq!(location(&r), REFUSED);
+    assert_eq!(app.count(&count).await, 0, "nobody signed in, nothing stored");
+    assert_eq!(location(&browser.login("rev", PASSWORD).await), "/");
+    assert_eq!(app.count(&count).await, 1);
+}
+
+async fn the_sign_in_form_is_bound_to_its_own_browser(backend: &str) {
+    let app = TestApp::spawn(backend).await;
+    app.user("rev", Role::Reviewer).await;
+    let (victim, attacker) = (app.browser(), app.browser());
+    let r = victim.get("/login").await;
+    let cookie = r.headers()["set-cookie"].to_str().expect("cookie").to_owned();
+    assert!(cookie.starts_with("countersign_login_csrf="), "{cookie}");
+    assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"), "{cookie}");
+    // The attacker's own valid token does not fit the victim's cookie.
+    let forged = attacker.csrf("/login").await;
+    let r = victim
+        .post_form(
+            "/fn/login",
+            "/login",
+            &[("csrf_token", &forged), ("username", "rev"), ("password", PASSWORD)],
+        )
+        .await;
+    assert_eq!(location(&r), "/login?error=csrf");
+    assert_eq!(location(&victim.login("rev", PASSWORD).await), "/");
+}
+
+async fn the_sixth_attempt_on_an_account_is_throttled_even_with_the_right_password(
+    backend: &str,
+) {
+    let app = TestApp::spawn(backend).await;
+    app.user("rev", Role::Reviewer).await;
+    app.user("other", Role::Reviewer).await;
+    let browser = app.browser();
+    for _ in 0..5 {
+        assert_eq!(location(&browser.login("rev", "wrong wrong wrong").await), REFUSED);
+    }
+    let hashed = app.services.hashing().work_done();
+    assert_eq!(location(&browser.login("rev", PASSWORD).await), THROTTLED);
+    assert_eq!(location(&browser.login("REV ", PASSWORD).await), THROTTLED);
+    assert_eq!(app.services.hashing().work_done(), hashed, "no argon2 while throttled");
+    let throttled: Vec<Value> = trail_of(&app, "rev")
+        .await
+        .into_iter()
+        .filter(|(kind, _)| kind == "auth.sign_in_throttled")
+        .map(|(_, d)| d)
+        .collect();
+    // Both were refused; the second typed no account's exact name, so only the first is
+    // recorded against `rev`.
+    assert_eq!(throttled.len(), 1);
+    assert_eq!(throttled[0]["scope"], "account");
+    assert!(throttled[0]["retry_after_secs"].as_i64().expect("secs") <= 30);
+    // The address is not throttled: someone else signs in from it.
+    assert_eq!(location(&app.browser().login("other", PASSWORD).await), "/");
+    // After the wait, the right password works and the count starts again.
+    app.clock.advance(time::Duration::seconds(31));
+    assert_eq!(location(&browser.login("rev", PASSWORD).await), "/");
+    let later = app.browser();
+    assert_eq!(location(&later.login("rev", "wrong wrong wrong").await), REFUSED);
+    assert_eq!(location(&later.login("rev", PASSWORD).await), "/");
+}
+
+async fn many_failures_from_one_address_throttle_every_account_there(backend: &str) {
+    let app = TestApp::spawn_configured(backend, |s| {
+        s.trusted_proxies = vec!["127.0.0.1".parse().expect("ip")];
+    })
+    .await;
+    app.user("rev", Role::Reviewer).await;
+    let browser = app.browser();
+    for i in 0..20 {
+        let name = format!("guess{i}");
+        let to = login_from(&browser, &app.base, "203.0.113.7", &name, "wrong wrong wrong").await;
+        assert_eq!(to, REFUSED);
+    }
+    let hashed = app.services.hashing().work_done();
+    let to = login_from(&browser, &app.base, "203.0.113.7", "rev", PASSWORD).await;
+    assert_eq!(to, THROTTLED);
+    assert_eq!(app.services.hashing().work_done(), hashed);
+    let (kind, details) = trail_of(&app, "rev").await.pop().expect("an event");
+    assert_eq!(kind, "auth.sign_in_throttled");
+    assert_eq!(details["scope"], "address");
+    // Another address behind the same proxy is not.
+    let to = login_from(&app.browser(), &app.base, "203.0.113.8", "rev", PASSWORD).await;
+    assert_eq!(to, "/");
+}
+
+async fn forwarded_addresses_are_believed_only_from_trusted_proxies(backend: &str) {
+    // No trusted proxy: a client cannot escape its address's count by claiming others.
+    let app = TestApp::spawn(backend).await;
+    app.user("rev", Role::Reviewer).await;
+    let browser = app.browser();
+    for i in 0..20 {
+        let (name, from) = (format!("guess{i}"), format!("198.51.100.{i}"));
+        let to = login_from(&browser, &app.base, &from, &name, "wrong wrong wrong").await;
+        assert_eq!(to, REFUSED);
+    }
+    let to = login_from(&browser, &app.base, "198.51.100.99", "rev", PASSWORD).await;
+    assert_eq!(to, THROTTLED);
+}
+
+async fn unknown_users_and_wrong_passwords_get_the_same_answer_and_the_same_work(
+    backend: &str,
+) {
+    let app = TestApp::spawn(backend).await;
+    app.user("rev", Role::Reviewer).await;
+    let browser = app.browser();
+    browser.csrf("/login").await;
+    let answer = |r: reqwest::Response| (r.status(), location(&r));
+    let before = app.services.hashing().work_done();
+    let wrong = answer(browser.login("rev", "not the password at all").await);
+    let after_wrong = app.services.hashing().work_done();
+    let unknown = answer(browser.login("nobody", "not the password at all").await);
+    let after_unknown = app.services.hashing().work_done();
+    assert_eq!(wrong, unknown);
+    assert_eq!(wrong, (StatusCode::FOUND, REFUSED.to_owned()));
+    // Each refusal ran exactly one argon2 verification (a dummy one for the unknown name).
+    assert_eq!((after_wrong - before, after_unknown - after_wrong), (1, 1));
+    app.services
+        .disable_user("rev", &Actor::system("test"))
+        .await
+        .expect("disable");
+    let disabled = answer(browser.login("rev", PASSWORD).await);
+    assert_eq!(disabled, unknown);
+    assert_eq!(app.services.hashing().work_done() - after_unknown, 1);
+}
+
+async fn over_long_passwords_are_refused_without_hashing(backend: &str) {
+    let app = TestApp::spawn(backend).await;
+    app.user("rev", Role::Reviewer).await;
+    let browser = app.browser();
+    browser.csrf("/login").await;
+    let before = app.services.hashing().work_done();
+    let long = "p".repeat(1025);
+    assert_eq!(location(&browser.login("rev", &long).await), REFUSED);
+    assert_eq!(app.services.hashing().work_done(), before);
+    let (kind, details) = trail_of(&app, "rev").await.pop().expect("an event");
+    assert_eq!(kind, "auth.sign_in_failed");
+    assert_eq!(details["reason"], "too_long");
+}
+
+/// Signs `name` in on a fresh browser and checks the queue opens.
+async fn signed_in(app: &TestApp, name: &str, password: &str) -> Browser {
+    let browser = app.browser();
+    assert_eq!(location(&browser.login(name, password).await), "/");
+    assert_eq!(browser.get("/").await.status(), StatusCode::OK);
+    browser
+}
+
+/// The reasons recorded for `name`'s ended sessions.
+async fn ended(app: &TestApp, name: &str) -> Vec<String> {
+    trail_of(app, name)
+        .await
+        .into_iter()
+        .filter(|(kind, _)| kind == "auth.session_ended")
+        .map(|(_, d)| d["reason"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+async fn disabling_an_account_ends_its_open_sessions(backend: &str) {
+    let app = TestApp::spawn(backend).await;
+    app.user("rev", Role::Reviewer).await;
+    let browser = signed_in(&app, "rev", PASSWORD).await;
+    app.services
+        .disable_user("rev", &Actor::system("test"))
+        .await
+        .expect("disable");
+    assert_eq!(location(&browser.get("/").await), "/login");
+    assert_eq!(ended(&app, "rev").await, ["disabled"]);
+    let count = format!("select count(*) from {}", sessions_table(&app));
+    assert_eq!(app.count(&count).await, 0, "the ended session's row is gone");
+}
+
+async fn a_password_reset_signs_the_account_out_everywhere(backend: &str) {
+    let app = TestApp::spawn(backend).await;
+    app.user("rev", Role::Reviewer).await;
+    app.user("other", Role::Reviewer).await;
+    let (laptop, phone) = (
+        signed_in(&app, "rev", PASSWORD).await,
+        signed_in(&app, "rev", PASSWORD).await,
+    );
+    let bystander = signed_in(&app, "other", PASSWORD).await;
+    let new_password = "a brand new passphrase";
+    app.services
+        .reset_password("rev", new_password.into(), &Actor::system("test"))
+        .await
+        .expect("reset");
+    assert_eq!(location(&laptop.get("/").await), "/login");
+    assert_eq!(location(&phone.get("/").await), "/login");
+    assert_eq!(bystander.get("/").await.status(), StatusCode::OK);
+    assert_eq!(ended(&app, "rev").await, ["signed_out_everywhere"; 2]);
+    let resets = app
+        .count("select count(*) from audit_events where action = 'user.password_reset'")
+        .await;
+    assert_eq!(resets, 1);
+    assert_eq!(location(&app.browser().login("rev", PASSWORD).await), REFUSED);
+    signed_in(&app, "rev", new_password).await;
+}
+
+/// The stored expiry of the only session, as text.
+async fn stored_expiry(app: &TestApp) -> String {
+    let sql = format!("select cast(expiry_date as text) from {}", sessions_table(app));
+    if app.db_url.starts_with("sqlite:") {
+        let mut c = <sqlx::SqliteConnection as sqlx::Connection>::connect(&app.db_url)
+            .await
+            .expect("connect");
+        sqlx::query_scalar(&sql).fetch_one(&mut c).await.expect("expiry")
+    } else {
+        let mut c = <sqlx::PgConnection as sqlx::Connection>::connect(&app.db_url)
+            .await
+            .expect("connect");
+        sqlx::query_scalar(&sql).fetch_one(&mut c).await.expect("expiry")
+    }
+}
+
+async fn idle_sessions_end_and_activity_keeps_them_alive(backend: &str) {
+    let app = TestApp::spawn(backend).await;
+    app.user("rev", Role::Reviewer).await;
+    let browser = signed_in(&app, "rev", PASSWORD).await;
+    let first = stored_expiry(&app).await;
+    // Used within the minute: nothing is written.
+    assert_eq!(browser.get("/").await.status(), StatusCode::OK);
+    assert_eq!(stored_expiry(&app).await, first);
+    // Used every 20 minutes for 40 (past the 30-minute idle limit): it lives, and each use
+    // saved it again, moving its stored expiry on.
+    for _ in 0..2 {
+        app.clock.advance(time::Duration::minutes(20));
+        assert_eq!(browser.get("/").await.status(), StatusCode::OK);
+    }
+    assert_ne!(stored_expiry(&app).await, first);
+    app.clock.advance(time::Duration::minutes(31));
+    assert_eq!(location(&browser.get("/").await), "/login");
+    assert_eq!(ended(&app, "rev").await, ["idle"]);
+}
+
+async fn sessions_end_after_the_absolute_limit_however_active(backend: &str) {
+    let app = TestApp::spawn_configured(backend, |s| {
+        s.sessions.lifetime = time::Duration::hours(2);
+    })
+    .await;
+    app.user("rev", Role::Reviewer).await;
+    let browser = signed_in(&app, "rev", PASSWORD).await;
+    for _ in 0..5 {
+        app.clock.advance(time::Duration::minutes(20));
+        assert_eq!(browser.get("/").await.status(), StatusCode::OK);
+    }
+    app.clock.advance(time::Duration::minutes(20));
+    assert_eq!(location(&browser.get("/").await), "/login");
+    assert_eq!(ended(&app, "rev").await, ["lifetime"]);
+}
+
+/// Reads what the server sends until it closes the connection; panics if it does not close
+/// within `bound`.
+async fn read_until_closed(stream: &mut TcpStream, bound: Duration) -> String {
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(bound, stream.read_to_end(&mut answer)).await;
+    assert!(read.is_ok(), "the server kept the connection open past {bound:?}");
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+fn host_port(app: &TestApp) -> String {
+    app.base.trim_start_matches("http://").to_owned()
+}
+
+async fn a_client_that_never_finishes_its_headers_is_disconnected(backend: &str) {
+    let app = TestApp::spawn_configured(backend, |s| {
+        s.limits.header_timeout = Duration::from_millis(500);
+    })
+    .await;
+    let mut slow = TcpStream::connect(host_port(&app)).await.expect("connect");
+    slow.write_all(b"GET /login HTTP/1.1\r\nHost: countersign\r\n")
+        .await
+        .expect("write");
+    let started = std::time::Instant::now();
+    let answer = read_until_closed(&mut slow, Duration::from_secs(10)).await;
+    assert!(!answer.contains(" 200 "), "{answer}");
+    assert!(started.elapsed() >= Duration::from_millis(400));
+}
+
+async fn a_body_that_never_arrives_does_not_hold_the_connection(backend: &str) {
+    let app = TestApp::spawn_configured(backend, |s| {
+        s.limits.body_timeout = Duration::from_millis(500);
+    })
+    .await;
+    let token = app.agent_token("a1").await;
+    let mut slow = TcpStream::connect(host_port(&app)).await.expect("connect");
+    let head = format!(
+        "POST /api/v1/proposals HTTP/1.1\r\nHost: countersign\r\nAuthorization: Bearer {token}\r\n\
+         Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{{\"proposal_id\":"
+    );
+    slow.write_all(head.as_bytes()).await.expect("write");
+    let answer = read_until_closed(&mut slow, Duration::from_secs(10)).await;
+    assert!(answer.starts_with("HTTP/1.1 4"), "{answer}");
+    assert_eq!(
+        app.count("select count(*) from proposals").await,
+        0,
+        "nothing was submitted"
+    );
+}
+
+async fn the_connection_cap_holds_extra_clients_until_one_leaves(backend: &str) {
+    let app = TestApp::spawn_configured(backend, |s| s.limits.max_connections = 2).await;
+    let first = TcpStream::connect(host_port(&app)).await.expect("connect");
+    let _second = TcpStream::connect(host_port(&app)).await.expect("connect");
+    let mut third = TcpStream::connect(host_port(&app)).await.expect("connect");
+    third
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: countersign\r\nConnection: close\r\n\r\n")
+        .await
+        .expect("write");
+    let mut byte = [0u8; 1];
+    let waited = tokio::time::timeout(Duration::from_millis(300), third.read(&mut byte)).await;
+    assert!(waited.is_err(), "a third connection is not served while two are open");
+    drop(first);
+    let answer = read_until_closed(&mut third, Duration::from_secs(10)).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+}
