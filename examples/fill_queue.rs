@@ -93,7 +93,7 @@ fn proposal(i: usize, agent: &str) -> Value {
         "parameters": {"record_id": format!("r-{i}"), "value": i},
         "risk_level": RISKS[(i / 3) % 3],
         "approval_required": true,
-        "compliance_context": {"gdpr": i % 7 == 0, "hipaa": i % 11 == 0},
+        "compliance_context": {"gdpr": i.is_multiple_of(7), "hipaa": i.is_multiple_of(11)},
         "idempotency_key": format!("fill-{i}-{}", Uuid::new_v4()),
         "rollback_supported": true,
         "blast_radius": "small",

@@ -63,11 +63,8 @@ pub async fn serve(
         let Some((stream, peer, permit)) = accepted else {
             continue;
         };
-        let service = TowerToHyperService::new(per_connection(
-            router.clone(),
-            peer,
-            limits.body_timeout,
-        ));
+        let service =
+            TowerToHyperService::new(per_connection(router.clone(), peer, limits.body_timeout));
         let io = TokioIo::new(StallGuard::new(stream, limits.write_timeout));
         let connection = graceful.watch(http.serve_connection(io, service));
         tokio::spawn(async move {
@@ -203,7 +200,11 @@ impl<S> StallGuard<S> {
 
     /// Passes a write's result on, starting the stall clock when it could not proceed and
     /// stopping it when it did.
-    fn watch<T>(&mut self, result: Poll<io::Result<T>>, cx: &mut Context<'_>) -> Poll<io::Result<T>> {
+    fn watch<T>(
+        &mut self,
+        result: Poll<io::Result<T>>,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<T>> {
         if result.is_ready() {
             self.stalled = None;
             return result;
@@ -233,7 +234,11 @@ impl<S: AsyncRead + Unpin> AsyncRead for StallGuard<S> {
 }
 
 impl<S: AsyncWrite + Unpin> AsyncWrite for StallGuard<S> {
-    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
         let result = Pin::new(&mut this.inner).poll_write(cx, buf);
         this.watch(result, cx)

@@ -139,11 +139,13 @@ pub fn router(
 ) -> Router {
     let desk: DynDesk = ReviewDesk::new(services.clone());
     let ledger: DynLedger = AuditLedger::new(services.clone());
+    let admin: app::ports::DynAdmin = crate::web::admin::AccountsAdmin::new(services.clone());
     let routes = ROUTES.get_or_init(|| generate_route_list(App)).clone();
     let export = crate::web::export::router(services.clone(), desk.clone());
     let context = move || {
         provide_context(desk.clone());
         provide_context(ledger.clone());
+        provide_context(admin.clone());
         security::provide_request_nonce();
     };
     let session_config = SessionConfig {
@@ -161,6 +163,7 @@ pub fn router(
         ))
         .with_state(options)
         .merge(export)
+        .merge(crate::web::live::router(services.clone()))
         .layer(middleware::from_fn_with_state(
             session_config,
             attach_session_port,
@@ -280,10 +283,7 @@ impl Application {
         if let Some(url) = self.listen_url.clone() {
             tokio::spawn(listen_for_queue(url, self.services.clone()));
         }
-        tokio::spawn(purge_sessions(
-            self.sessions.clone(),
-            self.services.clone(),
-        ));
+        tokio::spawn(purge_sessions(self.sessions.clone(), self.services.clone()));
         match self.checkpoint_key.clone() {
             Some(key) => {
                 tokio::spawn(sign_checkpoints(self.services.clone(), key));

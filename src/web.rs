@@ -3,9 +3,11 @@
 //! decision rules and their atomic application live in the service. Reads here never write:
 //! a pending proposal whose time ran out is shown expired until the sweep records it.
 
+pub mod admin;
 pub mod export;
 pub mod filters;
 pub mod ledger;
+pub mod live;
 mod proposal;
 pub mod queue;
 pub mod runs;
@@ -29,9 +31,7 @@ use crate::audit::{self as trail, Actor, AuditEvent};
 use crate::domain::erasure::ErasureError;
 use crate::domain::lifecycle::{DecisionError, ProposalStatus, ReviewVerdict};
 use crate::domain::principal::Role;
-use crate::service::{
-    Conflict, Decided, Reviewer, ServiceError, Services, SignIn,
-};
+use crate::service::{Conflict, Decided, Reviewer, ServiceError, Services, SignIn};
 use crate::storage::proposals::ProposalRecord;
 
 /// The reviewer's desk. Its methods receive a viewer the server functions have just checked
@@ -58,7 +58,7 @@ impl From<Role> for dto::Role {
     }
 }
 
-fn role_of(viewer: &Viewer) -> Role {
+pub(crate) fn role_of(viewer: &Viewer) -> Role {
     match viewer.role {
         dto::Role::Admin => Role::Admin,
         dto::Role::Reviewer => Role::Reviewer,
@@ -154,6 +154,7 @@ fn refusal(e: &ServiceError) -> Option<Notice> {
     Some(match e {
         ServiceError::Refused(DecisionError::RoleMayNotDecide) => Notice::Role,
         ServiceError::Refused(DecisionError::OwnProposal) => Notice::OwnProposal,
+        ServiceError::Refused(DecisionError::OperatesAgent) => Notice::OperatesAgent,
         ServiceError::Refused(DecisionError::AlreadyDecided(ProposalStatus::Expired))
         | ServiceError::Conflict(Conflict::AlreadyDecided(ProposalStatus::Expired)) => {
             Notice::Expired
@@ -323,6 +324,7 @@ impl Desk for ReviewDesk {
             Ok(Decided::Final(_)) => Ok(DecideOutcome::Decided(match verdict {
                 ReviewVerdict::Approved => Notice::Approved,
                 ReviewVerdict::Rejected => Notice::Rejected,
+                ReviewVerdict::ChangesRequested => Notice::ChangesRequested,
             })),
             Err(e) => match refusal(&e) {
                 Some(notice) => Ok(DecideOutcome::Refused(notice)),
@@ -377,6 +379,7 @@ fn security_event(viewer: Option<&Viewer>, event: SecurityEvent) -> (Actor, Audi
                 dto::Form::Rollback => "rollback",
                 dto::Form::ToolSwitch => "tool_switch",
                 dto::Form::Reveal => "reveal",
+                dto::Form::Admin => "admin",
             },
             signed_in: viewer.is_some(),
         }),
@@ -389,6 +392,7 @@ fn security_event(viewer: Option<&Viewer>, event: SecurityEvent) -> (Actor, Audi
                 dto::Page::AuditVerify => "/audit/verify",
                 dto::Page::Erase => "erase",
                 dto::Page::ToolSwitch => "tool_switch",
+                dto::Page::Admin => "/admin",
             },
             role: viewer.map(role_of),
         }),

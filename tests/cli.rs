@@ -22,6 +22,9 @@ fn every_command_has_help() {
         vec!["user", "role", "--help"],
         vec!["user", "disable", "--help"],
         vec!["token", "revoke", "--help"],
+        vec!["token", "list", "--help"],
+        vec!["user", "enable", "--help"],
+        vec!["user", "reset-password", "--help"],
         vec!["proposal", "erase", "--help"],
     ] {
         let out = countersign("sqlite://unused.db")
@@ -287,6 +290,111 @@ fn account_changes_are_audited() {
         assert!(
             events.contains("\"from\":\"reviewer\"") && events.contains("\"to\":\"compliance\"")
         );
+        drop(dir);
+    }
+}
+
+/// `token list` shows every token without a secret; `user enable` and `user reset-password`
+/// (a one-time password printed once, or one from stdin) work from the shell, audited.
+#[test]
+fn tokens_are_listed_and_users_enabled_and_reset_from_the_shell() {
+    for backend in ["sqlite", "postgres"] {
+        let (db, dir) = common::fresh_database(backend);
+        let run = |args: &[&str], stdin: Option<&str>| common::run_ok(&db, args, stdin);
+        for (name, role) in [("boss", "admin"), ("olga", "reviewer")] {
+            run(
+                &[
+                    "user",
+                    "add",
+                    "--username",
+                    name,
+                    "--role",
+                    role,
+                    "--password-stdin",
+                ],
+                Some("correct horse battery staple\n"),
+            );
+        }
+        let agent = run(
+            &["token", "create", "--agent", "bot", "--operator", "olga"],
+            None,
+        );
+        let executor = run(
+            &["token", "create", "--executor", "n8n", "--tools", "crm.*"],
+            None,
+        );
+        run(&["token", "revoke", "--executor", "n8n"], None);
+        let list = run(&["token", "list"], None);
+        let lines: Vec<&str> = list.lines().collect();
+        assert_eq!(
+            lines[0], "kind\tname\tscope\toperator\tcreated\trevoked",
+            "{list}"
+        );
+        assert_eq!(lines.len(), 3, "{list}");
+        let bot = lines
+            .iter()
+            .find(|l| l.starts_with("agent\tbot\t-\tolga\t"))
+            .expect("bot");
+        assert!(bot.ends_with("\t-"), "active: {bot}");
+        let n8n = lines
+            .iter()
+            .find(|l| l.starts_with("executor\tn8n\tcrm.*\t-\t"))
+            .expect("n8n");
+        assert!(!n8n.ends_with("\t-"), "revoked: {n8n}");
+        for secret in [agent.trim(), executor.trim()] {
+            assert!(!list.contains(secret), "never a secret");
+        }
+        // An operator must be a user.
+        countersign(&db)
+            .args(["token", "create", "--agent", "x", "--operator", "ghost"])
+            .assert()
+            .failure();
+
+        // The last admin stays; a disabled user comes back with `enable`.
+        countersign(&db)
+            .args(["user", "disable", "--username", "boss"])
+            .assert()
+            .failure();
+        run(&["user", "disable", "--username", "olga"], None);
+        run(&["user", "enable", "--username", "olga"], None);
+        countersign(&db)
+            .args(["user", "enable", "--username", "olga"])
+            .assert()
+            .failure();
+        let made = run(&["user", "reset-password", "--username", "olga"], None);
+        assert_eq!(
+            made.trim().len(),
+            24,
+            "one one-time password on stdout: {made}"
+        );
+        let typed = run(
+            &[
+                "user",
+                "reset-password",
+                "--username",
+                "olga",
+                "--password-stdin",
+            ],
+            Some("another long password\n"),
+        );
+        assert!(typed.trim().is_empty(), "nothing printed: {typed}");
+        run(
+            &["user", "password", "--username", "olga", "--password-stdin"],
+            Some("a third long password\n"),
+        );
+        let out = tempfile::tempdir().expect("dir");
+        let bundle = out.path().join("b");
+        run(
+            &["audit", "export", "--out", bundle.to_str().expect("path")],
+            None,
+        );
+        let events = std::fs::read_to_string(bundle.join("events.jsonl")).expect("events");
+        assert!(events.contains("\"kind\":\"user.enabled\""), "{backend}");
+        assert_eq!(
+            events.matches("\"kind\":\"user.password_reset\"").count(),
+            3
+        );
+        assert!(events.contains("\"operator\":\"olga\""), "{backend}");
         drop(dir);
     }
 }

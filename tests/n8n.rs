@@ -147,7 +147,12 @@ async fn n8n_leases_verifies_runs_and_completes_an_approved_command() {
         .send()
         .await
         .expect("propose");
-    assert_eq!(r.status().as_u16(), 201, "{}", r.text().await.unwrap_or_default());
+    assert_eq!(
+        r.status().as_u16(),
+        201,
+        "{}",
+        r.text().await.unwrap_or_default()
+    );
     let browser = Browser::new(&base);
     browser.login("rev", "a long enough password").await;
     browser.decide(&id, "approved", None).await;
@@ -180,7 +185,13 @@ async fn n8n_leases_verifies_runs_and_completes_an_approved_command() {
     )
     .await;
     std::fs::remove_file(&credentials).expect("the token leaves the disk");
-    n8n(home.path(), &base, 0, &["import:workflow", &input(&workflow)]).await;
+    n8n(
+        home.path(),
+        &base,
+        0,
+        &["import:workflow", &input(&workflow)],
+    )
+    .await;
     let ran = n8n(
         home.path(),
         &base,
@@ -209,7 +220,10 @@ async fn n8n_leases_verifies_runs_and_completes_an_approved_command() {
     // reasoning: Countersign does not send it.
     assert!(ran.contains(&command_id), "{ran}");
     assert!(ran.contains("Report complete"), "{ran}");
-    assert!(!ran.contains(REASONING), "n8n received the agent's reasoning");
+    assert!(
+        !ran.contains(REASONING),
+        "n8n received the agent's reasoning"
+    );
 
     // With nothing queued the workflow ends cleanly on the 204.
     let idle = n8n(

@@ -899,6 +899,7 @@ async fn a_failed_change_leaves_nothing_and_spares_the_rest(backend: &str) {
                             name: format!("batch-{i}"),
                             token_hash: format!("hash-{i}"),
                             tool_scope: None,
+                            operator: None,
                         };
                         accounts::insert_token(tx.conn(), &new, now).await?;
                         let event = AuditEvent::PolicyLoaded(PolicyLoaded {

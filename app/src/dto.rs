@@ -2,10 +2,12 @@
 
 use serde::{Deserialize, Serialize};
 
+mod admin;
 mod audit;
 mod proposal;
 mod queue;
 mod runs;
+pub use admin::*;
 pub use audit::*;
 pub use proposal::*;
 pub use queue::*;
@@ -99,6 +101,8 @@ pub enum Notice {
     Approved,
     /// A proposal was rejected.
     Rejected,
+    /// The reviewer asked the agent for changes.
+    ChangesRequested,
     /// One approval of several was recorded.
     ApprovalRecorded,
     /// Signed out.
@@ -165,10 +169,52 @@ pub enum Notice {
     ConfirmationMissing,
     /// The typed name is not the target's.
     ConfirmationMismatch,
+    /// The reviewer operates the proposing agent.
+    OperatesAgent,
+    /// A user was added.
+    UserAdded,
+    /// A user was disabled.
+    UserDisabled,
+    /// A user was enabled.
+    UserEnabled,
+    /// A password was reset.
+    PasswordReset,
+    /// A role changed.
+    RoleChanged,
+    /// The domains a user reviews changed.
+    DomainsChanged,
+    /// A token was created.
+    TokenCreated,
+    /// A token was revoked.
+    TokenRevoked,
+    /// The change would leave no enabled admin.
+    LastAdmin,
+    /// Bad account or token input.
+    AccountInvalid,
+    /// The username is taken.
+    UsernameTaken,
+    /// No such account in that state.
+    AccountMissing,
+    /// Only admins manage accounts.
+    AdminRole,
 }
 
 impl Notice {
-    const ALL: [Notice; 35] = [
+    const ALL: [Notice; 50] = [
+        Notice::OperatesAgent,
+        Notice::UserAdded,
+        Notice::UserDisabled,
+        Notice::UserEnabled,
+        Notice::PasswordReset,
+        Notice::RoleChanged,
+        Notice::DomainsChanged,
+        Notice::TokenCreated,
+        Notice::TokenRevoked,
+        Notice::LastAdmin,
+        Notice::AccountInvalid,
+        Notice::UsernameTaken,
+        Notice::AccountMissing,
+        Notice::AdminRole,
         Notice::Revealed,
         Notice::NothingToReveal,
         Notice::ConfirmationMissing,
@@ -191,6 +237,7 @@ impl Notice {
         Notice::EraseRole,
         Notice::Approved,
         Notice::Rejected,
+        Notice::ChangesRequested,
         Notice::ApprovalRecorded,
         Notice::SignedOut,
         Notice::InvalidCredentials,
@@ -211,6 +258,7 @@ impl Notice {
         match self {
             Notice::Approved => "approved",
             Notice::Rejected => "rejected",
+            Notice::ChangesRequested => "changes_requested",
             Notice::ApprovalRecorded => "approval_recorded",
             Notice::SignedOut => "signed_out",
             Notice::InvalidCredentials => "invalid_credentials",
@@ -244,6 +292,20 @@ impl Notice {
             Notice::NothingToReveal => "nothing_to_reveal",
             Notice::ConfirmationMissing => "confirmation_missing",
             Notice::ConfirmationMismatch => "confirmation_mismatch",
+            Notice::OperatesAgent => "operates_agent",
+            Notice::UserAdded => "user_added",
+            Notice::UserDisabled => "user_disabled",
+            Notice::UserEnabled => "user_enabled",
+            Notice::PasswordReset => "password_reset",
+            Notice::RoleChanged => "role_changed",
+            Notice::DomainsChanged => "domains_changed",
+            Notice::TokenCreated => "token_created",
+            Notice::TokenRevoked => "token_revoked",
+            Notice::LastAdmin => "last_admin",
+            Notice::AccountInvalid => "account_invalid",
+            Notice::UsernameTaken => "username_taken",
+            Notice::AccountMissing => "account_missing",
+            Notice::AdminRole => "admin_role",
         }
     }
 
@@ -259,11 +321,12 @@ impl Notice {
                 "Approved. Its authorization is now confirmed and its command is in the executor queue."
             }
             Notice::Rejected => "Rejected. The agent will see your reason.",
+            Notice::ChangesRequested => {
+                "Changes requested. The agent sees what must change and may submit a revision."
+            }
             Notice::SignedOut => "You are signed out.",
             Notice::InvalidCredentials => "That username and password do not match.",
-            Notice::Throttled => {
-                "Too many failed sign-ins. Wait a few minutes, then try again."
-            }
+            Notice::Throttled => "Too many failed sign-ins. Wait a few minutes, then try again.",
             Notice::Csrf => "This form had expired. Please try again.",
             Notice::AlreadyDecided => {
                 "Someone already decided this proposal; it cannot be decided twice."
@@ -322,6 +385,38 @@ impl Notice {
             Notice::ConfirmationMismatch => {
                 "Not approved: what you typed is not the target's name. Type it exactly as shown."
             }
+            Notice::OperatesAgent => {
+                "You operate the agent that proposed this action, so someone else must approve it."
+            }
+            Notice::UserAdded => {
+                "User added. Their one-time password is shown below, once: hand it over now."
+            }
+            Notice::UserDisabled => {
+                "User disabled: they cannot sign in, and their open sessions ended."
+            }
+            Notice::UserEnabled => "User enabled: they may sign in again.",
+            Notice::PasswordReset => {
+                "Password reset; their sessions ended. The one-time password is shown below, once."
+            }
+            Notice::RoleChanged => {
+                "Role changed; their sessions ended, so they sign in again under the new role."
+            }
+            Notice::DomainsChanged => "Domains changed.",
+            Notice::TokenCreated => {
+                "Token created. It is shown below, once: copy it now; only its hash is stored."
+            }
+            Notice::TokenRevoked => "Token revoked: its next request is refused.",
+            Notice::LastAdmin => {
+                "Refused: that is the last enabled admin. Make another admin first."
+            }
+            Notice::AccountInvalid => {
+                "That was refused: check the name (lowercase letters, digits, -, _, .), role, domains, tool scope and operator."
+            }
+            Notice::UsernameTaken => "A user of that name already exists.",
+            Notice::AccountMissing => {
+                "No such user or token in that state (already disabled, enabled or revoked?)."
+            }
+            Notice::AdminRole => "Only an admin may manage accounts and tokens.",
         }
     }
 }
@@ -347,6 +442,8 @@ pub enum Form {
     ToolSwitch,
     /// Reveal withheld personal data.
     Reveal,
+    /// An admin's account or token form.
+    Admin,
 }
 
 /// A page or action a role may be denied.
@@ -366,6 +463,8 @@ pub enum Page {
     Erase,
     /// Pausing or resuming a tool.
     ToolSwitch,
+    /// The account and token admin pages and their forms.
+    Admin,
 }
 
 /// Security events the pages report to the audit trail.

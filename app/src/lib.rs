@@ -23,8 +23,8 @@ use leptos_router::components::{Route, Router, Routes};
 use leptos_router::{SsrMode, path};
 
 use pages::{
-    AuditTrailPage, ChartsPage, Header, LoginPage, NotFound, ProposalPage, QueuePage, RunsPage,
-    TimelinePage,
+    AdminTokensPage, AdminUsersPage, AuditTrailPage, ChartsPage, Header, LoginPage, NotFound,
+    ProposalPage, QueuePage, RunsPage, TimelinePage,
 };
 
 /// The HTML document around the app, rendered on the server.
@@ -67,6 +67,8 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/") view=QueuePage ssr=SsrMode::Async/>
                     <Route path=path!("/proposals/:id") view=ProposalPage ssr=SsrMode::Async/>
                     <Route path=path!("/runs") view=RunsPage ssr=SsrMode::Async/>
+                    <Route path=path!("/admin/users") view=AdminUsersPage ssr=SsrMode::Async/>
+                    <Route path=path!("/admin/tokens") view=AdminTokensPage ssr=SsrMode::Async/>
                     <Route path=path!("/audit") view=AuditTrailPage ssr=SsrMode::Async/>
                     <Route path=path!("/audit/charts") view=ChartsPage ssr=SsrMode::Async/>
                     <Route path=path!("/audit/proposals/:id") view=TimelinePage ssr=SsrMode::Async/>

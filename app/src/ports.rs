@@ -161,3 +161,99 @@ pub trait Ledger: Send + Sync + 'static {
 
 /// The ledger, shared.
 pub type DynLedger = Arc<dyn Ledger>;
+
+/// A change to a person's account, as the users page's forms ask for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UserChange {
+    /// Add a user with a one-time password; `domains` comma-separated (empty: every domain).
+    Add {
+        /// Username.
+        username: String,
+        /// Role, as typed.
+        role: String,
+        /// Domains, as typed.
+        domains: Option<String>,
+    },
+    /// Disable (sessions end at their next request).
+    Disable(String),
+    /// Enable again.
+    Enable(String),
+    /// A new one-time password (sessions end).
+    ResetPassword(String),
+    /// Another role.
+    Role {
+        /// Username.
+        username: String,
+        /// Role, as typed.
+        role: String,
+    },
+    /// Other domains (empty: every domain).
+    Domains {
+        /// Username.
+        username: String,
+        /// Domains, as typed.
+        domains: Option<String>,
+    },
+}
+
+/// A change to the API tokens, as the tokens page's forms ask for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenChange {
+    /// Create a token (shown once).
+    Create {
+        /// `agent` or `executor`.
+        kind: String,
+        /// Principal name.
+        name: String,
+        /// An executor's tool scope, comma-separated globs.
+        tools: Option<String>,
+        /// An agent's operator.
+        operator: Option<String>,
+    },
+    /// Revoke the token with this id.
+    Revoke(String),
+}
+
+/// What an admin's change came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdminOutcome {
+    /// The notice (or error) to show.
+    pub notice: Notice,
+    /// Whether it was refused.
+    pub refused: bool,
+    /// A key under which a secret waits to be shown once on the next page.
+    pub shown: Option<String>,
+}
+
+/// Accounts and tokens (admins only). Every method refuses other roles and records the
+/// refusal (`access.denied`); secrets made here are kept for one showing, then forgotten.
+#[async_trait::async_trait]
+pub trait Admin: Send + Sync + 'static {
+    /// The users page; `shown` takes the secret waiting under that key, if any.
+    async fn users(
+        &self,
+        viewer: &Viewer,
+        shown: Option<&str>,
+    ) -> Result<crate::dto::UsersView, AppError>;
+    /// The tokens page; `shown` takes the secret waiting under that key, if any.
+    async fn tokens(
+        &self,
+        viewer: &Viewer,
+        shown: Option<&str>,
+    ) -> Result<crate::dto::TokensView, AppError>;
+    /// Changes an account.
+    async fn change_user(
+        &self,
+        viewer: &Viewer,
+        change: UserChange,
+    ) -> Result<AdminOutcome, AppError>;
+    /// Creates or revokes a token.
+    async fn change_token(
+        &self,
+        viewer: &Viewer,
+        change: TokenChange,
+    ) -> Result<AdminOutcome, AppError>;
+}
+
+/// The admin port, shared.
+pub type DynAdmin = Arc<dyn Admin>;

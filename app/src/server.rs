@@ -4,6 +4,7 @@
 
 use leptos::prelude::*;
 
+pub mod admin;
 pub mod audit;
 pub mod runs;
 
@@ -86,7 +87,10 @@ pub async fn login(csrf_token: String, username: String, password: String) -> Re
     use crate::ports::SignInOutcome;
     let desk = ssr::desk()?;
     let client = ssr::client().await?;
-    let refused = match desk.authenticate(username.trim(), &password, client).await? {
+    let refused = match desk
+        .authenticate(username.trim(), &password, client)
+        .await?
+    {
         SignInOutcome::SignedIn(viewer) => {
             ssr::session().await?.0.sign_in(&viewer).await?;
             ssr::redirect("/");
@@ -175,7 +179,13 @@ pub async fn decide_proposal(
         return Ok(());
     }
     let outcome = ssr::desk()?
-        .decide(&viewer, &id, &verdict, reason.as_deref(), confirm.as_deref())
+        .decide(
+            &viewer,
+            &id,
+            &verdict,
+            reason.as_deref(),
+            confirm.as_deref(),
+        )
         .await;
     match outcome {
         Ok(DecideOutcome::Decided(notice)) => {

@@ -30,6 +30,10 @@ export interface ServerInfo {
   auditor: Credentials;
   /** A reviewer the sign-in throttling spec locks out; no other spec signs in with it. */
   lockout: Credentials;
+  /** An admin, for the account and token admin pages. */
+  admin: Credentials;
+  /** A reviewer the admin spec disables; no other spec signs in with it. */
+  disposable: Credentials;
   /** Agent name for each agent token, so a proposal's `proposed_by` can match its token. */
   agentNames: Readonly<Record<string, string>>;
   /** Where the server's stdout and stderr went, for reading after a failure. */
@@ -119,7 +123,7 @@ async function cli(bin: string, args: string[], stdin?: string): Promise<string>
   return res.stdout;
 }
 
-async function addUser(bin: string, url: string, username: string, role: 'reviewer' | 'compliance'): Promise<Credentials> {
+async function addUser(bin: string, url: string, username: string, role: 'reviewer' | 'compliance' | 'admin'): Promise<Credentials> {
   const password = strongPassword();
   await cli(
     bin,
@@ -246,6 +250,8 @@ export async function startServer(backend: Backend, logFile: string): Promise<Ru
     const reviewer2 = await addUser(bin, url, 'reviewer2', 'reviewer');
     const auditor = await addUser(bin, url, 'auditor1', 'compliance');
     const lockout = await addUser(bin, url, 'lockout1', 'reviewer');
+    const admin = await addUser(bin, url, 'admin1', 'admin');
+    const disposable = await addUser(bin, url, 'disposable1', 'reviewer');
     const agentToken = await createToken(bin, url, '--agent', AGENT);
     const otherAgentToken = await createToken(bin, url, '--agent', OTHER_AGENT);
     const executorToken = await createToken(bin, url, '--executor', EXECUTOR);
@@ -292,6 +298,8 @@ export async function startServer(backend: Backend, logFile: string): Promise<Ru
         reviewer2,
         auditor,
         lockout,
+        admin,
+        disposable,
         agentNames: { [agentToken]: AGENT, [otherAgentToken]: OTHER_AGENT },
         logFile,
       },

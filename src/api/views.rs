@@ -63,7 +63,8 @@ pub struct AgentProposal {
 /// A reviewer's decision.
 #[derive(Serialize)]
 pub struct AgentReview {
-    /// `approved` or `rejected`.
+    /// `approved`, `rejected` or `changes_requested` (then `reason` says what must change,
+    /// and a revised proposal names this one in `supersedes`).
     pub decision: ReviewVerdict,
     /// Reviewer.
     pub decided_by: String,

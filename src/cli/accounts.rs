@@ -1,5 +1,6 @@
-//! `countersign user add|domains|role|disable|password` and `token create|revoke`: people and API tokens, each
-//! change recorded in the audit trail (actor `system:cli`).
+//! `countersign user add|domains|role|disable|enable|reset-password|password` and
+//! `token create|list|revoke`: people and API tokens, each change recorded in the audit trail
+//! (actor `system:cli`).
 
 use std::io::{BufRead, IsTerminal, Write};
 
@@ -65,8 +66,28 @@ pub(crate) enum UserCommand {
         #[arg(long)]
         username: String,
     },
-    /// Reset a user's password: every session of theirs ends at its next request. The new
-    /// password is read from a prompt, or from stdin when piped.
+    /// Enable a disabled user again: they may sign in; sessions from before stay ended.
+    Enable {
+        #[command(flatten)]
+        db: Database,
+        /// The user.
+        #[arg(long)]
+        username: String,
+    },
+    /// Reset a user's password: every session of theirs ends at its next request. Prints a
+    /// one-time password once on stdout, or sets the first line of stdin (`--password-stdin`).
+    ResetPassword {
+        #[command(flatten)]
+        db: Database,
+        /// The user.
+        #[arg(long)]
+        username: String,
+        /// Read the password from the first line of stdin instead of making one.
+        #[arg(long)]
+        password_stdin: bool,
+    },
+    /// Reset a user's password to one read from a prompt, or from stdin when piped (the
+    /// older spelling of `reset-password`).
     Password {
         #[command(flatten)]
         db: Database,
@@ -97,6 +118,14 @@ pub(crate) enum TokenCommand {
         /// for in `allowed_executors`.
         #[arg(long, requires = "executor")]
         tools: Option<String>,
+        /// The person who operates the agent (a username): they may not approve its proposals.
+        #[arg(long, requires = "agent")]
+        operator: Option<String>,
+    },
+    /// List every token: kind, name, scope, operator, created, revoked. Never a secret.
+    List {
+        #[command(flatten)]
+        db: Database,
     },
     /// Revoke every active token of an agent or executor.
     #[command(group(clap::ArgGroup::new("principal").required(true).args(["agent", "executor"])))]
@@ -150,9 +179,10 @@ pub(crate) async fn user_command(command: UserCommand) -> Result<(), String> {
             all: _,
         } => {
             let services = services(&db.database_url).await?;
-            let shown = domains
-                .as_ref()
-                .map_or_else(|| "every domain".to_owned(), |d| format!("{} only", d.join(", ")));
+            let shown = domains.as_ref().map_or_else(
+                || "every domain".to_owned(),
+                |d| format!("{} only", d.join(", ")),
+            );
             services
                 .set_domains(&username, domains, &cli)
                 .await
@@ -175,6 +205,16 @@ pub(crate) async fn user_command(command: UserCommand) -> Result<(), String> {
                 .map_err(words)?;
             eprintln!("`{username}` is disabled");
         }
+        UserCommand::Enable { db, username } => {
+            let services = services(&db.database_url).await?;
+            services.enable_user(&username, &cli).await.map_err(words)?;
+            eprintln!("`{username}` is enabled");
+        }
+        UserCommand::ResetPassword {
+            db,
+            username,
+            password_stdin,
+        } => reset_password(&db, &username, password_stdin, &cli).await?,
         UserCommand::Password {
             db,
             username,
@@ -218,6 +258,7 @@ pub(crate) async fn token_command(command: TokenCommand) -> Result<(), String> {
             agent,
             executor,
             tools,
+            operator,
         } => {
             let (kind, name) = principal(agent, executor)?;
             let scope = tools
@@ -227,7 +268,7 @@ pub(crate) async fn token_command(command: TokenCommand) -> Result<(), String> {
                 .map_err(|e| format!("--tools {e}"))?;
             let services = services(&db.database_url).await?;
             let secret = services
-                .create_token(kind, &name, scope.as_ref(), &cli)
+                .create_operated_token(kind, &name, scope.as_ref(), operator.as_deref(), &cli)
                 .await
                 .map_err(words)?;
             let scoped = scope.map_or(String::new(), |s| format!(" for tools `{}`", s.to_list()));
@@ -249,6 +290,58 @@ pub(crate) async fn token_command(command: TokenCommand) -> Result<(), String> {
                 .map_err(words)?;
             eprintln!("revoked {n} token(s) of {kind} `{name}`");
         }
+        TokenCommand::List { db } => list_tokens(&db).await?,
+    }
+    Ok(())
+}
+
+/// `user reset-password`: a one-time password printed once, or the one on stdin.
+async fn reset_password(
+    db: &Database,
+    username: &str,
+    from_stdin: bool,
+    cli: &Actor,
+) -> Result<(), String> {
+    let made = !from_stdin;
+    let password = if made {
+        crate::auth::token::random_hex()[..24].to_owned()
+    } else {
+        read_password(true)?
+    };
+    let services = services(&db.database_url).await?;
+    services
+        .reset_password(username, password.clone(), cli)
+        .await
+        .map_err(words)?;
+    eprintln!("`{username}` has a new password; their sessions have ended");
+    if made {
+        eprintln!("their one-time password is shown once, below:");
+        println!("{password}");
+    }
+    Ok(())
+}
+
+/// `token list`: one tab-separated line per token, newest first, with a header.
+async fn list_tokens(db: &Database) -> Result<(), String> {
+    use time::format_description::well_known::Rfc3339;
+
+    let services = services(&db.database_url).await?;
+    let tokens = services
+        .list_tokens()
+        .await
+        .map_err(|e| format!("storage: {e}"))?;
+    let at = |t: time::OffsetDateTime| t.format(&Rfc3339).unwrap_or_default();
+    println!("kind\tname\tscope\toperator\tcreated\trevoked");
+    for t in tokens {
+        println!(
+            "{}\t{}\t{}\t{}\t{}\t{}",
+            t.kind,
+            t.name,
+            t.tool_scope.as_deref().unwrap_or("-"),
+            t.operator.as_deref().unwrap_or("-"),
+            at(t.created_at),
+            t.revoked_at.map_or_else(|| "-".to_owned(), at),
+        );
     }
     Ok(())
 }

@@ -33,7 +33,10 @@ wire_enum! {
         /// The command's run may or may not have had its effect; a person must say which.
         OutcomeUnknown => "outcome_unknown",
         /// The command's run passed its time limit; a person must say what happened.
-        TimedOut => "timed_out"
+        TimedOut => "timed_out",
+        /// A reviewer asked for changes; the agent may submit a revised proposal that names
+        /// this one in `supersedes`. Never executes.
+        ChangesRequested => "changes_requested"
     }
 }
 
@@ -45,8 +48,13 @@ impl ProposalStatus {
 }
 
 wire_enum! {
-    /// A reviewer's verdict on a proposal (`approved` or `rejected`).
-    pub enum ReviewVerdict { Approved => "approved", Rejected => "rejected" }
+    /// A reviewer's verdict on a proposal (`approved`, `rejected` or `changes_requested`).
+    pub enum ReviewVerdict {
+        Approved => "approved",
+        Rejected => "rejected",
+        /// The reviewer asks the agent for a revised proposal; this one never executes.
+        ChangesRequested => "changes_requested",
+    }
 }
 
 impl ReviewVerdict {
@@ -55,6 +63,7 @@ impl ReviewVerdict {
         match self {
             ReviewVerdict::Approved => ProposalStatus::Approved,
             ReviewVerdict::Rejected => ProposalStatus::Rejected,
+            ReviewVerdict::ChangesRequested => ProposalStatus::ChangesRequested,
         }
     }
 }
@@ -68,11 +77,18 @@ pub enum DecisionError {
     /// The reviewer is the proposer (separation of duties).
     #[error("you proposed this action, so you cannot decide it")]
     OwnProposal,
+    /// The reviewer operates the proposing agent (an agent token names them its operator):
+    /// separation of duties again.
+    #[error("you operate the agent that proposed this action, so you cannot approve it")]
+    OperatesAgent,
     /// The proposal was already decided (or never needed a decision).
     #[error("this proposal is already {0}; it cannot be decided again")]
     AlreadyDecided(ProposalStatus),
-    /// A rejection needs a reason.
-    #[error("a rejection needs a reason (1-{MAX_REASON} characters)")]
+    /// A rejection needs a reason, and a request for changes says what must change.
+    #[error(
+        "a rejection needs a reason, and a request for changes what must change \
+         (1-{MAX_REASON} characters)"
+    )]
     ReasonRequired,
     /// Approving this action needs the target's name typed, and it was not (see
     /// [`super::review::confirm`]).
@@ -112,13 +128,26 @@ pub fn check_decision(
     if reason.is_some_and(|r| r.chars().count() > MAX_REASON) {
         return Err(DecisionError::ReasonRequired);
     }
-    if verdict == ReviewVerdict::Rejected && reason.is_none() {
+    if verdict != ReviewVerdict::Approved && reason.is_none() {
         return Err(DecisionError::ReasonRequired);
     }
     Ok(ReviewDecision {
         verdict,
         reason: reason.map(str::to_owned),
     })
+}
+
+/// Refuses an approval by a person who operates the proposing agent (`operators`: the people
+/// its tokens name). Rejecting stays open to them: saying no is never a conflict of interest.
+pub fn check_operator(
+    operators: &[String],
+    reviewer: &str,
+    verdict: ReviewVerdict,
+) -> Result<(), DecisionError> {
+    if verdict == ReviewVerdict::Approved && operators.iter().any(|o| o == reviewer) {
+        return Err(DecisionError::OperatesAgent);
+    }
+    Ok(())
 }
 
 /// The status a proposal starts in, by its route: `accept` is queued at once, `ask` and
@@ -245,5 +274,16 @@ mod tests {
             Some(" too risky "),
         );
         assert_eq!(ok.expect("allowed").reason.as_deref(), Some("too risky"));
+    }
+
+    #[test]
+    fn operators_do_not_approve_their_agents() {
+        let ops = vec!["olga".to_owned()];
+        assert_eq!(
+            check_operator(&ops, "olga", ReviewVerdict::Approved),
+            Err(DecisionError::OperatesAgent)
+        );
+        assert!(check_operator(&ops, "rita", ReviewVerdict::Approved).is_ok());
+        assert!(check_operator(&ops, "olga", ReviewVerdict::Rejected).is_ok());
     }
 }

@@ -49,6 +49,43 @@ pub fn parse_name(name: &str) -> Result<String, String> {
     }
 }
 
+/// What an account change does to the set of enabled admins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AdminChange {
+    /// The account is disabled.
+    Disable,
+    /// The account gets this role.
+    Role(Role),
+}
+
+/// Refused: the change would leave no enabled admin, and nobody could administer again
+/// (short of the shell).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("this is the last enabled admin: make another admin first")]
+pub struct LastAdmin;
+
+/// Checks that an account change keeps at least one enabled admin. `target` is the account's
+/// current role and whether it is enabled; `enabled_admins` counts every enabled admin,
+/// the target included.
+pub fn keeps_an_admin(
+    target: Role,
+    target_enabled: bool,
+    enabled_admins: i64,
+    change: AdminChange,
+) -> Result<(), LastAdmin> {
+    let removes_an_admin = target == Role::Admin
+        && target_enabled
+        && match change {
+            AdminChange::Disable => true,
+            AdminChange::Role(to) => to != Role::Admin,
+        };
+    if removes_an_admin && enabled_admins <= 1 {
+        Err(LastAdmin)
+    } else {
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -75,5 +112,19 @@ mod tests {
         assert!(parse_name("").is_err());
         assert!(parse_name("-x").is_err());
         assert!(parse_name(&"a".repeat(65)).is_err());
+    }
+
+    #[test]
+    fn the_last_enabled_admin_stays() {
+        let demote = AdminChange::Role(Role::Reviewer);
+        assert_eq!(
+            keeps_an_admin(Role::Admin, true, 1, AdminChange::Disable),
+            Err(LastAdmin)
+        );
+        assert_eq!(keeps_an_admin(Role::Admin, true, 1, demote), Err(LastAdmin));
+        assert!(keeps_an_admin(Role::Admin, true, 2, AdminChange::Disable).is_ok());
+        assert!(keeps_an_admin(Role::Admin, true, 1, AdminChange::Role(Role::Admin)).is_ok());
+        assert!(keeps_an_admin(Role::Reviewer, true, 1, AdminChange::Disable).is_ok());
+        assert!(keeps_an_admin(Role::Admin, false, 1, AdminChange::Disable).is_ok());
     }
 }

@@ -11,8 +11,10 @@ use super::contract::wire::{WireEnum, wire_enum};
 
 wire_enum! {
     /// The queue's order.
+    #[derive(Default)]
     pub enum QueueSort {
         /// Longest waiting first (the default).
+        #[default]
         Oldest => "oldest",
         /// Most recent first.
         Newest => "newest",
@@ -114,12 +116,6 @@ pub struct QueueQuery {
     pub sort: QueueSort,
     /// Start after this row (`None`: the first page).
     pub after: Option<QueueKey>,
-}
-
-impl Default for QueueSort {
-    fn default() -> Self {
-        QueueSort::Oldest
-    }
 }
 
 /// The names a queue view reads from its query string.

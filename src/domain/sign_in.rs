@@ -236,7 +236,10 @@ mod tests {
 
     #[test]
     fn addresses_count_by_ipv4_or_ipv6_network() {
-        assert_eq!(address_key(IpAddr::V4(Ipv4Addr::new(10, 1, 2, 3))), "10.1.2.3");
+        assert_eq!(
+            address_key(IpAddr::V4(Ipv4Addr::new(10, 1, 2, 3))),
+            "10.1.2.3"
+        );
         let mapped = Ipv4Addr::new(10, 1, 2, 3).to_ipv6_mapped();
         assert_eq!(address_key(IpAddr::V6(mapped)), "10.1.2.3");
         let a: Ipv6Addr = "2001:db8:1:2:aaaa::1".parse().expect("v6");

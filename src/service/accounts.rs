@@ -13,7 +13,9 @@ use crate::audit::{
 use crate::auth::password::Password;
 use crate::auth::token::{self, Secret};
 use crate::domain::command::scope::ToolScope;
-use crate::domain::principal::{Role, TokenKind, parse_name};
+use crate::domain::principal::{
+    AdminChange, LastAdmin, Role, TokenKind, keeps_an_admin, parse_name,
+};
 use crate::storage::accounts::{self, NewToken, UserRecord};
 
 /// Why an account could not be created.
@@ -28,6 +30,9 @@ pub enum AccountError {
     /// No active account or token of that name.
     #[error("no active {0}")]
     Missing(String),
+    /// The change would leave no enabled admin.
+    #[error(transparent)]
+    LastAdmin(#[from] LastAdmin),
     /// The store failed.
     #[error(transparent)]
     Service(#[from] ServiceError),
@@ -100,12 +105,27 @@ impl Services {
         scope: Option<&ToolScope>,
         actor: &Actor,
     ) -> Result<Secret, AccountError> {
+        self.create_operated_token(kind, name, scope, None, actor)
+            .await
+    }
+
+    /// Creates an API token; an agent's may name its `operator`, an existing person who then
+    /// may not approve that agent's proposals. Returns the secret, to show once.
+    pub async fn create_operated_token(
+        &self,
+        kind: TokenKind,
+        name: &str,
+        scope: Option<&ToolScope>,
+        operator: Option<&str>,
+        actor: &Actor,
+    ) -> Result<Secret, AccountError> {
         let name = parse_name(name).map_err(AccountError::Invalid)?;
         if scope.is_some() && kind != TokenKind::Executor {
             return Err(AccountError::Invalid(
                 "only executor tokens carry a tool scope".into(),
             ));
         }
+        let operator = self.operator(kind, operator).await?;
         let secret = token::new_api_token(kind);
         let new = NewToken {
             id: Uuid::now_v7(),
@@ -113,6 +133,7 @@ impl Services {
             name,
             token_hash: secret.hash(),
             tool_scope: scope.map(ToolScope::to_list),
+            operator,
         };
         let now = self.now();
         let actor = actor.clone();
@@ -126,6 +147,7 @@ impl Services {
                         kind: new.kind,
                         name: new.name.clone(),
                         tool_scope: new.tool_scope.clone(),
+                        operator: new.operator.clone(),
                     };
                     tx.record(now, &actor, AuditEvent::TokenCreated(created));
                     Ok::<_, ServiceError>(())
@@ -133,6 +155,28 @@ impl Services {
             })
             .await?;
         Ok(secret)
+    }
+
+    /// A token's operator, checked: agents only, and an existing person.
+    async fn operator(
+        &self,
+        kind: TokenKind,
+        operator: Option<&str>,
+    ) -> Result<Option<String>, AccountError> {
+        let Some(operator) = operator.map(str::trim).filter(|o| !o.is_empty()) else {
+            return Ok(None);
+        };
+        if kind != TokenKind::Agent {
+            return Err(AccountError::Invalid(
+                "only agent tokens name an operator".into(),
+            ));
+        }
+        match self.user(operator).await? {
+            Some(user) => Ok(Some(user.username)),
+            None => Err(AccountError::Invalid(format!(
+                "the operator `{operator}` is not a user"
+            ))),
+        }
     }
 
     /// On a database without users, creates `admin` with a random password and returns it.
@@ -194,7 +238,8 @@ impl Services {
 }
 
 impl Services {
-    /// Gives `username` another role (their sessions end at their next request).
+    /// Gives `username` another role (their sessions end at their next request). The last
+    /// enabled admin keeps theirs ([`keeps_an_admin`]).
     pub async fn set_role(
         &self,
         username: &str,
@@ -211,8 +256,13 @@ impl Services {
             .store()
             .write(move |tx| {
                 Box::pin(async move {
+                    let admins = accounts::count_enabled_admins(tx.conn()).await?;
+                    if let Err(e) = keeps_an_admin(user.role, true, admins, AdminChange::Role(role))
+                    {
+                        return Ok(Err(e));
+                    }
                     if !accounts::update_role(tx.conn(), user.id, role).await? {
-                        return Ok(false);
+                        return Ok(Ok(false));
                     }
                     let event = RoleChanged {
                         user_id: user.id,
@@ -221,34 +271,43 @@ impl Services {
                         to: role,
                     };
                     tx.record(now, &actor, AuditEvent::RoleChanged(event));
-                    Ok::<_, ServiceError>(true)
+                    Ok::<_, ServiceError>(Ok(true))
                 })
             })
-            .await?;
+            .await??;
         changed
             .then_some(())
             .ok_or_else(|| AccountError::Missing(format!("user `{username}`")))
     }
 
     /// Disables `username`: no more sign-ins; every session of theirs ends at its next request.
+    /// The last enabled admin is never disabled ([`keeps_an_admin`]).
     pub async fn disable_user(&self, username: &str, actor: &Actor) -> Result<(), AccountError> {
         let (now, actor, name) = (self.now(), actor.clone(), username.to_owned());
         let disabled = self
             .store()
             .write(move |tx| {
                 Box::pin(async move {
+                    if let Some(user) = accounts::user_by_username(tx.conn(), &name).await? {
+                        let admins = accounts::count_enabled_admins(tx.conn()).await?;
+                        let kept =
+                            keeps_an_admin(user.role, !user.disabled, admins, AdminChange::Disable);
+                        if let Err(e) = kept {
+                            return Ok(Err(e));
+                        }
+                    }
                     let Some(user_id) = accounts::disable_user(tx.conn(), &name, now).await? else {
-                        return Ok(false);
+                        return Ok(Ok(false));
                     };
                     let event = UserDisabled {
                         user_id,
                         username: name,
                     };
                     tx.record(now, &actor, AuditEvent::UserDisabled(event));
-                    Ok::<_, ServiceError>(true)
+                    Ok::<_, ServiceError>(Ok(true))
                 })
             })
-            .await?;
+            .await??;
         disabled
             .then_some(())
             .ok_or_else(|| AccountError::Missing(format!("user `{username}`")))

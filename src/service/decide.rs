@@ -15,9 +15,10 @@ use crate::audit::{
 use crate::domain::contract::vocab::AuthorizationState;
 use crate::domain::lifecycle::{
     self, DecisionError, ProposalStatus, ReviewDecision, ReviewVerdict, check_decision,
+    check_operator,
 };
-use crate::domain::review::confirm;
 use crate::domain::principal::Role;
+use crate::domain::review::confirm;
 use crate::storage::Tx;
 use crate::storage::proposals::{self, DecisionRow, ProposalRecord};
 
@@ -89,6 +90,8 @@ impl Services {
         if !self.may_review(&reviewer.username, &p).await? {
             return Err(ServiceError::NotFound);
         }
+        // The people who operate the proposing agent do not approve it (separation of duties).
+        let operators = self.agent_operators(&p.agent).await?;
         let decision = check_decision(
             p.status,
             &p.agent,
@@ -97,9 +100,14 @@ impl Services {
             verdict,
             reason,
         )
+        .and_then(|d| check_operator(&operators, &reviewer.username, d.verdict).map(|()| d))
         .and_then(|d| confirmed(&p, d, confirmation));
         let decision = match decision {
             Ok(decision) => decision,
+            Err(DecisionError::Unconfirmed(_)) if self.approved_by(id, reviewer).await? => {
+                // Said first: a second approval is refused whatever was typed.
+                return Err(ServiceError::Conflict(Conflict::AlreadyApproved));
+            }
             Err(refused) => return Err(self.refuse(reviewer, &p, verdict, refused).await),
         };
         let now = self.now();
@@ -146,6 +154,12 @@ impl Services {
 }
 
 impl Services {
+    /// Whether `reviewer` already approved proposal `id` (it waits for other approvers).
+    async fn approved_by(&self, id: Uuid, reviewer: &Reviewer) -> Result<bool, ServiceError> {
+        let approvals = self.approvals(id).await?;
+        Ok(approvals.iter().any(|(who, _)| *who == reviewer.username))
+    }
+
     /// Records a refusal that says something about the person (wrong role, own proposal) and
     /// returns the error to answer. Refusals that only mean "too late" are not security events.
     async fn refuse(
@@ -158,6 +172,7 @@ impl Services {
         let code = match refused {
             DecisionError::RoleMayNotDecide => "role_may_not_decide",
             DecisionError::OwnProposal => "own_proposal",
+            DecisionError::OperatesAgent => "operates_agent",
             _ => return refused.into(),
         };
         let event = AuditEvent::DecisionRefused(DecisionRefused {

@@ -225,3 +225,11 @@ impl Services {
             .ok_or_else(|| AccountError::Missing(format!("user `{username}`")))
     }
 }
+
+impl Services {
+    /// The proposals that revise `id`, oldest first.
+    pub async fn revisions_of(&self, id: uuid::Uuid) -> Result<Vec<uuid::Uuid>, ServiceError> {
+        let mut read = self.read().await?;
+        Ok(crate::storage::proposals::revisions_of(read.conn(), id).await?)
+    }
+}

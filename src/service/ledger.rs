@@ -170,6 +170,12 @@ impl Services {
         Ok(audit_query::first_of_kind(read.conn(), "proposal", &id.to_string(), kind).await?)
     }
 
+    /// The seq of the chain's head (0 for an empty trail): it moves with every state change.
+    pub async fn trail_head(&self) -> Result<i64, ServiceError> {
+        let mut read = self.read().await?;
+        Ok(audit::head(read.conn()).await?.0.seq)
+    }
+
     /// The chain's head and latest signed checkpoint.
     pub async fn chain_state(&self) -> Result<ChainState, ServiceError> {
         let mut read = self.read().await?;

@@ -10,6 +10,7 @@
 //! notices. `Storage` is internal and never echoed.
 
 mod accounts;
+mod administer;
 mod audit;
 mod charts;
 mod decide;

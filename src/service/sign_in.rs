@@ -18,9 +18,7 @@ use std::net::IpAddr;
 use time::{Duration, OffsetDateTime};
 
 use super::{ServiceError, Services};
-use crate::audit::{
-    Actor, AuditEvent, SessionEnded, SignInFailed, SignInThrottled, SignedIn,
-};
+use crate::audit::{Actor, AuditEvent, SessionEnded, SignInFailed, SignInThrottled, SignedIn};
 use crate::auth::password::MAX_PASSWORD_LEN;
 use crate::domain::principal::Role;
 use crate::domain::sign_in::{

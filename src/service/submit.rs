@@ -68,6 +68,9 @@ impl Services {
                 ),
             });
         }
+        if let Some(errors) = self.check_revision(agent, &contract).await? {
+            return Err(self.reject_input(agent, errors).await);
+        }
         let now = self.now();
         let mut routed = self.route(agent, contract, request_hash_sha256(body), now);
         routed.submitted_event = Some(ProposalSubmitted::new(
@@ -89,6 +92,33 @@ impl Services {
         }
         tracing::info!(proposal.id = %p.id, status = %p.status, route = %p.routing.route, "proposal received");
         Ok(submitted)
+    }
+
+    /// A revision (`supersedes`) must name a proposal of the same agent that a reviewer asked
+    /// changes to; what is wrong with it, if anything.
+    async fn check_revision(
+        &self,
+        agent: &str,
+        contract: &ToolProposal,
+    ) -> Result<Option<Vec<crate::domain::FieldError>>, ServiceError> {
+        let Some(first) = contract.supersedes else {
+            return Ok(None);
+        };
+        let error = |message: String| {
+            Ok(Some(vec![crate::domain::FieldError::new(
+                "supersedes",
+                message,
+            )]))
+        };
+        match self.proposal(first).await? {
+            Some(p) if p.agent == agent && p.status == ProposalStatus::ChangesRequested => Ok(None),
+            Some(p) if p.agent == agent => error(format!(
+                "names a proposal that is `{}`; only a proposal a reviewer asked changes to can \
+                 be revised",
+                p.status
+            )),
+            _ => error("names no proposal of this agent".to_owned()),
+        }
     }
 
     /// Records a contract violation against the agent, by field path only (messages may quote

@@ -52,6 +52,8 @@ pub struct NewToken {
     pub token_hash: String,
     /// An executor token's tool scope (comma-separated globs).
     pub tool_scope: Option<String>,
+    /// An agent token's operator (a username).
+    pub operator: Option<String>,
 }
 
 #[derive(sqlx::FromRow)]
@@ -120,8 +122,8 @@ pub async fn user_by_username(conn: Conn<'_>, username: &str) -> Result<Option<U
 
 /// Stores a token's hash.
 pub async fn insert_token(conn: Conn<'_>, token: &NewToken, now: OffsetDateTime) -> Result<()> {
-    let sql = "insert into api_tokens (id, kind, name, token_hash, created_at, tool_scope) \
-               values ($1, $2, $3, $4, $5, $6)";
+    let sql = "insert into api_tokens (id, kind, name, token_hash, created_at, tool_scope, \
+               operator) values ($1, $2, $3, $4, $5, $6, $7)";
     on!(conn, |c| sqlx::query(sql)
         .bind(token.id)
         .bind(token.kind.as_str())
@@ -129,6 +131,7 @@ pub async fn insert_token(conn: Conn<'_>, token: &NewToken, now: OffsetDateTime)
         .bind(&token.token_hash)
         .bind(now)
         .bind(&token.tool_scope)
+        .bind(&token.operator)
         .execute(c)
         .await
         .map(|_| ()))?;
@@ -249,4 +252,96 @@ pub async fn set_user_domains(
         .await
         .map(|r| r.rows_affected()))?;
     Ok(changed > 0)
+}
+
+/// A person as the admin pages list them.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct UserListing {
+    /// Username.
+    pub username: String,
+    /// Role, as stored.
+    pub role: String,
+    /// The domains they are limited to (`None`: every domain).
+    pub domains: Option<sqlx::types::Json<Vec<String>>>,
+    /// When they were disabled, if they are.
+    pub disabled_at: Option<OffsetDateTime>,
+}
+
+/// Every user, by name.
+pub async fn list_users(conn: Conn<'_>) -> Result<Vec<UserListing>> {
+    let sql = "select username, role, domains, disabled_at from users order by username";
+    let rows = on!(conn, |c| sqlx::query_as(sql).fetch_all(c).await)?;
+    Ok(rows)
+}
+
+/// A token as the admin pages and `token list` show it: never its hash.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct TokenListing {
+    /// Id.
+    pub id: Uuid,
+    /// `agent` or `executor`, as stored.
+    pub kind: String,
+    /// Principal name.
+    pub name: String,
+    /// An executor token's tool scope.
+    pub tool_scope: Option<String>,
+    /// An agent token's operator.
+    pub operator: Option<String>,
+    /// When it was created.
+    pub created_at: OffsetDateTime,
+    /// When it was revoked, if it was.
+    pub revoked_at: Option<OffsetDateTime>,
+}
+
+/// Every token, newest first.
+pub async fn list_tokens(conn: Conn<'_>) -> Result<Vec<TokenListing>> {
+    let sql = "select id, kind, name, tool_scope, operator, created_at, revoked_at \
+               from api_tokens order by created_at desc, id desc";
+    let rows = on!(conn, |c| sqlx::query_as(sql).fetch_all(c).await)?;
+    Ok(rows)
+}
+
+/// Enables a disabled user; their id, or `None` if there is no such disabled user. The
+/// session epoch already moved on when they were disabled, so no old session comes back.
+pub async fn enable_user(conn: Conn<'_>, username: &str) -> Result<Option<Uuid>> {
+    let sql = "update users set disabled_at = null where username = $1 \
+               and disabled_at is not null returning id";
+    let row: Option<(Uuid,)> = on!(conn, |c| sqlx::query_as(sql)
+        .bind(username)
+        .fetch_optional(c)
+        .await)?;
+    Ok(row.map(|(id,)| id))
+}
+
+/// How many enabled admins there are.
+pub async fn count_enabled_admins(conn: Conn<'_>) -> Result<i64> {
+    let sql = "select count(*) from users where role = 'admin' and disabled_at is null";
+    let (n,): (i64,) = on!(conn, |c| sqlx::query_as(sql).fetch_one(c).await)?;
+    Ok(n)
+}
+
+/// Revokes one active token; its kind and name, or `None` if there is no such active token.
+pub async fn revoke_token(
+    conn: Conn<'_>,
+    id: Uuid,
+    now: OffsetDateTime,
+) -> Result<Option<(TokenKind, String)>> {
+    let sql = "update api_tokens set revoked_at = $1 where id = $2 and revoked_at is null \
+               returning kind, name";
+    let row: Option<(String, String)> = on!(conn, |c| sqlx::query_as(sql)
+        .bind(now)
+        .bind(id)
+        .fetch_optional(c)
+        .await)?;
+    row.map(|(kind, name)| Ok((parse("token kind", &kind, TokenKind::parse)?, name)))
+        .transpose()
+}
+
+/// The people named operators of an agent's tokens, revoked ones included (they operated it
+/// when it proposed).
+pub async fn agent_operators(conn: Conn<'_>, agent: &str) -> Result<Vec<String>> {
+    let sql = "select distinct operator from api_tokens where kind = 'agent' and name = $1 \
+               and operator is not null";
+    let rows: Vec<(String,)> = on!(conn, |c| sqlx::query_as(sql).bind(agent).fetch_all(c).await)?;
+    Ok(rows.into_iter().map(|(o,)| o).collect())
 }

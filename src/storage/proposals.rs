@@ -192,9 +192,9 @@ pub async fn insert(conn: Conn<'_>, p: &NewProposal<'_>) -> Result<Option<Propos
     // not parse the contract's JSON back out of the row it just wrote.
     let sql = "insert into proposals (id, agent, idempotency_key, request_hash, status, \
                authorization_state, risk_level, tool_name, domain, route, routing, contract, \
-               created_at, updated_at, expires_at, risk_rank, gdpr, hipaa) \
+               created_at, updated_at, expires_at, risk_rank, gdpr, hipaa, supersedes) \
                values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13, $14, $15, \
-               $16, $17) \
+               $16, $17, $18) \
                on conflict do nothing returning seq";
     let c = p.contract;
     let now = to_micros(p.now);
@@ -217,6 +217,7 @@ pub async fn insert(conn: Conn<'_>, p: &NewProposal<'_>) -> Result<Option<Propos
         .bind(c.risk_level.rank())
         .bind(c.compliance_context.gdpr)
         .bind(c.compliance_context.hipaa)
+        .bind(c.supersedes)
         .fetch_optional(db)
         .await)?;
     Ok(row.map(|(seq,)| ProposalRecord {
@@ -495,4 +496,11 @@ pub async fn erase(conn: Conn<'_>, e: &ErasureRow<'_>) -> Result<Option<Proposal
         .fetch_optional(c)
         .await)?;
     record(row)
+}
+
+/// The proposals that revise `id` (name it in `supersedes`), oldest first.
+pub async fn revisions_of(conn: Conn<'_>, id: Uuid) -> Result<Vec<Uuid>> {
+    let sql = "select id from proposals where supersedes = $1 order by seq";
+    let rows: Vec<(Uuid,)> = on!(conn, |c| sqlx::query_as(sql).bind(id).fetch_all(c).await)?;
+    Ok(rows.into_iter().map(|(id,)| id).collect())
 }

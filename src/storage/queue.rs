@@ -171,6 +171,11 @@ pub fn key_of(p: &ProposalRecord, sort: QueueSort) -> QueueKey {
 
 /// Up to `limit` pending proposals whose time has not run out at `now`, matching `q`'s filters
 /// and the reviewer's domains, in `q`'s order from its position.
+///
+/// A later page of the `risk` order is two walks of the same index, each from its own seek:
+/// the rest of the current rank after the cursor's seq, then the lower ranks. One walk with
+/// `rank < k or (rank = k and seq > s)` could not seek and would pass every row before the
+/// cursor.
 pub async fn page(
     conn: Conn<'_>,
     q: &QueueQuery,
@@ -180,14 +185,52 @@ pub async fn page(
 ) -> Result<Vec<ProposalRecord>> {
     let sqlite = matches!(conn, Conn::Sqlite(_));
     let mut stmt = Statement::default();
-    stmt.push("select ").push(COLUMNS);
-    matching(
-        &mut stmt,
-        sqlite,
-        driving_index(q, domains),
-        &q.filter,
-        domains,
-    );
+    match (q.sort, q.after) {
+        (QueueSort::Risk, Some(after)) => {
+            let k = after.key.unwrap_or_default();
+            stmt.push("select * from (");
+            walk(&mut stmt, sqlite, q, domains, now, limit, 0, |s| {
+                s.push(" and risk_rank = ").bind(Arg::Int(k));
+                s.push(" and seq > ").bind(Arg::Int(after.seq));
+            });
+            stmt.push(") as this_rank union all select * from (");
+            walk(&mut stmt, sqlite, q, domains, now, limit, 1, |s| {
+                s.push(" and risk_rank < ").bind(Arg::Int(k));
+            });
+            stmt.push(") as lower_ranks order by part, risk_order desc, seq limit ")
+                .bind(Arg::Int(limit));
+        }
+        (sort, after) => walk(&mut stmt, sqlite, q, domains, now, limit, 0, |s| {
+            if let Some(after) = after {
+                after_clause(s, sort, after);
+            }
+        }),
+    }
+    let rows: Vec<ProposalRow> = fetch_all!(conn, ProposalRow, stmt)?;
+    records(rows)
+}
+
+/// One walk: the matching live rows past `position`, in the query's order, at most `limit`;
+/// `part` numbers it within a union.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one statement's parts, each named"
+)]
+fn walk(
+    stmt: &mut Statement,
+    sqlite: bool,
+    q: &QueueQuery,
+    domains: Domains<'_>,
+    now: OffsetDateTime,
+    limit: i64,
+    part: i64,
+    position: impl FnOnce(&mut Statement),
+) {
+    stmt.push("select ")
+        .push(COLUMNS)
+        .push(", risk_rank as risk_order, ");
+    stmt.bind(Arg::Int(part)).push(" as part");
+    matching(stmt, sqlite, driving_index(q, domains), &q.filter, domains);
     if sqlite {
         stmt.push(" and (expires_at is null or julianday(expires_at) > julianday(")
             .bind(Arg::Time(now))
@@ -197,13 +240,9 @@ pub async fn page(
             .bind(Arg::Time(now))
             .push(")");
     }
-    if let Some(after) = q.after {
-        after_clause(&mut stmt, q.sort, after);
-    }
-    order_clause(&mut stmt, q.sort);
+    position(stmt);
+    order_clause(stmt, q.sort);
     stmt.push(" limit ").bind(Arg::Int(limit));
-    let rows: Vec<ProposalRow> = fetch_all!(conn, ProposalRow, stmt)?;
-    records(rows)
 }
 
 /// How many pending proposals match `filter` and the reviewer's domains.

@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 
 use app::dto::{AppError, AuditQuery, Page, SecurityEvent};
 use app::ports::{DynDesk, SessionHandle};
+use axum::Extension;
 use axum::Router;
 use axum::body::Body;
-use axum::Extension;
 use axum::extract::{Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};

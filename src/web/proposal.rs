@@ -5,7 +5,7 @@
 
 use app::dto::{
     AppError, ApprovalView, AuditView, BlockerView, ExecutionView, HistoryItem, HistoryView,
-    Notice, ProposalView, ReviewView, Viewer,
+    Notice, ProposalView, ReviewView, RevisionView, Viewer,
 };
 use app::ports::DecideOutcome;
 use app::time::Moment;
@@ -15,10 +15,12 @@ use uuid::Uuid;
 use super::sheet::{SheetOptions, command_sheet};
 use super::{internal, may_view, rfc3339, rollback_words};
 use crate::audit::Actor;
-use crate::domain::lifecycle::{self, DecisionError, ProposalStatus, ReviewVerdict, check_decision};
+use crate::domain::lifecycle::{
+    self, DecisionError, ProposalStatus, ReviewVerdict, check_decision,
+};
 use crate::domain::principal::Role;
-use crate::domain::review::confirm;
 use crate::domain::review::text::visible;
+use crate::domain::review::{confirm, diff};
 use crate::service::{AgentHistory, Cursor, Services, TrailPage, withholds_personal_data};
 use crate::storage::audit_query::TrailEvent;
 use crate::storage::commands::CommandRecord;
@@ -68,6 +70,7 @@ pub(super) async fn proposal(
             now,
         },
     );
+    let revision = revision(s, &p, withholds_personal_data(&p) && !revealed).await?;
     let detail = Detail {
         p,
         command,
@@ -78,7 +81,40 @@ pub(super) async fn proposal(
         history,
         now,
     };
-    Ok(detail.into_view(sheet))
+    let mut view = detail.into_view(sheet);
+    view.revision = revision;
+    Ok(view)
+}
+
+/// The proposal `p` revises, its revisions, and the parameters changed since the first
+/// (values masked when `masked`).
+async fn revision(
+    s: &Services,
+    p: &ProposalRecord,
+    masked: bool,
+) -> Result<RevisionView, AppError> {
+    let revised_by = s.revisions_of(p.id).await.map_err(internal)?;
+    let first = match p.contract.supersedes {
+        Some(id) => s.proposal(id).await.map_err(internal)?,
+        None => None,
+    };
+    let shown = |v: Option<String>| match v {
+        None => "—".to_owned(),
+        Some(_) if masked => "••••".to_owned(),
+        Some(v) => v,
+    };
+    let changes = first
+        .as_ref()
+        .map(|f| diff::parameter_changes(&f.contract.parameters, &p.contract.parameters))
+        .unwrap_or_default()
+        .into_iter()
+        .map(|c| (c.path, shown(c.before), shown(c.after)))
+        .collect();
+    Ok(RevisionView {
+        supersedes: p.contract.supersedes.map(|id| id.to_string()),
+        revised_by: revised_by.iter().map(ToString::to_string).collect(),
+        changes,
+    })
 }
 
 /// Proposal `id`, if `viewer`'s role may view proposals and their domains include its
@@ -331,9 +367,46 @@ impl Texts {
     }
 }
 
+/// The name to type before approving, when this viewer may approve and the action needs it.
+fn confirm_name(p: &ProposalRecord, standing: &Standing) -> Option<String> {
+    let c = &p.contract;
+    (standing.status.is_open() && standing.can_decide && standing.approve_blocked.is_none())
+        .then(|| {
+            confirm::expected(
+                p.routing.effective_risk,
+                c.blast_radius,
+                &c.target_refs,
+                &c.tool.name,
+            )
+        })
+        .flatten()
+}
+
+fn approval_views(
+    approvals: Vec<(String, OffsetDateTime)>,
+    now: OffsetDateTime,
+) -> Vec<ApprovalView> {
+    approvals
+        .into_iter()
+        .map(|(by, at)| ApprovalView {
+            by,
+            at: moment(at, now),
+        })
+        .collect()
+}
+
 impl Detail {
     fn into_view(self, command_sheet: app::dto::CommandSheet) -> ProposalView {
-        let Detail { p, command, approvals, audit, standing, can_erase, history, now } = self;
+        let Detail {
+            p,
+            command,
+            approvals,
+            audit,
+            standing,
+            can_erase,
+            history,
+            now,
+        } = self;
         let erased = p
             .erasure
             .as_ref()
@@ -343,11 +416,7 @@ impl Detail {
         let texts = Texts::of(&p);
         let open = standing.status.is_open();
         let c = &p.contract;
-        let confirm_name = (open && standing.can_decide)
-            .then(|| {
-                confirm::expected(p.routing.effective_risk, c.blast_radius, &c.target_refs, &c.tool.name)
-            })
-            .flatten();
+        let confirm_name = confirm_name(&p, &standing);
         let sheet_hidden: usize = command_sheet.rows.iter().map(|r| r.hidden).sum();
         let r = &p.routing;
         ProposalView {
@@ -383,17 +452,19 @@ impl Detail {
             execution: command.map(execution_view),
             audit_older: audit.older,
             audit_newer: audit.newer,
-            audit: audit.events.into_iter().map(|a| audit_view(a, now)).collect(),
-            approve_blocked: standing.approve_blocked,
-            approvals: approvals
+            audit: audit
+                .events
                 .into_iter()
-                .map(|(by, at)| ApprovalView { by, at: moment(at, now) })
+                .map(|a| audit_view(a, now))
                 .collect(),
+            approve_blocked: standing.approve_blocked,
+            approvals: approval_views(approvals, now),
             can_decide: standing.can_decide,
             cannot_decide_because: standing.cannot,
             can_erase: can_erase && erased.is_none() && !open,
             erased,
             hidden_chars: texts.hidden + sheet_hidden,
+            revision: RevisionView::default(),
             command: command_sheet,
             history: history_view(history, now),
             confirm_name,

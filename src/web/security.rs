@@ -142,7 +142,10 @@ mod tests {
     fn only_a_trusted_proxy_may_name_the_client() {
         let proxy = ip("10.0.0.1");
         let h = forwarded(&["203.0.113.9"]);
-        assert_eq!(client_ip(Some(ip("198.51.100.7")), &h, &[proxy]), ip("198.51.100.7"));
+        assert_eq!(
+            client_ip(Some(ip("198.51.100.7")), &h, &[proxy]),
+            ip("198.51.100.7")
+        );
         assert_eq!(client_ip(Some(proxy), &h, &[proxy]), ip("203.0.113.9"));
         assert_eq!(client_ip(Some(proxy), &h, &[]), proxy);
     }

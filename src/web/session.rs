@@ -28,7 +28,7 @@ use tower_sessions::Session;
 
 use crate::domain::principal::Role;
 use crate::domain::sign_in::{SessionLimits, SessionUse};
-use crate::service::{SessionStamp, Services};
+use crate::service::{Services, SessionStamp};
 
 const USER_KEY: &str = "countersign.user";
 const CSRF_KEY: &str = "countersign.csrf";
@@ -96,12 +96,12 @@ pub async fn attach_session_port(
         minted: minted.clone(),
         verdict: tokio::sync::Mutex::new(None),
     };
-    req.extensions_mut()
-        .insert(SessionHandle(Arc::new(port)));
+    req.extensions_mut().insert(SessionHandle(Arc::new(port)));
     let mut res = next.run(req).await;
     if let Some(nonce) = minted.get() {
         let secure = if secure { "; Secure" } else { "" };
-        let cookie = format!("{LOGIN_CSRF_COOKIE}={nonce}; Path=/; HttpOnly; SameSite=Strict{secure}");
+        let cookie =
+            format!("{LOGIN_CSRF_COOKIE}={nonce}; Path=/; HttpOnly; SameSite=Strict{secure}");
         if let Ok(value) = HeaderValue::from_str(&cookie) {
             res.headers_mut().append(header::SET_COOKIE, value);
         }
@@ -221,7 +221,12 @@ impl SessionPort for WebSession {
     }
 
     async fn csrf_token(&self) -> Result<String, AppError> {
-        if let Some(token) = self.session.get::<String>(CSRF_KEY).await.map_err(internal)? {
+        if let Some(token) = self
+            .session
+            .get::<String>(CSRF_KEY)
+            .await
+            .map_err(internal)?
+        {
             return Ok(token);
         }
         if self.user().await?.is_none() {
@@ -239,7 +244,12 @@ impl SessionPort for WebSession {
         if token.is_empty() {
             return Ok(false);
         }
-        if let Some(stored) = self.session.get::<String>(CSRF_KEY).await.map_err(internal)? {
+        if let Some(stored) = self
+            .session
+            .get::<String>(CSRF_KEY)
+            .await
+            .map_err(internal)?
+        {
             return Ok(stored.as_bytes().ct_eq(token.as_bytes()).into());
         }
         if self.user().await?.is_some() {
@@ -277,7 +287,10 @@ impl SessionPort for WebSession {
             signed_in_at: now,
             seen_at: now,
         };
-        self.session.insert(USER_KEY, user).await.map_err(internal)?;
+        self.session
+            .insert(USER_KEY, user)
+            .await
+            .map_err(internal)?;
         *self.verdict.lock().await = None;
         Ok(())
     }

@@ -118,8 +118,20 @@ fn text(s: &str) -> (FieldValue, usize) {
 fn value(e: &Entry<'_>, o: &SheetOptions) -> (FieldValue, usize) {
     let v = e.value;
     match (e.disclosure, v) {
-        (_, Value::Object(m)) => (FieldValue::Group { members: m.len(), array: false }, 0),
-        (_, Value::Array(a)) => (FieldValue::Group { members: a.len(), array: true }, 0),
+        (_, Value::Object(m)) => (
+            FieldValue::Group {
+                members: m.len(),
+                array: false,
+            },
+            0,
+        ),
+        (_, Value::Array(a)) => (
+            FieldValue::Group {
+                members: a.len(),
+                array: true,
+            },
+            0,
+        ),
         (Disclosure::Secret, v) => (FieldValue::Secret { chars: chars(v) }, 0),
         (Disclosure::Personal, v) if !o.revealed => (FieldValue::Withheld { chars: chars(v) }, 0),
         (Disclosure::Personal, v) => {
@@ -191,12 +203,23 @@ mod tests {
     #[test]
     fn every_field_is_a_row_in_reading_order() {
         let s = command_sheet(&spec(json!({"n": 1}), false), &options(true, false, false));
-        let top: Vec<&str> = s.rows.iter().filter(|r| r.depth == 0).map(|r| r.key.as_str()).collect();
+        let top: Vec<&str> = s
+            .rows
+            .iter()
+            .filter(|r| r.depth == 0)
+            .map(|r| r.key.as_str())
+            .collect();
         assert_eq!(top.first(), Some(&"tool"));
         assert_eq!(top.get(1), Some(&"parameters"));
         assert_eq!(top.last(), Some(&"approved_at"));
-        assert_eq!(find(&s, "/execution/retry_policy/max_retries"), &FieldValue::Literal("2".into()));
-        assert_eq!(find(&s, "/approved_at"), &FieldValue::Time(Moment::new(1_795_687_200, 1_795_687_500)));
+        assert_eq!(
+            find(&s, "/execution/retry_policy/max_retries"),
+            &FieldValue::Literal("2".into())
+        );
+        assert_eq!(
+            find(&s, "/approved_at"),
+            &FieldValue::Time(Moment::new(1_795_687_200, 1_795_687_500))
+        );
         assert_eq!(find(&s, "/approved_by"), &FieldValue::Text("rev".into()));
     }
 
@@ -209,15 +232,34 @@ mod tests {
 
     #[test]
     fn secrets_never_and_personal_data_only_when_revealed() {
-        let params = json!({"api_key": "abc123", "email": "jane@example.com", "note": "a\u{202E}b"});
+        let params =
+            json!({"api_key": "abc123", "email": "jane@example.com", "note": "a\u{202E}b"});
         let masked = command_sheet(&spec(params.clone(), true), &options(true, true, false));
-        assert_eq!(find(&masked, "/parameters/api_key"), &FieldValue::Secret { chars: 6 });
-        assert_eq!(find(&masked, "/parameters/email"), &FieldValue::Withheld { chars: 16 });
-        assert_eq!(find(&masked, "/parameters/note"), &FieldValue::Text("a⟦U+202E⟧b".into()));
-        assert_eq!((masked.secrets, masked.withheld, masked.revealed), (1, 1, 0));
+        assert_eq!(
+            find(&masked, "/parameters/api_key"),
+            &FieldValue::Secret { chars: 6 }
+        );
+        assert_eq!(
+            find(&masked, "/parameters/email"),
+            &FieldValue::Withheld { chars: 16 }
+        );
+        assert_eq!(
+            find(&masked, "/parameters/note"),
+            &FieldValue::Text("a⟦U+202E⟧b".into())
+        );
+        assert_eq!(
+            (masked.secrets, masked.withheld, masked.revealed),
+            (1, 1, 0)
+        );
         let shown = command_sheet(&spec(params, true), &options(true, true, true));
-        assert_eq!(find(&shown, "/parameters/api_key"), &FieldValue::Secret { chars: 6 });
-        assert_eq!(find(&shown, "/parameters/email"), &FieldValue::Revealed("jane@example.com".into()));
+        assert_eq!(
+            find(&shown, "/parameters/api_key"),
+            &FieldValue::Secret { chars: 6 }
+        );
+        assert_eq!(
+            find(&shown, "/parameters/email"),
+            &FieldValue::Revealed("jane@example.com".into())
+        );
         let text = serde_json::to_string(&shown).expect("json");
         assert!(!text.contains("abc123"), "a secret never reaches the page");
     }

@@ -56,14 +56,24 @@ async fn trail_of(app: &TestApp, name: &str) -> Vec<(String, Value)> {
 }
 
 /// Signs in with the page's own CSRF token, claiming to come from `forwarded_for`.
-async fn login_from(browser: &Browser, base: &str, forwarded_for: &str, user: &str, pw: &str) -> String {
+async fn login_from(
+    browser: &Browser,
+    base: &str,
+    forwarded_for: &str,
+    user: &str,
+    pw: &str,
+) -> String {
     let csrf = browser.csrf("/login").await;
     let r = browser
         .client
         .post(format!("{base}/fn/login"))
         .header("accept", "text/html")
         .header("x-forwarded-for", forwarded_for)
-        .form(&[("csrf_token", csrf.as_str()), ("username", user), ("password", pw)])
+        .form(&[
+            ("csrf_token", csrf.as_str()),
+            ("username", user),
+            ("password", pw),
+        ])
         .send()
         .await
         .expect("request");
@@ -112,16 +122,25 @@ async fn every_page_carries_the_security_headers_and_its_scripts_the_nonce(backe
     }
     // A fresh nonce per response, and the headers on the API as well.
     let again = browser.get("/login").await;
-    let csp_again = again.headers()["content-security-policy"].to_str().expect("csp");
+    let csp_again = again.headers()["content-security-policy"]
+        .to_str()
+        .expect("csp");
     assert_ne!(csp_again, csp);
-    let health = app.client.get(app.url("/healthz")).send().await.expect("healthz");
+    let health = app
+        .client
+        .get(app.url("/healthz"))
+        .send()
+        .await
+        .expect("healthz");
     assert_eq!(health.headers()["x-content-type-options"], "nosniff");
 }
 
 async fn hsts_is_sent_only_when_cookies_are_secure(backend: &str) {
     let app = TestApp::spawn_configured(backend, |s| s.secure_cookies = true).await;
     let r = app.browser().get("/login").await;
-    let hsts = r.headers()["strict-transport-security"].to_str().expect("hsts");
+    let hsts = r.headers()["strict-transport-security"]
+        .to_str()
+        .expect("hsts");
     assert!(hsts.starts_with("max-age="), "{hsts}");
     let cookie = r.headers()["set-cookie"].to_str().expect("cookie");
     assert!(cookie.contains("Secure"), "{cookie}");
@@ -132,14 +151,25 @@ async fn anonymous_page_views_write_no_session_row(backend: &str) {
     app.user("rev", Role::Reviewer).await;
     let count = format!("select count(*) from {}", sessions_table(&app));
     let browser = app.browser();
-    for path in ["/", "/login", "/runs", "/audit", "/proposals/nope", "/no/such/page"] {
+    for path in [
+        "/",
+        "/login",
+        "/runs",
+        "/audit",
+        "/proposals/nope",
+        "/no/such/page",
+    ] {
         let status = browser.get(path).await.status();
         assert!(status.is_success() || status.is_redirection() || status == StatusCode::NOT_FOUND);
     }
     browser.csrf("/login").await;
     let r = browser.login("rev", "not the password at all").await;
     assert_eq!(location(&r), REFUSED);
-    assert_eq!(app.count(&count).await, 0, "nobody signed in, nothing stored");
+    assert_eq!(
+        app.count(&count).await,
+        0,
+        "nobody signed in, nothing stored"
+    );
     assert_eq!(location(&browser.login("rev", PASSWORD).await), "/");
     assert_eq!(app.count(&count).await, 1);
 }
@@ -149,36 +179,51 @@ async fn the_sign_in_form_is_bound_to_its_own_browser(backend: &str) {
     app.user("rev", Role::Reviewer).await;
     let (victim, attacker) = (app.browser(), app.browser());
     let r = victim.get("/login").await;
-    let cookie = r.headers()["set-cookie"].to_str().expect("cookie").to_owned();
+    let cookie = r.headers()["set-cookie"]
+        .to_str()
+        .expect("cookie")
+        .to_owned();
     assert!(cookie.starts_with("countersign_login_csrf="), "{cookie}");
-    assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"), "{cookie}");
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
     // The attacker's own valid token does not fit the victim's cookie.
     let forged = attacker.csrf("/login").await;
     let r = victim
         .post_form(
             "/fn/login",
             "/login",
-            &[("csrf_token", &forged), ("username", "rev"), ("password", PASSWORD)],
+            &[
+                ("csrf_token", &forged),
+                ("username", "rev"),
+                ("password", PASSWORD),
+            ],
         )
         .await;
     assert_eq!(location(&r), "/login?error=csrf");
     assert_eq!(location(&victim.login("rev", PASSWORD).await), "/");
 }
 
-async fn the_sixth_attempt_on_an_account_is_throttled_even_with_the_right_password(
-    backend: &str,
-) {
+async fn the_sixth_attempt_on_an_account_is_throttled_even_with_the_right_password(backend: &str) {
     let app = TestApp::spawn(backend).await;
     app.user("rev", Role::Reviewer).await;
     app.user("other", Role::Reviewer).await;
     let browser = app.browser();
     for _ in 0..5 {
-        assert_eq!(location(&browser.login("rev", "wrong wrong wrong").await), REFUSED);
+        assert_eq!(
+            location(&browser.login("rev", "wrong wrong wrong").await),
+            REFUSED
+        );
     }
     let hashed = app.services.hashing().work_done();
     assert_eq!(location(&browser.login("rev", PASSWORD).await), THROTTLED);
     assert_eq!(location(&browser.login("REV ", PASSWORD).await), THROTTLED);
-    assert_eq!(app.services.hashing().work_done(), hashed, "no argon2 while throttled");
+    assert_eq!(
+        app.services.hashing().work_done(),
+        hashed,
+        "no argon2 while throttled"
+    );
     let throttled: Vec<Value> = trail_of(&app, "rev")
         .await
         .into_iter()
@@ -196,7 +241,10 @@ async fn the_sixth_attempt_on_an_account_is_throttled_even_with_the_right_passwo
     app.clock.advance(time::Duration::seconds(31));
     assert_eq!(location(&browser.login("rev", PASSWORD).await), "/");
     let later = app.browser();
-    assert_eq!(location(&later.login("rev", "wrong wrong wrong").await), REFUSED);
+    assert_eq!(
+        location(&later.login("rev", "wrong wrong wrong").await),
+        REFUSED
+    );
     assert_eq!(location(&later.login("rev", PASSWORD).await), "/");
 }
 
@@ -209,7 +257,14 @@ async fn many_failures_from_one_address_throttle_every_account_there(backend: &s
     let browser = app.browser();
     for i in 0..20 {
         let name = format!("guess{i}");
-        let to = login_from(&browser, &app.base, "203.0.113.7", &name, "wrong wrong wrong").await;
+        let to = login_from(
+            &browser,
+            &app.base,
+            "203.0.113.7",
+            &name,
+            "wrong wrong wrong",
+        )
+        .await;
         assert_eq!(to, REFUSED);
     }
     let hashed = app.services.hashing().work_done();
@@ -238,9 +293,7 @@ async fn forwarded_addresses_are_believed_only_from_trusted_proxies(backend: &st
     assert_eq!(to, THROTTLED);
 }
 
-async fn unknown_users_and_wrong_passwords_get_the_same_answer_and_the_same_work(
-    backend: &str,
-) {
+async fn unknown_users_and_wrong_passwords_get_the_same_answer_and_the_same_work(backend: &str) {
     let app = TestApp::spawn(backend).await;
     app.user("rev", Role::Reviewer).await;
     let browser = app.browser();
@@ -307,7 +360,11 @@ async fn disabling_an_account_ends_its_open_sessions(backend: &str) {
     assert_eq!(location(&browser.get("/").await), "/login");
     assert_eq!(ended(&app, "rev").await, ["disabled"]);
     let count = format!("select count(*) from {}", sessions_table(&app));
-    assert_eq!(app.count(&count).await, 0, "the ended session's row is gone");
+    assert_eq!(
+        app.count(&count).await,
+        0,
+        "the ended session's row is gone"
+    );
 }
 
 async fn a_password_reset_signs_the_account_out_everywhere(backend: &str) {
@@ -332,23 +389,35 @@ async fn a_password_reset_signs_the_account_out_everywhere(backend: &str) {
         .count("select count(*) from audit_events where action = 'user.password_reset'")
         .await;
     assert_eq!(resets, 1);
-    assert_eq!(location(&app.browser().login("rev", PASSWORD).await), REFUSED);
+    assert_eq!(
+        location(&app.browser().login("rev", PASSWORD).await),
+        REFUSED
+    );
     signed_in(&app, "rev", new_password).await;
 }
 
 /// The stored expiry of the only session, as text.
 async fn stored_expiry(app: &TestApp) -> String {
-    let sql = format!("select cast(expiry_date as text) from {}", sessions_table(app));
+    let sql = format!(
+        "select cast(expiry_date as text) from {}",
+        sessions_table(app)
+    );
     if app.db_url.starts_with("sqlite:") {
         let mut c = <sqlx::SqliteConnection as sqlx::Connection>::connect(&app.db_url)
             .await
             .expect("connect");
-        sqlx::query_scalar(&sql).fetch_one(&mut c).await.expect("expiry")
+        sqlx::query_scalar(&sql)
+            .fetch_one(&mut c)
+            .await
+            .expect("expiry")
     } else {
         let mut c = <sqlx::PgConnection as sqlx::Connection>::connect(&app.db_url)
             .await
             .expect("connect");
-        sqlx::query_scalar(&sql).fetch_one(&mut c).await.expect("expiry")
+        sqlx::query_scalar(&sql)
+            .fetch_one(&mut c)
+            .await
+            .expect("expiry")
     }
 }
 
@@ -393,7 +462,10 @@ async fn sessions_end_after_the_absolute_limit_however_active(backend: &str) {
 async fn read_until_closed(stream: &mut TcpStream, bound: Duration) -> String {
     let mut answer = Vec::new();
     let read = tokio::time::timeout(bound, stream.read_to_end(&mut answer)).await;
-    assert!(read.is_ok(), "the server kept the connection open past {bound:?}");
+    assert!(
+        read.is_ok(),
+        "the server kept the connection open past {bound:?}"
+    );
     String::from_utf8_lossy(&answer).into_owned()
 }
 
@@ -448,8 +520,56 @@ async fn the_connection_cap_holds_extra_clients_until_one_leaves(backend: &str) 
         .expect("write");
     let mut byte = [0u8; 1];
     let waited = tokio::time::timeout(Duration::from_millis(300), third.read(&mut byte)).await;
-    assert!(waited.is_err(), "a third connection is not served while two are open");
+    assert!(
+        waited.is_err(),
+        "a third connection is not served while two are open"
+    );
     drop(first);
     let answer = read_until_closed(&mut third, Duration::from_secs(10)).await;
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+}
+
+/// Shutdown stops accepting and lets the request in flight finish; `serve` returns after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_answers_the_request_in_flight_then_stops() {
+    use std::sync::Arc;
+    use tokio::sync::{Notify, oneshot};
+
+    let (entered, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let slow = {
+        let (entered, release) = (entered.clone(), release.clone());
+        move || async move {
+            entered.notify_one();
+            release.notified().await;
+            "done"
+        }
+    };
+    let router = axum::Router::new().route("/slow", axum::routing::get(slow));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let (stop, stopped) = oneshot::channel::<()>();
+    let limits = countersign::config::ConnectionLimits::default();
+    let mut server = tokio::spawn(countersign::serve::serve(listener, router, limits, async {
+        let _ = stopped.await;
+    }));
+    let request = tokio::spawn(reqwest::get(format!("http://{addr}/slow")));
+    entered.notified().await;
+    stop.send(()).expect("stop");
+    let early = tokio::time::timeout(Duration::from_millis(200), &mut server).await;
+    assert!(early.is_err(), "serve waits for the request in flight");
+    release.notify_one();
+    let answer = request.await.expect("join").expect("answered");
+    assert_eq!(answer.status(), StatusCode::OK);
+    assert_eq!(answer.text().await.expect("body"), "done");
+    tokio::time::timeout(Duration::from_secs(5), server)
+        .await
+        .expect("serve returns")
+        .expect("join")
+        .expect("served");
+    assert!(
+        TcpStream::connect(addr).await.is_err(),
+        "no longer listening"
+    );
 }

@@ -5,6 +5,7 @@
 mod common;
 mod helpers;
 
+mod admin;
 mod audit_pages;
 mod errors;
 mod executor;
@@ -13,4 +14,5 @@ mod loop_end_to_end;
 mod policy;
 mod proposal_page;
 mod queue_page;
+mod revisions;
 mod web;

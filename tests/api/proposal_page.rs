@@ -135,7 +135,11 @@ fn check_leaf(html: &str, pointer: &str, value: &Value, withheld: &[(&str, &str)
         Value::Array(_) => "(empty list)".to_owned(),
         other => shown(other),
     };
-    assert_eq!(value_text(row).as_deref(), Some(expected.as_str()), "{pointer}");
+    assert_eq!(
+        value_text(row).as_deref(),
+        Some(expected.as_str()),
+        "{pointer}"
+    );
 }
 
 async fn reviewer(app: &TestApp, name: &str) -> Browser {
@@ -225,14 +229,26 @@ async fn hidden_characters_are_shown_and_counted(backend: &str) {
     let html = rev.page(&format!("/proposals/{id}")).await;
 
     for raw in ['\u{202E}', '\u{200B}', '\u{200D}', '\u{2066}', '\u{2069}'] {
-        assert!(!html.contains(raw), "U+{:04X} reached the page raw", u32::from(raw));
+        assert!(
+            !html.contains(raw),
+            "U+{:04X} reached the page raw",
+            u32::from(raw)
+        );
     }
     assert!(html.contains("data-testid=\"hidden-chars\""));
-    assert!(html.contains("data-testid=\"hidden-count\">5<"), "counted once each");
-    let summary = html.find("data-testid=\"proposal-summary\"").expect("summary");
+    assert!(
+        html.contains("data-testid=\"hidden-count\">5<"),
+        "counted once each"
+    );
+    let summary = html
+        .find("data-testid=\"proposal-summary\"")
+        .expect("summary");
     assert!(text_of(&html[summary..summary + 400]).contains("Archive /tmp/⟦U+202E⟧fdp.exe"));
     let param = row(&html, "/parameters/pa⟦U+200D⟧th");
-    assert_eq!(value_text(param).as_deref(), Some("/srv/⟦U+2066⟧data⟦U+2069⟧"));
+    assert_eq!(
+        value_text(param).as_deref(),
+        Some("/srv/⟦U+2066⟧data⟦U+2069⟧")
+    );
     assert!(param.contains("⟦U+200D⟧"), "the key too");
     assert!(param.contains("data-testid=\"field-hidden\""));
 }
@@ -259,7 +275,10 @@ async fn high_risk_approval_needs_the_targets_name(backend: &str) {
     ] {
         let r = rev.decide_typed(&id, "approved", None, typed).await;
         assert_eq!(location(&r), format!("{path}?error={error}"), "{typed:?}");
-        assert_eq!(app.poll(&agent, &id).await.1["proposal"]["status"], "pending");
+        assert_eq!(
+            app.poll(&agent, &id).await.1["proposal"]["status"],
+            "pending"
+        );
     }
     // Rejecting never needs it.
     let other = propose(&app, &agent, &{
@@ -297,14 +316,19 @@ async fn a_reveal_is_audited_personal_and_short_lived(backend: &str) {
     assert!(!html.contains("new@example.com"));
     assert!(html.contains("data-testid=\"reveal\""));
     assert_eq!(
-        app.count("select count(*) from audit_events where action = 'proposal.personal_data_revealed'")
-            .await,
+        app.count(
+            "select count(*) from audit_events where action = 'proposal.personal_data_revealed'"
+        )
+        .await,
         0
     );
 
     rev.reveal(&id).await;
     assert!(rev.page(&asked).await.contains("new@example.com"));
-    assert!(!rev.page(&path).await.contains("new@example.com"), "hidden unless asked");
+    assert!(
+        !rev.page(&path).await.contains("new@example.com"),
+        "hidden unless asked"
+    );
     assert!(
         !other.page(&asked).await.contains("new@example.com"),
         "one reviewer's reveal shows nothing to another"
@@ -321,7 +345,10 @@ async fn a_reveal_is_audited_personal_and_short_lived(backend: &str) {
     assert!(!revealed[0].details.to_string().contains("new@example.com"));
 
     app.clock.advance(time::Duration::minutes(16));
-    assert!(!rev.page(&asked).await.contains("new@example.com"), "a reveal lapses");
+    assert!(
+        !rev.page(&asked).await.contains("new@example.com"),
+        "a reveal lapses"
+    );
 }
 
 async fn the_agents_record_with_the_tool_is_on_the_page(backend: &str) {
@@ -334,15 +361,22 @@ async fn the_agents_record_with_the_tool_is_on_the_page(backend: &str) {
     elsewhere["tool"]["name"] = json!("calendar.create_event");
     propose(&app, &agent, &elsewhere).await;
     rev.decide(&approved, "approved", None).await;
-    rev.decide(&rejected, "rejected", Some("wrong contact")).await;
+    rev.decide(&rejected, "rejected", Some("wrong contact"))
+        .await;
     let current = app.propose_ok(&agent, "a1").await;
 
     let html = rev.page(&format!("/proposals/{current}")).await;
-    assert!(html.contains("data-testid=\"history-total\">2<"), "same tool only, not itself");
+    assert!(
+        html.contains("data-testid=\"history-total\">2<"),
+        "same tool only, not itself"
+    );
     assert!(html.contains("data-testid=\"history-approved\">1<"));
     assert!(html.contains("data-testid=\"history-rejected\">1<"));
     for id in [&approved, &rejected] {
-        assert!(html.contains(&format!("href=\"/proposals/{id}\"")), "links to {id}");
+        assert!(
+            html.contains(&format!("href=\"/proposals/{id}\"")),
+            "links to {id}"
+        );
     }
     assert!(!html.contains(&format!("href=\"/proposals/{current}\"")));
     assert_eq!(html.matches("data-testid=\"history-item\"").count(), 2);

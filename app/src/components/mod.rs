@@ -3,4 +3,6 @@
 
 pub mod chart;
 pub mod events;
+pub mod keys;
+pub mod live;
 pub mod visible;

@@ -266,4 +266,18 @@ pub struct ProposalView {
     pub confirm_name: Option<String>,
     /// Invisible or direction-changing characters anywhere on the page's agent-written text.
     pub hidden_chars: usize,
+    /// The proposal this one revises, the ones that revise it, and what changed.
+    pub revision: RevisionView,
+}
+
+/// A proposal's place in a chain of revisions (after a reviewer asked for changes).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RevisionView {
+    /// The proposal this one revises.
+    pub supersedes: Option<String>,
+    /// The proposals that revise this one, oldest first.
+    pub revised_by: Vec<String>,
+    /// Parameters changed since the proposal it revises: `(path, before, after)`, `—` for
+    /// absent, `••••` for personal data not revealed.
+    pub changes: Vec<(String, String, String)>,
 }

@@ -1,6 +1,7 @@
 //! The pages: sign-in, the review queue, one proposal, the compliance officer's audit trail,
 //! timelines and charts, and the header around them.
 
+mod admin;
 mod audit;
 mod charts;
 mod login;
@@ -9,6 +10,7 @@ mod queue;
 mod runs;
 mod timeline;
 
+pub use admin::{AdminTokensPage, AdminUsersPage};
 pub use audit::AuditTrailPage;
 pub use charts::ChartsPage;
 pub use login::LoginPage;
@@ -48,6 +50,8 @@ pub fn Header() -> impl IntoView {
                                 <a href="/runs" data-testid="nav-runs">"Runs"</a>
                                 {matches!(viewer.role, Role::Compliance | Role::Admin)
                                     .then(|| view! { <a href="/audit" data-testid="nav-audit">"Audit"</a> })}
+                                {(viewer.role == Role::Admin)
+                                    .then(|| view! { <a href="/admin/users" data-testid="nav-admin">"Admin"</a> })}
                                 <span class="who" data-testid="viewer">
                                     {viewer.username} " · " {viewer.role.as_str()}
                                 </span>
@@ -109,7 +113,9 @@ pub fn NotFound() -> impl IntoView {
 /// message.
 pub fn error_view(e: AppError) -> AnyView {
     match e {
-        AppError::Unauthenticated => view! { <leptos_router::components::Redirect path="/login"/> }.into_any(),
+        AppError::Unauthenticated => {
+            view! { <leptos_router::components::Redirect path="/login"/> }.into_any()
+        }
         AppError::Forbidden(why) => {
             #[cfg(feature = "ssr")]
             if let Some(resp) = use_context::<leptos_axum::ResponseOptions>() {

@@ -8,6 +8,8 @@ use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
 use super::{Flash, error_view};
+use crate::components::keys::{KeyHelp, use_queue_keys};
+use crate::components::live::use_desk_changes;
 use crate::dto::{QueueFilterView, QueueItem, QueueParams, QueueView};
 use crate::server::list_queue;
 use crate::time::When;
@@ -24,8 +26,13 @@ const SORTS: &[(&str, &str)] = &[
 #[component]
 pub fn QueuePage() -> impl IntoView {
     let query = use_query_map();
+    let changes = use_desk_changes();
+    let help = RwSignal::new(false);
+    use_queue_keys(help);
     let queue = Resource::new(
         move || {
+            // Refetched when the desk changes: new proposals, decisions, expiries.
+            changes.track();
             let q = query.read();
             let get = |k: &str| q.get(k).filter(|v| !v.is_empty());
             QueueParams {
@@ -43,15 +50,18 @@ pub fn QueuePage() -> impl IntoView {
     );
     view! {
         <h1>"Waiting for a decision"</h1>
+        <p class="hint">"Keys: " <kbd>"j"</kbd> " " <kbd>"k"</kbd> " move, " <kbd>"Enter"</kbd> " opens, " <kbd>"?"</kbd> " lists all."</p>
+        <KeyHelp help/>
         <Flash/>
-        <Suspense fallback=|| view! { <p>"Loading…"</p> }>
+        // A transition keeps the rows on screen while a live change refetches them.
+        <Transition fallback=|| view! { <p>"Loading…"</p> }>
             {move || Suspend::new(async move {
                 match queue.await {
                     Ok(view) => view! { <Queue view/> }.into_any(),
                     Err(e) => error_view(e),
                 }
             })}
-        </Suspense>
+        </Transition>
     }
 }
 

@@ -47,6 +47,10 @@ pub struct TokenCreated {
     /// An executor token's tool scope (globs), as created.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_scope: Option<String>,
+    /// An agent token's operator: the person who runs the agent (and so may not approve
+    /// its proposals).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub operator: Option<String>,
 }
 
 impl Payload for TokenCreated {
@@ -291,6 +295,28 @@ impl Payload for UserDisabled {
     }
     fn change(&self) -> (Option<String>, Option<String>) {
         (Some(ACTIVE.into()), Some("disabled".into()))
+    }
+}
+
+/// Payload of `user.enabled`: a disabled account may sign in again.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct UserEnabled {
+    /// The account.
+    #[serde(skip)]
+    pub user_id: Uuid,
+    /// Username.
+    pub username: String,
+}
+
+impl Payload for UserEnabled {
+    fn kind(&self) -> &'static str {
+        "user.enabled"
+    }
+    fn subject(&self) -> (&'static str, String) {
+        ("user", self.user_id.to_string())
+    }
+    fn change(&self) -> (Option<String>, Option<String>) {
+        (Some("disabled".into()), Some(ACTIVE.into()))
     }
 }
 

@@ -124,6 +124,8 @@ audit_events! {
     DomainsChanged,
     /// An account was disabled (`user.disabled`).
     UserDisabled,
+    /// A disabled account was enabled again (`user.enabled`).
+    UserEnabled,
     /// An API token was revoked (`token.revoked`).
     TokenRevoked,
     /// Someone signed in (`auth.signed_in`).

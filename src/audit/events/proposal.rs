@@ -232,6 +232,7 @@ impl Payload for ProposalDecided {
         match self.decision {
             ReviewVerdict::Approved => "proposal.approved",
             ReviewVerdict::Rejected => "proposal.rejected",
+            ReviewVerdict::ChangesRequested => "proposal.changes_requested",
         }
     }
     fn subject(&self) -> (&'static str, String) {

@@ -239,6 +239,10 @@ pub struct ToolProposal {
     /// Risk surface (seed 000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub risk_domain: Option<RiskDomain>,
+    /// The proposal this one revises, after a reviewer asked for changes to it (Countersign's
+    /// own field; the revised proposal must come from the same agent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub supersedes: Option<Uuid>,
     /// Run context (seed 002).
     #[serde(flatten)]
     pub run: RunContext,
@@ -248,6 +252,7 @@ pub struct ToolProposal {
 }
 
 const FIELDS: &[&str] = &[
+    "supersedes",
     "proposal_id",
     "proposed_by",
     "timestamp",
@@ -363,6 +368,7 @@ fn parse_into(value: &Value, errors: &mut Vec<FieldError>) -> Option<ToolProposa
         super::aana::parse_evidence_list,
     );
     let risk_domain = r.opt_enumeration::<RiskDomain>("risk_domain");
+    let supersedes = parse_supersedes(&mut r);
     let run = parse_run(&mut r);
     let observability = parse_observability(&mut r);
 
@@ -390,9 +396,22 @@ fn parse_into(value: &Value, errors: &mut Vec<FieldError>) -> Option<ToolProposa
         authorization_state,
         evidence_refs: evidence_refs.unwrap_or_default(),
         risk_domain,
+        supersedes,
         run,
         observability,
     })
+}
+
+fn parse_supersedes(r: &mut ObjectReader<'_, '_>) -> Option<Uuid> {
+    let s = r.opt_bounded("supersedes", 64)?;
+    let id = Uuid::parse_str(s).ok();
+    if id.is_none() {
+        r.error(
+            "supersedes",
+            "must be the UUID of the proposal this one revises",
+        );
+    }
+    id
 }
 
 /// The value at `key` (an error when it is `required` and absent), parsed by `parse` at the

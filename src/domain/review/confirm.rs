@@ -49,7 +49,9 @@ pub enum ConfirmationError {
         expected: String,
     },
     /// Something else was typed.
-    #[error("what you typed is not `{expected}`; type the target's name exactly as shown to approve")]
+    #[error(
+        "what you typed is not `{expected}`; type the target's name exactly as shown to approve"
+    )]
     Mismatch {
         /// The name to type.
         expected: String,
@@ -90,7 +92,10 @@ mod tests {
         assert!(required(RiskLevel::High, Some(Tiny)));
         assert!(required(RiskLevel::Low, Some(Medium)));
         assert!(required(RiskLevel::Low, Some(Large)));
-        assert!(required(RiskLevel::Medium, None), "unknown blast radius fails closed");
+        assert!(
+            required(RiskLevel::Medium, None),
+            "unknown blast radius fails closed"
+        );
         assert!(!required(RiskLevel::Medium, Some(Small)));
         assert!(!required(RiskLevel::Low, Some(Tiny)));
     }
@@ -102,7 +107,10 @@ mod tests {
             "prod-db"
         );
         assert_eq!(target_name(&[], "db.drop"), "db.drop");
-        assert_eq!(target_name(&[target("prod\u{200B}db")], "t"), "prod⟦U+200B⟧db");
+        assert_eq!(
+            target_name(&[target("prod\u{200B}db")], "t"),
+            "prod⟦U+200B⟧db"
+        );
     }
 
     #[test]
@@ -110,10 +118,22 @@ mod tests {
         let want = Some("prod-db");
         assert_eq!(check(want, Some("prod-db")), Ok(()));
         assert_eq!(check(want, Some("  prod-db\n")), Ok(()));
-        assert!(matches!(check(want, Some("Prod-db")), Err(ConfirmationError::Mismatch { .. })));
-        assert!(matches!(check(want, Some("prod-d")), Err(ConfirmationError::Mismatch { .. })));
-        assert!(matches!(check(want, None), Err(ConfirmationError::Missing { .. })));
-        assert!(matches!(check(want, Some("  ")), Err(ConfirmationError::Missing { .. })));
+        assert!(matches!(
+            check(want, Some("Prod-db")),
+            Err(ConfirmationError::Mismatch { .. })
+        ));
+        assert!(matches!(
+            check(want, Some("prod-d")),
+            Err(ConfirmationError::Mismatch { .. })
+        ));
+        assert!(matches!(
+            check(want, None),
+            Err(ConfirmationError::Missing { .. })
+        ));
+        assert!(matches!(
+            check(want, Some("  ")),
+            Err(ConfirmationError::Missing { .. })
+        ));
         assert_eq!(check(None, None), Ok(()));
         assert_eq!(check(None, Some("anything")), Ok(()));
     }

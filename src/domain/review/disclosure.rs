@@ -24,7 +24,12 @@ use serde_json::Value;
 use crate::domain::routing::scan::{find_personal_data, find_secret};
 
 /// Top-level command fields whose values come from the agent: the only ones withheld from.
-pub const AGENT_DATA: &[&str] = &["parameters", "constraints", "preconditions", "rollback_plan"];
+pub const AGENT_DATA: &[&str] = &[
+    "parameters",
+    "constraints",
+    "preconditions",
+    "rollback_plan",
+];
 
 /// How long a reveal lasts: the reviewer who revealed a proposal's personal data sees it on
 /// that page for this long (asking with `?revealed=1`), then must reveal again.
@@ -68,27 +73,100 @@ pub struct Entry<'a> {
 /// Words (whole, after splitting a key on `_`, `-`, `.`, spaces and camelCase) naming personal
 /// or health data.
 const PERSONAL_WORDS: &[&str] = &[
-    "name", "firstname", "lastname", "fullname", "surname", "username", "email", "mail",
-    "phone", "mobile", "telephone", "tel", "fax", "address", "street", "city", "postcode",
-    "postal", "zip", "zipcode", "dob", "birth", "birthday", "birthdate", "born", "ssn", "nin",
-    "national", "passport", "iban", "ip", "gender", "sex", "age", "ethnicity", "religion",
-    "patient", "diagnosis", "diagnoses", "condition", "conditions", "medication",
-    "medications", "medicine", "prescription", "treatment", "medical", "mrn", "health",
-    "allergy", "allergies", "symptom", "symptoms", "insurance", "disability", "biometric",
-    "location", "latitude", "longitude",
+    "name",
+    "firstname",
+    "lastname",
+    "fullname",
+    "surname",
+    "username",
+    "email",
+    "mail",
+    "phone",
+    "mobile",
+    "telephone",
+    "tel",
+    "fax",
+    "address",
+    "street",
+    "city",
+    "postcode",
+    "postal",
+    "zip",
+    "zipcode",
+    "dob",
+    "birth",
+    "birthday",
+    "birthdate",
+    "born",
+    "ssn",
+    "nin",
+    "national",
+    "passport",
+    "iban",
+    "ip",
+    "gender",
+    "sex",
+    "age",
+    "ethnicity",
+    "religion",
+    "patient",
+    "diagnosis",
+    "diagnoses",
+    "condition",
+    "conditions",
+    "medication",
+    "medications",
+    "medicine",
+    "prescription",
+    "treatment",
+    "medical",
+    "mrn",
+    "health",
+    "allergy",
+    "allergies",
+    "symptom",
+    "symptoms",
+    "insurance",
+    "disability",
+    "biometric",
+    "location",
+    "latitude",
+    "longitude",
 ];
 
 /// Parts of a key (lowercased, separators removed) naming personal data in compounds such as
 /// `emailAddress` or `patientrecord`.
 const PERSONAL_PARTS: &[&str] = &[
-    "email", "phone", "address", "birth", "patient", "diagnos", "firstname", "lastname",
-    "fullname", "surname", "username", "passport",
+    "email",
+    "phone",
+    "address",
+    "birth",
+    "patient",
+    "diagnos",
+    "firstname",
+    "lastname",
+    "fullname",
+    "surname",
+    "username",
+    "passport",
 ];
 
 /// Parts of a key (lowercased, separators removed) naming a credential.
 const SECRET_PARTS: &[&str] = &[
-    "password", "passwd", "passphrase", "secret", "token", "apikey", "accesskey", "privatekey",
-    "sshkey", "signingkey", "authorization", "credential", "cookie", "sessionid",
+    "password",
+    "passwd",
+    "passphrase",
+    "secret",
+    "token",
+    "apikey",
+    "accesskey",
+    "privatekey",
+    "sshkey",
+    "signingkey",
+    "authorization",
+    "credential",
+    "cookie",
+    "sessionid",
 ];
 
 fn squashed(key: &str) -> String {
@@ -129,7 +207,9 @@ pub fn is_secret_key(key: &str) -> bool {
 pub fn is_personal_key(key: &str) -> bool {
     let k = squashed(key);
     PERSONAL_PARTS.iter().any(|p| k.contains(p))
-        || words(key).iter().any(|w| PERSONAL_WORDS.contains(&w.as_str()))
+        || words(key)
+            .iter()
+            .any(|w| PERSONAL_WORDS.contains(&w.as_str()))
 }
 
 /// Whether a string looks like a random token: at least 24 characters without spaces, of
@@ -145,7 +225,9 @@ pub fn looks_random(s: &str) -> bool {
         return false;
     }
     let has = |f: fn(&char) -> bool| s.chars().any(|c| f(&c));
-    if !(has(char::is_ascii_uppercase) && has(char::is_ascii_lowercase) && has(char::is_ascii_digit))
+    if !(has(char::is_ascii_uppercase)
+        && has(char::is_ascii_lowercase)
+        && has(char::is_ascii_digit))
     {
         return false;
     }
@@ -181,7 +263,9 @@ pub fn classify(path: &[&str], value: &Value, regulated: bool) -> Disclosure {
     }
     if regulated {
         let personal_key = path.iter().skip(1).any(|k| is_personal_key(k));
-        let personal_value = value.as_str().is_some_and(|s| find_personal_data(s).is_some());
+        let personal_value = value
+            .as_str()
+            .is_some_and(|s| find_personal_data(s).is_some());
         if personal_key || personal_value {
             return Disclosure::Personal;
         }
@@ -236,7 +320,13 @@ pub fn entries<'a>(field: &'a str, value: &'a Value, regulated: bool) -> Vec<Ent
         keys: vec![field],
         out: Vec::new(),
     };
-    walk.visit(format!("/{}", pointer_token(field)), 0, field.to_owned(), false, value);
+    walk.visit(
+        format!("/{}", pointer_token(field)),
+        0,
+        field.to_owned(),
+        false,
+        value,
+    );
     walk.out
 }
 
@@ -263,14 +353,45 @@ mod tests {
     fn credentials_are_secret_by_key_or_by_shape_on_every_proposal() {
         use Disclosure::*;
         let p = |k| vec!["parameters", k];
-        for key in ["password", "api_key", "X-Auth-Token", "clientSecret", "Authorization", "private_key"] {
+        for key in [
+            "password",
+            "api_key",
+            "X-Auth-Token",
+            "clientSecret",
+            "Authorization",
+            "private_key",
+        ] {
             assert_eq!(of(&p(key), json!("hunter2hunter2"), false), Secret, "{key}");
         }
-        assert_eq!(of(&p("header"), json!("Bearer abcdefghijklmnopqrstuvwxyz012345"), false), Secret);
-        assert_eq!(of(&p("k"), json!("sk-abcdefghijklmnopqrstuvwxyz0123456789"), false), Secret);
-        assert_eq!(of(&p("blob"), json!("Zk9yZ2V0VGhpc1Rva2VuMTIzNDU2Nzg5MEFCQ0RFRg"), false), Secret);
+        assert_eq!(
+            of(
+                &p("header"),
+                json!("Bearer abcdefghijklmnopqrstuvwxyz012345"),
+                false
+            ),
+            Secret
+        );
+        assert_eq!(
+            of(
+                &p("k"),
+                json!("sk-abcdefghijklmnopqrstuvwxyz0123456789"),
+                false
+            ),
+            Secret
+        );
+        assert_eq!(
+            of(
+                &p("blob"),
+                json!("Zk9yZ2V0VGhpc1Rva2VuMTIzNDU2Nzg5MEFCQ0RFRg"),
+                false
+            ),
+            Secret
+        );
         // A key under a secret-named object is secret too.
-        assert_eq!(of(&["parameters", "credentials", "user"], json!("ops"), false), Secret);
+        assert_eq!(
+            of(&["parameters", "credentials", "user"], json!("ops"), false),
+            Secret
+        );
         // Numbers under a token-ish key are not credentials.
         assert_eq!(of(&p("max_tokens"), json!(500), false), Shown);
     }
@@ -293,23 +414,50 @@ mod tests {
     #[test]
     fn personal_data_is_withheld_only_on_regulated_proposals() {
         use Disclosure::*;
-        for key in ["email", "first_name", "patientId", "date_of_birth", "homeAddress", "diagnosis", "phone"] {
+        for key in [
+            "email",
+            "first_name",
+            "patientId",
+            "date_of_birth",
+            "homeAddress",
+            "diagnosis",
+            "phone",
+        ] {
             let path = ["parameters", key];
             assert_eq!(of(&path, json!("x"), true), Personal, "{key}");
             assert_eq!(of(&path, json!("x"), false), Shown, "{key}");
         }
-        assert_eq!(of(&["parameters", "to"], json!("jane@example.com"), true), Personal);
-        assert_eq!(of(&["parameters", "patient", "age"], json!(42), true), Personal);
-        assert_eq!(of(&["parameters", "contact_id"], json!("c-123"), true), Shown);
+        assert_eq!(
+            of(&["parameters", "to"], json!("jane@example.com"), true),
+            Personal
+        );
+        assert_eq!(
+            of(&["parameters", "patient", "age"], json!(42), true),
+            Personal
+        );
+        assert_eq!(
+            of(&["parameters", "contact_id"], json!("c-123"), true),
+            Shown
+        );
         assert_eq!(of(&["parameters", "classname"], json!("x"), true), Shown);
     }
 
     #[test]
     fn only_the_agents_own_fields_are_looked_at() {
         use Disclosure::*;
-        assert_eq!(of(&["idempotency_key"], json!("Zk9yZ2V0VGhpc1Rva2VuMTIzNDU2Nzg5MEFC"), true), Shown);
+        assert_eq!(
+            of(
+                &["idempotency_key"],
+                json!("Zk9yZ2V0VGhpc1Rva2VuMTIzNDU2Nzg5MEFC"),
+                true
+            ),
+            Shown
+        );
         assert_eq!(of(&["approved_by"], json!("jane@example.com"), true), Shown);
-        assert_eq!(of(&["constraints", "owner_email"], json!("a@b.example"), true), Personal);
+        assert_eq!(
+            of(&["constraints", "owner_email"], json!("a@b.example"), true),
+            Personal
+        );
         assert_eq!(of(&["preconditions", "token"], json!("abc"), false), Secret);
     }
 
@@ -339,7 +487,10 @@ mod tests {
         assert!(reveal_holds(at, at));
         assert!(reveal_holds(at, at + time::Duration::minutes(15)));
         assert!(!reveal_holds(at, at + time::Duration::minutes(16)));
-        assert!(!reveal_holds(at, at - time::Duration::minutes(2)), "not from the future");
+        assert!(
+            !reveal_holds(at, at - time::Duration::minutes(2)),
+            "not from the future"
+        );
     }
 
     #[test]

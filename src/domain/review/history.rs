@@ -72,7 +72,10 @@ impl Tally {
             S::Expired => self.expired += n,
             S::Pending => self.pending += n,
             // Statuses added later (e.g. by the review desk) count as other until named here.
-            #[allow(unreachable_patterns, reason = "unreachable only until the lifecycle grows a status")]
+            #[allow(
+                unreachable_patterns,
+                reason = "unreachable only until the lifecycle grows a status"
+            )]
             _ => self.other += n,
         }
     }
@@ -105,8 +108,14 @@ mod tests {
         ]);
         assert_eq!(t.total, 22);
         assert_eq!(t.approved, 11);
-        assert_eq!((t.succeeded, t.failed, t.unknown, t.running()), (5, 2, 1, 3));
-        assert_eq!((t.rejected, t.refused, t.expired, t.pending, t.other), (3, 1, 2, 1, 4));
+        assert_eq!(
+            (t.succeeded, t.failed, t.unknown, t.running()),
+            (5, 2, 1, 3)
+        );
+        assert_eq!(
+            (t.rejected, t.refused, t.expired, t.pending, t.other),
+            (3, 1, 2, 1, 4)
+        );
     }
 
     #[test]

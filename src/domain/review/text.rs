@@ -106,8 +106,19 @@ mod tests {
 
     #[test]
     fn plain_text_is_unchanged() {
-        for s in ["", "Update the contact's email", "Zürich — 東京\n\tindented", "a\r\nb"] {
-            assert_eq!(visible(s), Visible { text: s.into(), hidden: 0 });
+        for s in [
+            "",
+            "Update the contact's email",
+            "Zürich — 東京\n\tindented",
+            "a\r\nb",
+        ] {
+            assert_eq!(
+                visible(s),
+                Visible {
+                    text: s.into(),
+                    hidden: 0
+                }
+            );
         }
     }
 

@@ -51,10 +51,16 @@ fn value_cell(row: &FieldRow) -> AnyView {
             view! { <span class="v muted">{empty}</span> }.into_any()
         }
         FieldValue::Group { members, array } => {
-            let what = if array { plural(members, "item", "items") } else { plural(members, "field", "fields") };
+            let what = if array {
+                plural(members, "item", "items")
+            } else {
+                plural(members, "field", "fields")
+            };
             view! { <span class="muted">{what}</span> }.into_any()
         }
-        FieldValue::Text(t) if t.is_empty() => view! { <span class="v muted">"(empty text)"</span> }.into_any(),
+        FieldValue::Text(t) if t.is_empty() => {
+            view! { <span class="v muted">"(empty text)"</span> }.into_any()
+        }
         FieldValue::Text(t) => view! { <span class="v text"><Shown text=t/></span> }.into_any(),
         FieldValue::Literal(l) => {
             let hint = millis_hint(&row.key, &l);
@@ -79,7 +85,8 @@ fn value_cell(row: &FieldRow) -> AnyView {
         }
         .into_any(),
         FieldValue::OnApproval => {
-            view! { <span class="muted" data-masked="on-approval">"set by the approval"</span> }.into_any()
+            view! { <span class="muted" data-masked="on-approval">"set by the approval"</span> }
+                .into_any()
         }
     }
 }
@@ -88,7 +95,8 @@ fn field_row(row: FieldRow) -> impl IntoView {
     let class = format!("depth-{}", row.depth.min(8));
     let key = if row.depth == 0 {
         let words = label(&row.key).to_owned();
-        let raw = (words != row.key).then(|| view! { " " <code class="muted">{row.key.clone()}</code> });
+        let raw =
+            (words != row.key).then(|| view! { " " <code class="muted">{row.key.clone()}</code> });
         view! { <span class="label">{words}</span>{raw} }.into_any()
     } else if row.index {
         view! { <code>"[" {row.key.clone()} "]"</code> }.into_any()
@@ -113,8 +121,11 @@ fn withheld_note(id: String, csrf: String, sheet: &CommandSheet) -> impl IntoVie
     let secrets = (sheet.secrets > 0).then(|| {
         view! {
             <p class="note" data-testid="secrets-withheld">
-                {plural(sheet.secrets, "value looks", "values look")}
-                " like a secret (a password, token or key) and never appear on this page; the executor receives them as sent."
+                {if sheet.secrets == 1 {
+                    "1 value looks like a secret (a password, token or key): it never appears on this page; the executor receives it as sent.".to_owned()
+                } else {
+                    format!("{} values look like secrets (passwords, tokens or keys): they never appear on this page; the executor receives them as sent.", sheet.secrets)
+                }}
             </p>
         }
     });

@@ -1,4 +1,4 @@
-//! The approve and reject forms (plain forms: they work without JavaScript), with the
+//! The approve, reject and request-changes forms (plain forms: they work without JavaScript), with the
 //! typed-name confirmation approving a high-risk or wide-reaching action needs, and the admin's
 //! GDPR erasure form.
 
@@ -30,6 +30,7 @@ pub fn DecideForms(
     approve_blocked: Option<String>,
     confirm_name: Option<String>,
 ) -> impl IntoView {
+    let (csrf_changes, id_changes) = (csrf.clone(), id.clone());
     let approve = match approve_blocked {
         Some(why) => view! { <p class="note" data-testid="approve-blocked">{why}</p> }.into_any(),
         None => view! {
@@ -54,6 +55,15 @@ pub fn DecideForms(
                     <textarea name="reason" required maxlength="2000" rows="2"></textarea>
                 </label>
                 <button type="submit" class="reject" data-testid="reject">"Reject"</button>
+            </form>
+            <form method="post" action=DecideProposal::url() class="request-changes">
+                <input type="hidden" name="csrf_token" value=csrf_changes/>
+                <input type="hidden" name="id" value=id_changes/>
+                <input type="hidden" name="verdict" value="changes_requested"/>
+                <label>"What must change (the agent sees this and may submit a revision)"
+                    <textarea name="reason" required maxlength="2000" rows="2"></textarea>
+                </label>
+                <button type="submit" data-testid="request-changes">"Request changes"</button>
             </form>
         </div>
     }

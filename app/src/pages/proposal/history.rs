@@ -13,12 +13,14 @@ fn counts(h: &HistoryView) -> impl IntoView + use<> {
     };
     let runs = (h.approved > 0).then(|| {
         view! {
-            <ul class="tally runs" aria-label="Runs of the approved ones">
+            " ("
+            <ul class="tally runs" aria-label="How the approved ones ran">
                 {item("succeeded", h.succeeded, "history-succeeded")}
                 {item("failed", h.failed, "history-failed")}
                 {item("outcome unknown", h.unknown, "history-unknown")}
                 {item("not finished", h.running, "history-running")}
             </ul>
+            ")"
         }
     });
     view! {
@@ -40,7 +42,16 @@ pub fn history(p: &ProposalView) -> impl IntoView + use<> {
         view! { <p class="muted" data-testid="history-none">"No earlier proposals by this agent for this tool."</p> }
             .into_any()
     } else {
-        let scope = if h.capped { " (the most recent)" } else { "" };
+        let noun = if h.total == 1 {
+            "proposal"
+        } else {
+            "proposals"
+        };
+        let scope = if h.capped {
+            format!(" earlier {noun} (the most recent):")
+        } else {
+            format!(" earlier {noun}:")
+        };
         let recent = h
             .recent
             .iter()
@@ -56,7 +67,7 @@ pub fn history(p: &ProposalView) -> impl IntoView + use<> {
             })
             .collect_view();
         view! {
-            <p><span data-testid="history-total">{h.total}</span> " earlier proposals" {scope} ":"</p>
+            <p><span data-testid="history-total">{h.total}</span> {scope}</p>
             {counts(&h)}
             <h3>"Most recent"</h3>
             <ol class="recent">{recent}</ol>

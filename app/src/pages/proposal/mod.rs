@@ -90,17 +90,22 @@ fn Detail(p: ProposalView, csrf: String) -> impl IntoView {
             <decide::DecideForms id=p.id.clone() csrf=csrf.clone()
                 approve_blocked=p.approve_blocked.clone() confirm_name=p.confirm_name.clone()/>
         }
+        .into_any()
     });
     let cannot = p
         .cannot_decide_because
         .clone()
         .map(|why| view! { <p class="note" data-testid="cannot-decide">{why}</p> });
-    let facts = facts(&p);
-    let why = trail::why_here(&p);
-    let command = view! { <command::CommandSection id=p.id.clone() csrf=csrf.clone() sheet=p.command.clone()/> };
-    let history = history::history(&p);
-    let outcome = outcome(&p, csrf);
-    let trail = trail::trail(trail::Trail::of(&p));
+    // Each section's view type erased: the page's whole type is too deep for the wasm build.
+    let facts = facts(&p).into_any();
+    let why = trail::why_here(&p).into_any();
+    let command = view! { <command::CommandSection id=p.id.clone() csrf=csrf.clone() sheet=p.command.clone()/> }
+        .into_any();
+    let history = history::history(&p).into_any();
+    let outcome = outcome(&p, csrf).into_any();
+    let trail = trail::trail(trail::Trail::of(&p)).into_any();
+    let banner = hidden_banner(p.hidden_chars).into_any();
+    let revision = revision(&p.revision).into_any();
     view! {
         <article class="proposal">
             <h1 data-testid="proposal-summary"><Shown text=p.summary.clone()/></h1>
@@ -111,7 +116,8 @@ fn Detail(p: ProposalView, csrf: String) -> impl IntoView {
                 " · proposed by " <strong data-testid="proposal-agent">{p.proposed_by.clone()}</strong>
                 " · " {p.domain.clone()} " · " <When at=p.created_at/>
             </p>
-            {hidden_banner(p.hidden_chars)}
+            {banner}
+            {revision}
             {decide}
             {cannot}
             <section class="intent">
@@ -208,4 +214,41 @@ fn outcome(p: &ProposalView, csrf: String) -> impl IntoView + use<> {
         }
     });
     view! { {review}{erased}{erase}{execution} }
+}
+
+/// The proposal this one revises, with what changed, and the proposals that revise it.
+fn revision(r: &crate::dto::RevisionView) -> impl IntoView + use<> {
+    let first = r.supersedes.clone().map(|id| {
+        let href = format!("/proposals/{id}");
+        let rows = r
+            .changes
+            .iter()
+            .cloned()
+            .map(|(path, before, after)| {
+                view! { <tr><td><code>{path}</code></td><td><code>{before}</code></td><td><code>{after}</code></td></tr> }
+            })
+            .collect_view();
+        view! {
+            <section class="revision" data-testid="revision">
+                <p>"Revises " <a href=href data-testid="revises">"the proposal a reviewer asked changes to"</a> "."</p>
+                <table class="revision-diff" data-testid="revision-diff">
+                    <caption>"Parameters changed since then"</caption>
+                    <thead><tr><th scope="col">"Parameter"</th><th scope="col">"Before"</th><th scope="col">"Now"</th></tr></thead>
+                    <tbody>{rows}</tbody>
+                </table>
+            </section>
+        }
+    });
+    let later = (!r.revised_by.is_empty()).then(|| {
+        let links = r
+            .revised_by
+            .iter()
+            .map(|id| {
+                let href = format!("/proposals/{id}");
+                view! { <li><a href=href data-testid="revised-by">{id.clone()}</a></li> }
+            })
+            .collect_view();
+        view! { <section class="revision"><p>"Revised by:"</p><ul>{links}</ul></section> }
+    });
+    view! { {first}{later} }
 }

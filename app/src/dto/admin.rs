@@ -1,0 +1,71 @@
+//! What the account and token admin pages show. Secrets appear here once: a new token or a
+//! one-time password travels in [`ShownSecret`] to the one page that shows it, never logged.
+
+use serde::{Deserialize, Serialize};
+
+/// A person, as the users page lists them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UserItem {
+    /// Username.
+    pub username: String,
+    /// `admin`, `reviewer` or `compliance`.
+    pub role: String,
+    /// The domains they review, comma-separated (`None`: every domain).
+    pub domains: Option<String>,
+    /// Whether they are disabled.
+    pub disabled: bool,
+}
+
+/// A token, as the tokens page lists it (never its secret or hash).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenItem {
+    /// Id (what the revoke form sends).
+    pub id: String,
+    /// `agent` or `executor`.
+    pub kind: String,
+    /// Principal name.
+    pub name: String,
+    /// An executor's tool scope.
+    pub scope: Option<String>,
+    /// An agent's operator.
+    pub operator: Option<String>,
+    /// When it was created (RFC 3339).
+    pub created: String,
+    /// When it was revoked (RFC 3339), if it was.
+    pub revoked: Option<String>,
+}
+
+/// A secret shown once: a new token or a one-time password.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShownSecret {
+    /// What it is for (`agent sales-bot`, `user rita`).
+    pub label: String,
+    /// The secret itself.
+    pub secret: String,
+}
+
+impl std::fmt::Debug for ShownSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ShownSecret")
+            .field("label", &self.label)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The users page.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UsersView {
+    /// Every user, by name.
+    pub users: Vec<UserItem>,
+    /// A one-time password to show once, if the last change made one.
+    pub shown: Option<ShownSecret>,
+}
+
+/// The tokens page.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokensView {
+    /// Every token, newest first.
+    pub tokens: Vec<TokenItem>,
+    /// A new token to show once, if the last change made one.
+    pub shown: Option<ShownSecret>,
+}

@@ -1,0 +1,244 @@
+//! The admin pages: people (`/admin/users`) and API tokens (`/admin/tokens`). Every change is a
+//! plain form post; a new token or one-time password is shown once, on the page the form
+//! redirects to. Other roles get a 403 page.
+
+use leptos::prelude::*;
+use leptos::server_fn::ServerFn;
+use leptos_router::hooks::use_query_map;
+
+use super::{Flash, error_view, use_session};
+use crate::dto::{SessionView, ShownSecret, TokenItem, TokensView, UserItem, UsersView};
+use crate::server::admin::{ChangeToken, ChangeUser, list_admin_tokens, list_admin_users};
+
+#[component]
+fn AdminNav(current: &'static str) -> impl IntoView {
+    let class = move |tab: &'static str| (tab == current).then_some("current");
+    view! {
+        <nav class="tabs">
+            <a href="/admin/users" class=class("users") data-testid="admin-users">"Users"</a>
+            <a href="/admin/tokens" class=class("tokens") data-testid="admin-tokens">"Tokens"</a>
+        </nav>
+    }
+}
+
+#[component]
+fn Shown(shown: Option<ShownSecret>) -> impl IntoView {
+    shown.map(|s| {
+        view! {
+            <section class="shown" data-testid="shown-secret">
+                <p>"For " {s.label} " — shown once; it cannot be shown again:"</p>
+                <pre><code data-testid="secret">{s.secret}</code></pre>
+            </section>
+        }
+    })
+}
+
+/// The users page.
+#[component]
+pub fn AdminUsersPage() -> impl IntoView {
+    let query = use_query_map();
+    let users = Resource::new(move || query.read().get("shown"), list_admin_users);
+    let session = use_session();
+    view! {
+        <h1>"Users"</h1>
+        <AdminNav current="users"/>
+        <Flash/>
+        <Suspense fallback=|| view! { <p>"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                let csrf = match session.await {
+                    Ok(SessionView { csrf_token, .. }) => csrf_token,
+                    Err(e) => return error_view(e),
+                };
+                match users.await {
+                    Ok(view) => view! { <Users view csrf/> }.into_any(),
+                    Err(e) => error_view(e),
+                }
+            })}
+        </Suspense>
+    }
+}
+
+#[component]
+fn Users(view: UsersView, csrf: String) -> impl IntoView {
+    let UsersView { users, shown } = view;
+    let add_csrf = csrf.clone();
+    view! {
+        <Shown shown/>
+        <table class="users">
+            <thead><tr><th>"User"</th><th>"Role"</th><th>"Domains"</th><th>"State"</th><th>"Change"</th></tr></thead>
+            <tbody>
+                {users.into_iter().map(|user| view! { <UserRow user csrf=csrf.clone()/> }).collect_view()}
+            </tbody>
+        </table>
+        <form method="post" action=ChangeUser::url() class="add-user">
+            <h2>"Add a user"</h2>
+            <input type="hidden" name="csrf_token" value=add_csrf/>
+            <input type="hidden" name="action" value="add"/>
+            <label>"Username " <input name="username" required maxlength="64" data-testid="new-username"/></label>
+            <label>"Role " <RoleSelect selected="reviewer".to_owned()/></label>
+            <label>"Domains (comma-separated; blank for every domain) "
+                <input name="domains" maxlength="512"/>
+            </label>
+            <button type="submit" data-testid="add-user">"Add, with a one-time password"</button>
+        </form>
+    }
+}
+
+#[component]
+fn RoleSelect(selected: String) -> impl IntoView {
+    let options = ["reviewer", "compliance", "admin"].map(|r| {
+        let chosen = r == selected;
+        view! { <option value=r selected=chosen>{r}</option> }
+    });
+    view! { <select name="role">{options.into_iter().collect_view()}</select> }
+}
+
+/// One form posting `action` about `username`, with a submit button.
+#[component]
+fn UserAction(
+    csrf: String,
+    username: String,
+    action: &'static str,
+    label: &'static str,
+    #[prop(optional)] children: Option<Children>,
+) -> impl IntoView {
+    let testid = format!("{action}-{username}");
+    view! {
+        <form method="post" action=ChangeUser::url() class="inline">
+            <input type="hidden" name="csrf_token" value=csrf/>
+            <input type="hidden" name="action" value=action/>
+            <input type="hidden" name="username" value=username/>
+            {children.map(|c| c())}
+            <button type="submit" data-testid=testid>{label}</button>
+        </form>
+    }
+}
+
+#[component]
+fn UserRow(user: UserItem, csrf: String) -> impl IntoView {
+    let UserItem {
+        username,
+        role,
+        domains,
+        disabled,
+    } = user;
+    let state = if disabled { "disabled" } else { "active" };
+    let shown_domains = domains.clone().unwrap_or_else(|| "every domain".into());
+    let (c, u) = (csrf, username.clone());
+    let toggle = if disabled {
+        view! { <UserAction csrf=c.clone() username=u.clone() action="enable" label="Enable"/> }
+    } else {
+        view! { <UserAction csrf=c.clone() username=u.clone() action="disable" label="Disable"/> }
+    };
+    let selected = role.clone();
+    let attr = username.clone();
+    view! {
+        <tr data-testid="user-row" data-username=attr>
+            <td>{username}</td>
+            <td>{role}</td>
+            <td>{shown_domains}</td>
+            <td data-testid="user-state">{state}</td>
+            <td>
+                {toggle}
+                <UserAction csrf=c.clone() username=u.clone() action="reset_password" label="Reset password"/>
+                <UserAction csrf=c.clone() username=u.clone() action="role" label="Change role">
+                    <RoleSelect selected/>
+                </UserAction>
+                <UserAction csrf=c username=u action="domains" label="Set domains">
+                    <input name="domains" maxlength="512" value=domains.unwrap_or_default()/>
+                </UserAction>
+            </td>
+        </tr>
+    }
+}
+
+/// The tokens page.
+#[component]
+pub fn AdminTokensPage() -> impl IntoView {
+    let query = use_query_map();
+    let tokens = Resource::new(move || query.read().get("shown"), list_admin_tokens);
+    let session = use_session();
+    view! {
+        <h1>"API tokens"</h1>
+        <AdminNav current="tokens"/>
+        <Flash/>
+        <Suspense fallback=|| view! { <p>"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                let csrf = match session.await {
+                    Ok(SessionView { csrf_token, .. }) => csrf_token,
+                    Err(e) => return error_view(e),
+                };
+                match tokens.await {
+                    Ok(view) => view! { <Tokens view csrf/> }.into_any(),
+                    Err(e) => error_view(e),
+                }
+            })}
+        </Suspense>
+    }
+}
+
+#[component]
+fn Tokens(view: TokensView, csrf: String) -> impl IntoView {
+    let TokensView { tokens, shown } = view;
+    let create_csrf = csrf.clone();
+    view! {
+        <Shown shown/>
+        <table class="tokens">
+            <thead><tr><th>"Kind"</th><th>"Name"</th><th>"Scope"</th><th>"Operator"</th><th>"Created"</th><th>"Revoked"</th><th></th></tr></thead>
+            <tbody>
+                {tokens.into_iter().map(|token| view! { <TokenRow token csrf=csrf.clone()/> }).collect_view()}
+            </tbody>
+        </table>
+        <form method="post" action=ChangeToken::url() class="create-token">
+            <h2>"Create a token"</h2>
+            <input type="hidden" name="csrf_token" value=create_csrf/>
+            <input type="hidden" name="action" value="create"/>
+            <label>"Kind "
+                <select name="kind" data-testid="token-kind">
+                    <option value="agent" selected>"agent"</option>
+                    <option value="executor">"executor"</option>
+                </select>
+            </label>
+            <label>"Name " <input name="name" required maxlength="64" data-testid="token-name"/></label>
+            <label>"Executor's tools (globs, comma-separated) " <input name="tools" maxlength="512"/></label>
+            <label>"Agent's operator (a username) " <input name="operator" maxlength="64" data-testid="token-operator"/></label>
+            <button type="submit" data-testid="create-token">"Create, shown once"</button>
+        </form>
+    }
+}
+
+#[component]
+fn TokenRow(token: TokenItem, csrf: String) -> impl IntoView {
+    let TokenItem {
+        id,
+        kind,
+        name,
+        scope,
+        operator,
+        created,
+        revoked,
+    } = token;
+    let revoke = revoked.is_none().then(|| {
+        let id = id.clone();
+        view! {
+            <form method="post" action=ChangeToken::url() class="inline">
+                <input type="hidden" name="csrf_token" value=csrf/>
+                <input type="hidden" name="action" value="revoke"/>
+                <input type="hidden" name="id" value=id/>
+                <button type="submit" data-testid="revoke-token">"Revoke"</button>
+            </form>
+        }
+    });
+    let attr = name.clone();
+    view! {
+        <tr data-testid="token-row" data-token-id=id data-name=attr>
+            <td>{kind}</td>
+            <td>{name}</td>
+            <td>{scope.unwrap_or_default()}</td>
+            <td>{operator.unwrap_or_default()}</td>
+            <td>{created}</td>
+            <td data-testid="token-revoked">{revoked.unwrap_or_default()}</td>
+            <td>{revoke}</td>
+        </tr>
+    }
+}

@@ -1,0 +1,140 @@
+//! Server functions of the account and token admin pages: thin adapters to the
+//! [`crate::ports::Admin`] port, which refuses every role but admin and records the refusal.
+//! Each form checks the CSRF token, then redirects back with a notice (and, when a secret was
+//! made, the key under which the next page view shows it once).
+
+use leptos::prelude::*;
+
+use crate::dto::{AppError, TokensView, UsersView};
+
+#[cfg(feature = "ssr")]
+mod ssr {
+    use leptos::prelude::*;
+
+    use crate::dto::{AppError, Form, Notice, Viewer};
+    use crate::ports::{AdminOutcome, DynAdmin};
+
+    pub fn admin() -> Result<DynAdmin, AppError> {
+        use_context::<DynAdmin>().ok_or(AppError::Internal)
+    }
+
+    /// The signed-in viewer, or a redirect to sign-in (`None`).
+    pub async fn signed_in() -> Result<Option<Viewer>, AppError> {
+        match super::super::ssr::viewer().await {
+            Ok(v) => Ok(Some(v)),
+            Err(AppError::Unauthenticated) => {
+                super::super::ssr::redirect("/login");
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Whether the form's CSRF token is good; if not, redirects back to `page` with an error.
+    pub async fn csrf_ok(page: &str, token: &str) -> Result<bool, AppError> {
+        if super::super::ssr::csrf_ok(token, Form::Admin).await? {
+            return Ok(true);
+        }
+        super::super::ssr::redirect(&format!("{page}?error={}", Notice::Csrf.code()));
+        Ok(false)
+    }
+
+    /// Redirects back to `page` with what the change came to.
+    pub fn answer(page: &str, outcome: AdminOutcome) {
+        let kind = if outcome.refused { "error" } else { "notice" };
+        let mut to = format!("{page}?{kind}={}", outcome.notice.code());
+        if let Some(key) = outcome.shown {
+            to.push_str(&format!("&shown={key}"));
+        }
+        super::super::ssr::redirect(&to);
+    }
+}
+
+/// The users page's content; `shown` names a one-time password waiting to be shown.
+#[server(prefix = "/fn", endpoint = "list_admin_users")]
+pub async fn list_admin_users(shown: Option<String>) -> Result<UsersView, AppError> {
+    let viewer = super::ssr::viewer().await?;
+    ssr::admin()?.users(&viewer, shown.as_deref()).await
+}
+
+/// The tokens page's content; `shown` names a new token waiting to be shown.
+#[server(prefix = "/fn", endpoint = "list_admin_tokens")]
+pub async fn list_admin_tokens(shown: Option<String>) -> Result<TokensView, AppError> {
+    let viewer = super::ssr::viewer().await?;
+    ssr::admin()?.tokens(&viewer, shown.as_deref()).await
+}
+
+/// Changes an account: `action` is `add`, `disable`, `enable`, `reset_password`, `role` or
+/// `domains`.
+#[server(prefix = "/fn", endpoint = "change_user")]
+pub async fn change_user(
+    csrf_token: String,
+    action: String,
+    username: String,
+    role: Option<String>,
+    domains: Option<String>,
+) -> Result<(), AppError> {
+    use crate::ports::UserChange;
+    const PAGE: &str = "/admin/users";
+
+    let Some(viewer) = ssr::signed_in().await? else {
+        return Ok(());
+    };
+    if !ssr::csrf_ok(PAGE, &csrf_token).await? {
+        return Ok(());
+    }
+    let change = match action.as_str() {
+        "add" => UserChange::Add {
+            username,
+            role: role.unwrap_or_default(),
+            domains,
+        },
+        "disable" => UserChange::Disable(username),
+        "enable" => UserChange::Enable(username),
+        "reset_password" => UserChange::ResetPassword(username),
+        "role" => UserChange::Role {
+            username,
+            role: role.unwrap_or_default(),
+        },
+        "domains" => UserChange::Domains { username, domains },
+        _ => return Err(AppError::Invalid("unknown action".into())),
+    };
+    let outcome = ssr::admin()?.change_user(&viewer, change).await?;
+    ssr::answer(PAGE, outcome);
+    Ok(())
+}
+
+/// Creates (`action` `create`) or revokes (`revoke`, by `id`) an API token.
+#[server(prefix = "/fn", endpoint = "change_token")]
+pub async fn change_token(
+    csrf_token: String,
+    action: String,
+    kind: Option<String>,
+    name: Option<String>,
+    tools: Option<String>,
+    operator: Option<String>,
+    id: Option<String>,
+) -> Result<(), AppError> {
+    use crate::ports::TokenChange;
+    const PAGE: &str = "/admin/tokens";
+
+    let Some(viewer) = ssr::signed_in().await? else {
+        return Ok(());
+    };
+    if !ssr::csrf_ok(PAGE, &csrf_token).await? {
+        return Ok(());
+    }
+    let change = match action.as_str() {
+        "create" => TokenChange::Create {
+            kind: kind.unwrap_or_default(),
+            name: name.unwrap_or_default(),
+            tools,
+            operator,
+        },
+        "revoke" => TokenChange::Revoke(id.unwrap_or_default()),
+        _ => return Err(AppError::Invalid("unknown action".into())),
+    };
+    let outcome = ssr::admin()?.change_token(&viewer, change).await?;
+    ssr::answer(PAGE, outcome);
+    Ok(())
+}

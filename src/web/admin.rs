@@ -1,0 +1,317 @@
+//! The server's side of the account and token admin pages: the [`Admin`] port over the account
+//! use cases. Admins only (deny by default); every refusal is recorded as `access.denied`.
+//!
+//! Secrets are shown once. A new token or one-time password is kept here, in memory, under a
+//! random key bound to the admin who made it, for [`SHOWN_FOR`]; the redirect carries only
+//! the key, and the next page view takes the secret out. Behind a load balancer the page after
+//! the form must reach the same instance (else the secret is lost, never leaked: make another).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use app::dto::{AppError, Notice, ShownSecret, TokenItem, TokensView, UserItem, UsersView, Viewer};
+use app::ports::{Admin, AdminOutcome, TokenChange, UserChange};
+use async_trait::async_trait;
+use uuid::Uuid;
+
+use super::{internal, rfc3339, role_of};
+use crate::audit::{AccessDenied, Actor, AuditEvent};
+use crate::auth::token;
+use crate::domain::command::scope::ToolScope;
+use crate::domain::principal::{Role, TokenKind};
+use crate::service::{AccountError, Services};
+
+/// How long a secret waits for its one showing.
+pub const SHOWN_FOR: Duration = Duration::from_secs(300);
+
+/// A secret waiting to be shown. Deliberately not `Debug`.
+struct Waiting {
+    owner: String,
+    label: String,
+    secret: String,
+    at: Instant,
+}
+
+/// Accounts and tokens over the use cases.
+pub struct AccountsAdmin {
+    services: Services,
+    waiting: Mutex<HashMap<String, Waiting>>,
+}
+
+impl AccountsAdmin {
+    /// The admin port over the use cases.
+    pub fn new(services: Services) -> Arc<Self> {
+        Arc::new(Self {
+            services,
+            waiting: Mutex::default(),
+        })
+    }
+
+    /// Keeps `secret` for one showing to `owner`; the key to show it under.
+    fn keep(&self, owner: &str, label: String, secret: String) -> Option<String> {
+        let key = token::random_hex();
+        let mut waiting = self.waiting.lock().ok()?;
+        waiting.retain(|_, w| w.at.elapsed() < SHOWN_FOR);
+        let w = Waiting {
+            owner: owner.to_owned(),
+            label,
+            secret,
+            at: Instant::now(),
+        };
+        waiting.insert(key.clone(), w);
+        Some(key)
+    }
+
+    /// Takes the secret kept under `key` for `owner`, if it is still waiting.
+    fn take(&self, owner: &str, key: Option<&str>) -> Option<ShownSecret> {
+        let mut waiting = self.waiting.lock().ok()?;
+        let w = waiting.remove(key?)?;
+        (w.owner == owner && w.at.elapsed() < SHOWN_FOR).then_some(ShownSecret {
+            label: w.label,
+            secret: w.secret,
+        })
+    }
+
+    /// `Ok` for an admin; otherwise records `access.denied` and answers `Forbidden`.
+    async fn admin_only(&self, viewer: &Viewer) -> Result<Actor, AppError> {
+        let role = role_of(viewer);
+        if role == Role::Admin {
+            return Ok(Actor::user(&viewer.username));
+        }
+        let event = AuditEvent::AccessDenied(AccessDenied {
+            page: "/admin",
+            role: Some(role),
+        });
+        self.services
+            .record_security(&Actor::user(&viewer.username), event)
+            .await
+            .map_err(internal)?;
+        Err(AppError::Forbidden(
+            "only an admin may manage accounts and tokens".into(),
+        ))
+    }
+}
+
+fn done(notice: Notice, shown: Option<String>) -> AdminOutcome {
+    AdminOutcome {
+        notice,
+        refused: false,
+        shown,
+    }
+}
+
+fn refused(notice: Notice) -> AdminOutcome {
+    AdminOutcome {
+        notice,
+        refused: true,
+        shown: None,
+    }
+}
+
+/// The notice an account error shows; internal errors are logged, never echoed.
+fn account_refusal(e: AccountError) -> Result<AdminOutcome, AppError> {
+    Ok(refused(match e {
+        AccountError::Invalid(_) => Notice::AccountInvalid,
+        AccountError::Taken(_) => Notice::UsernameTaken,
+        AccountError::Missing(_) => Notice::AccountMissing,
+        AccountError::LastAdmin(_) => Notice::LastAdmin,
+        AccountError::Service(e) => return Err(internal(e)),
+    }))
+}
+
+fn parse_role(role: &str) -> Result<Role, AccountError> {
+    Role::parse(role.trim()).ok_or_else(|| AccountError::Invalid(format!("role `{role}`")))
+}
+
+/// Domains as typed: blank is every domain.
+fn parse_domains(domains: Option<&str>) -> Result<Option<Vec<String>>, AccountError> {
+    match domains.map(str::trim).filter(|d| !d.is_empty()) {
+        None => Ok(None),
+        Some(d) => crate::domain::queue::parse_domains(d)
+            .map(Some)
+            .map_err(AccountError::Invalid),
+    }
+}
+
+fn one_time_password() -> String {
+    token::random_hex()[..24].to_owned()
+}
+
+impl AccountsAdmin {
+    async fn apply_user(
+        &self,
+        actor: &Actor,
+        change: UserChange,
+    ) -> Result<(Notice, Option<(String, String)>), AccountError> {
+        let s = &self.services;
+        Ok(match change {
+            UserChange::Add {
+                username,
+                role,
+                domains,
+            } => {
+                let (role, domains) = (parse_role(&role)?, parse_domains(domains.as_deref())?);
+                let password = one_time_password();
+                s.add_user(username.trim(), role, password.clone(), actor)
+                    .await?;
+                if domains.is_some() {
+                    s.set_domains(username.trim(), domains, actor).await?;
+                }
+                let label = format!("user {}", username.trim());
+                (Notice::UserAdded, Some((label, password)))
+            }
+            UserChange::Disable(username) => {
+                s.disable_user(&username, actor).await?;
+                (Notice::UserDisabled, None)
+            }
+            UserChange::Enable(username) => {
+                s.enable_user(&username, actor).await?;
+                (Notice::UserEnabled, None)
+            }
+            UserChange::ResetPassword(username) => {
+                let password = one_time_password();
+                s.reset_password(&username, password.clone(), actor).await?;
+                (
+                    Notice::PasswordReset,
+                    Some((format!("user {username}"), password)),
+                )
+            }
+            UserChange::Role { username, role } => {
+                s.set_role(&username, parse_role(&role)?, actor).await?;
+                (Notice::RoleChanged, None)
+            }
+            UserChange::Domains { username, domains } => {
+                s.set_domains(&username, parse_domains(domains.as_deref())?, actor)
+                    .await?;
+                (Notice::DomainsChanged, None)
+            }
+        })
+    }
+
+    async fn apply_token(
+        &self,
+        actor: &Actor,
+        change: TokenChange,
+    ) -> Result<(Notice, Option<(String, String)>), AccountError> {
+        match change {
+            TokenChange::Create {
+                kind,
+                name,
+                tools,
+                operator,
+            } => {
+                let kind = TokenKind::parse(kind.trim())
+                    .ok_or_else(|| AccountError::Invalid(format!("token kind `{kind}`")))?;
+                let tools = tools.as_deref().map(str::trim).filter(|t| !t.is_empty());
+                let scope = tools
+                    .map(ToolScope::parse_list)
+                    .transpose()
+                    .map_err(AccountError::Invalid)?;
+                let secret = self
+                    .services
+                    .create_operated_token(
+                        kind,
+                        name.trim(),
+                        scope.as_ref(),
+                        operator.as_deref(),
+                        actor,
+                    )
+                    .await?;
+                let label = format!("{kind} {}", name.trim());
+                Ok((
+                    Notice::TokenCreated,
+                    Some((label, secret.expose().to_owned())),
+                ))
+            }
+            TokenChange::Revoke(id) => {
+                let id = Uuid::parse_str(id.trim())
+                    .map_err(|_| AccountError::Missing("token".into()))?;
+                self.services.revoke_token(id, actor).await?;
+                Ok((Notice::TokenRevoked, None))
+            }
+        }
+    }
+
+    fn outcome(
+        &self,
+        viewer: &Viewer,
+        applied: Result<(Notice, Option<(String, String)>), AccountError>,
+    ) -> Result<AdminOutcome, AppError> {
+        match applied {
+            Ok((notice, secret)) => {
+                let shown = secret.and_then(|(label, s)| self.keep(&viewer.username, label, s));
+                Ok(done(notice, shown))
+            }
+            Err(e) => account_refusal(e),
+        }
+    }
+}
+
+#[async_trait]
+impl Admin for AccountsAdmin {
+    async fn users(&self, viewer: &Viewer, shown: Option<&str>) -> Result<UsersView, AppError> {
+        self.admin_only(viewer).await?;
+        let users = self.services.list_users().await.map_err(internal)?;
+        Ok(UsersView {
+            users: users
+                .into_iter()
+                .map(|u| UserItem {
+                    username: u.username,
+                    role: u.role,
+                    domains: u.domains.map(|d| d.0.join(", ")),
+                    disabled: u.disabled_at.is_some(),
+                })
+                .collect(),
+            shown: self.take(&viewer.username, shown),
+        })
+    }
+
+    async fn tokens(&self, viewer: &Viewer, shown: Option<&str>) -> Result<TokensView, AppError> {
+        self.admin_only(viewer).await?;
+        let tokens = self.services.list_tokens().await.map_err(internal)?;
+        Ok(TokensView {
+            tokens: tokens
+                .into_iter()
+                .map(|t| TokenItem {
+                    id: t.id.to_string(),
+                    kind: t.kind,
+                    name: t.name,
+                    scope: t.tool_scope,
+                    operator: t.operator,
+                    created: rfc3339(t.created_at),
+                    revoked: t.revoked_at.map(rfc3339),
+                })
+                .collect(),
+            shown: self.take(&viewer.username, shown),
+        })
+    }
+
+    async fn change_user(
+        &self,
+        viewer: &Viewer,
+        change: UserChange,
+    ) -> Result<AdminOutcome, AppError> {
+        let actor = match self.admin_only(viewer).await {
+            Ok(actor) => actor,
+            Err(AppError::Forbidden(_)) => return Ok(refused(Notice::AdminRole)),
+            Err(e) => return Err(e),
+        };
+        let applied = self.apply_user(&actor, change).await;
+        self.outcome(viewer, applied)
+    }
+
+    async fn change_token(
+        &self,
+        viewer: &Viewer,
+        change: TokenChange,
+    ) -> Result<AdminOutcome, AppError> {
+        let actor = match self.admin_only(viewer).await {
+            Ok(actor) => actor,
+            Err(AppError::Forbidden(_)) => return Ok(refused(Notice::AdminRole)),
+            Err(e) => return Err(e),
+        };
+        let applied = self.apply_token(&actor, change).await;
+        self.outcome(viewer, applied)
+    }
+}

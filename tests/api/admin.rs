@@ -1,0 +1,256 @@
+//! The account and token admin pages through plain HTTP, on both backends: only admins see
+//! `/admin/*` or use their forms; a token made on the page is shown once, works on the API and
+//! is refused on its very next request once revoked; disabling a person ends their open
+//! session; the last enabled admin stays; an agent's operator does not approve its proposals.
+
+use countersign::domain::principal::Role;
+use reqwest::StatusCode;
+
+use crate::common::on_both_backends;
+use crate::helpers::{Browser, PASSWORD, TestApp, location};
+
+on_both_backends!(
+    other_roles_get_403_on_the_admin_pages_and_forms,
+    a_token_made_on_the_page_is_shown_once_and_revoked_at_once,
+    disabling_a_person_ends_their_open_session,
+    the_last_admin_stays,
+    an_operator_does_not_approve_their_agents_proposals,
+);
+
+async fn signed_in(app: &TestApp, name: &str, role: Role) -> Browser {
+    app.user(name, role).await;
+    let browser = app.browser();
+    assert_eq!(location(&browser.login(name, PASSWORD).await), "/");
+    browser
+}
+
+/// The secret a page shows once, if it shows one.
+fn secret(html: &str) -> Option<String> {
+    let marker = "data-testid=\"secret\">";
+    let start = html.find(marker)? + marker.len();
+    Some(html[start..].split('<').next()?.to_owned())
+}
+
+/// Posts an admin form from `page` and follows the redirect back; the page's HTML.
+async fn post(b: &Browser, page: &str, endpoint: &str, form: &[(&str, &str)]) -> (String, String) {
+    let csrf = b.csrf(page).await;
+    let mut fields = vec![("csrf_token", csrf.as_str())];
+    fields.extend_from_slice(form);
+    let r = b.post_form(endpoint, page, &fields).await;
+    let to = location(&r);
+    let html = if to.starts_with("/admin") {
+        b.page(&to).await
+    } else {
+        String::new()
+    };
+    (to, html)
+}
+
+async fn other_roles_get_403_on_the_admin_pages_and_forms(backend: &str) {
+    let app = TestApp::spawn(backend).await;
+    let admin = signed_in(&app, "boss", Role::Admin).await;
+    assert!(admin.page("/").await.contains("data-testid=\"nav-admin\""));
+    for role in [Role::Reviewer, Role::Compliance] {
+        let name = format!("p-{role}");
+        let b = signed_in(&app, &name, role).await;
+        assert!(!b.page("/").await.contains("data-testid=\"nav-admin\""));
+        for path in ["/admin/users", "/admin/tokens"] {
+            let r = b.get(path).await;
+            assert_eq!(r.status(), StatusCode::FORBIDDEN, "{role} GET {path}");
+        }
+        let csrf = b.csrf("/").await;
+        let form = [
+            ("csrf_token", csrf.as_str()),
+            ("action", "disable"),
+            ("username", "boss"),
+        ];
+        let r = b.post_form("/fn/change_user", "/admin/users", &form).await;
+        assert_eq!(location(&r), "/admin/users?error=admin_role");
+        let form = [
+            ("csrf_token", csrf.as_str()),
+            ("action", "create"),
+            ("kind", "agent"),
+            ("name", "sneaky"),
+        ];
+        let r = b
+            .post_form("/fn/change_token", "/admin/tokens", &form)
+            .await;
+        assert_eq!(location(&r), "/admin/tokens?error=admin_role");
+    }
+    assert_eq!(app.count("select count(*) from api_tokens").await, 0);
+    let disabled = "select count(*) from users where disabled_at is not null";
+    assert_eq!(app.count(disabled).await, 0);
+    let denied = "select count(*) from audit_events where action = 'access.denied' \
+                  and subject_id = '/admin'";
+    assert_eq!(app.count(denied).await, 8, "every refusal is in the trail");
+    // A form without this session's token changes nothing.
+    let form = [
+        ("csrf_token", "x"),
+        ("action", "disable"),
+        ("username", "p-reviewer"),
+    ];
+    let r = admin
+        .post_form("/fn/change_user", "/admin/users", &form)
+        .await;
+    assert_eq!(location(&r), "/admin/users?error=csrf");
+    assert_eq!(app.count(disabled).await, 0);
+}
+
+async fn a_token_made_on_the_page_is_shown_once_and_revoked_at_once(backend: &str) {
+    let app = TestApp::spawn(backend).await;
+    let admin = signed_in(&app, "boss", Role::Admin).await;
+    let form = [
+        ("action", "create"),
+        ("kind", "agent"),
+        ("name", "sales-bot"),
+    ];
+    let (to, html) = post(&admin, "/admin/tokens", "/fn/change_token", &form).await;
+    assert!(
+        to.starts_with("/admin/tokens?notice=token_created&shown="),
+        "{to}"
+    );
+    let token = secret(&html).expect("the token is shown");
+    assert!(secret(&admin.page(&to).await).is_none(), "shown once only");
+    let listed = admin.page("/admin/tokens").await;
+    assert!(listed.contains("data-name=\"sales-bot\""));
+    assert!(!listed.contains(&token), "the list never shows a secret");
+
+    let id = app.propose_ok(&token, "sales-bot").await;
+    assert_eq!(app.poll(&token, &id).await.0, StatusCode::OK);
+    let token_id = listed
+        .split("data-token-id=\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .expect("token id")
+        .to_owned();
+    let form = [("action", "revoke"), ("id", token_id.as_str())];
+    let (to, _) = post(&admin, "/admin/tokens", "/fn/change_token", &form).await;
+    assert_eq!(to, "/admin/tokens?notice=token_revoked");
+    assert_eq!(app.poll(&token, &id).await.0, StatusCode::UNAUTHORIZED);
+    let trail = "select count(*) from audit_events where action in ('token.created', \
+                 'token.revoked') and actor = 'boss'";
+    assert_eq!(app.count(trail).await, 2);
+}
+
+async fn disabling_a_person_ends_their_open_session(backend: &str) {
+    let app = TestApp::spawn(backend).await;
+    let admin = signed_in(&app, "boss", Role::Admin).await;
+    let rev = signed_in(&app, "rita", Role::Reviewer).await;
+    assert_eq!(rev.get("/").await.status(), StatusCode::OK);
+    let form = [("action", "disable"), ("username", "rita")];
+    let (to, html) = post(&admin, "/admin/users", "/fn/change_user", &form).await;
+    assert_eq!(to, "/admin/users?notice=user_disabled");
+    assert!(html.contains("data-testid=\"disable-boss\""));
+    assert!(html.contains("data-testid=\"enable-rita\""));
+    assert_eq!(location(&rev.get("/").await), "/login");
+    assert_ne!(location(&rev.login("rita", PASSWORD).await), "/");
+
+    let form = [("action", "enable"), ("username", "rita")];
+    let (to, _) = post(&admin, "/admin/users", "/fn/change_user", &form).await;
+    assert_eq!(to, "/admin/users?notice=user_enabled");
+    let form = [("action", "reset_password"), ("username", "rita")];
+    let (to, html) = post(&admin, "/admin/users", "/fn/change_user", &form).await;
+    assert!(
+        to.starts_with("/admin/users?notice=password_reset&shown="),
+        "{to}"
+    );
+    let password = secret(&html).expect("a one-time password");
+    let again = app.browser();
+    assert_eq!(location(&again.login("rita", &password).await), "/");
+
+    let form = [
+        ("action", "add"),
+        ("username", "newbie"),
+        ("role", "compliance"),
+        ("domains", "billing"),
+    ];
+    let (to, html) = post(&admin, "/admin/users", "/fn/change_user", &form).await;
+    assert!(
+        to.starts_with("/admin/users?notice=user_added&shown="),
+        "{to}"
+    );
+    let password = secret(&html).expect("a one-time password");
+    assert_eq!(
+        location(&app.browser().login("newbie", &password).await),
+        "/"
+    );
+    let trail = "select count(*) from audit_events where actor = 'boss' and action in \
+                 ('user.disabled', 'user.enabled', 'user.password_reset', 'user.created', \
+                 'user.domains_changed')";
+    assert_eq!(app.count(trail).await, 5);
+}
+
+async fn the_last_admin_stays(backend: &str) {
+    let app = TestApp::spawn(backend).await;
+    let admin = signed_in(&app, "boss", Role::Admin).await;
+    for form in [
+        [("action", "disable"), ("username", "boss"), ("role", "")],
+        [
+            ("action", "role"),
+            ("username", "boss"),
+            ("role", "reviewer"),
+        ],
+    ] {
+        let (to, _) = post(&admin, "/admin/users", "/fn/change_user", &form).await;
+        assert_eq!(to, "/admin/users?error=last_admin");
+    }
+    let admins = "select count(*) from users where role = 'admin' and disabled_at is null";
+    assert_eq!(app.count(admins).await, 1);
+    // With a second admin, the first may step down (and signs in again under the new role).
+    app.user("deputy", Role::Admin).await;
+    let csrf = admin.csrf("/admin/users").await;
+    let form = [
+        ("csrf_token", csrf.as_str()),
+        ("action", "role"),
+        ("username", "boss"),
+        ("role", "reviewer"),
+    ];
+    let r = admin
+        .post_form("/fn/change_user", "/admin/users", &form)
+        .await;
+    assert_eq!(location(&r), "/admin/users?notice=role_changed");
+    assert_eq!(location(&admin.get("/admin/users").await), "/login");
+    let disabled = app
+        .services
+        .disable_user("deputy", &countersign::audit::Actor::system("test"))
+        .await;
+    assert!(disabled.is_err(), "the shell keeps the last admin too");
+}
+
+async fn an_operator_does_not_approve_their_agents_proposals(backend: &str) {
+    let app = TestApp::spawn(backend).await;
+    let admin = signed_in(&app, "boss", Role::Admin).await;
+    let olga = signed_in(&app, "olga", Role::Reviewer).await;
+    let form = [
+        ("action", "create"),
+        ("kind", "agent"),
+        ("name", "ops-agent"),
+        ("operator", "olga"),
+    ];
+    let (_, html) = post(&admin, "/admin/tokens", "/fn/change_token", &form).await;
+    let token = secret(&html).expect("token");
+    let id = app.propose_ok(&token, "ops-agent").await;
+    let r = olga.decide(&id, "approved", None).await;
+    assert_eq!(
+        location(&r),
+        format!("/proposals/{id}?error=operates_agent")
+    );
+    assert_eq!(
+        app.poll(&token, &id).await.1["proposal"]["status"],
+        "pending"
+    );
+    let refused = "select count(*) from audit_events where action = 'proposal.decision_refused' \
+                   and actor = 'olga'";
+    assert_eq!(app.count(refused).await, 1);
+    let r = admin.decide(&id, "approved", None).await;
+    assert_eq!(location(&r), format!("/proposals/{id}?notice=approved"));
+    // An operator who is not a user is refused.
+    let form = [
+        ("action", "create"),
+        ("kind", "agent"),
+        ("name", "x"),
+        ("operator", "ghost"),
+    ];
+    let (to, _) = post(&admin, "/admin/tokens", "/fn/change_token", &form).await;
+    assert_eq!(to, "/admin/tokens?error=account_invalid");
+}
