@@ -398,3 +398,75 @@ fn tokens_are_listed_and_users_enabled_and_reset_from_the_shell() {
         drop(dir);
     }
 }
+
+/// `user add --domains` and `user domains` limit a reviewer, `--all` lifts it, a bad list is
+/// refused naming the rule, and each change is in the trail.
+#[test]
+fn reviewers_are_limited_to_domains_from_the_shell() {
+    let (db, _dir) = common::fresh_database("sqlite");
+    let run = |args: &[&str], stdin: Option<&str>| common::run_ok(&db, args, stdin);
+    run(
+        &[
+            "user",
+            "add",
+            "--username",
+            "bill",
+            "--role",
+            "reviewer",
+            "--password-stdin",
+            "--domains",
+            "billing, crm,billing",
+        ],
+        Some("correct horse battery staple\n"),
+    );
+    run(
+        &[
+            "user",
+            "domains",
+            "--username",
+            "bill",
+            "--domains",
+            "billing",
+        ],
+        None,
+    );
+    run(&["user", "domains", "--username", "bill", "--all"], None);
+    let refused = countersign(&db)
+        .args([
+            "user",
+            "domains",
+            "--username",
+            "bill",
+            "--domains",
+            "billing,,crm",
+        ])
+        .assert()
+        .failure();
+    let err = String::from_utf8_lossy(&refused.get_output().stderr).into_owned();
+    assert!(err.contains("not a domain name"), "{err}");
+    countersign(&db)
+        .args(["user", "domains", "--username", "bill"])
+        .assert()
+        .failure();
+    countersign(&db)
+        .args(["user", "domains", "--username", "nobody", "--all"])
+        .assert()
+        .failure();
+    let out = tempfile::tempdir().expect("dir");
+    let bundle = out.path().join("b");
+    run(
+        &["audit", "export", "--out", bundle.to_str().expect("path")],
+        None,
+    );
+    let events = std::fs::read_to_string(bundle.join("events.jsonl")).expect("events");
+    let changes: Vec<&str> = events
+        .lines()
+        .filter(|l| l.contains("\"user.domains_changed\""))
+        .collect();
+    assert_eq!(changes.len(), 3, "{events}");
+    assert!(
+        changes[0].contains("[\"billing\",\"crm\"]"),
+        "{}",
+        changes[0]
+    );
+}

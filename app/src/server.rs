@@ -8,7 +8,7 @@ pub mod admin;
 pub mod audit;
 pub mod runs;
 
-use crate::dto::{AppError, ProposalView, QueueParams, QueueView, SessionView};
+use crate::dto::{AppError, ProposalView, QueueView, SessionView};
 
 #[cfg(feature = "ssr")]
 mod ssr {
@@ -125,8 +125,30 @@ pub async fn logout(csrf_token: String) -> Result<(), AppError> {
 
 /// A page of the pending proposals, filtered and ordered as the query string asks.
 #[server(prefix = "/fn", endpoint = "list_queue")]
-pub async fn list_queue(params: QueueParams) -> Result<QueueView, AppError> {
+// One argument per public query-string name. (The lint fires on the browser's build of this
+// function, not on the server's, so `expect` cannot say it for both.)
+#[allow(clippy::too_many_arguments)]
+pub async fn list_queue(
+    agent: Option<String>,
+    domain: Option<String>,
+    risk: Option<String>,
+    tool: Option<String>,
+    route: Option<String>,
+    compliance: Option<String>,
+    sort: Option<String>,
+    after: Option<String>,
+) -> Result<QueueView, AppError> {
     let viewer = ssr::viewer().await?;
+    let params = crate::dto::QueueParams {
+        agent,
+        domain,
+        risk,
+        tool,
+        route,
+        compliance,
+        sort,
+        after,
+    };
     ssr::desk()?.queue(&viewer, params).await
 }
 

@@ -5,7 +5,7 @@
 //! are the same when the server renders them and when the browser hydrates the page (no
 //! mismatch, whatever the browser's clock says). Use [`When`] in views:
 //!
-//! ```ignore
+//! ```text
 //! view! { "proposed " <When at=p.created/> }                 // proposed 3 min ago
 //! view! { <When at=p.expires prefix="expires " past_prefix="expired "/> }  // expires in 7 h
 //! ```

@@ -2,7 +2,7 @@
 // what agents and executors see. Plain fetch: the browser is not involved.
 import { randomBytes, randomUUID } from 'node:crypto';
 
-export type ProposalStatus = 'pending' | 'approved' | 'rejected' | 'succeeded' | 'failed';
+export type ProposalStatus = 'pending' | 'approved' | 'rejected' | 'succeeded' | 'failed' | 'changes_requested';
 
 /** The seed 004 Tool Proposal as an agent submits it, plus seed 003's blast radius and targets. */
 export interface ProposalInput {
@@ -29,6 +29,8 @@ export interface ProposalInput {
     retry_policy?: { max_retries: number; backoff_ms: number };
   };
   rollback_plan?: { type: 'none' | 'compensate' | 'restore' | 'revert'; instructions?: unknown; timeout_ms?: number };
+  /** Countersign's own field: the proposal this one revises after a request for changes. */
+  supersedes?: string;
 }
 
 /** Top-level fields replace the defaults; `intent` and `tool` may be given in part. */
@@ -38,7 +40,7 @@ export type ProposalOverrides = Partial<Omit<ProposalInput, 'intent' | 'tool'>> 
 };
 
 export interface Review {
-  decision: 'approved' | 'rejected';
+  decision: 'approved' | 'rejected' | 'changes_requested';
   decided_by: string;
   decided_at: string;
   reason: string | null;

@@ -12,7 +12,7 @@ test.describe('reject a proposal', () => {
     await expect(page).toHaveURL(`/proposals/${id}`);
     await expect(page.getByTestId('proposal-status')).toHaveText('pending');
 
-    await page.locator('textarea[name=reason]').fill(reason);
+    await page.locator('form.reject textarea[name=reason]').fill(reason);
     await page.locator('button[data-testid=reject]').click();
     await expect(page.getByTestId('flash-notice')).toBeVisible();
     await expect(page.getByTestId('proposal-status')).toHaveText('rejected');

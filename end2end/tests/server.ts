@@ -34,6 +34,8 @@ export interface ServerInfo {
   admin: Credentials;
   /** A reviewer the admin spec disables; no other spec signs in with it. */
   disposable: Credentials;
+  /** A reviewer limited to the domain `e2e-billing` (`user add --domains`). */
+  limited: Credentials;
   /** Agent name for each agent token, so a proposal's `proposed_by` can match its token. */
   agentNames: Readonly<Record<string, string>>;
   /** Where the server's stdout and stderr went, for reading after a failure. */
@@ -252,6 +254,8 @@ export async function startServer(backend: Backend, logFile: string): Promise<Ru
     const lockout = await addUser(bin, url, 'lockout1', 'reviewer');
     const admin = await addUser(bin, url, 'admin1', 'admin');
     const disposable = await addUser(bin, url, 'disposable1', 'reviewer');
+    const limited = await addUser(bin, url, 'limited1', 'reviewer');
+    await cli(bin, ['user', 'domains', '--database-url', url, '--username', 'limited1', '--domains', 'e2e-billing']);
     const agentToken = await createToken(bin, url, '--agent', AGENT);
     const otherAgentToken = await createToken(bin, url, '--agent', OTHER_AGENT);
     const executorToken = await createToken(bin, url, '--executor', EXECUTOR);
@@ -300,6 +304,7 @@ export async function startServer(backend: Backend, logFile: string): Promise<Ru
         lockout,
         admin,
         disposable,
+        limited,
         agentNames: { [agentToken]: AGENT, [otherAgentToken]: OTHER_AGENT },
         logFile,
       },

@@ -24,7 +24,7 @@ test.describe('view the audit charts', () => {
       if (verdict === 'approve') {
         await reviewer.locator('button[data-testid=approve]').click();
       } else {
-        await reviewer.locator('textarea[name=reason]').fill('not needed');
+        await reviewer.locator('form.reject textarea[name=reason]').fill('not needed');
         await reviewer.locator('button[data-testid=reject]').click();
       }
       await expect(reviewer.getByTestId('proposal-decision')).toBeVisible();

@@ -30,7 +30,7 @@ pub(crate) enum UserCommand {
         /// Limit the user to these domains, comma-separated (`billing,crm`): they see and
         /// decide only those. Without it, every domain.
         #[arg(long, value_parser = parse_domain_list)]
-        domains: Option<Vec<String>>,
+        domains: Option<DomainList>,
     },
     /// Limit a user to domains, or lift the limit (`--all`).
     #[command(group(clap::ArgGroup::new("scope").required(true).args(["domains", "all"])))]
@@ -42,7 +42,7 @@ pub(crate) enum UserCommand {
         username: String,
         /// The domains they see and decide, comma-separated.
         #[arg(long, value_parser = parse_domain_list)]
-        domains: Option<Vec<String>>,
+        domains: Option<DomainList>,
         /// Every domain.
         #[arg(long)]
         all: bool,
@@ -141,9 +141,13 @@ pub(crate) enum TokenCommand {
     },
 }
 
+/// Domain names given as one comma-separated argument.
+#[derive(Debug, Clone)]
+pub(crate) struct DomainList(Vec<String>);
+
 /// `billing,crm`: domain names, comma-separated, at least one.
-fn parse_domain_list(s: &str) -> Result<Vec<String>, String> {
-    crate::domain::queue::parse_domains(s)
+fn parse_domain_list(s: &str) -> Result<DomainList, String> {
+    crate::domain::queue::parse_domains(s).map(DomainList)
 }
 
 pub(crate) async fn user_command(command: UserCommand) -> Result<(), String> {
@@ -163,7 +167,7 @@ pub(crate) async fn user_command(command: UserCommand) -> Result<(), String> {
                 .await
                 .map_err(words)?;
             eprintln!("added {role} `{username}`");
-            if let Some(domains) = domains {
+            if let Some(DomainList(domains)) = domains {
                 let shown = domains.join(", ");
                 services
                     .set_domains(&username, Some(domains), &cli)
@@ -179,6 +183,7 @@ pub(crate) async fn user_command(command: UserCommand) -> Result<(), String> {
             all: _,
         } => {
             let services = services(&db.database_url).await?;
+            let domains = domains.map(|DomainList(d)| d);
             let shown = domains.as_ref().map_or_else(
                 || "every domain".to_owned(),
                 |d| format!("{} only", d.join(", ")),

@@ -1,7 +1,7 @@
 //! The reviewer's queue at scale: a page of pending proposals for a [`QueueQuery`] within the
 //! reviewer's domains, how many match, and the count of every filter value.
 //!
-//! The per-value counts come from one grouped read over every pending row, too slow to run on
+//! The totals are read with each page (index-only counts). The per-value counts come from one grouped read over every pending row, too slow to run on
 //! each page view with 100,000 pending proposals. They are kept for [`FACETS_FRESH`]; a page
 //! that finds them older refreshes them in the background and shows the ones it has, so no
 //! page waits for the grouped read but the very first.
@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use super::{AccountError, ServiceError, Services};
 use crate::audit::{Actor, AuditEvent, DomainsChanged};
-use crate::domain::queue::{QueueKey, QueueQuery, may_review_domain};
+use crate::domain::queue::{QueueFilter, QueueKey, QueueQuery, may_review_domain};
 use crate::storage::accounts;
 use crate::storage::proposals::ProposalRecord;
 use crate::storage::queue::{self, Domains, QueueGroup};
@@ -32,6 +32,8 @@ pub struct QueuePage {
     pub next: Option<QueueKey>,
     /// How many pending proposals match the filters (the reviewer's domains included).
     pub matching: i64,
+    /// How many are pending in the reviewer's domains, whatever the filters.
+    pub total: i64,
     /// Every filter value and how many pending proposals have it.
     pub facets: Facets,
 }
@@ -106,12 +108,18 @@ impl Services {
             })
             .flatten();
         let matching = queue::count(read.conn(), &q.filter, domains).await?;
+        let total = if q.filter == QueueFilter::default() {
+            matching
+        } else {
+            queue::count(read.conn(), &QueueFilter::default(), domains).await?
+        };
         drop(read);
         let groups = self.queue_groups().await?;
         Ok(QueuePage {
             items,
             next,
             matching,
+            total,
             facets: Facets::of(&groups, domains),
         })
     }

@@ -47,12 +47,13 @@ fn view(
         items,
         next,
         matching,
+        total,
         facets,
     } = page;
     QueueView {
         items: items.into_iter().map(|p| item(p, now)).collect(),
         matching,
-        total: facets.total,
+        total,
         filters: filters(q, &facets),
         sort: q.sort.as_str().to_owned(),
         next: next.map(|key| href(q, Some(key))),

@@ -83,8 +83,8 @@ fn on_key(e: &web_sys::KeyboardEvent, selected: StoredValue<Option<u32>>, help: 
             e.prevent_default();
             open("");
         }
-        "a" => open("?act=approve#decide"),
-        "r" => open("?act=reject#decide"),
+        "a" => open("?act=approve"),
+        "r" => open("?act=reject"),
         "?" => help.update(|h| *h = !*h),
         "Escape" => help.set(false),
         _ => {}

@@ -26,13 +26,10 @@ const SORTS: &[(&str, &str)] = &[
 #[component]
 pub fn QueuePage() -> impl IntoView {
     let query = use_query_map();
-    let changes = use_desk_changes();
     let help = RwSignal::new(false);
     use_queue_keys(help);
     let queue = Resource::new(
         move || {
-            // Refetched when the desk changes: new proposals, decisions, expiries.
-            changes.track();
             let q = query.read();
             let get = |k: &str| q.get(k).filter(|v| !v.is_empty());
             QueueParams {
@@ -46,8 +43,21 @@ pub fn QueuePage() -> impl IntoView {
                 after: get("after"),
             }
         },
-        list_queue,
+        |p: QueueParams| {
+            list_queue(
+                p.agent,
+                p.domain,
+                p.risk,
+                p.tool,
+                p.route,
+                p.compliance,
+                p.sort,
+                p.after,
+            )
+        },
     );
+    // Refetched when the desk changes: new proposals, decisions, expiries.
+    use_desk_changes(move || queue.refetch());
     view! {
         <h1>"Waiting for a decision"</h1>
         <p class="hint">"Keys: " <kbd>"j"</kbd> " " <kbd>"k"</kbd> " move, " <kbd>"Enter"</kbd> " opens, " <kbd>"?"</kbd> " lists all."</p>

@@ -8,7 +8,7 @@ use leptos::server_fn::ServerFn;
 use crate::server::{DecideProposal, EraseProposal};
 
 /// "Type `name` to confirm": the server checks what is typed (`domain::review::confirm`).
-fn confirmation(name: String) -> impl IntoView {
+fn confirmation(name: String, focus: bool) -> impl IntoView {
     view! {
         <div class="confirm">
             <label for="confirm-name">
@@ -16,7 +16,7 @@ fn confirmation(name: String) -> impl IntoView {
                 <code data-testid="confirm-name">{name}</code>
                 " exactly as shown."
             </label>
-            <input id="confirm-name" name="confirm" type="text" required autocomplete="off"
+            <input id="confirm-name" name="confirm" type="text" required autocomplete="off" autofocus=focus
                 autocapitalize="off" spellcheck="false" data-testid="confirm-input"/>
         </div>
     }
@@ -29,8 +29,14 @@ pub fn DecideForms(
     csrf: String,
     approve_blocked: Option<String>,
     confirm_name: Option<String>,
+    /// `approve` or `reject`: the form to focus (the queue's `a` and `r` keys).
+    focus: Option<String>,
 ) -> impl IntoView {
     let (csrf_changes, id_changes) = (csrf.clone(), id.clone());
+    let focus_approve = focus.as_deref() == Some("approve");
+    let focus_reject = focus.as_deref() == Some("reject");
+    let confirm_focus = focus_approve && confirm_name.is_some();
+    let button_focus = focus_approve && confirm_name.is_none();
     let approve = match approve_blocked {
         Some(why) => view! { <p class="note" data-testid="approve-blocked">{why}</p> }.into_any(),
         None => view! {
@@ -38,21 +44,21 @@ pub fn DecideForms(
                 <input type="hidden" name="csrf_token" value=csrf.clone()/>
                 <input type="hidden" name="id" value=id.clone()/>
                 <input type="hidden" name="verdict" value="approved"/>
-                {confirm_name.map(confirmation)}
-                <button type="submit" class="approve" data-testid="approve">"Approve"</button>
+                {confirm_name.map(|name| confirmation(name, confirm_focus))}
+                <button type="submit" class="approve" data-testid="approve" autofocus=button_focus>"Approve"</button>
             </form>
         }
         .into_any(),
     };
     view! {
-        <div class="decide">
+        <div class="decide" id="decide">
             {approve}
             <form method="post" action=DecideProposal::url() class="reject">
                 <input type="hidden" name="csrf_token" value=csrf/>
                 <input type="hidden" name="id" value=id/>
                 <input type="hidden" name="verdict" value="rejected"/>
                 <label>"Reason for rejecting"
-                    <textarea name="reason" required maxlength="2000" rows="2"></textarea>
+                    <textarea name="reason" required maxlength="2000" rows="2" autofocus=focus_reject></textarea>
                 </label>
                 <button type="submit" class="reject" data-testid="reject">"Reject"</button>
             </form>

@@ -39,11 +39,15 @@ pub fn ProposalPage() -> impl IntoView {
         |(id, trail_before, reveal)| get_proposal(id, trail_before, reveal),
     );
     let session = use_session();
+    // `?act=approve` or `?act=reject` (the queue's `a` and `r` keys): focus that form.
+    let act = query.read_untracked().get("act");
     view! {
         <p class="back"><a href="/">"← Queue"</a></p>
         <Flash/>
         <Suspense fallback=|| view! { <p>"Loading…"</p> }>
-            {move || Suspend::new(async move {
+            {move || {
+                let act = act.clone();
+                Suspend::new(async move {
                 let (csrf, audits) = match session.await {
                     Ok(SessionView { csrf_token, viewer }) => {
                         let audits = viewer.is_some_and(|v| matches!(v.role, Role::Compliance | Role::Admin));
@@ -58,11 +62,11 @@ pub fn ProposalPage() -> impl IntoView {
                             let href = format!("/audit/proposals/{}", p.id);
                             view! { <p class="back"><a href=href data-testid="proposal-timeline">"Audit timeline →"</a></p> }
                         });
-                        view! { {timeline}<Detail p csrf/> }.into_any()
+                        view! { {timeline}<Detail p csrf act/> }.into_any()
                     }
                     Err(e) => error_view(e),
                 }
-            })}
+            })}}
         </Suspense>
     }
 }
@@ -83,12 +87,13 @@ fn hidden_banner(n: usize) -> impl IntoView {
 }
 
 #[component]
-fn Detail(p: ProposalView, csrf: String) -> impl IntoView {
+fn Detail(p: ProposalView, csrf: String, act: Option<String>) -> impl IntoView {
     let status_class = format!("status status-{}", p.status);
     let decide = p.can_decide.then(|| {
         view! {
             <decide::DecideForms id=p.id.clone() csrf=csrf.clone()
-                approve_blocked=p.approve_blocked.clone() confirm_name=p.confirm_name.clone()/>
+                approve_blocked=p.approve_blocked.clone() confirm_name=p.confirm_name.clone()
+                focus=act.clone()/>
         }
         .into_any()
     });
