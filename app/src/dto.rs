@@ -329,7 +329,7 @@ impl Notice {
             Notice::Throttled => "Too many failed sign-ins. Wait a few minutes, then try again.",
             Notice::Csrf => "This form had expired. Please try again.",
             Notice::AlreadyDecided => {
-                "Someone already decided this proposal; it cannot be decided twice."
+                "Someone else decided this proposal meanwhile; it cannot be decided twice. Their decision, and who took it, is below."
             }
             Notice::OwnProposal => "You proposed this action, so someone else must decide it.",
             Notice::Role => "Your role may view proposals but not decide them.",

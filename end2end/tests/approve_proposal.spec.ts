@@ -20,6 +20,7 @@ test.describe('approve a proposal', () => {
     });
 
     await login(page, server.reviewer);
+    await openQueue(page);
 
     // The queue row shows what a reviewer needs to triage (seed 004's approval UX list).
     const row = queueRow(page, id);
@@ -102,6 +103,7 @@ test.describe('approve a proposal', () => {
     const { context, page } = await newSession(browser, server, { javaScriptEnabled: false });
     try {
       await login(page, server.reviewer);
+      await openQueue(page);
       await expect(queueRow(page, id)).toBeVisible();
 
       await page.goto(`/proposals/${id}`);

@@ -10,6 +10,8 @@ import {
 } from '@playwright/test';
 import path from 'node:path';
 
+import AxeBuilder from '@axe-core/playwright';
+
 import { CountersignApi } from './api';
 import { startServer, type Backend, type Credentials, type ServerInfo } from './server';
 
@@ -104,8 +106,27 @@ export function queueRow(page: Page, proposalId: string) {
   return page.locator(`[data-testid=queue-row][data-proposal-id="${proposalId}"]`);
 }
 
-/** Opens the queue and waits until it has rendered (some row, or the empty-queue notice). */
+/**
+ * Opens the queue, newest first (what a spec just submitted is on the first page, whatever
+ * earlier specs left pending), and waits until it has rendered (some row, or the empty notice).
+ */
 export async function openQueue(page: Page): Promise<void> {
-  await page.goto('/');
+  await page.goto('/?sort=newest');
   await expect(page.locator('[data-testid=queue-row], [data-testid=queue-empty]').first()).toBeVisible();
+}
+
+/**
+ * Runs axe-core on the page as it stands and fails on any WCAG 2.2 A/AA violation, naming each
+ * rule and the elements that break it.
+ */
+export async function expectAccessible(page: Page, what: string, screenshot?: string): Promise<void> {
+  // A picture of what was checked, for people to look at (test-results/…).
+  if (screenshot !== undefined) await page.screenshot({ path: screenshot, fullPage: true });
+  const results = await new AxeBuilder({ page })
+    .withTags(['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa'])
+    .analyze();
+  const found = results.violations.map(
+    (v) => `${v.id} (${v.impact ?? 'n/a'}): ${v.help} — ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`,
+  );
+  expect(found, `axe-core violations on ${what}`).toEqual([]);
 }

@@ -8,6 +8,7 @@ test.describe('reject a proposal', () => {
     const reason = `Ticket not verified with the customer (e2e ${id.slice(0, 8)})`;
 
     await login(page, server.reviewer);
+    await openQueue(page);
     await queueRow(page, id).getByRole('link', { name: input.intent.summary }).click();
     await expect(page).toHaveURL(`/proposals/${id}`);
     await expect(page.getByTestId('proposal-status')).toHaveText('pending');

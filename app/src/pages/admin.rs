@@ -85,12 +85,12 @@ fn Users(view: UsersView, csrf: String) -> impl IntoView {
 }
 
 #[component]
-fn RoleSelect(selected: String) -> impl IntoView {
+fn RoleSelect(selected: String, #[prop(optional)] label: Option<String>) -> impl IntoView {
     let options = ["reviewer", "compliance", "admin"].map(|r| {
         let chosen = r == selected;
         view! { <option value=r selected=chosen>{r}</option> }
     });
-    view! { <select name="role">{options.into_iter().collect_view()}</select> }
+    view! { <select name="role" aria-label=label>{options.into_iter().collect_view()}</select> }
 }
 
 /// One form posting `action` about `username`, with a submit button.
@@ -132,6 +132,8 @@ fn UserRow(user: UserItem, csrf: String) -> impl IntoView {
     };
     let selected = role.clone();
     let attr = username.clone();
+    let role_label = format!("New role for {username}");
+    let domains_label = format!("Domains {username} reviews (comma-separated; empty: every domain)");
     view! {
         <tr data-testid="user-row" data-username=attr>
             <td>{username}</td>
@@ -142,10 +144,11 @@ fn UserRow(user: UserItem, csrf: String) -> impl IntoView {
                 {toggle}
                 <UserAction csrf=c.clone() username=u.clone() action="reset_password" label="Reset password"/>
                 <UserAction csrf=c.clone() username=u.clone() action="role" label="Change role">
-                    <RoleSelect selected/>
+                    <RoleSelect selected label=role_label/>
                 </UserAction>
                 <UserAction csrf=c username=u action="domains" label="Set domains">
-                    <input name="domains" maxlength="512" value=domains.unwrap_or_default()/>
+                    <input name="domains" maxlength="512" value=domains.unwrap_or_default()
+                        aria-label=domains_label placeholder="every domain"/>
                 </UserAction>
             </td>
         </tr>

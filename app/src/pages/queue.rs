@@ -212,13 +212,13 @@ fn QueueRow(item: QueueItem) -> impl IntoView {
                     " " {compliance}
                 </div>
             </td>
-            <td data-testid="queue-tool"><code>{item.tool}</code></td>
-            <td data-testid="queue-target">{targets}</td>
-            <td data-testid="queue-affected"><code class="preview">{item.affected}</code></td>
-            <td data-testid="queue-rollback">{item.rollback}</td>
+            <td data-label="Tool" data-testid="queue-tool"><code>{item.tool}</code></td>
+            <td data-label="Target" data-testid="queue-target">{targets}</td>
+            <td data-label="Affected data" data-testid="queue-affected"><code class="preview">{item.affected}</code></td>
+            <td data-label="Rollback" data-testid="queue-rollback">{item.rollback}</td>
             // The level is written out, so colour is never the only sign of risk.
-            <td data-testid="queue-risk"><span class=risk_class>{item.risk}</span></td>
-            <td data-testid="queue-age"><When at=item.arrived/>{expires}</td>
+            <td data-label="Risk" data-testid="queue-risk"><span class=risk_class>{item.risk}</span></td>
+            <td data-label="Waiting" data-testid="queue-age"><When at=item.arrived/>{expires}</td>
         </tr>
     }
 }

@@ -169,7 +169,7 @@ pub fn CommandSection(id: String, csrf: String, sheet: CommandSheet) -> impl Int
             <h2 id="command-h">"What the executor will receive"</h2>
             <p class="muted">{lead}</p>
             {note}
-            <div class="scroll">
+            <div class="scroll" tabindex="0" role="region" aria-label="The command, field by field">
                 <table class="spec" data-testid="command-spec">
                     <caption class="sr-only">"Every field of the command, with nested values indented"</caption>
                     <tbody>{rows}</tbody>

@@ -69,7 +69,7 @@ pub fn trail(t: Trail) -> impl IntoView {
     view! {
         <section class="audit" aria-labelledby="trail-h">
             <h2 id="trail-h">"Audit trail " <small class="muted">"newest first"</small></h2>
-            <div class="scroll">
+            <div class="scroll" tabindex="0" role="region" aria-label="Audit trail of this proposal">
                 <table data-testid="proposal-trail">
                     <tbody>
                         {t.audit.into_iter().map(|a| view! {
