@@ -133,7 +133,8 @@ fn UserRow(user: UserItem, csrf: String) -> impl IntoView {
     let selected = role.clone();
     let attr = username.clone();
     let role_label = format!("New role for {username}");
-    let domains_label = format!("Domains {username} reviews (comma-separated; empty: every domain)");
+    let domains_label =
+        format!("Domains {username} reviews (comma-separated; empty: every domain)");
     view! {
         <tr data-testid="user-row" data-username=attr>
             <td>{username}</td>
