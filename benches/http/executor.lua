@@ -24,7 +24,9 @@ end
 function response(status, hdrs, body)
   if status == 200 then
     local token = body:match('"lease_token":"([^"]+)"')
-    local id = body:match('"command":{"id":"([^"]+)"')
+    -- The signed grant names its command once (`command_id`); the answer's keys are sorted, so
+    -- the command object does not start with its id.
+    local id = body:match('"command_id":"([^"]+)"')
     if token and id then
       pending = { id = id, token = token }
     end

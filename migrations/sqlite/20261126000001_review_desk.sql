@@ -60,15 +60,25 @@ create index proposals_by_status on proposals (status, seq);
 create index proposals_by_agent on proposals (agent, seq);
 create index proposals_by_decided_at on proposals (decided_at) where decided_at is not null;
 create index proposals_by_supersedes on proposals (supersedes) where supersedes is not null;
--- The queue: one walk per filter or order, over pending rows only.
-create index queue_by_agent on proposals (agent, seq) where status = 'pending';
-create index queue_by_domain on proposals (domain, seq) where status = 'pending';
-create index queue_by_tool on proposals (tool_name, seq) where status = 'pending';
-create index queue_by_route on proposals (route, seq) where status = 'pending';
-create index queue_by_risk on proposals (risk_rank desc, seq) where status = 'pending';
-create index queue_by_expiry on proposals (expires_at, seq) where status = 'pending';
-create index queue_gdpr on proposals (seq) where status = 'pending' and gdpr;
-create index queue_hipaa on proposals (seq) where status = 'pending' and hipaa;
+-- The queue: one walk per filter or order, over pending rows only. Each index also carries
+-- every other filter column and the expiry, so a second filter and the liveness check are
+-- answered from the index, and only matching rows are read from the table.
+create index queue_by_agent on proposals (agent, seq, domain, tool_name, risk_rank, route, gdpr, hipaa, expires_at)
+    where status = 'pending';
+create index queue_by_domain on proposals (domain, seq, agent, tool_name, risk_rank, route, gdpr, hipaa, expires_at)
+    where status = 'pending';
+create index queue_by_tool on proposals (tool_name, seq, agent, domain, risk_rank, route, gdpr, hipaa, expires_at)
+    where status = 'pending';
+create index queue_by_route on proposals (route, seq, agent, domain, tool_name, risk_rank, gdpr, hipaa, expires_at)
+    where status = 'pending';
+create index queue_by_risk on proposals (risk_rank desc, seq, agent, domain, tool_name, route, gdpr, hipaa, expires_at)
+    where status = 'pending';
+create index queue_by_expiry on proposals (expires_at, seq, agent, domain, tool_name, risk_rank, route, gdpr, hipaa)
+    where status = 'pending';
+create index queue_gdpr on proposals (seq, agent, domain, tool_name, risk_rank, route, gdpr, hipaa, expires_at)
+    where status = 'pending' and gdpr;
+create index queue_hipaa on proposals (seq, agent, domain, tool_name, risk_rank, route, gdpr, hipaa, expires_at)
+    where status = 'pending' and hipaa;
 
 -- The domains a reviewer may see and decide (a JSON array); null: every domain.
 alter table users add column domains text;
