@@ -79,6 +79,7 @@ test.describe('clear the queue', () => {
     await login(page, server.reviewer);
     await page.goto(`/?domain=${domain}`);
     await expect(queueRow(page, first.id)).toBeVisible();
+    await expect(page.locator('[data-testid=queue-keys][data-ready="1"]')).toBeVisible();
 
     // An agent submits while the page is open: the row arrives by itself.
     const second = await api.proposeOk(server.agentToken, { ...QUIET, domain });
@@ -105,6 +106,8 @@ test.describe('clear the queue', () => {
     await login(page, server.reviewer);
     await page.goto(`/?domain=${domain}`);
     await expect(queueRow(page, id)).toBeVisible();
+    // Keys work once the page has hydrated.
+    await expect(page.locator('[data-testid=queue-keys][data-ready="1"]')).toBeVisible();
 
     await page.keyboard.press('?');
     await expect(page.getByTestId('key-help')).toBeVisible();

@@ -15,8 +15,11 @@ pub const KEYS: &[(&str, &str)] = &[
     ("?", "show or hide these keys"),
 ];
 
-/// Listens for the queue's keys while the page is mounted; `help` toggles on `?`.
-pub fn use_queue_keys(help: RwSignal<bool>) {
+/// Listens for the queue's keys while the page is mounted; `help` toggles on `?`. Returns a
+/// signal that turns true once the keys listen (in the browser, after hydration), which the
+/// page shows as `data-ready` so tests and scripts know when keys work.
+pub fn use_queue_keys(help: RwSignal<bool>) -> ReadSignal<bool> {
+    let (ready, set_ready) = signal(false);
     #[cfg(feature = "hydrate")]
     {
         let selected = StoredValue::new(None::<u32>);
@@ -24,9 +27,11 @@ pub fn use_queue_keys(help: RwSignal<bool>) {
             on_key(&e, selected, help);
         });
         on_cleanup(move || handle.remove());
+        Effect::new(move |_| set_ready.set(true));
     }
     #[cfg(not(feature = "hydrate"))]
-    let _ = help;
+    let _ = (help, set_ready);
+    ready
 }
 
 #[cfg(feature = "hydrate")]

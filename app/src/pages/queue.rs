@@ -27,7 +27,7 @@ const SORTS: &[(&str, &str)] = &[
 pub fn QueuePage() -> impl IntoView {
     let query = use_query_map();
     let help = RwSignal::new(false);
-    use_queue_keys(help);
+    let ready = use_queue_keys(help);
     let queue = Resource::new(
         move || {
             let q = query.read();
@@ -60,7 +60,7 @@ pub fn QueuePage() -> impl IntoView {
     use_desk_changes(move || queue.refetch());
     view! {
         <h1>"Waiting for a decision"</h1>
-        <p class="hint">"Keys: " <kbd>"j"</kbd> " " <kbd>"k"</kbd> " move, " <kbd>"Enter"</kbd> " opens, " <kbd>"?"</kbd> " lists all."</p>
+        <p class="hint" data-testid="queue-keys" data-ready=move || ready.get().then_some("1")>"Keys: " <kbd>"j"</kbd> " " <kbd>"k"</kbd> " move, " <kbd>"Enter"</kbd> " opens, " <kbd>"?"</kbd> " lists all."</p>
         <KeyHelp help/>
         <Flash/>
         // A transition keeps the rows on screen while a live change refetches them.
