@@ -134,6 +134,7 @@ impl Services {
             .store()
             .write(move |tx| Box::pin(async move { change.apply(tx).await }))
             .await?;
+        self.queue_changed();
         match applied {
             Applied::Recorded(p) => {
                 tracing::info!(proposal.id = %id, reviewer = %reviewer.username, "approval recorded; more needed");

@@ -1,10 +1,13 @@
 //! The reviewer's queue at scale: a page of pending proposals for a [`QueueQuery`] within the
 //! reviewer's domains, how many match, and the count of every filter value.
 //!
-//! The totals are read with each page (index-only counts). The per-value counts come from one grouped read over every pending row, too slow to run on
-//! each page view with 100,000 pending proposals. They are kept for [`FACETS_FRESH`]; a page
-//! that finds them older refreshes them in the background and shows the ones it has, so no
-//! page waits for the grouped read but the very first.
+//! Every count on the page — the total, how many match the filters, and the count beside each
+//! filter value — comes from one grouped read over the pending rows (grouped by every filter
+//! column), too slow to run on each page view with 100,000 pending proposals. It is kept for
+//! [`FACETS_FRESH`]; a page that finds it older refreshes it in the background and shows the
+//! counts it has, so no page waits for the grouped read but the first after a change. A change
+//! this instance makes to the pending set (a submission, a decision, an expiry) drops it at
+//! once; another instance's change shows within [`FACETS_FRESH`].
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -12,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use super::{AccountError, ServiceError, Services};
 use crate::audit::{Actor, AuditEvent, DomainsChanged};
-use crate::domain::queue::{QueueFilter, QueueKey, QueueQuery, may_review_domain};
+use crate::domain::queue::{QueueFilter, QueueKey, QueueQuery, Regime, may_review_domain};
 use crate::storage::accounts;
 use crate::storage::proposals::ProposalRecord;
 use crate::storage::queue::{self, Domains, QueueGroup};
@@ -88,8 +91,26 @@ pub(crate) struct FacetCache {
 
 #[derive(Default)]
 struct CacheState {
-    groups: Option<(Instant, Arc<Vec<QueueGroup>>)>,
+    /// When it was read, at which generation, and what.
+    groups: Option<(Instant, u64, Arc<Vec<QueueGroup>>)>,
+    /// Moves on with every change to the pending set this instance makes.
+    generation: u64,
     refreshing: bool,
+}
+
+/// Whether a group's proposals match every filter of `f`.
+fn matches(f: &QueueFilter, g: &QueueGroup) -> bool {
+    let eq = |want: &Option<String>, have: &str| want.as_deref().is_none_or(|w| w == have);
+    eq(&f.agent, &g.agent)
+        && eq(&f.domain, &g.domain)
+        && eq(&f.tool, &g.tool_name)
+        && f.risk.is_none_or(|r| r.as_str() == g.risk_level)
+        && f.route.is_none_or(|r| r.as_str() == g.route)
+        && match f.compliance {
+            Some(Regime::Gdpr) => g.gdpr == 1,
+            Some(Regime::Hipaa) => g.hipaa == 1,
+            None => true,
+        }
 }
 
 impl Services {
@@ -107,20 +128,20 @@ impl Services {
                 items.last().map(|p| queue::key_of(p, q.sort))
             })
             .flatten();
-        let matching = queue::count(read.conn(), &q.filter, domains).await?;
-        let total = if q.filter == QueueFilter::default() {
-            matching
-        } else {
-            queue::count(read.conn(), &QueueFilter::default(), domains).await?
-        };
         drop(read);
         let groups = self.queue_groups().await?;
+        let facets = Facets::of(&groups, domains);
+        let matching = groups
+            .iter()
+            .filter(|g| may_review_domain(domains, &g.domain) && matches(&q.filter, g))
+            .map(|g| g.n)
+            .sum();
         Ok(QueuePage {
             items,
             next,
             matching,
-            total,
-            facets: Facets::of(&groups, domains),
+            total: facets.total,
+            facets,
         })
     }
 
@@ -133,9 +154,13 @@ impl Services {
                 .state
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
+            let generation = state.generation;
             match &state.groups {
-                Some((at, groups)) if at.elapsed() < FACETS_FRESH => return Ok(groups.clone()),
-                Some((_, groups)) => {
+                Some((at, seen, groups)) if *seen == generation && at.elapsed() < FACETS_FRESH => {
+                    return Ok(groups.clone());
+                }
+                // Stale by age only: shown while a background read refreshes it.
+                Some((_, seen, groups)) if *seen == generation => {
                     let groups = groups.clone();
                     if !state.refreshing {
                         state.refreshing = true;
@@ -148,7 +173,8 @@ impl Services {
                     }
                     Some(groups)
                 }
-                None => None,
+                // Changed here since, or never read: read it now.
+                _ => None,
             }
         };
         match stale {
@@ -158,6 +184,7 @@ impl Services {
     }
 
     async fn read_queue_groups(&self) -> Result<Arc<Vec<QueueGroup>>, ServiceError> {
+        let generation = self.facet_generation();
         let read = async {
             let mut read = self.read().await?;
             Ok::<_, ServiceError>(queue::groups(read.conn()).await?)
@@ -170,8 +197,30 @@ impl Services {
             .unwrap_or_else(PoisonError::into_inner);
         state.refreshing = false;
         let groups = Arc::new(read?);
-        state.groups = Some((Instant::now(), groups.clone()));
+        // A read that started before a change here is not kept as if it were after it.
+        if generation == state.generation {
+            state.groups = Some((Instant::now(), generation, groups.clone()));
+        }
         Ok(groups)
+    }
+
+    fn facet_generation(&self) -> u64 {
+        self.facets
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .generation
+    }
+
+    /// The pending set changed here (a submission, a decision, an expiry): the queue's counts
+    /// are read again for the next page.
+    pub(crate) fn queue_changed(&self) {
+        let mut state = self
+            .facets
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        state.generation = state.generation.wrapping_add(1);
     }
 }
 

@@ -10,9 +10,14 @@ impl Services {
     /// Expires every pending proposal whose time ran out, each with its audit event.
     pub async fn expire_due(&self) -> Result<Vec<ProposalRecord>, ServiceError> {
         let now = self.now();
-        self.store()
+        let expired = self
+            .store()
             .write(move |tx| Box::pin(async move { expire_due_in(tx, now).await }))
-            .await
+            .await?;
+        if !expired.is_empty() {
+            self.queue_changed();
+        }
+        Ok(expired)
     }
 }
 

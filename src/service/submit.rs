@@ -87,6 +87,9 @@ impl Services {
             .write(move |tx| Box::pin(async move { store_proposal(tx, routed, now).await }))
             .await?;
         let p = submitted.record();
+        if matches!(submitted, Submitted::Created(_)) && p.status == ProposalStatus::Pending {
+            self.queue_changed();
+        }
         if matches!(submitted, Submitted::Created(_)) && p.status == ProposalStatus::Accepted {
             self.queue_signal().wake();
         }

@@ -1,15 +1,17 @@
 //! The reviewer's queue: pending proposals filtered, ordered and paged by keyset
-//! ([`QueueQuery`]), how many match, and the pending rows grouped by every facet the filters
-//! offer. Nothing here writes.
+//! ([`QueueQuery`]), and the pending rows grouped by every column the filters offer (what every
+//! count on the page is summed from). Nothing here writes.
 //!
 //! ## Why a page stays fast with 100,000 pending proposals
 //!
 //! Every filter and order has a partial index over pending rows only (`queue_by_*`, see the
 //! `review_desk` migration), and a page starts from its keyset position, never an offset. With
 //! no filter the walk follows the order's own index and stops after a page; with a filter it
-//! follows the filter's index (already in arrival order for `oldest` and `newest`). Counts
-//! read only the index: they include proposals whose time ran out since the last expiry sweep
-//! (a few seconds at most), which the page itself never lists.
+//! follows the filter's index (already in arrival order for `oldest` and `newest`). Each index
+//! also carries every other filter column and the expiry, so a second filter and the liveness
+//! check are answered from the index and only matching rows are read. The counts come from
+//! [`groups`], which the service keeps (see `service::desk`); they include proposals whose time
+//! ran out since the last expiry sweep (a few seconds at most), which a page never lists.
 //!
 //! On SQLite the walk is pinned to its index (`indexed by`): without statistics the planner
 //! may otherwise walk arrival order past every row that does not match. PostgreSQL plans by
@@ -243,26 +245,6 @@ fn walk(
     position(stmt);
     order_clause(stmt, q.sort);
     stmt.push(" limit ").bind(Arg::Int(limit));
-}
-
-/// How many pending proposals match `filter` and the reviewer's domains.
-pub async fn count(conn: Conn<'_>, filter: &QueueFilter, domains: Domains<'_>) -> Result<i64> {
-    let sqlite = matches!(conn, Conn::Sqlite(_));
-    let q = QueueQuery {
-        filter: filter.clone(),
-        ..QueueQuery::default()
-    };
-    let mut stmt = Statement::default();
-    stmt.push("select count(*)");
-    matching(
-        &mut stmt,
-        sqlite,
-        driving_index(&q, domains),
-        filter,
-        domains,
-    );
-    let rows: Vec<(i64,)> = fetch_all!(conn, (i64,), stmt)?;
-    Ok(rows.first().map_or(0, |(n,)| *n))
 }
 
 /// Every pending proposal, grouped by agent, domain, tool, risk, route and regimes.
