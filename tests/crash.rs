@@ -219,18 +219,9 @@ async fn leases_survive_sigkill(backend: &str) {
     let served = serve(&db, &key, "info");
     let (mut server, base) = (served.child, served.base);
     for proposal in &acked.done {
-        let v: serde_json::Value = client
-            .get(format!("{base}/api/v1/proposals/{proposal}"))
-            .bearer_auth(&agent)
-            .send()
-            .await
-            .expect("poll")
-            .json()
-            .await
-            .expect("json");
         assert_eq!(
-            v["proposal"]["status"],
-            json!("succeeded"),
+            status(&client, &base, &agent, proposal).await,
+            "succeeded",
             "{backend}: acknowledged report on {proposal} was lost"
         );
     }
@@ -263,18 +254,9 @@ async fn leases_survive_sigkill(backend: &str) {
             .expect("complete");
         if r.status().as_u16() != 200 {
             assert_eq!(r.status().as_u16(), 409, "{backend}: lease on {command}");
-            let v: serde_json::Value = client
-                .get(format!("{base}/api/v1/proposals/{proposal}"))
-                .bearer_auth(&agent)
-                .send()
-                .await
-                .expect("poll")
-                .json()
-                .await
-                .expect("json");
             assert_eq!(
-                v["proposal"]["status"],
-                json!("succeeded"),
+                status(&client, &base, &agent, proposal).await,
+                "succeeded",
                 "{backend}: lease on {command} was lost"
             );
         }
@@ -318,4 +300,21 @@ async fn lease(
         s("/command/proposal_id")?,
         s("/lease_token")?,
     ))
+}
+
+/// A proposal's status as its agent polls it.
+async fn status(client: &reqwest::Client, base: &str, agent: &str, proposal: &str) -> String {
+    let v: serde_json::Value = client
+        .get(format!("{base}/api/v1/proposals/{proposal}"))
+        .bearer_auth(agent)
+        .send()
+        .await
+        .expect("poll")
+        .json()
+        .await
+        .expect("json");
+    v["proposal"]["status"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
 }

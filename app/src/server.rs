@@ -65,6 +65,55 @@ mod ssr {
     pub fn redirect(to: &str) {
         leptos_axum::redirect(to);
     }
+
+    /// The viewer and the proposal id a proposal's form posted, or `None` once it has
+    /// redirected: to the sign-in page without a session, to the queue for an id that does not
+    /// parse (only ids that parse are echoed into a redirect), back to the proposal when the
+    /// CSRF token is not this session's.
+    pub async fn proposal_form(
+        csrf_token: &str,
+        id: &str,
+        form: crate::dto::Form,
+    ) -> Result<Option<(Viewer, String)>, AppError> {
+        use crate::dto::Notice;
+        let viewer = match viewer().await {
+            Ok(v) => v,
+            Err(AppError::Unauthenticated) => {
+                redirect("/login");
+                return Ok(None);
+            }
+            Err(e) => return Err(e),
+        };
+        let Ok(id) = uuid::Uuid::parse_str(id.trim()).map(|id| id.to_string()) else {
+            redirect(&format!("/?error={}", Notice::NotFound.code()));
+            return Ok(None);
+        };
+        if !csrf_ok(csrf_token, form).await? {
+            redirect(&format!("/proposals/{id}?error={}", Notice::Csrf.code()));
+            return Ok(None);
+        }
+        Ok(Some((viewer, id)))
+    }
+
+    /// Shows proposal `id` again after its form: at `done` with the notice when it was done,
+    /// with the error when refused, the queue when there is no such proposal (for this viewer).
+    pub fn after_proposal_form(
+        id: &str,
+        outcome: Result<crate::ports::DecideOutcome, AppError>,
+        done: impl FnOnce(crate::dto::Notice) -> String,
+    ) -> Result<(), AppError> {
+        use crate::dto::Notice;
+        use crate::ports::DecideOutcome;
+        match outcome {
+            Ok(DecideOutcome::Decided(n)) => redirect(&done(n)),
+            Ok(DecideOutcome::Refused(n)) => {
+                redirect(&format!("/proposals/{id}?error={}", n.code()));
+            }
+            Err(AppError::NotFound) => redirect(&format!("/?error={}", Notice::NotFound.code())),
+            Err(e) => return Err(e),
+        }
+        Ok(())
+    }
 }
 
 /// The session's viewer and CSRF token; creates the token (and so the session) on first use.
@@ -175,31 +224,10 @@ pub async fn decide_proposal(
     reason: Option<String>,
     confirm: Option<String>,
 ) -> Result<(), AppError> {
-    use crate::ports::DecideOutcome;
-
-    let viewer = match ssr::viewer().await {
-        Ok(v) => v,
-        Err(AppError::Unauthenticated) => {
-            ssr::redirect("/login");
-            return Ok(());
-        }
-        Err(e) => return Err(e),
-    };
-    // Only ids that parse are echoed into the redirect.
-    let id = match uuid::Uuid::parse_str(id.trim()) {
-        Ok(id) => id.to_string(),
-        Err(_) => {
-            ssr::redirect(&format!("/?error={}", crate::dto::Notice::NotFound.code()));
-            return Ok(());
-        }
-    };
-    if !ssr::csrf_ok(&csrf_token, crate::dto::Form::Decide).await? {
-        ssr::redirect(&format!(
-            "/proposals/{id}?error={}",
-            crate::dto::Notice::Csrf.code()
-        ));
+    let Some((viewer, id)) = ssr::proposal_form(&csrf_token, &id, crate::dto::Form::Decide).await?
+    else {
         return Ok(());
-    }
+    };
     let outcome = ssr::desk()?
         .decide(
             &viewer,
@@ -209,19 +237,9 @@ pub async fn decide_proposal(
             confirm.as_deref(),
         )
         .await;
-    match outcome {
-        Ok(DecideOutcome::Decided(notice)) => {
-            ssr::redirect(&format!("/proposals/{id}?notice={}", notice.code()))
-        }
-        Ok(DecideOutcome::Refused(notice)) => {
-            ssr::redirect(&format!("/proposals/{id}?error={}", notice.code()))
-        }
-        Err(AppError::NotFound) => {
-            ssr::redirect(&format!("/?error={}", crate::dto::Notice::NotFound.code()))
-        }
-        Err(e) => return Err(e),
-    }
-    Ok(())
+    ssr::after_proposal_form(&id, outcome, |n| {
+        format!("/proposals/{id}?notice={}", n.code())
+    })
 }
 
 /// Erases a settled proposal's personal data values (admins only; GDPR), then shows it again
@@ -232,71 +250,26 @@ pub async fn erase_proposal(
     id: String,
     reason: String,
 ) -> Result<(), AppError> {
-    use crate::dto::Notice;
-    use crate::ports::DecideOutcome;
-
-    let viewer = match ssr::viewer().await {
-        Ok(v) => v,
-        Err(AppError::Unauthenticated) => {
-            ssr::redirect("/login");
-            return Ok(());
-        }
-        Err(e) => return Err(e),
-    };
-    let Ok(id) = uuid::Uuid::parse_str(id.trim()).map(|id| id.to_string()) else {
-        ssr::redirect(&format!("/?error={}", Notice::NotFound.code()));
+    let Some((viewer, id)) = ssr::proposal_form(&csrf_token, &id, crate::dto::Form::Erase).await?
+    else {
         return Ok(());
     };
-    if !ssr::csrf_ok(&csrf_token, crate::dto::Form::Erase).await? {
-        ssr::redirect(&format!("/proposals/{id}?error={}", Notice::Csrf.code()));
-        return Ok(());
-    }
-    match ssr::desk()?.erase(&viewer, &id, &reason).await {
-        Ok(DecideOutcome::Decided(n)) => {
-            ssr::redirect(&format!("/proposals/{id}?notice={}", n.code()))
-        }
-        Ok(DecideOutcome::Refused(n)) => {
-            ssr::redirect(&format!("/proposals/{id}?error={}", n.code()))
-        }
-        Err(AppError::NotFound) => ssr::redirect(&format!("/?error={}", Notice::NotFound.code())),
-        Err(e) => return Err(e),
-    }
-    Ok(())
+    let outcome = ssr::desk()?.erase(&viewer, &id, &reason).await;
+    ssr::after_proposal_form(&id, outcome, |n| {
+        format!("/proposals/{id}?notice={}", n.code())
+    })
 }
 
 /// Reveals a GDPR or HIPAA proposal's withheld personal data to the viewer (recorded in the
 /// audit trail), then shows the proposal with the values.
 #[server(prefix = "/fn", endpoint = "reveal_personal_data")]
 pub async fn reveal_personal_data(csrf_token: String, id: String) -> Result<(), AppError> {
-    use crate::dto::Notice;
-    use crate::ports::DecideOutcome;
-
-    let viewer = match ssr::viewer().await {
-        Ok(v) => v,
-        Err(AppError::Unauthenticated) => {
-            ssr::redirect("/login");
-            return Ok(());
-        }
-        Err(e) => return Err(e),
-    };
-    let Ok(id) = uuid::Uuid::parse_str(id.trim()).map(|id| id.to_string()) else {
-        ssr::redirect(&format!("/?error={}", Notice::NotFound.code()));
+    let Some((viewer, id)) = ssr::proposal_form(&csrf_token, &id, crate::dto::Form::Reveal).await?
+    else {
         return Ok(());
     };
-    if !ssr::csrf_ok(&csrf_token, crate::dto::Form::Reveal).await? {
-        ssr::redirect(&format!("/proposals/{id}?error={}", Notice::Csrf.code()));
-        return Ok(());
-    }
-    match ssr::desk()?.reveal(&viewer, &id).await {
-        Ok(DecideOutcome::Decided(n)) => ssr::redirect(&format!(
-            "/proposals/{id}?revealed=1&notice={}#command",
-            n.code()
-        )),
-        Ok(DecideOutcome::Refused(n)) => {
-            ssr::redirect(&format!("/proposals/{id}?error={}", n.code()))
-        }
-        Err(AppError::NotFound) => ssr::redirect(&format!("/?error={}", Notice::NotFound.code())),
-        Err(e) => return Err(e),
-    }
-    Ok(())
+    let outcome = ssr::desk()?.reveal(&viewer, &id).await;
+    ssr::after_proposal_form(&id, outcome, |n| {
+        format!("/proposals/{id}?revealed=1&notice={}#command", n.code())
+    })
 }

@@ -150,6 +150,25 @@ fn parse_domain_list(s: &str) -> Result<DomainList, String> {
     crate::domain::queue::parse_domains(s).map(DomainList)
 }
 
+/// Limits `username` to `domains` (`None`: every domain) and says so.
+async fn limit_domains(
+    services: &crate::service::Services,
+    username: &str,
+    domains: Option<Vec<String>>,
+    cli: &Actor,
+) -> Result<(), String> {
+    let shown = domains.as_ref().map_or_else(
+        || "every domain".to_owned(),
+        |d| format!("{} only", d.join(", ")),
+    );
+    services
+        .set_domains(username, domains, cli)
+        .await
+        .map_err(words)?;
+    eprintln!("`{username}` reviews {shown}");
+    Ok(())
+}
+
 pub(crate) async fn user_command(command: UserCommand) -> Result<(), String> {
     let cli = Actor::system("cli");
     match command {
@@ -168,12 +187,7 @@ pub(crate) async fn user_command(command: UserCommand) -> Result<(), String> {
                 .map_err(words)?;
             eprintln!("added {role} `{username}`");
             if let Some(DomainList(domains)) = domains {
-                let shown = domains.join(", ");
-                services
-                    .set_domains(&username, Some(domains), &cli)
-                    .await
-                    .map_err(words)?;
-                eprintln!("`{username}` reviews {shown} only");
+                limit_domains(&services, &username, Some(domains), &cli).await?;
             }
         }
         UserCommand::Domains {
@@ -184,15 +198,7 @@ pub(crate) async fn user_command(command: UserCommand) -> Result<(), String> {
         } => {
             let services = services(&db.database_url).await?;
             let domains = domains.map(|DomainList(d)| d);
-            let shown = domains.as_ref().map_or_else(
-                || "every domain".to_owned(),
-                |d| format!("{} only", d.join(", ")),
-            );
-            services
-                .set_domains(&username, domains, &cli)
-                .await
-                .map_err(words)?;
-            eprintln!("`{username}` reviews {shown}");
+            limit_domains(&services, &username, domains, &cli).await?;
         }
         UserCommand::Role { db, username, role } => {
             let services = services(&db.database_url).await?;
