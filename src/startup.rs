@@ -22,6 +22,7 @@ use crate::auth::session::AnySessionStore;
 use crate::config::{Settings, redact_url};
 use crate::domain::policy::model::Policy;
 use crate::service::Services;
+use crate::storage::changes::PROPOSAL_CHANNEL;
 use crate::storage::{self, Store};
 use crate::web::ReviewDesk;
 use crate::web::ledger::AuditLedger;
@@ -281,7 +282,7 @@ impl Application {
         tokio::spawn(sweep_expired(self.services.clone()));
         tokio::spawn(sweep_queue(self.services.clone()));
         if let Some(url) = self.listen_url.clone() {
-            tokio::spawn(listen_for_queue(url, self.services.clone()));
+            tokio::spawn(listen_for_changes(url, self.services.clone()));
         }
         tokio::spawn(purge_sessions(self.sessions.clone(), self.services.clone()));
         match self.checkpoint_key.clone() {
@@ -296,7 +297,7 @@ impl Application {
     /// Serves until the process ends (tests). The queue is swept only when a test asks.
     pub async fn run_forever(self) -> std::io::Result<()> {
         if let Some(url) = self.listen_url.clone() {
-            tokio::spawn(listen_for_queue(url, self.services.clone()));
+            tokio::spawn(listen_for_changes(url, self.services.clone()));
         }
         let forever = std::future::pending::<()>();
         crate::serve::serve(self.listener, self.router, self.limits, forever).await
@@ -318,19 +319,26 @@ async fn sweep_queue(services: Services) {
 }
 
 /// PostgreSQL: wakes this instance's waiting leases when another instance queues a command
-/// (`NOTIFY countersign_queue`, sent at commit). Reconnects after a lost connection.
-async fn listen_for_queue(url: String, services: Services) {
+/// (`NOTIFY countersign_queue`, sent at commit), and its agents waiting on a proposal when
+/// another instance changes its status (`NOTIFY countersign_proposal, '<id>'`). Reconnects
+/// after a lost connection.
+async fn listen_for_changes(url: String, services: Services) {
+    let channels = ["countersign_queue", PROPOSAL_CHANNEL];
     loop {
         match sqlx::postgres::PgListener::connect(&url).await {
             Ok(mut listener) => {
-                if let Err(e) = listener.listen("countersign_queue").await {
-                    tracing::error!(error = %e, "cannot listen for queue notifications");
+                if let Err(e) = listener.listen_all(channels).await {
+                    tracing::error!(error = %e, "cannot listen for change notifications");
                 } else {
                     loop {
                         match listener.recv().await {
+                            Ok(n) if n.channel() == PROPOSAL_CHANNEL => {
+                                let id = uuid::Uuid::parse_str(n.payload()).ok();
+                                services.store().changes().proposals_changed(id);
+                            }
                             Ok(_) => services.queue_signal().wake(),
                             Err(e) => {
-                                tracing::warn!(error = %e, "queue notifications interrupted");
+                                tracing::warn!(error = %e, "change notifications interrupted");
                                 break;
                             }
                         }
@@ -338,10 +346,11 @@ async fn listen_for_queue(url: String, services: Services) {
                 }
             }
             Err(e) => {
-                tracing::error!(error = %e, "cannot connect to listen for queue notifications")
+                tracing::error!(error = %e, "cannot connect to listen for change notifications")
             }
         }
-        // Whatever was queued meanwhile is found by the waiting leases' own periodic look.
+        // Whatever was queued meanwhile is found by the waiting leases' own periodic look;
+        // waiting agents look again when their wait ends.
         services.queue_signal().wake();
         tokio::time::sleep(std::time::Duration::from_secs(1)).await;
     }

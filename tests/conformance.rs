@@ -5,7 +5,10 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::path::PathBuf;
+
+#[path = "common/aana.rs"]
+mod aana;
+use aana::{load, observed_event, sdk_allows_execution};
 
 use countersign::domain::contract::aana::{
     EvidenceKind, FreshnessStatus, OPTIONAL_FIELDS, REQUIRED_FIELDS, RedactionStatus,
@@ -16,20 +19,11 @@ use countersign::domain::routing::gate::GateDecision;
 use countersign::domain::{Event, Policy, Route, WireEnum, check, check_value};
 use serde_json::{Value, json};
 
-/// Where the AANA conformance files live: an in-repository copy of
-/// `shared/conformance/aana/` (see `tests/fixtures/README.md`).
-const CONFORMANCE_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/aana");
 /// The examples section of seed 000, whose example events and routes are checked too.
 const SEED_000: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/tests/fixtures/seed000/examples.md"
 );
-
-fn load(file: &str) -> Value {
-    let path = PathBuf::from(CONFORMANCE_DIR).join(file);
-    let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
 
 fn route_of(event: &Value) -> Route {
     let decision = check_value(event, &Policy::builtin());
@@ -247,29 +241,6 @@ fn pre_tool_check_write_ask_asks() {
 }
 
 /// The event each observed result was computed for.
-fn observed_event(name: &str) -> Value {
-    if let Some(case) = name.strip_prefix("cases:") {
-        let doc = load("agent_action_contract_cases.json");
-        let found = doc["cases"]
-            .as_array()
-            .expect("cases")
-            .iter()
-            .find(|c| c["name"] == case);
-        return found.expect("case exists")["event"].clone();
-    }
-    if let Some(example) = name.strip_prefix("sdk:") {
-        let doc = load("agent_tool_precheck_examples.json");
-        let found = doc["examples"]
-            .as_array()
-            .expect("examples")
-            .iter()
-            .find(|e| e["name"] == example);
-        return found.expect("example exists")["event"].clone();
-    }
-    let file = name.rsplit('/').next().expect("file name");
-    load(file)
-}
-
 #[test]
 fn observed_gate_results_agree_except_where_the_seed_differs() {
     // Where AANA's `gate_v1` route differs from the seed's, and why the seed's route is right.
@@ -306,13 +277,20 @@ fn observed_gate_results_agree_except_where_the_seed_differs() {
             o["sdk_allows_execution"].as_bool().expect("bool"),
             "{name}"
         );
-        // Pass exactly when AANA's SDK passes (AANA spells the other value `fail`, the
-        // envelope here `block`); blockers exactly when AANA reports blockers (codes differ:
-        // each project names its own).
+        // `gate_decision` in AANA's words, exactly; blockers exactly when AANA reports
+        // blockers (codes differ: each project names its own).
+        let answer = serde_json::to_value(&decision).expect("serialises");
+        assert_eq!(answer["gate_decision"], o["sdk_gate_decision"], "{name}");
         assert_eq!(
             decision.gate_decision == GateDecision::Pass,
             o["sdk_gate_decision"] == "pass",
             "{name}"
+        );
+        // AANA's SDK, given this answer, reaches AANA's own execute / no-execute decision.
+        assert_eq!(
+            sdk_allows_execution(&answer),
+            Ok(o["sdk_allows_execution"].as_bool().expect("bool")),
+            "{name}: {answer:#}"
         );
         assert_eq!(
             decision.hard_blockers.is_empty(),

@@ -485,7 +485,7 @@ fn the_runtime_can_only_tighten() {
         (d.route, d.rule.as_str()),
         (Route::Defer, "runtime:recommended_route")
     );
-    assert_eq!(d.gate_decision, GateDecision::Block);
+    assert_eq!(d.gate_decision, GateDecision::Fail);
 }
 
 #[test]
@@ -494,7 +494,7 @@ fn schema_invalid_events_are_refused_with_every_error() {
         json!({"tool_name": "", "tool_category": "delete", "evidence_refs": "none", "extra": 1});
     let d = check_value(&v, &Policy::builtin());
     assert_eq!(d.route, Route::Refuse);
-    assert_eq!(d.gate_decision, GateDecision::Block);
+    assert_eq!(d.gate_decision, GateDecision::Fail);
     assert_eq!(d.rule, "builtin:schema_invalid");
     assert!(
         d.hard_blockers
@@ -587,7 +587,13 @@ fn decisions_are_deterministic_and_serialize_the_envelope() {
     ] {
         assert!(a.get(key).is_some(), "{key}");
     }
-    assert_eq!(a["gate_decision"], "block");
-    assert_eq!(a["hard_blockers"][0]["code"], "confirmation_required");
+    // AANA's words and types: `fail`, blocker codes as strings, messages beside them.
+    assert_eq!(a["gate_decision"], "fail");
+    assert_eq!(a["hard_blockers"][0], "confirmation_required");
+    assert_eq!(a["aix"]["hard_blockers"], a["hard_blockers"]);
+    assert_eq!(a["blocker_details"][0]["code"], "confirmation_required");
+    assert!(a["blocker_details"][0]["message"].is_string());
     assert_eq!(a["authorization_report"]["required"], "confirmed");
+    assert_eq!(a["authorization_report"]["declared_state"], "validated");
+    assert_eq!(a["authorization_report"]["downgraded"], false);
 }

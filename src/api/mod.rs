@@ -1,8 +1,10 @@
-//! The JSON API for agents and executors, under `/api/v1`, and `/healthz`.
+//! The JSON API for agents and executors, under `/api/v1`; AANA's bridge paths under `/aana`
+//! ([`aana`]); and `/healthz`.
 //!
 //! Every response is JSON with snake_case fields and RFC 3339 UTC times; every error has the
 //! one shape of [`error::ApiError`]. Request bodies are limited to [`MAX_BODY_BYTES`].
 
+mod aana;
 pub mod error;
 mod executor;
 pub mod extract;
@@ -42,8 +44,14 @@ pub fn router(state: ApiState) -> Router {
         .fallback(error::not_found)
         .method_not_allowed_fallback(error::method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES));
+    let bridge = Router::new()
+        .merge(aana::router())
+        .fallback(error::not_found)
+        .method_not_allowed_fallback(error::method_not_allowed)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES));
     Router::new()
         .nest("/api/v1", v1)
+        .nest("/aana", bridge)
         .merge(health::router())
         .with_state(state)
 }

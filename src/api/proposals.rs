@@ -1,10 +1,17 @@
-//! `POST /api/v1/proposals` (submit) and `GET /api/v1/proposals/{id}` (poll), for agents.
+//! `POST /api/v1/proposals` (submit), `GET /api/v1/proposals/{id}` (poll, or wait with
+//! `?wait=SECONDS`, 0..60) and `GET /api/v1/proposals/{id}/events` (a server-sent-events stream
+//! of status changes that ends after the final status), for agents.
 
-use axum::extract::State;
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
-use axum::response::IntoResponse;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use futures_util::stream::{self, Stream};
 use serde_json::json;
 use uuid::Uuid;
 
@@ -12,12 +19,14 @@ use super::ApiState;
 use super::error::ApiError;
 use super::extract::{Agent, JsonBody, PathId};
 use super::views::AgentProposal;
-use crate::service::Submitted;
+use crate::domain::lifecycle::{ProposalStatus, status_at};
+use crate::service::{AgentView, MAX_WAIT, Services, Submitted};
 
 pub fn router() -> Router<ApiState> {
     Router::new()
         .route("/proposals", post(submit))
         .route("/proposals/{id}", get(poll))
+        .route("/proposals/{id}/events", get(events))
 }
 
 /// Submits a tool proposal: `201` new, `200` replay of the same request.
@@ -37,16 +46,110 @@ async fn submit(
     Ok((status, Json(json!({ "proposal": view }))))
 }
 
-/// The agent's own proposal; any other id is `404`.
+/// `wait` from the query string: whole seconds, 0..60; anything else names the field.
+fn wait_of(query: Option<&str>) -> Result<Duration, ApiError> {
+    // Digits need no percent-decoding; anything else is refused below.
+    let wait = query
+        .into_iter()
+        .flat_map(|q| q.split('&'))
+        .find_map(|pair| pair.strip_prefix("wait="));
+    let Some(wait) = wait else {
+        return Ok(Duration::ZERO);
+    };
+    match wait.parse::<u64>() {
+        Ok(s) if s <= MAX_WAIT.as_secs() => Ok(Duration::from_secs(s)),
+        _ => Err(ApiError::field(
+            "wait",
+            format!("must be whole seconds from 0 to {}", MAX_WAIT.as_secs()),
+        )),
+    }
+}
+
+fn proposal_id(id: &str) -> Result<Uuid, ApiError> {
+    Uuid::parse_str(id).map_err(|_| ApiError::NotFound)
+}
+
+/// The agent's own proposal (any other id is `404`); with `?wait=N`, answered as soon as it is
+/// past `pending` or its status changes, else after `N` seconds, unchanged.
 #[tracing::instrument(skip_all, fields(agent = %agent.0))]
 async fn poll(
     State(state): State<ApiState>,
     agent: Agent,
     PathId(id): PathId,
+    RawQuery(query): RawQuery,
 ) -> Result<impl IntoResponse, ApiError> {
-    let id = Uuid::parse_str(&id).map_err(|_| ApiError::NotFound)?;
-    let (record, command) = state.services.agent_proposal(&agent.0, id).await?;
+    let id = proposal_id(&id)?;
+    let wait = wait_of(query.as_deref())?;
+    let (record, command) = state.services.await_proposal(&agent.0, id, wait).await?;
     Ok(Json(
         json!({ "proposal": AgentProposal::new(record, command) }),
     ))
+}
+
+/// Server-sent events: a `status` event with the proposal now, then one per status change;
+/// the stream ends after a final status (`rejected`, `refused`, `expired`,
+/// `changes_requested`, `succeeded`, `failed`).
+#[tracing::instrument(skip_all, fields(agent = %agent.0))]
+async fn events(
+    State(state): State<ApiState>,
+    agent: Agent,
+    PathId(id): PathId,
+) -> Result<Response, ApiError> {
+    let id = proposal_id(&id)?;
+    let first = state.services.agent_proposal(&agent.0, id).await?;
+    let stream = status_events(state.services.clone(), agent.0, id, first);
+    Ok(Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response())
+}
+
+/// How long one stream waits for a change before it looks again (keep-alives flow meanwhile).
+const STREAM_WAIT: Duration = Duration::from_secs(60);
+
+enum Next {
+    Send(Box<AgentView>),
+    Watch(ProposalStatus),
+    Done,
+}
+
+fn status_events(
+    services: Services,
+    agent: String,
+    id: Uuid,
+    first: AgentView,
+) -> impl Stream<Item = Result<Event, Infallible>> {
+    stream::unfold(Next::Send(Box::new(first)), move |next| {
+        let (services, agent) = (services.clone(), agent.clone());
+        async move {
+            let mut next = next;
+            loop {
+                match next {
+                    Next::Done => return None,
+                    Next::Send(view) => {
+                        let (record, command) = *view;
+                        let status = status_at(record.status, record.expires_at, services.now());
+                        let view = AgentProposal::new(record, command);
+                        let data = json!({ "proposal": view }).to_string();
+                        let event = Event::default().event("status").data(data);
+                        let after = if status.is_final() {
+                            Next::Done
+                        } else {
+                            Next::Watch(status)
+                        };
+                        return Some((Ok(event), after));
+                    }
+                    Next::Watch(seen) => {
+                        next = match services.next_change(&agent, id, seen, STREAM_WAIT).await {
+                            Ok(Some(view)) => Next::Send(Box::new(view)),
+                            Ok(None) => Next::Watch(seen),
+                            Err(e) => {
+                                tracing::warn!(error = %e, proposal.id = %id, "status stream ended");
+                                Next::Done
+                            }
+                        };
+                    }
+                }
+            }
+        }
+    })
 }

@@ -45,6 +45,22 @@ impl ProposalStatus {
     pub fn is_open(self) -> bool {
         self == ProposalStatus::Pending
     }
+
+    /// Whether nothing follows this status: it never executes (`rejected`, `refused`,
+    /// `expired`, `changes_requested`) or its run has ended (`succeeded`, `failed`). An
+    /// `approved`, `accepted`, `outcome_unknown` or `timed_out` proposal still moves (a run, a
+    /// reviewer's settlement).
+    pub fn is_final(self) -> bool {
+        matches!(
+            self,
+            ProposalStatus::Rejected
+                | ProposalStatus::Refused
+                | ProposalStatus::Expired
+                | ProposalStatus::ChangesRequested
+                | ProposalStatus::Succeeded
+                | ProposalStatus::Failed
+        )
+    }
 }
 
 wire_enum! {

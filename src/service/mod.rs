@@ -27,6 +27,7 @@ mod review;
 mod sign_in;
 mod submit;
 mod tokens;
+mod wait;
 
 use std::sync::Arc;
 
@@ -45,6 +46,7 @@ pub use queue::{QueueSignal, Swept};
 pub use review::{AgentHistory, withholds_personal_data};
 pub use sign_in::{SessionStamp, SignIn};
 pub use submit::Submitted;
+pub use wait::{AgentView, MAX_WAIT};
 
 use crate::domain::FieldError;
 use crate::domain::command::{CommandSpec, CommandStatus};

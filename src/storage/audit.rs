@@ -27,6 +27,18 @@ pub struct PendingEvent {
 }
 
 impl PendingEvent {
+    /// The proposal whose status this event records a change of, if it does.
+    pub fn moved_proposal(&self) -> Option<Uuid> {
+        let row = &self.row;
+        if row.subject_type != "proposal" || row.after_status.is_none() {
+            return None;
+        }
+        if row.after_status == row.before_status {
+            return None;
+        }
+        Uuid::parse_str(&row.subject_id).ok()
+    }
+
     /// An event by `actor` at `at`.
     pub fn new(at: OffsetDateTime, actor: Actor, event: AuditEvent) -> Self {
         Self {

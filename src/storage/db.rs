@@ -17,8 +17,9 @@
 //! events it recorded, or not at all. On SQLite every change goes to one writer task, which
 //! takes everything waiting, runs each change under its own savepoint inside one `begin
 //! immediate` transaction, appends all their events, commits once (one fsync) and only then
-//! answers each caller. On PostgreSQL each change is its own transaction; instances share the
-//! database and are serialised where the audit trail is appended.
+//! answers each caller. PostgreSQL works the same way, one writer task per instance on its own
+//! connection: instances share the database and are serialised where the audit trail's head is
+//! locked, so each instance's group pays for that lock and its commit once.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -32,10 +33,12 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{PgConnection, PgPool, Postgres, Sqlite, SqliteConnection, SqlitePool};
 use tokio::sync::{mpsc, oneshot};
+use uuid::Uuid;
 
 use super::audit::{self, PendingEvent};
-use super::schema;
+use super::changes::Changes;
 use super::{Result, StorageError};
+use super::{proposals, schema};
 use crate::audit::safe::Salt;
 use crate::audit::{Actor, AuditEvent};
 use crate::auth::session::AnySessionStore;
@@ -161,30 +164,38 @@ impl Tx {
             .push(PendingEvent::new(at, actor.clone(), event));
     }
 
-    /// Runs statements without parameters (several, separated by `;`).
+    /// Runs statements without parameters (several, separated by `;`), unprepared: PostgreSQL
+    /// takes several statements only in its simple protocol.
     async fn execute(&mut self, sql: &'static str) -> Result<()> {
-        on!(self.conn(), |c| sqlx::query(sql)
-            .execute(c)
+        on!(self.conn(), |c| sqlx::Executor::execute(c, sql)
             .await
             .map(|_| ()))?;
         Ok(())
     }
 
-    async fn commit(mut self) -> Result<()> {
+    /// Commits the change with its events; answers the proposals whose status it changed.
+    async fn commit(mut self) -> Result<Vec<Uuid>> {
         let events = std::mem::take(&mut self.events);
+        let moved: Vec<Uuid> = events
+            .iter()
+            .filter_map(PendingEvent::moved_proposal)
+            .collect();
         audit::append(&mut self, events).await?;
+        if !moved.is_empty() {
+            proposals::notify_changed(self.conn(), &moved).await?;
+        }
         match self.inner {
             TxInner::Sqlite(t) => t.commit().await?,
             TxInner::Postgres(t) => t.commit().await?,
         }
-        Ok(())
+        Ok(moved)
     }
 }
 
 /// A change's closure: runs against a [`Tx`]; an `Err` leaves nothing of it behind.
 type Change<R, E> = Box<dyn for<'t> FnOnce(&'t mut Tx) -> BoxFuture<'t, Result<R, E>> + Send>;
 
-/// A change waiting for the SQLite writer, its result type erased.
+/// A change waiting for the writer, its result type erased.
 trait Job: Send {
     /// Runs the change; `true` if it succeeded (and its writes should stay).
     fn run<'t>(&'t mut self, tx: &'t mut Tx) -> BoxFuture<'t, bool>;
@@ -224,17 +235,48 @@ impl<R: Send + 'static, E: From<StorageError> + Send + 'static> Job for TypedJob
     }
 }
 
-/// Most changes one SQLite transaction takes.
+/// Most changes one group transaction takes.
 const MAX_BATCH: usize = 512;
 /// How many changes may wait for the writer before callers wait to hand theirs over.
 const WRITER_QUEUE: usize = 4_096;
 
-/// The SQLite writer: owns the write connection and commits changes in groups.
-async fn run_writer(pool: SqlitePool, mut jobs: mpsc::Receiver<Box<dyn Job>>) {
+/// Where the writer takes its connection from.
+#[derive(Clone)]
+enum WritePool {
+    Sqlite(SqlitePool),
+    Postgres(PgPool),
+}
+
+impl WritePool {
+    /// Opens the group's transaction. On SQLite `begin immediate` takes the write lock up
+    /// front, so a CLI writing the same file waits (busy timeout) instead of failing to upgrade
+    /// a read transaction.
+    async fn begin(&self) -> Result<Tx> {
+        let inner = match self {
+            WritePool::Sqlite(p) => TxInner::Sqlite(p.begin_with("begin immediate").await?),
+            WritePool::Postgres(p) => TxInner::Postgres(p.begin().await?),
+        };
+        Ok(Tx {
+            inner,
+            events: Vec::new(),
+        })
+    }
+}
+
+/// The writer: commits changes in groups, one transaction (one fsync) per group, and wakes
+/// the waiters of every proposal a group moved once it is durable.
+async fn run_writer(
+    pool: WritePool,
+    mut jobs: mpsc::Receiver<Box<dyn Job>>,
+    changes: Arc<Changes>,
+) {
     let mut batch: Vec<Box<dyn Job>> = Vec::with_capacity(MAX_BATCH);
     while jobs.recv_many(&mut batch, MAX_BATCH).await > 0 {
         let failure = match commit_batch(&pool, &mut batch).await {
-            Ok(()) => None,
+            Ok(moved) => {
+                changes.proposals_changed(moved);
+                None
+            }
             Err(e) => {
                 tracing::error!(error = %e, changes = batch.len(), "write batch failed");
                 Some(e.to_string())
@@ -246,24 +288,19 @@ async fn run_writer(pool: SqlitePool, mut jobs: mpsc::Receiver<Box<dyn Job>>) {
     }
 }
 
-async fn commit_batch(pool: &SqlitePool, batch: &mut [Box<dyn Job>]) -> Result<()> {
-    // `begin immediate` takes the write lock up front, so a CLI writing the same file waits
-    // (busy timeout) instead of failing to upgrade a read transaction.
-    let tx = pool.begin_with("begin immediate").await?;
-    let mut tx = Tx {
-        inner: TxInner::Sqlite(tx),
-        events: Vec::new(),
-    };
+async fn commit_batch(pool: &WritePool, batch: &mut [Box<dyn Job>]) -> Result<Vec<Uuid>> {
+    let mut tx = pool.begin().await?;
     if let [only] = batch {
         // A batch of one needs no savepoint: its failure rolls the transaction back.
         if !only.run(&mut tx).await {
-            return Ok(());
+            return Ok(Vec::new());
         }
         return tx.commit().await;
     }
-    // Each change runs under its own savepoint. Releasing one and opening the next is one
-    // round trip to the connection's worker thread, not two: the writer is the one serial path
-    // every change passes, so its statement count is its latency.
+    // Each change runs under its own savepoint, so a failed one (on PostgreSQL also a failed
+    // statement, which would abort the whole transaction) rolls back alone. Releasing one and
+    // opening the next is one round trip, not two: the writer is the one serial path every
+    // change passes, so its statement count is its latency.
     tx.execute("savepoint change").await?;
     let last = batch.len() - 1;
     for (i, job) in batch.iter_mut().enumerate() {
@@ -290,7 +327,16 @@ enum Engine {
     },
     Postgres {
         pool: PgPool,
+        writer: mpsc::Sender<Box<dyn Job>>,
     },
+}
+
+impl Engine {
+    fn writer(&self) -> &mpsc::Sender<Box<dyn Job>> {
+        match self {
+            Engine::Sqlite { writer, .. } | Engine::Postgres { writer, .. } => writer,
+        }
+    }
 }
 
 /// Countersign's database, on either backend. Cheap to clone.
@@ -298,9 +344,15 @@ enum Engine {
 pub struct Store {
     engine: Arc<Engine>,
     salt: Arc<Salt>,
+    changes: Arc<Changes>,
 }
 
 impl Store {
+    /// Waiters on proposals, woken by each commit that moves one.
+    pub fn changes(&self) -> &Arc<Changes> {
+        &self.changes
+    }
+
     /// The installation's key for the value hashes in audit rows.
     pub fn salt(&self) -> &Salt {
         &self.salt
@@ -318,7 +370,7 @@ impl Store {
     pub async fn read(&self) -> Result<ReadConn> {
         Ok(match &*self.engine {
             Engine::Sqlite { read, .. } => ReadConn::Sqlite(read.acquire().await?),
-            Engine::Postgres { pool } => ReadConn::Postgres(pool.acquire().await?),
+            Engine::Postgres { pool, .. } => ReadConn::Postgres(pool.acquire().await?),
         })
     }
 
@@ -326,7 +378,7 @@ impl Store {
     pub async fn snapshot(&self) -> Result<Snapshot> {
         let inner = match &*self.engine {
             Engine::Sqlite { read, .. } => TxInner::Sqlite(read.begin_with("begin").await?),
-            Engine::Postgres { pool } => TxInner::Postgres(
+            Engine::Postgres { pool, .. } => TxInner::Postgres(
                 pool.begin_with("begin isolation level repeatable read, read only")
                     .await?,
             ),
@@ -342,33 +394,20 @@ impl Store {
         E: From<StorageError> + Send + 'static,
         F: for<'t> FnOnce(&'t mut Tx) -> BoxFuture<'t, Result<R, E>> + Send + 'static,
     {
-        match &*self.engine {
-            Engine::Sqlite { writer, .. } => {
-                let (reply, answer) = oneshot::channel();
-                let job = TypedJob {
-                    change: Some(Box::new(change) as Change<R, E>),
-                    outcome: None,
-                    reply,
-                };
-                writer
-                    .send(Box::new(job))
-                    .await
-                    .map_err(|_| StorageError::Batch("the writer has stopped".into()))?;
-                answer
-                    .await
-                    .map_err(|_| StorageError::Batch("the writer has stopped".into()))?
-            }
-            Engine::Postgres { pool } => {
-                let tx = pool.begin().await.map_err(StorageError::from)?;
-                let mut tx = Tx {
-                    inner: TxInner::Postgres(tx),
-                    events: Vec::new(),
-                };
-                let outcome = change(&mut tx).await?;
-                tx.commit().await?;
-                Ok(outcome)
-            }
-        }
+        let (reply, answer) = oneshot::channel();
+        let job = TypedJob {
+            change: Some(Box::new(change) as Change<R, E>),
+            outcome: None,
+            reply,
+        };
+        self.engine
+            .writer()
+            .send(Box::new(job))
+            .await
+            .map_err(|_| StorageError::Batch("the writer has stopped".into()))?;
+        answer
+            .await
+            .map_err(|_| StorageError::Batch("the writer has stopped".into()))?
     }
 
     /// Writes audit events that change nothing else (a pre-tool-check, a rejected request).
@@ -462,12 +501,18 @@ async fn connect_sqlite(url: &str) -> Result<(Store, AnySessionStore)> {
         load_salt(Conn::Sqlite(&mut c)).await?
     };
     let (writer, jobs) = mpsc::channel(WRITER_QUEUE);
-    tokio::spawn(run_writer(write, jobs));
+    let changes = Arc::new(Changes::default());
+    tokio::spawn(run_writer(
+        WritePool::Sqlite(write),
+        jobs,
+        Arc::clone(&changes),
+    ));
     let engine = Engine::Sqlite { read, writer };
     Ok((
         Store {
             engine: Arc::new(engine),
             salt: Arc::new(salt),
+            changes,
         },
         AnySessionStore::Sqlite(sessions),
     ))
@@ -530,10 +575,18 @@ async fn connect_postgres(url: &str) -> Result<(Store, AnySessionStore)> {
         let mut c = pool.acquire().await?;
         load_salt(Conn::Postgres(&mut c)).await?
     };
+    let (writer, jobs) = mpsc::channel(WRITER_QUEUE);
+    let changes = Arc::new(Changes::default());
+    tokio::spawn(run_writer(
+        WritePool::Postgres(pool.clone()),
+        jobs,
+        Arc::clone(&changes),
+    ));
     Ok((
         Store {
-            engine: Arc::new(Engine::Postgres { pool }),
+            engine: Arc::new(Engine::Postgres { pool, writer }),
             salt: Arc::new(salt),
+            changes,
         },
         AnySessionStore::Postgres(sessions),
     ))

@@ -14,6 +14,7 @@ pub mod accounts;
 pub mod audit;
 pub mod audit_query;
 pub mod audit_walk;
+pub mod changes;
 pub mod charts;
 pub mod commands;
 pub mod db;

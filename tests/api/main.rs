@@ -5,6 +5,7 @@
 mod common;
 mod helpers;
 
+mod aana_bridge;
 mod admin;
 mod audit_pages;
 mod errors;
@@ -15,4 +16,5 @@ mod policy;
 mod proposal_page;
 mod queue_page;
 mod revisions;
+mod waiting;
 mod web;

@@ -253,21 +253,21 @@ async fn the_pre_tool_check_routes_the_seed_examples_and_records_keys_not_values
                 "evidence_refs": ["draft_id:123"], "risk_domain": "customer_support",
                 "proposed_arguments": {"to": "customer@example.com"}, "recommended_route": "accept"}),
             "ask",
-            "block",
+            "fail",
         ),
         (
             json!({"tool_name": "get_recent_transactions", "tool_category": "private_read", "authorization_state": "none",
                 "evidence_refs": [], "risk_domain": "finance", "proposed_arguments": {"account_id": "acct_redacted", "limit": 5},
                 "recommended_route": "accept"}),
             "defer",
-            "block",
+            "fail",
         ),
         (
             json!({"tool_name": "delete_database", "tool_category": "unknown", "authorization_state": "none",
                 "evidence_refs": [], "risk_domain": "unknown", "proposed_arguments": {"database": "prod"},
                 "recommended_route": "refuse"}),
             "refuse",
-            "block",
+            "fail",
         ),
     ];
     for (event, route, gate) in cases {

@@ -1,6 +1,7 @@
 //! Shared test helpers: fresh databases on either backend and sample proposals.
 #![allow(dead_code, reason = "each test binary uses a different subset")]
 
+pub mod aana;
 pub mod browser;
 
 use std::io::{BufRead, BufReader};

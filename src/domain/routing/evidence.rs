@@ -9,9 +9,11 @@
 //! Lowering rules, applied in order to the declared state:
 //!
 //! 1. **Unverified authorization evidence.** When the declared state is `authenticated` or
-//!    higher and structured authorization evidence (kind `auth_event` or `approval`) is present,
-//!    but none of it is `verified` or `runtime`, the effective state is at most `user_claimed`:
-//!    the only evidence for it is a claim.
+//!    higher and structured evidence is present, but none of it is `verified` or `runtime`
+//!    (every ref is `user_claimed`, `unverified` or `unknown`), or structured authorization
+//!    evidence (kind `auth_event` or `approval`) is present but none of it is `verified` or
+//!    `runtime`, the effective state is at most `user_claimed`: the only evidence for it is a
+//!    claim.
 //! 2. **Confirmation without an approval.** When the state is still `confirmed` and structured
 //!    evidence is present, but no `verified`/`runtime` ref of kind `approval` is among it, the
 //!    effective state is at most `validated`: a confirmation is an explicit approval, and
@@ -19,6 +21,11 @@
 //!
 //! Plain string refs carry no metadata: they are counted, scanned for leaks, and otherwise
 //! neither support nor lower anything.
+//!
+//! What evidence *supports* (AANA's `evidence_supported_state` and `support`) is read from
+//! each structured ref's kind and trust tier alone: a ref that is not `verified` or `runtime`
+//! supports at most `user_claimed`; a trusted `auth_event` supports `authenticated`, a trusted
+//! `tool_result` or `policy` `validated`, a trusted `approval` `confirmed`.
 //!
 //! Issues found per ref (see [`EvidenceIssueCode`]): stale (declared `stale`, or `age_hours` over
 //! `max_age_hours`), contradicting something, leaking a secret, leaking personal data, or marked
@@ -57,6 +64,14 @@ wire_enum! {
 }
 
 impl EvidenceIssueCode {
+    /// AANA's level for the issue: `warning` for the informational ones, else `error`.
+    pub fn level(self) -> &'static str {
+        match self {
+            Self::FreshnessUnknown | Self::Unstructured | Self::LowersAuthorization => "warning",
+            _ => "error",
+        }
+    }
+
     /// Whether the issue is a leak that makes the event unsafe to process at all.
     pub fn is_leak(self) -> bool {
         matches!(
@@ -66,8 +81,9 @@ impl EvidenceIssueCode {
     }
 }
 
-/// One issue with one evidence ref.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// One issue with one evidence ref. Serialises with AANA's `level`, `code`, `path` (`$.`-rooted)
+/// and `message`, beside Countersign's `index` and `field`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct EvidenceIssue {
     /// Index of the ref in `evidence_refs`.
     pub index: usize,
@@ -79,8 +95,24 @@ pub struct EvidenceIssue {
     pub message: String,
 }
 
-/// The evidence-integrity section of a decision envelope.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+impl Serialize for EvidenceIssue {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(6))?;
+        m.serialize_entry("level", self.code.level())?;
+        m.serialize_entry("code", &self.code)?;
+        m.serialize_entry("path", &format!("$.{}", self.field))?;
+        m.serialize_entry("message", &self.message)?;
+        m.serialize_entry("index", &self.index)?;
+        m.serialize_entry("field", &self.field)?;
+        m.end()
+    }
+}
+
+/// The evidence-integrity section of a decision envelope. Serialises with AANA's fields
+/// (`checked_ref_count`, `issues`, `error_codes`, `warning_codes`, `has_errors`,
+/// `has_warnings`) beside Countersign's counts.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
 pub struct EvidenceIntegrity {
     /// Number of refs.
     pub total: usize,
@@ -97,7 +129,39 @@ pub struct EvidenceIntegrity {
     pub issues: Vec<EvidenceIssue>,
 }
 
+impl Serialize for EvidenceIntegrity {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let errors = self.codes("error");
+        let warnings = self.codes("warning");
+        let mut m = s.serialize_map(Some(11))?;
+        m.serialize_entry("checked_ref_count", &self.total)?;
+        m.serialize_entry("issues", &self.issues)?;
+        m.serialize_entry("error_codes", &errors)?;
+        m.serialize_entry("warning_codes", &warnings)?;
+        m.serialize_entry("has_errors", &!errors.is_empty())?;
+        m.serialize_entry("has_warnings", &!warnings.is_empty())?;
+        m.serialize_entry("total", &self.total)?;
+        m.serialize_entry("structured", &self.structured)?;
+        m.serialize_entry("verified", &self.verified)?;
+        m.serialize_entry("stale", &self.stale)?;
+        m.serialize_entry("unredacted", &self.unredacted)?;
+        m.end()
+    }
+}
+
 impl EvidenceIntegrity {
+    /// The distinct codes of the issues at `level`, in the order first found.
+    fn codes(&self, level: &str) -> Vec<&'static str> {
+        let mut codes: Vec<&'static str> = Vec::new();
+        for i in self.issues.iter().filter(|i| i.code.level() == level) {
+            if !codes.contains(&i.code.as_str()) {
+                codes.push(i.code.as_str());
+            }
+        }
+        codes
+    }
+
     /// Whether any issue has `code`.
     pub fn has(&self, code: EvidenceIssueCode) -> bool {
         self.issues.iter().any(|i| i.code == code)
@@ -113,6 +177,32 @@ pub struct EvidenceAssessment {
     pub effective_authorization: AuthorizationState,
     /// Why the state was lowered, in order.
     pub lowering_reasons: Vec<String>,
+    /// Every state some structured ref supports, weakest first (AANA's `support`).
+    pub support: Vec<AuthorizationState>,
+}
+
+impl EvidenceAssessment {
+    /// The strongest state the evidence supports (AANA's `evidence_supported_state`).
+    pub fn supported(&self) -> AuthorizationState {
+        self.support
+            .last()
+            .copied()
+            .unwrap_or(AuthorizationState::None)
+    }
+}
+
+/// The state one structured ref supports, by its kind and trust tier.
+fn supports(e: &StructuredEvidence) -> Option<AuthorizationState> {
+    if !e.trust_tier.is_trusted() {
+        return Some(AuthorizationState::UserClaimed);
+    }
+    match e.kind {
+        EvidenceKind::UserMessage => Some(AuthorizationState::UserClaimed),
+        EvidenceKind::AuthEvent => Some(AuthorizationState::Authenticated),
+        EvidenceKind::ToolResult | EvidenceKind::Policy => Some(AuthorizationState::Validated),
+        EvidenceKind::Approval => Some(AuthorizationState::Confirmed),
+        _ => None,
+    }
 }
 
 /// Assesses `refs` (found at `path`, e.g. `evidence_refs`) against the `declared` state.
@@ -147,10 +237,15 @@ pub fn assess(
         }
     }
     let (effective_authorization, lowering_reasons) = lower(refs, declared, path, &mut integrity);
+    let mut support: Vec<AuthorizationState> =
+        structured(refs).filter_map(|(_, e)| supports(e)).collect();
+    support.sort();
+    support.dedup();
     EvidenceAssessment {
         integrity,
         effective_authorization,
         lowering_reasons,
+        support,
     }
 }
 
@@ -340,19 +435,29 @@ fn lower(
         |e: &StructuredEvidence| matches!(e.kind, EvidenceKind::AuthEvent | EvidenceKind::Approval);
 
     if effective >= AuthorizationState::Authenticated {
+        // The first ref that fails to support the declared state: an untrusted authorization
+        // ref, or (when no structured ref is trusted at all) the first structured ref.
         let first_auth = structured(refs).find(|(_, e)| is_auth(e)).map(|(i, _)| i);
         let trusted_auth = structured(refs).any(|(_, e)| is_auth(e) && e.trust_tier.is_trusted());
-        if let (Some(first), false) = (first_auth, trusted_auth) {
+        let first = structured(refs).next().map(|(i, _)| i);
+        let trusted_any = structured(refs).any(|(_, e)| e.trust_tier.is_trusted());
+        let unsupported = match (first_auth, first) {
+            (Some(i), _) if !trusted_auth => Some(i),
+            (_, Some(i)) if !trusted_any => Some(i),
+            _ => None,
+        };
+        if let Some(first) = unsupported {
             effective = AuthorizationState::UserClaimed;
             reasons.push(format!(
-                "declared `{declared}` lowered to `user_claimed`: no authorization evidence \
-                 (auth_event/approval) is verified or runtime-asserted"
+                "declared `{declared}` lowered to `user_claimed`: no evidence for it is verified \
+                 or runtime-asserted (user_claimed, unverified and unknown refs support only a \
+                 claim)"
             ));
             integrity.issues.push(EvidenceIssue {
                 index: first,
                 field: format!("{path}[{first}].trust_tier"),
                 code: EvidenceIssueCode::LowersAuthorization,
-                message: "authorization evidence is only claimed or unverified".into(),
+                message: "the evidence for this authorization is only claimed or unverified".into(),
             });
         }
     }
@@ -448,6 +553,51 @@ mod tests {
         let a = assess(&plain, AuthorizationState::Confirmed, "evidence_refs");
         assert_eq!(a.effective_authorization, AuthorizationState::Confirmed);
         assert_eq!(a.integrity.unredacted, 1);
+    }
+
+    #[test]
+    fn integrity_speaks_aana_and_reads_back_as_written() {
+        let mut stale = ev(EvidenceKind::ToolResult, TrustTier::Verified);
+        stale.freshness.status = FreshnessStatus::Stale;
+        let refs = vec![
+            EvidenceRef::Structured(Box::new(stale)),
+            EvidenceRef::Plain("ticket-1".into()),
+        ];
+        let a = assess(&refs, AuthorizationState::Authenticated, "evidence_refs");
+        let v = serde_json::to_value(&a.integrity).expect("serialises");
+        assert_eq!(v["checked_ref_count"], 2);
+        assert_eq!(v["error_codes"], serde_json::json!(["stale"]));
+        assert_eq!(v["warning_codes"], serde_json::json!(["unstructured"]));
+        assert_eq!(
+            (v["has_errors"].as_bool(), v["has_warnings"].as_bool()),
+            (Some(true), Some(true))
+        );
+        assert_eq!(v["issues"][0]["level"], "error");
+        assert_eq!(v["issues"][0]["path"], "$.evidence_refs[0].freshness");
+        let back: EvidenceIntegrity = serde_json::from_value(v).expect("reads back");
+        assert_eq!(back, a.integrity);
+    }
+
+    #[test]
+    fn claimed_or_unknown_evidence_supports_no_more_than_a_claim() {
+        for trust in [
+            TrustTier::UserClaimed,
+            TrustTier::Unverified,
+            TrustTier::Unknown,
+        ] {
+            let refs = refs(vec![ev(EvidenceKind::UserMessage, trust)]);
+            let a = assess(&refs, AuthorizationState::Authenticated, "evidence_refs");
+            assert_eq!(
+                a.effective_authorization,
+                AuthorizationState::UserClaimed,
+                "{trust:?}"
+            );
+            assert_eq!(a.supported(), AuthorizationState::UserClaimed);
+        }
+        let trusted = refs(vec![ev(EvidenceKind::AuthEvent, TrustTier::Runtime)]);
+        let a = assess(&trusted, AuthorizationState::Authenticated, "evidence_refs");
+        assert_eq!(a.effective_authorization, AuthorizationState::Authenticated);
+        assert_eq!(a.supported(), AuthorizationState::Authenticated);
     }
 
     #[test]

@@ -51,8 +51,8 @@ wire_enum! {
     pub enum GateDecision {
         /// Execute: the route is `accept` and nothing blocks it.
         Pass => "pass",
-        /// Do not execute.
-        Block => "block",
+        /// Do not execute (AANA's word; the route says what to do instead).
+        Fail => "fail",
     }
 }
 
@@ -128,8 +128,8 @@ pub struct AuditSafeEvent {
     pub recommended_route: Route,
 }
 
-/// The seed 000 decision envelope.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// The seed 000 decision envelope. It serialises in AANA's shape ([`super::envelope`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decision {
     /// The final route.
     pub route: Route,
@@ -178,7 +178,7 @@ impl Decision {
             .collect();
         Decision {
             route: Route::Refuse,
-            gate_decision: GateDecision::Block,
+            gate_decision: GateDecision::Fail,
             recommended_action: Route::Refuse,
             reasons: vec![format!(
                 "refuse: the event does not conform to AANA Agent Action Contract v1 ({} error{})",
@@ -222,7 +222,8 @@ pub fn check(event: &Event, policy: &Policy) -> Decision {
     let required = gate.apply_policy_category(authorization);
     gate.apply_evidence_overlays(&assessment);
     gate.apply_recommendation();
-    gate.finish(authorization, required, assessment.integrity)
+    let support = assessment.support.clone();
+    gate.finish(authorization, required, support, assessment.integrity)
 }
 
 /// One check in progress: the event, the rule that matched its tool, its classification, and
@@ -415,13 +416,14 @@ impl<'a> Gate<'a> {
         mut self,
         authorization: AuthorizationState,
         required: Option<AuthorizationState>,
+        support: Vec<AuthorizationState>,
         integrity: EvidenceIntegrity,
     ) -> Decision {
         let v = &mut self.v;
         let gate_decision = if v.route == Route::Accept && v.blockers.is_empty() {
             GateDecision::Pass
         } else {
-            GateDecision::Block
+            GateDecision::Fail
         };
         if v.route == Route::Accept {
             v.note(format!("accept: {}", v.rule));
@@ -439,6 +441,7 @@ impl<'a> Gate<'a> {
                 declared: event.authorization_state,
                 effective: authorization,
                 required,
+                support,
             }),
             evidence_integrity: Some(integrity),
             classification: Some(Classification {

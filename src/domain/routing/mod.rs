@@ -8,6 +8,7 @@
 //! modules. Inside it, imports run `gate`/`proposal` → `rules` → `evidence` → `scan`, and
 //! everything may use `verdict`.
 
+pub mod envelope;
 pub mod evidence;
 pub mod gate;
 pub mod proposal;

@@ -475,6 +475,7 @@ impl<'a> Router<'a> {
             declared,
             effective: assessment.effective_authorization,
             required: rules::required_authorization(category),
+            support: assessment.support.clone(),
         };
         (assessment, Some(report))
     }

@@ -68,15 +68,48 @@ pub struct Blocker {
     pub field: Option<String>,
 }
 
-/// Declared, effective and required authorization.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+/// Declared, effective and required authorization, and what the evidence supports. It
+/// serialises with AANA's field names (`declared_state`, `evidence_supported_state`,
+/// `effective_state`, `support`, `downgraded`) beside Countersign's (`declared`, `effective`,
+/// `required`); it reads back from Countersign's.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct AuthorizationReport {
     /// As declared by the runtime.
     pub declared: AuthorizationState,
     /// After evidence lowering (never above `declared`).
     pub effective: AuthorizationState,
     /// What execution needs; `None` for `unknown` tools, which never execute.
+    #[serde(default)]
     pub required: Option<AuthorizationState>,
+    /// Every state some structured evidence ref supports, weakest first.
+    #[serde(default)]
+    pub support: Vec<AuthorizationState>,
+}
+
+impl AuthorizationReport {
+    /// The strongest state the evidence supports (`none` without structured evidence).
+    pub fn evidence_supported(&self) -> AuthorizationState {
+        self.support
+            .last()
+            .copied()
+            .unwrap_or(AuthorizationState::None)
+    }
+}
+
+impl Serialize for AuthorizationReport {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(8))?;
+        m.serialize_entry("declared_state", &self.declared)?;
+        m.serialize_entry("evidence_supported_state", &self.evidence_supported())?;
+        m.serialize_entry("effective_state", &self.effective)?;
+        m.serialize_entry("support", &self.support)?;
+        m.serialize_entry("downgraded", &(self.effective < self.declared))?;
+        m.serialize_entry("declared", &self.declared)?;
+        m.serialize_entry("effective", &self.effective)?;
+        m.serialize_entry("required", &self.required)?;
+        m.end()
+    }
 }
 
 /// Folds rules into one route.
@@ -160,6 +193,24 @@ mod tests {
         assert_eq!(v.blockers.len(), 2);
         assert_eq!(v.blockers[1].code, BlockerCode::EvidenceMissing);
         assert_eq!(v.reasons, ["defer: stale", "defer: missing"]);
+    }
+
+    #[test]
+    fn the_authorization_report_speaks_aana_and_reads_back_as_written() {
+        let report = AuthorizationReport {
+            declared: AuthorizationState::Confirmed,
+            effective: AuthorizationState::UserClaimed,
+            required: Some(AuthorizationState::Confirmed),
+            support: vec![AuthorizationState::UserClaimed],
+        };
+        let v = serde_json::to_value(&report).expect("serialises");
+        assert_eq!(v["declared_state"], "confirmed");
+        assert_eq!(v["evidence_supported_state"], "user_claimed");
+        assert_eq!(v["effective_state"], "user_claimed");
+        assert_eq!(v["support"], serde_json::json!(["user_claimed"]));
+        assert_eq!(v["downgraded"], true);
+        let back: AuthorizationReport = serde_json::from_value(v).expect("reads back");
+        assert_eq!(back, report);
     }
 
     #[test]

@@ -1,0 +1,136 @@
+//! What committed, for those waiting on it: agents waiting for a proposal's status to move
+//! (`GET /api/v1/proposals/{id}?wait=`, its event stream, MCP's `wait_for_decision`).
+//!
+//! Every status change of a proposal is recorded as an audit event on the proposal with an
+//! `after_status` ([`crate::audit::EventRow`]), in the transaction that makes it. The writer
+//! therefore knows, at each commit, which proposals moved, and wakes their waiters once the
+//! commit is durable ([`Changes::proposals_changed`]). On PostgreSQL the same commit sends
+//! `NOTIFY countersign_proposal, '<id>'`, so waiters on other instances sharing the database
+//! wake too (each instance's listener calls [`Changes::proposals_changed`]).
+//!
+//! A waiter costs one map entry per watched proposal plus a receiver: thousands of agents
+//! waiting cost almost nothing, and a decision wakes only the waiters of its proposal.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tokio::sync::watch;
+use uuid::Uuid;
+
+/// The channel other instances hear proposal changes on (PostgreSQL).
+pub const PROPOSAL_CHANNEL: &str = "countersign_proposal";
+
+/// Waiters, by the proposal they wait on.
+#[derive(Default)]
+pub struct Changes {
+    waiting: Mutex<HashMap<Uuid, watch::Sender<u64>>>,
+}
+
+impl Changes {
+    /// Starts watching `id`: a change committed after this call wakes [`Watching::changed`].
+    /// Watch first, then read the proposal: a change between the read and the wait is not
+    /// missed.
+    pub fn watch(self: &Arc<Self>, id: Uuid) -> Watching {
+        let mut waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
+        let receiver = waiting
+            .entry(id)
+            .or_insert_with(|| watch::Sender::new(0))
+            .subscribe();
+        Watching {
+            id,
+            receiver: Some(receiver),
+            changes: Arc::clone(self),
+        }
+    }
+
+    /// The proposals `ids` changed status (committed): wakes their waiters.
+    pub fn proposals_changed(&self, ids: impl IntoIterator<Item = Uuid>) {
+        let waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
+        for id in ids {
+            if let Some(sender) = waiting.get(&id) {
+                sender.send_modify(|n| *n = n.wrapping_add(1));
+            }
+        }
+    }
+
+    /// How many proposals have someone waiting on them.
+    pub fn watched(&self) -> usize {
+        self.waiting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+}
+
+/// One waiter on one proposal; stops watching when dropped.
+pub struct Watching {
+    id: Uuid,
+    receiver: Option<watch::Receiver<u64>>,
+    changes: Arc<Changes>,
+}
+
+impl Watching {
+    /// Resolves when the proposal changes after [`Changes::watch`] (or after the last call).
+    pub async fn changed(&mut self) {
+        match self.receiver.as_mut() {
+            Some(r) => {
+                if r.changed().await.is_err() {
+                    // The sender is kept while a receiver exists; never reached.
+                    std::future::pending::<()>().await;
+                }
+            }
+            None => std::future::pending::<()>().await,
+        }
+    }
+}
+
+impl Drop for Watching {
+    fn drop(&mut self) {
+        let mut waiting = self
+            .changes
+            .waiting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        drop(self.receiver.take());
+        if waiting
+            .get(&self.id)
+            .is_some_and(|s| s.receiver_count() == 0)
+        {
+            waiting.remove(&self.id);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_change_wakes_only_its_waiters_and_a_dropped_waiter_leaves_nothing() {
+        let changes = Arc::new(Changes::default());
+        let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
+        let mut on_a = changes.watch(a);
+        let on_b = changes.watch(b);
+        assert_eq!(changes.watched(), 2);
+        changes.proposals_changed([a]);
+        tokio::time::timeout(std::time::Duration::from_secs(5), on_a.changed())
+            .await
+            .expect("a woke");
+        let b_changed = on_b.receiver.as_ref().map(|r| r.has_changed().ok());
+        assert_eq!(b_changed, Some(Some(false)), "b must not wake for a");
+        drop(on_a);
+        drop(on_b);
+        assert_eq!(changes.watched(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_change_between_watch_and_wait_is_not_missed() {
+        let changes = Arc::new(Changes::default());
+        let id = Uuid::now_v7();
+        let mut w = changes.watch(id);
+        changes.proposals_changed([id]);
+        tokio::time::timeout(std::time::Duration::from_secs(5), w.changed())
+            .await
+            .expect("woke");
+    }
+}
