@@ -41,7 +41,12 @@ async fn submit(
         Submitted::Created(r) => (StatusCode::CREATED, r),
         Submitted::Replayed(r) => (StatusCode::OK, r),
     };
-    let command = state.services.command_for_proposal(record.id).await?;
+    // A new proposal has a command only when the policy accepted it outright.
+    let command = if status == StatusCode::CREATED && record.status != ProposalStatus::Accepted {
+        None
+    } else {
+        state.services.command_for_proposal(record.id).await?
+    };
     let view = AgentProposal::new(record, command);
     Ok((status, Json(json!({ "proposal": view }))))
 }

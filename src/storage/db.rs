@@ -480,11 +480,19 @@ async fn connect_sqlite(url: &str) -> Result<(Store, AnySessionStore)> {
         .synchronous(SqliteSynchronous::Full)
         .foreign_keys(true)
         .busy_timeout(Duration::from_secs(10));
+    // The writer never checkpoints the WAL itself (a checkpoint in its commit would stall
+    // every change waiting behind it); a task on its own connection does, every
+    // [`WAL_CHECKPOINT`].
     let write = SqlitePoolOptions::new()
+        .max_connections(1)
+        .connect_with(options.clone().pragma("wal_autocheckpoint", "0"))
+        .await?;
+    sqlx::migrate!("./migrations/sqlite").run(&write).await?;
+    let checkpointer = SqlitePoolOptions::new()
         .max_connections(1)
         .connect_with(options.clone())
         .await?;
-    sqlx::migrate!("./migrations/sqlite").run(&write).await?;
+    tokio::spawn(checkpoint_wal(checkpointer));
     // Sessions get their own connection: a sign-in must not wait behind a write batch.
     let session_pool = SqlitePoolOptions::new()
         .max_connections(2)
@@ -516,6 +524,25 @@ async fn connect_sqlite(url: &str) -> Result<(Store, AnySessionStore)> {
         },
         AnySessionStore::Sqlite(sessions),
     ))
+}
+
+/// How often the SQLite WAL is copied back into the database file.
+pub const WAL_CHECKPOINT: Duration = Duration::from_millis(500);
+
+/// Copies committed WAL frames into the database file, without blocking the writer or
+/// readers (`PASSIVE`), so the WAL stays short while the writer never pauses for it.
+async fn checkpoint_wal(pool: SqlitePool) {
+    let mut tick = tokio::time::interval(WAL_CHECKPOINT);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        if let Err(e) = sqlx::query("pragma wal_checkpoint(passive)")
+            .execute(&pool)
+            .await
+        {
+            tracing::warn!(error = %e, "WAL checkpoint failed");
+        }
+    }
 }
 
 /// Countersign's PostgreSQL migrations.
