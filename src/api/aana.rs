@@ -13,10 +13,11 @@
 //! Paths are AANA's: dot-separated, array indexes as numbers (`evidence_refs.0.kind`), the
 //! document itself `""`. Every path needs the agent's bearer token, as `/api/v1` does.
 
+use axum::Json;
 use axum::extract::State;
-use axum::routing::post;
-use axum::{Json, Router};
 use serde_json::{Value, json};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::ApiState;
 use super::error::ApiError;
@@ -27,11 +28,11 @@ use crate::domain::routing::envelope::CONTRACT_VERSION;
 use crate::domain::routing::gate::Decision;
 use crate::service::ServiceError;
 
-pub fn router() -> Router<ApiState> {
-    Router::new()
-        .route("/pre-tool-check", post(pre_tool_check))
-        .route("/tool-precheck", post(pre_tool_check))
-        .route("/validate-tool-precheck", post(validate))
+pub fn router() -> OpenApiRouter<ApiState> {
+    OpenApiRouter::new()
+        .routes(routes!(pre_tool_check))
+        .routes(routes!(tool_precheck))
+        .routes(routes!(validate))
 }
 
 /// AANA's path for a field error: `evidence_refs[0].kind` is `evidence_refs.0.kind`.
@@ -46,8 +47,58 @@ fn validation_errors(errors: &[FieldError]) -> Value {
         .collect()
 }
 
-#[tracing::instrument(skip_all, fields(agent = %agent.0))]
+/// AANA's `/pre-tool-check`: the decision envelope in AANA's shape; a schema-invalid event is a
+/// `200` refusal with `validation_errors`.
+#[utoipa::path(
+    post,
+    path = "/pre-tool-check",
+    tag = "aana",
+    request_body(content = super::openapi::AgentActionEvent, content_type = "application/json"),
+    responses(
+        (status = 200, description = "The decision envelope (a refusal with `validation_errors` for a schema-invalid event)", body = super::openapi::DecisionEnvelope),
+        (status = 400, description = "The body is not JSON", body = super::openapi::ErrorBody),
+        (status = 401, description = "No valid agent token", body = super::openapi::ErrorBody),
+        (status = 403, description = "`agent_id` names another agent", body = super::openapi::ErrorBody),
+        (status = 413, description = "The body is over 256 KiB", body = super::openapi::ErrorBody),
+        (status = 415, description = "The body is not `application/json`", body = super::openapi::ErrorBody),
+    ),
+    security(("agent_token" = []))
+)]
 async fn pre_tool_check(
+    state: State<ApiState>,
+    agent: Agent,
+    body: JsonBody,
+) -> Result<Json<Value>, ApiError> {
+    check(state, agent, body).await
+}
+
+/// AANA's `/tool-precheck`, the path `AANAClient.tool_precheck` calls: the same as
+/// `/aana/pre-tool-check`.
+#[utoipa::path(
+    post,
+    path = "/tool-precheck",
+    tag = "aana",
+    request_body(content = super::openapi::AgentActionEvent, content_type = "application/json"),
+    responses(
+        (status = 200, description = "The decision envelope (a refusal with `validation_errors` for a schema-invalid event)", body = super::openapi::DecisionEnvelope),
+        (status = 400, description = "The body is not JSON", body = super::openapi::ErrorBody),
+        (status = 401, description = "No valid agent token", body = super::openapi::ErrorBody),
+        (status = 403, description = "`agent_id` names another agent", body = super::openapi::ErrorBody),
+        (status = 413, description = "The body is over 256 KiB", body = super::openapi::ErrorBody),
+        (status = 415, description = "The body is not `application/json`", body = super::openapi::ErrorBody),
+    ),
+    security(("agent_token" = []))
+)]
+async fn tool_precheck(
+    state: State<ApiState>,
+    agent: Agent,
+    body: JsonBody,
+) -> Result<Json<Value>, ApiError> {
+    check(state, agent, body).await
+}
+
+#[tracing::instrument(skip_all, fields(agent = %agent.0))]
+async fn check(
     State(state): State<ApiState>,
     agent: Agent,
     JsonBody(body): JsonBody,
@@ -71,6 +122,21 @@ fn internal(e: serde_json::Error) -> ApiError {
     ApiError::Internal
 }
 
+/// AANA's schema validation of an event: no decision, nothing recorded.
+#[utoipa::path(
+    post,
+    path = "/validate-tool-precheck",
+    tag = "aana",
+    request_body(content = super::openapi::AgentActionEvent, content_type = "application/json"),
+    responses(
+        (status = 200, description = "Whether the event is valid, and every error by path", body = super::openapi::ValidationAnswer),
+        (status = 400, description = "The body is not JSON", body = super::openapi::ErrorBody),
+        (status = 401, description = "No valid agent token", body = super::openapi::ErrorBody),
+        (status = 413, description = "The body is over 256 KiB", body = super::openapi::ErrorBody),
+        (status = 415, description = "The body is not `application/json`", body = super::openapi::ErrorBody),
+    ),
+    security(("agent_token" = []))
+)]
 #[tracing::instrument(skip_all, fields(agent = %_agent.0))]
 async fn validate(_agent: Agent, JsonBody(body): JsonBody) -> Json<Value> {
     let errors = match Event::parse(&body) {

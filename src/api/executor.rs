@@ -14,18 +14,23 @@
 
 use std::time::Duration;
 
+use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use serde_json::{Value, json};
 use time::format_description::well_known::Rfc3339;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use uuid::Uuid;
 
 use super::ApiState;
 use super::error::ApiError;
 use super::extract::{Executor, JsonBody, PathId};
+use super::openapi::{
+    CommandAnswer, CompleteBody, ErrorBody, FailBody, HeartbeatAnswer, HeartbeatBody, LeaseAnswer,
+    LeaseBody, PublicKeyAnswer,
+};
 use super::views::CommandView;
 use crate::domain::FieldError;
 use crate::domain::command::grant::GRANT_FORMAT;
@@ -35,13 +40,13 @@ use crate::domain::command::{MAX_LEASE_WAIT_SECONDS, Outcome, check_report, leas
 use crate::domain::contract::wire::WireEnum;
 use crate::service::{LeaseRequest, Report};
 
-pub fn router() -> Router<ApiState> {
-    Router::new()
-        .route("/executor/lease", post(lease))
-        .route("/executor/public-key", get(public_key))
-        .route("/executor/commands/{id}/heartbeat", post(heartbeat))
-        .route("/executor/commands/{id}/complete", post(complete))
-        .route("/executor/commands/{id}/fail", post(fail))
+pub fn router() -> OpenApiRouter<ApiState> {
+    OpenApiRouter::new()
+        .routes(routes!(lease))
+        .routes(routes!(public_key))
+        .routes(routes!(heartbeat))
+        .routes(routes!(complete))
+        .routes(routes!(fail))
 }
 
 fn only_fields(body: &Value, allowed: &[&str]) -> Result<(), ApiError> {
@@ -99,6 +104,21 @@ fn tools(body: &Value, errors: &mut Vec<FieldError>) -> Option<ToolScope> {
 
 /// Leases the oldest command this executor may run: `200` with the command, a lease token and
 /// a signed grant, `204` if none is ready within `wait` seconds.
+#[utoipa::path(
+    post,
+    path = "/executor/lease",
+    tag = "executors",
+    request_body(content = LeaseBody, content_type = "application/json"),
+    responses(
+        (status = 200, description = "A command, its lease token and signed grant", body = LeaseAnswer),
+        (status = 204, description = "Nothing ready by the end of the wait"),
+        (status = 400, description = "The body is not JSON", body = ErrorBody),
+        (status = 401, description = "No valid executor token", body = ErrorBody),
+        (status = 415, description = "The body is not `application/json`", body = ErrorBody),
+        (status = 422, description = "A field breaks the contract", body = ErrorBody),
+    ),
+    security(("executor_token" = []))
+)]
 #[tracing::instrument(skip_all, fields(executor = %executor.0))]
 async fn lease(
     State(state): State<ApiState>,
@@ -143,6 +163,16 @@ async fn lease(
 }
 
 /// The Ed25519 public key that verifies grants.
+#[utoipa::path(
+    get,
+    path = "/executor/public-key",
+    tag = "executors",
+    responses(
+        (status = 200, description = "The key", body = PublicKeyAnswer),
+        (status = 401, description = "No valid executor token", body = ErrorBody),
+    ),
+    security(("executor_token" = []))
+)]
 async fn public_key(State(state): State<ApiState>, _executor: Executor) -> Json<Value> {
     Json(json!({
         "algorithm": "ed25519",
@@ -169,6 +199,23 @@ fn lease_token(body: &Value, errors: &mut Vec<FieldError>) -> Option<String> {
 }
 
 /// Extends the lease: `200` with the new end, `409` for a lease the caller does not hold.
+#[utoipa::path(
+    post,
+    path = "/executor/commands/{id}/heartbeat",
+    tag = "executors",
+    params(("id" = uuid::Uuid, Path, description = "The command's id")),
+    request_body(content = HeartbeatBody, content_type = "application/json"),
+    responses(
+        (status = 200, description = "The lease's new end", body = HeartbeatAnswer),
+        (status = 400, description = "The body is not JSON", body = ErrorBody),
+        (status = 401, description = "No valid executor token", body = ErrorBody),
+        (status = 404, description = "No such command", body = ErrorBody),
+        (status = 409, description = "The caller does not hold this lease (recorded as drift)", body = ErrorBody),
+        (status = 415, description = "The body is not `application/json`", body = ErrorBody),
+        (status = 422, description = "A field breaks the contract", body = ErrorBody),
+    ),
+    security(("executor_token" = []))
+)]
 #[tracing::instrument(skip_all, fields(executor = %executor.0))]
 async fn heartbeat(
     State(state): State<ApiState>,
@@ -247,6 +294,23 @@ async fn report(
 }
 
 /// Reports success.
+#[utoipa::path(
+    post,
+    path = "/executor/commands/{id}/complete",
+    tag = "executors",
+    params(("id" = uuid::Uuid, Path, description = "The command's id")),
+    request_body(content = CompleteBody, content_type = "application/json"),
+    responses(
+        (status = 200, description = "The command, settled", body = CommandAnswer),
+        (status = 400, description = "The body is not JSON", body = ErrorBody),
+        (status = 401, description = "No valid executor token", body = ErrorBody),
+        (status = 404, description = "No such command", body = ErrorBody),
+        (status = 409, description = "The caller does not hold this lease (recorded as drift)", body = ErrorBody),
+        (status = 415, description = "The body is not `application/json`", body = ErrorBody),
+        (status = 422, description = "A field breaks the contract", body = ErrorBody),
+    ),
+    security(("executor_token" = []))
+)]
 #[tracing::instrument(skip_all, fields(executor = %executor.0))]
 async fn complete(
     State(state): State<ApiState>,
@@ -258,6 +322,23 @@ async fn complete(
 }
 
 /// Reports failure.
+#[utoipa::path(
+    post,
+    path = "/executor/commands/{id}/fail",
+    tag = "executors",
+    params(("id" = uuid::Uuid, Path, description = "The command's id")),
+    request_body(content = FailBody, content_type = "application/json"),
+    responses(
+        (status = 200, description = "The command, settled or queued again", body = CommandAnswer),
+        (status = 400, description = "The body is not JSON", body = ErrorBody),
+        (status = 401, description = "No valid executor token", body = ErrorBody),
+        (status = 404, description = "No such command", body = ErrorBody),
+        (status = 409, description = "The caller does not hold this lease (recorded as drift)", body = ErrorBody),
+        (status = 415, description = "The body is not `application/json`", body = ErrorBody),
+        (status = 422, description = "A field breaks the contract", body = ErrorBody),
+    ),
+    security(("executor_token" = []))
+)]
 #[tracing::instrument(skip_all, fields(executor = %executor.0))]
 async fn fail(
     State(state): State<ApiState>,

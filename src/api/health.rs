@@ -1,18 +1,29 @@
 //! `GET /healthz`: `200` when the database answers, `503` when it does not.
 
+use axum::Json;
 use axum::extract::State;
-use axum::routing::get;
-use axum::{Json, Router};
 use serde_json::{Value, json};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::ApiState;
 use super::error::ApiError;
 use crate::storage::Backend;
 
-pub fn router() -> Router<ApiState> {
-    Router::new().route("/healthz", get(healthz))
+pub fn router() -> OpenApiRouter<ApiState> {
+    OpenApiRouter::new().routes(routes!(healthz))
 }
 
+/// Whether the server and its database answer.
+#[utoipa::path(
+    get,
+    path = "/healthz",
+    tag = "contracts",
+    responses(
+        (status = 200, description = "`{\"status\": \"ok\", \"database\": \"sqlite\"|\"postgres\"}`", body = super::openapi::JsonSchemaDocument),
+        (status = 503, description = "The database does not answer", body = super::openapi::ErrorBody),
+    )
+)]
 async fn healthz(State(state): State<ApiState>) -> Result<Json<Value>, ApiError> {
     state.services.store().ping().await.map_err(|e| {
         tracing::warn!(error = %e, "health check: database not answering");

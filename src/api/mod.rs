@@ -9,6 +9,7 @@ pub mod error;
 mod executor;
 pub mod extract;
 mod health;
+pub mod openapi;
 mod pre_tool_check;
 mod proposals;
 pub mod schemas;
@@ -18,6 +19,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
+use utoipa_axum::router::OpenApiRouter;
 
 use crate::config::Settings;
 use crate::service::Services;
@@ -34,24 +36,36 @@ pub struct ApiState {
     pub settings: Arc<Settings>,
 }
 
-/// The API routes (`/api/v1/...`) and the health check.
+/// The API routes (`/api/v1/...`, `/aana/...`) and the health check. The OpenAPI document is
+/// assembled from the same routers ([`openapi`]).
 pub fn router(state: ApiState) -> Router {
-    let v1 = Router::new()
+    let (v1, v1_doc) = OpenApiRouter::new()
         .merge(proposals::router())
         .merge(executor::router())
         .merge(pre_tool_check::router())
         .merge(schemas::router())
-        .fallback(error::not_found)
-        .method_not_allowed_fallback(error::method_not_allowed)
-        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES));
-    let bridge = Router::new()
-        .merge(aana::router())
-        .fallback(error::not_found)
-        .method_not_allowed_fallback(error::method_not_allowed)
-        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES));
+        .merge(openapi::router())
+        .split_for_parts();
+    let (bridge, bridge_doc) = aana::router().split_for_parts();
+    let (health, health_doc) = health::router().split_for_parts();
+    let mut doc = openapi::base()
+        .nest("/api/v1", v1_doc)
+        .nest("/aana", bridge_doc);
+    doc.merge(health_doc);
+    openapi::publish(doc);
+    let v1 = finish(v1);
+    let bridge = finish(bridge);
     Router::new()
         .nest("/api/v1", v1)
         .nest("/aana", bridge)
-        .merge(health::router())
+        .merge(health)
         .with_state(state)
+}
+
+/// JSON errors for unknown paths and methods, and the body limit.
+fn finish(router: Router<ApiState>) -> Router<ApiState> {
+    router
+        .fallback(error::not_found)
+        .method_not_allowed_fallback(error::method_not_allowed)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
 }

@@ -3,19 +3,40 @@
 //! `recommended_action`, `hard_blockers`, …) with its `check_id`. A schema-invalid event is
 //! answered `422` with every error by field path. The use case is [`crate::service`]'s.
 
+use axum::Json;
 use axum::extract::State;
-use axum::routing::post;
-use axum::{Json, Router};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::ApiState;
 use super::error::ApiError;
 use super::extract::{Agent, JsonBody};
 use crate::service::CheckAnswer;
 
-pub fn router() -> Router<ApiState> {
-    Router::new().route("/pre-tool-check", post(pre_tool_check))
+pub fn router() -> OpenApiRouter<ApiState> {
+    OpenApiRouter::new().routes(routes!(pre_tool_check))
 }
 
+/// Seed 000's pre-tool-check: may the agent run this tool call now?
+///
+/// Execute only when `gate_decision` is `pass`, `recommended_action` is `accept` and
+/// `hard_blockers` is empty. Every check is recorded in the audit trail.
+#[utoipa::path(
+    post,
+    path = "/pre-tool-check",
+    tag = "agents",
+    request_body(content = super::openapi::AgentActionEvent, content_type = "application/json"),
+    responses(
+        (status = 200, description = "The decision envelope", body = super::openapi::DecisionEnvelope),
+        (status = 400, description = "The body is not JSON", body = super::openapi::ErrorBody),
+        (status = 401, description = "No valid agent token", body = super::openapi::ErrorBody),
+        (status = 403, description = "`agent_id` names another agent", body = super::openapi::ErrorBody),
+        (status = 413, description = "The body is over 256 KiB", body = super::openapi::ErrorBody),
+        (status = 415, description = "The body is not `application/json`", body = super::openapi::ErrorBody),
+        (status = 422, description = "The event breaks the contract; every field named", body = super::openapi::ErrorBody),
+    ),
+    security(("agent_token" = []))
+)]
 #[tracing::instrument(skip_all, fields(agent = %agent.0))]
 async fn pre_tool_check(
     State(state): State<ApiState>,

@@ -5,31 +5,55 @@
 use std::convert::Infallible;
 use std::time::Duration;
 
+use axum::Json;
 use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use futures_util::stream::{self, Stream};
 use serde_json::json;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use uuid::Uuid;
 
 use super::ApiState;
 use super::error::ApiError;
 use super::extract::{Agent, JsonBody, PathId};
+use super::openapi::{ErrorBody, ProposalAnswer, ToolProposalBody};
 use super::views::AgentProposal;
 use crate::domain::lifecycle::{ProposalStatus, status_at};
 use crate::service::{AgentView, MAX_WAIT, Services, Submitted};
 
-pub fn router() -> Router<ApiState> {
-    Router::new()
-        .route("/proposals", post(submit))
-        .route("/proposals/{id}", get(poll))
-        .route("/proposals/{id}/events", get(events))
+pub fn router() -> OpenApiRouter<ApiState> {
+    OpenApiRouter::new()
+        .routes(routes!(submit))
+        .routes(routes!(poll))
+        .routes(routes!(events))
 }
 
 /// Submits a tool proposal: `201` new, `200` replay of the same request.
+///
+/// The policy routes it at once: `accept` queues its command, `ask`/`defer` wait for
+/// reviewers, `refuse` ends it; the answer carries the route and machine-readable blockers.
+/// Resubmitting the same body with the same `idempotency_key` returns the original.
+#[utoipa::path(
+    post,
+    path = "/proposals",
+    tag = "agents",
+    request_body(content = ToolProposalBody, content_type = "application/json"),
+    responses(
+        (status = 201, description = "Created and routed", body = ProposalAnswer),
+        (status = 200, description = "The same request again: the original proposal", body = ProposalAnswer),
+        (status = 400, description = "The body is not JSON", body = ErrorBody),
+        (status = 401, description = "No valid agent token", body = ErrorBody),
+        (status = 403, description = "`proposed_by` is another agent", body = ErrorBody),
+        (status = 409, description = "The proposal id is taken", body = ErrorBody),
+        (status = 413, description = "The body is over 256 KiB", body = ErrorBody),
+        (status = 415, description = "The body is not `application/json`", body = ErrorBody),
+        (status = 422, description = "The proposal breaks the contract, or its idempotency key was used for another request", body = ErrorBody),
+    ),
+    security(("agent_token" = []))
+)]
 #[tracing::instrument(skip_all, fields(agent = %agent.0))]
 async fn submit(
     State(state): State<ApiState>,
@@ -76,6 +100,22 @@ fn proposal_id(id: &str) -> Result<Uuid, ApiError> {
 
 /// The agent's own proposal (any other id is `404`); with `?wait=N`, answered as soon as it is
 /// past `pending` or its status changes, else after `N` seconds, unchanged.
+#[utoipa::path(
+    get,
+    path = "/proposals/{id}",
+    tag = "agents",
+    params(
+        ("id" = uuid::Uuid, Path, description = "The proposal's id"),
+        ("wait" = Option<u32>, Query, minimum = 0, maximum = 60, description = "Seconds to wait for the status to change (0..60)"),
+    ),
+    responses(
+        (status = 200, description = "The proposal (unchanged if the wait ended first)", body = ProposalAnswer),
+        (status = 401, description = "No valid agent token", body = ErrorBody),
+        (status = 404, description = "No such proposal of this agent's", body = ErrorBody),
+        (status = 422, description = "`wait` is not whole seconds from 0 to 60", body = ErrorBody),
+    ),
+    security(("agent_token" = []))
+)]
 #[tracing::instrument(skip_all, fields(agent = %agent.0))]
 async fn poll(
     State(state): State<ApiState>,
@@ -94,6 +134,18 @@ async fn poll(
 /// Server-sent events: a `status` event with the proposal now, then one per status change;
 /// the stream ends after a final status (`rejected`, `refused`, `expired`,
 /// `changes_requested`, `succeeded`, `failed`).
+#[utoipa::path(
+    get,
+    path = "/proposals/{id}/events",
+    tag = "agents",
+    params(("id" = uuid::Uuid, Path, description = "The proposal's id")),
+    responses(
+        (status = 200, description = "`text/event-stream`: one `status` event per status, data `{\"proposal\": …}`", content_type = "text/event-stream", body = String),
+        (status = 401, description = "No valid agent token", body = ErrorBody),
+        (status = 404, description = "No such proposal of this agent's", body = ErrorBody),
+    ),
+    security(("agent_token" = []))
+)]
 #[tracing::instrument(skip_all, fields(agent = %agent.0))]
 async fn events(
     State(state): State<ApiState>,

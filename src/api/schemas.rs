@@ -7,9 +7,10 @@
 
 use std::sync::LazyLock;
 
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use serde_json::Value;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::ApiState;
 use crate::domain::contract::aana::Event;
@@ -41,14 +42,31 @@ pub static AGENT_ACTION_CONTRACT: LazyLock<Value> = LazyLock::new(|| {
 });
 
 /// The schema routes.
-pub fn router() -> Router<ApiState> {
-    Router::new()
-        .route(
-            "/schemas/tool-proposal.json",
-            get(|| async { Json(TOOL_PROPOSAL.clone()) }),
-        )
-        .route(
-            "/schemas/agent-action-contract-v1.json",
-            get(|| async { Json(AGENT_ACTION_CONTRACT.clone()) }),
-        )
+pub fn router() -> OpenApiRouter<ApiState> {
+    OpenApiRouter::new()
+        .routes(routes!(tool_proposal))
+        .routes(routes!(agent_action_contract))
+}
+
+/// The JSON Schema of a tool proposal (the body of `POST /api/v1/proposals`).
+#[utoipa::path(
+    get,
+    path = "/schemas/tool-proposal.json",
+    tag = "contracts",
+    responses((status = 200, description = "JSON Schema 2020-12", body = super::openapi::JsonSchemaDocument))
+)]
+async fn tool_proposal() -> Json<Value> {
+    Json(TOOL_PROPOSAL.clone())
+}
+
+/// The JSON Schema of an AANA Agent Action Contract v1 event (the body of
+/// `POST /api/v1/pre-tool-check`).
+#[utoipa::path(
+    get,
+    path = "/schemas/agent-action-contract-v1.json",
+    tag = "contracts",
+    responses((status = 200, description = "JSON Schema 2020-12", body = super::openapi::JsonSchemaDocument))
+)]
+async fn agent_action_contract() -> Json<Value> {
+    Json(AGENT_ACTION_CONTRACT.clone())
 }

@@ -1,0 +1,148 @@
+//! The OpenAPI document matches the routes both ways: every operation it names answers (`401`
+//! without a token where it needs one, else `200`), and every API route in the source is
+//! registered through utoipa-axum's `routes!`, which documents it. The human-readable page
+//! lists every operation and loads nothing from elsewhere.
+
+use std::path::Path;
+
+use reqwest::{Method, StatusCode};
+use serde_json::Value;
+
+use crate::helpers::TestApp;
+
+#[tokio::test]
+async fn every_documented_operation_exists_and_says_who_may_call_it() {
+    let app = TestApp::spawn("sqlite").await;
+    let r = app
+        .client
+        .get(app.url("/api/v1/openapi.json"))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(r.status(), StatusCode::OK);
+    let doc: Value = r.json().await.expect("json");
+    assert_eq!(doc["openapi"], "3.1.0");
+    let paths = doc["paths"].as_object().expect("paths");
+    let mut operations = 0;
+    for (path, item) in paths {
+        for (method, op) in item.as_object().expect("path item") {
+            operations += 1;
+            let url = app.url(&path.replace("{id}", "0192f0c4-0000-7000-8000-000000000001"));
+            let method = Method::from_bytes(method.to_uppercase().as_bytes()).expect("method");
+            let mut request = app.client.request(method.clone(), url);
+            if method == Method::POST {
+                request = request.json(&serde_json::json!({}));
+            }
+            let status = request.send().await.expect("request").status();
+            let secured = op["security"].as_array().is_some_and(|s| !s.is_empty());
+            let expected = if secured {
+                StatusCode::UNAUTHORIZED
+            } else {
+                StatusCode::OK
+            };
+            assert_eq!(status, expected, "{method} {path}");
+            // Every operation says what it answers, and every JSON body names a schema.
+            assert!(
+                op["responses"].as_object().is_some_and(|r| !r.is_empty()),
+                "{path}"
+            );
+            if let Some(body) = op.get("requestBody") {
+                let schema = &body["content"]["application/json"]["schema"]["$ref"];
+                let name = schema
+                    .as_str()
+                    .expect("a named schema")
+                    .rsplit('/')
+                    .next()
+                    .expect("name");
+                assert!(
+                    doc["components"]["schemas"][name].is_object(),
+                    "{name} is defined"
+                );
+            }
+        }
+    }
+    assert!(operations >= 16, "{operations} operations");
+    // The published request schemas are the same the contracts endpoints serve.
+    let served: Value = app
+        .client
+        .get(app.url("/api/v1/schemas/tool-proposal.json"))
+        .send()
+        .await
+        .expect("request")
+        .json()
+        .await
+        .expect("json");
+    let documented = &doc["components"]["schemas"]["ToolProposal"];
+    assert_eq!(documented["required"], served["required"]);
+    // Every reference resolves inside the document.
+    let text = doc.to_string();
+    for reference in text.split("\"$ref\":\"").skip(1) {
+        let target = reference.split('"').next().expect("ref");
+        let pointer = target.strip_prefix('#').expect("a local reference");
+        assert!(doc.pointer(pointer).is_some(), "{target} resolves");
+    }
+}
+
+#[test]
+fn every_api_route_is_registered_with_its_operation() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/api");
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(&dir).expect("src/api") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_some_and(|e| e == "rs") {
+            files.push(path);
+        }
+    }
+    assert!(files.len() > 5);
+    for file in files {
+        let text = std::fs::read_to_string(&file).expect("source");
+        // A plain axum `.route(` would add a path the document does not know.
+        for (i, line) in text.lines().enumerate() {
+            let code = line.trim_start();
+            assert!(
+                code.starts_with("//") || !code.contains(".route("),
+                "{}:{}: register API routes with `.routes(routes!(handler))`",
+                file.display(),
+                i + 1
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_api_page_lists_every_operation_from_this_server_only() {
+    let app = TestApp::spawn("sqlite").await;
+    let doc: Value = app
+        .client
+        .get(app.url("/api/v1/openapi.json"))
+        .send()
+        .await
+        .expect("request")
+        .json()
+        .await
+        .expect("json");
+    let r = app
+        .client
+        .get(app.url("/api/v1/docs"))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(r.status(), StatusCode::OK);
+    assert!(
+        r.headers()["content-type"]
+            .to_str()
+            .expect("type")
+            .starts_with("text/html")
+    );
+    let html = r.text().await.expect("html");
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        for method in item.as_object().expect("item").keys() {
+            let heading = format!("<code>{} {}</code>", method.to_uppercase(), path);
+            assert!(html.contains(&heading), "{heading}");
+        }
+    }
+    assert!(
+        !html.contains("http://") && !html.contains("https://"),
+        "nothing from elsewhere"
+    );
+}
