@@ -178,12 +178,13 @@ pub fn base() -> OpenApi {
 /// A JSON Schema generated from `T` for the document: its definitions move to
 /// `#/components/schemas/`, where its references point.
 fn component_schema<T: schemars::JsonSchema>(definitions: &mut Map<String, Value>) -> Value {
-    let settings = schemars::generate::SchemaSettings::draft2020_12().with(|s| {
+    let settings = super::schemas::settings().with(|s| {
         s.definitions_path = "/components/schemas".into();
         s.meta_schema = None;
     });
     let mut generator = schemars::SchemaGenerator::new(settings);
     let mut root = serde_json::to_value(generator.root_schema_for::<T>()).unwrap_or_default();
+    super::schemas::without_null(&mut root);
     if let Some(Value::Object(components)) =
         root.as_object_mut().and_then(|r| r.remove("components"))
         && let Some(Value::Object(schemas)) = components.get("schemas").cloned()

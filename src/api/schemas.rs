@@ -16,8 +16,46 @@ use super::ApiState;
 use crate::domain::contract::aana::Event;
 use crate::domain::contract::proposal::ToolProposal;
 
+/// How the contracts' schemas are generated: JSON Schema 2020-12.
+pub fn settings() -> schemars::generate::SchemaSettings {
+    schemars::generate::SchemaSettings::draft2020_12()
+}
+
+/// An optional field is absent or of its type, never `null`, in these contracts (the parsers
+/// refuse `null` for a field they know): drops `null` from every subschema of `schema`.
+pub fn without_null(schema: &mut Value) {
+    match schema {
+        Value::Object(object) => {
+            if let Some(Value::Array(types)) = object.get_mut("type") {
+                types.retain(|t| t != "null");
+                if let [only] = types.as_slice() {
+                    let only = only.clone();
+                    object.insert("type".into(), only);
+                }
+            }
+            for key in ["anyOf", "oneOf"] {
+                if let Some(Value::Array(options)) = object.get_mut(key) {
+                    options.retain(|o| o.get("type").is_none_or(|t| t != "null"));
+                    if let [only] = options.as_slice() {
+                        let only = only.clone();
+                        object.remove(key);
+                        if let Value::Object(fields) = only {
+                            object.extend(fields);
+                        }
+                    }
+                }
+            }
+            object.values_mut().for_each(without_null);
+        }
+        Value::Array(items) => items.iter_mut().for_each(without_null),
+        _ => {}
+    }
+}
+
 fn generate<T: schemars::JsonSchema>(id: &str, title: &str) -> Value {
-    let mut schema = serde_json::to_value(schemars::schema_for!(T)).unwrap_or_default();
+    let schema = schemars::SchemaGenerator::new(settings()).into_root_schema_for::<T>();
+    let mut schema = serde_json::to_value(schema).unwrap_or_default();
+    without_null(&mut schema);
     if let Value::Object(map) = &mut schema {
         map.insert("$id".into(), Value::String(id.into()));
         map.insert("title".into(), Value::String(title.into()));

@@ -129,6 +129,7 @@ wire_enum! {
 
 /// Freshness of a structured evidence ref.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Freshness {
     /// Declared status.
     pub status: FreshnessStatus,
@@ -161,8 +162,10 @@ impl Freshness {
 
 /// A structured evidence ref (the production form).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct StructuredEvidence {
     /// Opaque source or record reference.
+    #[schemars(extend("pattern" = "\\S"))]
     pub source_id: String,
     /// What kind of record it is.
     pub kind: EvidenceKind,
@@ -185,6 +188,7 @@ pub struct StructuredEvidence {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retrieval_url: Option<String>,
     /// Redacted provenance label (`connector`, `policy`, `runtime`, `fixture`, ...).
+    #[schemars(extend("pattern" = "\\S"))]
     pub provenance: String,
     /// Claim/action ids this evidence supports.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -200,13 +204,14 @@ pub struct StructuredEvidence {
 pub enum EvidenceRef {
     /// A quickstart reference such as `"draft_id:123"`: accepted, but carries no trust,
     /// redaction or freshness metadata, so it can neither support nor lower anything.
-    Plain(String),
+    Plain(#[schemars(extend("pattern" = "\\S"))] String),
     /// A structured ref.
     Structured(Box<StructuredEvidence>),
 }
 
 /// The redacted subject whose authorization was checked.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct AuthorizationSubject {
     /// Kind of subject.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -222,6 +227,7 @@ pub struct AuthorizationSubject {
 pub struct Event {
     /// Optional compatibility marker; when present it is [`SCHEMA_VERSION`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("const" = "aana.agent_tool_precheck.v1"))]
     pub schema_version: Option<String>,
     /// Optional event/request id for audit correlation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -236,6 +242,7 @@ pub struct Event {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub authorization_subject: Option<AuthorizationSubject>,
     /// Exact tool/function name the agent intends to call.
+    #[schemars(extend("pattern" = "^[^\\s\\x00-\\x1f\\x7f-\\x9f](?:[^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f])?$"))]
     pub tool_name: String,
     /// Declared consequence class.
     pub tool_category: ToolCategory,

@@ -49,8 +49,10 @@ wire_enum! {
 #[schemars(deny_unknown_fields)]
 pub struct ToolRef {
     /// Fully qualified tool action name, e.g. `google_calendar.create_event`.
+    #[schemars(length(min = 1, max = 128), extend("pattern" = "^[A-Za-z0-9_.:/-]+$"))]
     pub name: String,
     /// Tool version or API revision.
+    #[schemars(length(max = 64), extend("pattern" = "\\S"))]
     pub version: String,
 }
 
@@ -59,8 +61,10 @@ pub struct ToolRef {
 #[schemars(deny_unknown_fields)]
 pub struct Intent {
     /// One-line description of the action.
+    #[schemars(length(max = 500), extend("pattern" = "\\S"))]
     pub summary: String,
     /// Why this action is appropriate.
+    #[schemars(length(max = 10000), extend("pattern" = "\\S"))]
     pub reasoning: String,
 }
 
@@ -80,8 +84,10 @@ pub struct ComplianceContext {
 pub struct TargetRef {
     /// Resource type, e.g. `crm_contact`.
     #[serde(rename = "type")]
+    #[schemars(extend("pattern" = "\\S"))]
     pub kind: String,
     /// Resource identifier.
+    #[schemars(extend("pattern" = "\\S"))]
     pub id: String,
 }
 
@@ -94,9 +100,11 @@ pub struct RollbackPlan {
     pub kind: RollbackType,
     /// Free-form instructions (object or text).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("type" = ["object", "string"]))]
     pub instructions: Option<Value>,
     /// Longest the rollback may take.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(max = 86_400_000))]
     pub timeout_ms: Option<u64>,
 }
 
@@ -108,9 +116,11 @@ pub struct AuthorizationRequest {
     pub mode: AuthorizationMode,
     /// The policy pack that determined the mode.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("pattern" = "\\S"))]
     pub policy_ref: Option<String>,
     /// Role or identity required for approval.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("pattern" = "\\S"))]
     pub approver: Option<String>,
 }
 
@@ -119,8 +129,10 @@ pub struct AuthorizationRequest {
 #[schemars(deny_unknown_fields)]
 pub struct RetryPolicy {
     /// Retry attempts.
+    #[schemars(range(max = 100))]
     pub max_retries: u64,
     /// Delay between retries.
+    #[schemars(range(max = 86_400_000))]
     pub backoff_ms: u64,
 }
 
@@ -132,9 +144,11 @@ pub struct RetryPolicy {
 pub struct ExecutionLimits {
     /// Target execution time (informational).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(max = 86_400_000))]
     pub execution_slo_ms: Option<u64>,
     /// Hard timeout: abort and roll back when exceeded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(max = 86_400_000))]
     pub timeout_ms: Option<u64>,
     /// Retries.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -146,15 +160,19 @@ pub struct ExecutionLimits {
 pub struct RunContext {
     /// Case the work is scoped to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("pattern" = "\\S"))]
     pub case_id: Option<String>,
     /// The agent run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("pattern" = "\\S"))]
     pub run_id: Option<String>,
     /// The orchestrating run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("pattern" = "\\S"))]
     pub parent_run_id: Option<String>,
     /// Correlation across runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("pattern" = "\\S"))]
     pub correlation_id: Option<String>,
 }
 
@@ -163,15 +181,19 @@ pub struct RunContext {
 pub struct Observability {
     /// Prompt version.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("pattern" = "\\S"))]
     pub prompt_version: Option<String>,
     /// Prompt hash.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("pattern" = "\\S"))]
     pub prompt_hash: Option<String>,
     /// Model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("pattern" = "\\S"))]
     pub model: Option<String>,
     /// Model provider.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("pattern" = "\\S"))]
     pub provider: Option<String>,
 }
 
@@ -183,12 +205,14 @@ pub struct ToolProposal {
     #[schemars(with = "String", extend("format" = "uuid"))]
     pub proposal_id: Uuid,
     /// The proposing agent; must be the authenticated agent.
+    #[schemars(length(max = 64), extend("pattern" = "^[a-z0-9][a-z0-9._-]*$"))]
     pub proposed_by: String,
     /// When the agent created the proposal (RFC 3339).
     #[serde(with = "time::serde::rfc3339")]
     #[schemars(with = "String", extend("format" = "date-time"))]
     pub timestamp: OffsetDateTime,
     /// Domain context, used for policy and ownership.
+    #[schemars(length(max = 64), extend("pattern" = "^[a-z0-9][a-z0-9._-]*$"))]
     pub domain: String,
     /// The tool to run.
     pub tool: ToolRef,
@@ -203,6 +227,7 @@ pub struct ToolProposal {
     /// Regulatory regimes.
     pub compliance_context: ComplianceContext,
     /// Key that makes the submission safe to retry.
+    #[schemars(length(max = 255), extend("pattern" = "^[^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f][^\\x00-\\x1f\\x7f-\\x9f]*$"))]
     pub idempotency_key: String,
     /// Whether the action can be rolled back.
     pub rollback_supported: bool,
@@ -211,6 +236,7 @@ pub struct ToolProposal {
     pub blast_radius: Option<BlastRadius>,
     /// Affected resources (seed 003).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 100))]
     pub target_refs: Vec<TargetRef>,
     /// Rollback procedure (seed 003).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -223,6 +249,7 @@ pub struct ToolProposal {
     pub authorization: Option<AuthorizationRequest>,
     /// Declarative checks that must pass before dispatch (seed 003).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 100), extend("items" = {"type": ["object", "string"]}))]
     pub preconditions: Vec<Value>,
     /// Execution limits (seed 003).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -235,6 +262,7 @@ pub struct ToolProposal {
     pub authorization_state: Option<AuthorizationState>,
     /// Evidence refs (seed 000).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 100))]
     pub evidence_refs: Vec<EvidenceRef>,
     /// Risk surface (seed 000).
     #[serde(default, skip_serializing_if = "Option::is_none")]

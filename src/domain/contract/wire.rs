@@ -321,7 +321,13 @@ impl<'a, 'e> ObjectReader<'a, 'e> {
     /// An optional whole number from 0 to `max`.
     pub(crate) fn opt_u64(&mut self, key: &str, max: u64) -> Option<u64> {
         let v = self.get(key)?;
-        match v.as_u64() {
+        // JSON has one number type: `3.0` is the whole number 3 (as JSON Schema's `integer`).
+        let whole = v.as_u64().or_else(|| {
+            v.as_f64()
+                .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f <= 2f64.powi(53))
+                .map(|f| f as u64)
+        });
+        match whole {
             Some(n) if n <= max => Some(n),
             Some(_) => {
                 self.error(key, format!("must be at most {max}"));
