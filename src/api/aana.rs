@@ -30,7 +30,7 @@ use crate::service::ServiceError;
 
 pub fn router() -> OpenApiRouter<ApiState> {
     OpenApiRouter::new()
-        .routes(routes!(pre_tool_check))
+        .routes(routes!(aana_pre_tool_check))
         .routes(routes!(tool_precheck))
         .routes(routes!(validate))
 }
@@ -64,7 +64,7 @@ fn validation_errors(errors: &[FieldError]) -> Value {
     ),
     security(("agent_token" = []))
 )]
-async fn pre_tool_check(
+async fn aana_pre_tool_check(
     state: State<ApiState>,
     agent: Agent,
     body: JsonBody,

@@ -68,9 +68,14 @@ fn only_fields(body: &Value, allowed: &[&str]) -> Result<(), ApiError> {
 /// An optional whole number field.
 fn whole(body: &Value, field: &str, errors: &mut Vec<FieldError>) -> Option<u64> {
     match body.get(field) {
-        None | Some(Value::Null) => None,
+        None => None,
         Some(v) => {
-            let n = v.as_u64();
+            // JSON has one number type: `30.0` is the whole number 30.
+            let n = v.as_u64().or_else(|| {
+                v.as_f64()
+                    .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f <= 2f64.powi(53))
+                    .map(|f| f as u64)
+            });
             if n.is_none() {
                 errors.push(FieldError::new(field, "must be a whole number of seconds"));
             }
@@ -82,7 +87,7 @@ fn whole(body: &Value, field: &str, errors: &mut Vec<FieldError>) -> Option<u64>
 /// The optional `tools` filter: a list of tool names or globs.
 fn tools(body: &Value, errors: &mut Vec<FieldError>) -> Option<ToolScope> {
     let list = match body.get("tools") {
-        None | Some(Value::Null) => return None,
+        None => return None,
         Some(Value::Array(list)) => list,
         Some(_) => {
             errors.push(FieldError::new(

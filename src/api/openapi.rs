@@ -213,6 +213,21 @@ pub fn document(built: OpenApi) -> Value {
             existing.extend(schemas);
         }
     }
+    // Links let a stateful client (schemathesis) follow a new proposal to its reads.
+    for status in ["200", "201"] {
+        let pointer = format!("/paths/~1api~1v1~1proposals/post/responses/{status}");
+        if let Some(Value::Object(response)) = doc.pointer_mut(&pointer) {
+            let id = json!({"id": "$response.body#/proposal/id"});
+            response.insert(
+                "links".into(),
+                json!({"GetProposal": {"operationId": "poll", "parameters": id}}),
+            );
+        }
+    }
+    // A lease may be asked with no body at all (every field has a default).
+    if let Some(body) = doc.pointer_mut("/paths/~1api~1v1~1executor~1lease/post/requestBody") {
+        body["required"] = json!(false);
+    }
     if let Value::Object(d) = &mut doc {
         d.insert("openapi".into(), json!("3.1.0"));
         d.insert(

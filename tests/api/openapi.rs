@@ -24,9 +24,12 @@ async fn every_documented_operation_exists_and_says_who_may_call_it() {
     assert_eq!(doc["openapi"], "3.1.0");
     let paths = doc["paths"].as_object().expect("paths");
     let mut operations = 0;
+    let mut ids = std::collections::BTreeSet::new();
     for (path, item) in paths {
         for (method, op) in item.as_object().expect("path item") {
             operations += 1;
+            let id = op["operationId"].as_str().expect("operationId");
+            assert!(ids.insert(id.to_owned()), "operationId {id} is used twice");
             let url = app.url(&path.replace("{id}", "0192f0c4-0000-7000-8000-000000000001"));
             let method = Method::from_bytes(method.to_uppercase().as_bytes()).expect("method");
             let mut request = app.client.request(method.clone(), url);

@@ -5,9 +5,15 @@
 use serde_json::{Value, json};
 
 use crate::domain::WireEnum;
-use crate::domain::command::CommandStatus;
+use crate::domain::command::scope::MAX_SCOPE_PATTERNS;
+use crate::domain::command::{
+    CommandStatus, MAX_LEASE_SECONDS, MAX_LEASE_WAIT_SECONDS, MIN_LEASE_SECONDS,
+};
 use crate::domain::contract::vocab::{AuthorizationState, Route};
 use crate::domain::lifecycle::ProposalStatus;
+
+/// A tool pattern: no whitespace, control characters or reserved glob syntax.
+const GLOB: &str = r"^[^\s\x00-\x1f\x7f-\x9f\[\]{}\\!]+$";
 
 fn values<T: WireEnum>() -> Value {
     json!(T::ALL.iter().map(|v| v.wire()).collect::<Vec<_>>())
@@ -149,7 +155,7 @@ fn lease() -> Value {
         "required": ["command", "lease_token", "lease_expires_at", "grant"],
         "properties": {
             "command": command(),
-            "lease_token": {"type": "string"},
+            "lease_token": {"type": "string", "minLength": 1},
             "lease_expires_at": time(),
             "grant": {"type": "object", "required": ["command_id", "signature"]}
         }
@@ -163,10 +169,10 @@ fn command_answer() -> Value {
 fn complete_report() -> Value {
     json!({
         "type": "object",
-        "required": ["lease_token"],
+        "required": ["lease_token", "result"],
         "properties": {
-            "lease_token": {"type": "string"},
-            "result": {"description": "What the run produced (at most 64 KiB of JSON)"}
+            "lease_token": {"type": "string", "minLength": 1},
+            "result": {"not": {"type": "null"}, "description": "What the run produced (at most 64 KiB of JSON)"}
         },
         "additionalProperties": false
     })
@@ -175,10 +181,10 @@ fn complete_report() -> Value {
 fn fail_report() -> Value {
     json!({
         "type": "object",
-        "required": ["lease_token"],
+        "required": ["lease_token", "error"],
         "properties": {
-            "lease_token": {"type": "string"},
-            "error": {"description": "What went wrong (at most 64 KiB of JSON)"},
+            "lease_token": {"type": "string", "minLength": 1},
+            "error": {"not": {"type": "null"}, "description": "What went wrong (at most 64 KiB of JSON)"},
             "side_effect": {"enum": ["none", "possible", "done"], "description": "Whether the run may have touched the world; default `possible`"}
         },
         "additionalProperties": false
@@ -197,9 +203,13 @@ fn lease_request() -> Value {
     json!({
         "type": "object",
         "properties": {
-            "tools": {"type": "array", "items": {"type": "string"}, "description": "Tool names or globs to lease"},
-            "wait": {"type": "integer", "minimum": 0, "maximum": 60, "description": "Seconds to wait for a command"},
-            "lease_seconds": {"type": "integer", "minimum": 1}
+            "tools": {
+                "type": "array", "minItems": 1, "maxItems": MAX_SCOPE_PATTERNS,
+                "items": {"type": "string", "pattern": GLOB},
+                "description": "Tool names or globs (`*`, `?`) to lease"
+            },
+            "wait": {"type": "integer", "minimum": 0, "maximum": MAX_LEASE_WAIT_SECONDS, "description": "Seconds to wait for a command"},
+            "lease_seconds": {"type": "integer", "minimum": MIN_LEASE_SECONDS, "maximum": MAX_LEASE_SECONDS}
         },
         "additionalProperties": false
     })
@@ -209,7 +219,10 @@ fn heartbeat() -> Value {
     json!({
         "type": "object",
         "required": ["lease_token"],
-        "properties": {"lease_token": {"type": "string"}, "lease_seconds": {"type": "integer", "minimum": 1}},
+        "properties": {
+            "lease_token": {"type": "string", "minLength": 1},
+            "lease_seconds": {"type": "integer", "minimum": MIN_LEASE_SECONDS, "maximum": MAX_LEASE_SECONDS}
+        },
         "additionalProperties": false
     })
 }
