@@ -107,61 +107,74 @@ impl ApiError {
     }
 }
 
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let status = self.status();
-        let limit = format!(
-            "the request body is larger than the {} KiB limit",
-            super::MAX_BODY_BYTES / 1024
-        );
-        let (code, message, details): (&str, &str, &[FieldError]) = match &self {
-            ApiError::BadRequest { code, message } => (code, message, &[]),
+impl ApiError {
+    /// The error's code, message and field errors.
+    fn parts(&self) -> (&str, String, &[FieldError]) {
+        match self {
+            ApiError::BadRequest { code, message } => (code, message.clone(), &[]),
             ApiError::Unauthenticated => (
                 "unauthenticated",
-                "send a valid token as `Authorization: Bearer <token>`",
+                "send a valid token as `Authorization: Bearer <token>`".into(),
                 &[],
             ),
-            ApiError::Forbidden { code, message } => (code, message, &[]),
-            ApiError::NotFound => ("not_found", "no such resource", &[]),
+            ApiError::Forbidden { code, message } => (code, message.clone(), &[]),
+            ApiError::NotFound => ("not_found", "no such resource".into(), &[]),
             ApiError::MethodNotAllowed => (
                 "method_not_allowed",
-                "this path does not take that method",
+                "this path does not take that method".into(),
                 &[],
             ),
-            ApiError::Conflict { code, message } => (code, message, &[]),
-            ApiError::PayloadTooLarge => ("payload_too_large", limit.as_str(), &[]),
+            ApiError::Conflict { code, message } => (code, message.clone(), &[]),
+            ApiError::PayloadTooLarge => (
+                "payload_too_large",
+                format!(
+                    "the request body is larger than the {} KiB limit",
+                    super::MAX_BODY_BYTES / 1024
+                ),
+                &[],
+            ),
             ApiError::UnsupportedMediaType => (
                 "unsupported_media_type",
-                "send the body as `Content-Type: application/json`",
+                "send the body as `Content-Type: application/json`".into(),
                 &[],
             ),
             ApiError::Unprocessable {
                 code,
                 message,
                 details,
-            } => (code, message, details),
+            } => (code, message.clone(), details),
             ApiError::Internal => (
                 "internal",
-                "something went wrong on the server; it has been logged",
+                "something went wrong on the server; it has been logged".into(),
                 &[],
             ),
             ApiError::Unavailable => (
                 "unavailable",
-                "the database is not answering; retry later",
+                "the database is not answering; retry later".into(),
                 &[],
             ),
-        };
-        let mut response = (
-            status,
-            Json(Body {
-                error: Inner {
-                    code,
-                    message,
-                    details,
-                },
-            }),
-        )
-            .into_response();
+        }
+    }
+
+    /// The error's JSON body, `{"error": {"code", "message", "details"?}}` (also what MCP tools
+    /// answer).
+    pub fn body(&self) -> serde_json::Value {
+        let (code, message, details) = self.parts();
+        serde_json::to_value(Body {
+            error: Inner {
+                code,
+                message: &message,
+                details,
+            },
+        })
+        .unwrap_or_default()
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        let mut response = (status, Json(self.body())).into_response();
         if status == StatusCode::UNAUTHORIZED {
             response.headers_mut().insert(
                 axum::http::header::WWW_AUTHENTICATE,

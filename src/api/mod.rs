@@ -9,6 +9,7 @@ pub mod error;
 mod executor;
 pub mod extract;
 mod health;
+mod mcp;
 pub mod openapi;
 mod pre_tool_check;
 mod proposals;
@@ -59,7 +60,8 @@ pub fn router(state: ApiState) -> Router {
         .nest("/api/v1", v1)
         .nest("/aana", bridge)
         .merge(health)
-        .with_state(state)
+        .with_state(state.clone())
+        .merge(mcp::router(state))
 }
 
 /// JSON errors for unknown paths and methods, and the body limit.

@@ -13,6 +13,7 @@ mod errors;
 mod executor;
 mod hardening;
 mod loop_end_to_end;
+mod mcp;
 mod openapi;
 mod policy;
 mod proposal_page;
