@@ -21,9 +21,14 @@ use uuid::Uuid;
 async fn main() -> Result<(), String> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [base, agent, reviewer, password, pid, rest @ ..] = args.as_slice() else {
-        return Err("usage: wait_storm BASE_URL AGENT_TOKEN REVIEWER PASSWORD SERVER_PID [N]".into());
+        return Err(
+            "usage: wait_storm BASE_URL AGENT_TOKEN REVIEWER PASSWORD SERVER_PID [N]".into(),
+        );
     };
-    let n: usize = rest.first().map_or(Ok(10_000), |s| s.parse()).map_err(|e| format!("N: {e}"))?;
+    let n: usize = rest
+        .first()
+        .map_or(Ok(10_000), |s| s.parse())
+        .map_err(|e| format!("N: {e}"))?;
     let api = Client::new();
     let ids: Vec<String> = stream::iter(0..n)
         .map(|_| submit(&api, base, agent))
@@ -38,9 +43,13 @@ async fn main() -> Result<(), String> {
     let answered: Arc<Mutex<HashMap<String, (Instant, String)>>> = Arc::default();
     let mut waiters = Vec::with_capacity(n);
     for id in &ids {
-        let (base, agent, id, answered) = (base.clone(), agent.clone(), id.clone(), answered.clone());
+        let (base, agent, id, answered) =
+            (base.clone(), agent.clone(), id.clone(), answered.clone());
         waiters.push(tokio::spawn(async move {
-            let client = Client::builder().pool_max_idle_per_host(1).build().map_err(|e| e.to_string())?;
+            let client = Client::builder()
+                .pool_max_idle_per_host(1)
+                .build()
+                .map_err(|e| e.to_string())?;
             let r = client
                 .get(format!("{base}/api/v1/proposals/{id}?wait=60"))
                 .bearer_auth(&agent)
@@ -49,8 +58,14 @@ async fn main() -> Result<(), String> {
                 .map_err(|e| e.to_string())?;
             let at = Instant::now();
             let body: Value = r.json().await.map_err(|e| e.to_string())?;
-            let status = body["proposal"]["status"].as_str().unwrap_or("?").to_owned();
-            answered.lock().map_err(|e| e.to_string())?.insert(id, (at, status));
+            let status = body["proposal"]["status"]
+                .as_str()
+                .unwrap_or("?")
+                .to_owned();
+            answered
+                .lock()
+                .map_err(|e| e.to_string())?
+                .insert(id, (at, status));
             Ok::<_, String>(())
         }));
     }
@@ -68,14 +83,19 @@ async fn main() -> Result<(), String> {
     let sent: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
     let results: Vec<Result<(), String>> = stream::iter(ids.iter().cloned())
         .map(|id| {
-            let (browser, base, token, sent) = (browser.clone(), base.clone(), token.clone(), sent.clone());
+            let (browser, base, token, sent) =
+                (browser.clone(), base.clone(), token.clone(), sent.clone());
             async move {
                 let at = Instant::now();
                 let r = browser
                     .post(format!("{base}/fn/decide_proposal"))
                     .header("accept", "text/html")
                     .header("referer", format!("{base}/proposals/{id}"))
-                    .form(&[("csrf_token", token.as_str()), ("id", &id), ("verdict", "approved")])
+                    .form(&[
+                        ("csrf_token", token.as_str()),
+                        ("id", &id),
+                        ("verdict", "approved"),
+                    ])
                     .send()
                     .await
                     .map_err(|e| e.to_string())?;
@@ -122,7 +142,8 @@ async fn main() -> Result<(), String> {
 }
 
 fn rss_kib(pid: &str) -> Result<u64, String> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).map_err(|e| e.to_string())?;
+    let status =
+        std::fs::read_to_string(format!("/proc/{pid}/status")).map_err(|e| e.to_string())?;
     status
         .lines()
         .find_map(|l| l.strip_prefix("VmRSS:"))
@@ -140,7 +161,11 @@ async fn signed_in(base: &str, reviewer: &str, password: &str) -> Result<Client,
     browser
         .post(format!("{base}/fn/login"))
         .header("accept", "text/html")
-        .form(&[("csrf_token", login_csrf.as_str()), ("username", reviewer), ("password", password)])
+        .form(&[
+            ("csrf_token", login_csrf.as_str()),
+            ("username", reviewer),
+            ("password", password),
+        ])
         .send()
         .await
         .map_err(|e| e.to_string())?;
@@ -188,7 +213,11 @@ async fn submit(api: &Client, base: &str, agent: &str) -> Result<String, String>
         .await
         .map_err(|e| e.to_string())?;
     if r.status().as_u16() != 201 {
-        return Err(format!("submit answered {}: {}", r.status(), r.text().await.unwrap_or_default()));
+        return Err(format!(
+            "submit answered {}: {}",
+            r.status(),
+            r.text().await.unwrap_or_default()
+        ));
     }
     Ok(id)
 }
