@@ -40,6 +40,27 @@ pub struct Settings {
     /// Proxies whose `X-Forwarded-For` names the client (sign-in throttling counts by client
     /// address); nobody else's is believed.
     pub trusted_proxies: Vec<IpAddr>,
+    /// Requests each API token may make.
+    pub rate: RateLimit,
+}
+
+/// Requests per API token (agent or executor): a steady rate with bursts; more are answered
+/// `429` with `Retry-After`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateLimit {
+    /// Requests per second, sustained.
+    pub per_second: u32,
+    /// Requests allowed at once after a quiet spell.
+    pub burst: u32,
+}
+
+impl Default for RateLimit {
+    fn default() -> Self {
+        Self {
+            per_second: 100,
+            burst: 200,
+        }
+    }
 }
 
 /// What keeps slow or idle clients from holding connections.
@@ -78,6 +99,7 @@ impl Settings {
             policy: None,
             audit_key: None,
             grant_key: None,
+            rate: RateLimit::default(),
             limits: ConnectionLimits::default(),
             sessions: SessionLimits::default(),
             trusted_proxies: Vec::new(),

@@ -173,6 +173,7 @@ pub fn router(
     let api = api::router(ApiState {
         services,
         settings: Arc::new(settings.clone()),
+        limits: Arc::new(api::limits::TokenLimits::new(settings.rate)),
     });
     let edge = Edge {
         hsts: settings.secure_cookies,

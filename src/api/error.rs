@@ -46,6 +46,12 @@ pub enum ApiError {
     PayloadTooLarge,
     /// 415: body is not `application/json` (`unsupported_media_type`).
     UnsupportedMediaType,
+    /// 429: this token made more requests than its rate limit allows (`rate_limited`); retry
+    /// after `Retry-After` seconds.
+    TooManyRequests {
+        /// Whole seconds until a request will be accepted.
+        retry_after: u64,
+    },
     /// 422: well-formed JSON that breaks the contract (`validation_failed`,
     /// `idempotency_key_reused`), with every broken rule in `details`.
     Unprocessable {
@@ -101,6 +107,7 @@ impl ApiError {
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Unprocessable { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
         }
@@ -143,6 +150,14 @@ impl ApiError {
                 message,
                 details,
             } => (code, message.clone(), details),
+            ApiError::TooManyRequests { retry_after } => (
+                "rate_limited",
+                format!(
+                    "this token made more requests than its rate limit allows; retry after \
+                     {retry_after} s"
+                ),
+                &[],
+            ),
             ApiError::Internal => (
                 "internal",
                 "something went wrong on the server; it has been logged".into(),
@@ -175,6 +190,12 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.status();
         let mut response = (status, Json(self.body())).into_response();
+        if let ApiError::TooManyRequests { retry_after } = &self {
+            response.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from(*retry_after),
+            );
+        }
         if status == StatusCode::UNAUTHORIZED {
             response.headers_mut().insert(
                 axum::http::header::WWW_AUTHENTICATE,

@@ -35,6 +35,11 @@ async fn principal(
         .await?
         .filter(|t| !t.revoked)
         .ok_or(ApiError::Unauthenticated)?;
+    if let Err(wait) = state.limits.check(record.id) {
+        return Err(ApiError::TooManyRequests {
+            retry_after: wait.as_secs() + u64::from(wait.subsec_nanos() > 0),
+        });
+    }
     if record.kind != kind {
         return Err(ApiError::Forbidden {
             code: "forbidden",

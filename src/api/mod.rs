@@ -9,6 +9,7 @@ pub mod error;
 mod executor;
 pub mod extract;
 mod health;
+pub mod limits;
 mod mcp;
 pub mod openapi;
 mod pre_tool_check;
@@ -35,6 +36,8 @@ pub struct ApiState {
     pub services: Services,
     /// Settings.
     pub settings: Arc<Settings>,
+    /// Per-token rate limits.
+    pub limits: Arc<limits::TokenLimits>,
 }
 
 /// The API routes (`/api/v1/...`, `/aana/...`) and the health check. The OpenAPI document is

@@ -224,6 +224,26 @@ pub fn document(built: OpenApi) -> Value {
             );
         }
     }
+    // Every token may be rate limited (src/api/limits.rs).
+    if let Some(Value::Object(paths)) = doc.get_mut("paths") {
+        for op in paths
+            .values_mut()
+            .filter_map(Value::as_object_mut)
+            .flat_map(|p| p.values_mut())
+        {
+            let secured = op["security"].as_array().is_some_and(|s| !s.is_empty());
+            if let (true, Some(Value::Object(responses))) = (secured, op.get_mut("responses")) {
+                responses.insert(
+                    "429".into(),
+                    json!({
+                        "description": "This token made more requests than its rate limit allows; retry after `Retry-After` seconds",
+                        "headers": {"Retry-After": {"schema": {"type": "integer"}}},
+                        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
+                    }),
+                );
+            }
+        }
+    }
     // A lease may be asked with no body at all (every field has a default).
     if let Some(body) = doc.pointer_mut("/paths/~1api~1v1~1executor~1lease/post/requestBody") {
         body["required"] = json!(false);

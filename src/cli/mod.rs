@@ -153,6 +153,12 @@ struct Hardening {
     /// the client.
     #[arg(long, env = "COUNTERSIGN_TRUSTED_PROXIES", value_delimiter = ',')]
     trusted_proxies: Vec<std::net::IpAddr>,
+    /// Requests per second each API token may make, sustained; more are answered `429`.
+    #[arg(long, env = "COUNTERSIGN_RATE_LIMIT", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
+    rate_limit: u32,
+    /// Requests each API token may make at once after a quiet spell.
+    #[arg(long, env = "COUNTERSIGN_RATE_BURST", default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..))]
+    rate_burst: u32,
 }
 
 impl Hardening {
@@ -168,6 +174,10 @@ impl Hardening {
             lifetime: time_duration(self.session_lifetime),
         };
         settings.trusted_proxies = self.trusted_proxies;
+        settings.rate = crate::config::RateLimit {
+            per_second: self.rate_limit,
+            burst: self.rate_burst,
+        };
     }
 }
 

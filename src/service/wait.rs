@@ -41,13 +41,12 @@ impl Services {
             let left = Duration::try_from(expires - now).unwrap_or(Duration::ZERO);
             wait = wait.min(left);
         }
-        match tokio::time::timeout(wait, watching.changed()).await {
-            Ok(()) => self.agent_proposal(agent, id).await,
-            Err(_) if first.0.expires_at.is_some_and(|e| e <= self.now()) => {
-                self.agent_proposal(agent, id).await
-            }
-            Err(_) => Ok(first),
-        }
+        // Thousands of agents may wait at once: hold nothing of the proposal while waiting,
+        // and read it again when the wait ends, whichever way it ends.
+        drop(first);
+        let _woken = tokio::time::timeout(wait, watching.changed()).await;
+        drop(watching);
+        self.agent_proposal(agent, id).await
     }
 
     /// The next change of `agent`'s proposal `id` after `seen` (its status when last sent),

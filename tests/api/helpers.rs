@@ -54,6 +54,12 @@ impl Clock for ManualClock {
     }
 }
 
+/// Tests drive tokens harder than any agent should; `tests/api/limits.rs` checks the limit.
+const UNLIMITED: countersign::config::RateLimit = countersign::config::RateLimit {
+    per_second: 1_000_000,
+    burst: 1_000_000,
+};
+
 impl TestApp {
     pub async fn spawn(backend: &str) -> TestApp {
         Self::spawn_with(backend, None).await
@@ -90,6 +96,7 @@ impl TestApp {
             settings.policy = Some(path);
         }
         settings.bind = Some("127.0.0.1:0".parse().expect("addr"));
+        settings.rate = UNLIMITED;
         configure(&mut settings);
         let clock = Arc::new(ManualClock::default());
         let app = Application::build_with_clock(settings, clock.clone())
@@ -112,6 +119,7 @@ impl TestApp {
     pub async fn another_instance(&self) -> TestApp {
         let mut settings = Settings::for_database(&self.db_url);
         settings.bind = Some("127.0.0.1:0".parse().expect("addr"));
+        settings.rate = UNLIMITED;
         let app = Application::build_with_clock(settings, self.clock.clone())
             .await
             .expect("second instance");

@@ -12,6 +12,7 @@ mod clients;
 mod errors;
 mod executor;
 mod hardening;
+mod limits;
 mod loop_end_to_end;
 mod mcp;
 mod openapi;
