@@ -9,9 +9,11 @@
 
 use std::time::{Duration, Instant};
 
+#[path = "support/bench_client.rs"]
+mod bench_client;
+
 use reqwest::Client;
 use serde_json::{Value, json};
-use uuid::Uuid;
 
 #[tokio::main]
 async fn main() -> Result<(), String> {
@@ -26,29 +28,13 @@ async fn main() -> Result<(), String> {
         .first()
         .map_or(Ok(200), |s| s.parse())
         .map_err(|e| format!("N: {e}"))?;
-    let browser = Client::builder()
-        .cookie_store(true)
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .map_err(|e| e.to_string())?;
-    let login_csrf = csrf(&browser, &format!("{base}/login")).await?;
-    browser
-        .post(format!("{base}/fn/login"))
-        .header("accept", "text/html")
-        .form(&[
-            ("csrf_token", login_csrf.as_str()),
-            ("username", reviewer),
-            ("password", password),
-        ])
-        .send()
-        .await
-        .map_err(|e| e.to_string())?;
+    let browser = bench_client::signed_in(base, reviewer, password).await?;
     let api = Client::new();
     let mut samples = Vec::with_capacity(n);
     for _ in 0..n {
-        let id = submit(&api, base, agent).await?;
+        let id = bench_client::submit(&api, base, agent).await?;
         let page = format!("{base}/proposals/{id}");
-        let token = csrf(&browser, &page).await?;
+        let token = bench_client::csrf(&browser, &page).await?;
         // The executor is waiting before the approval is sent (20 ms for its request to reach
         // the server and park; HTTP says nothing when a long-poll starts waiting).
         let lease = tokio::spawn(lease(api.clone(), base.clone(), executor.clone()));
@@ -86,56 +72,6 @@ async fn main() -> Result<(), String> {
         p(1.0)
     );
     Ok(())
-}
-
-async fn csrf(browser: &Client, url: &str) -> Result<String, String> {
-    let html = browser
-        .get(url)
-        .header("accept", "text/html")
-        .send()
-        .await
-        .map_err(|e| e.to_string())?
-        .text()
-        .await
-        .map_err(|e| e.to_string())?;
-    let marker = "name=\"csrf_token\" value=\"";
-    let start = html.find(marker).ok_or(format!("no CSRF token on {url}"))? + marker.len();
-    Ok(html[start..start + 64].to_owned())
-}
-
-async fn submit(api: &Client, base: &str, agent: &str) -> Result<String, String> {
-    let id = Uuid::new_v4().to_string();
-    let body = json!({
-        "proposal_id": id,
-        "proposed_by": "bench-agent",
-        "timestamp": "2026-11-22T10:00:00Z",
-        "domain": "sales",
-        "tool": {"name": "crm.update_contact", "version": "2024-01"},
-        "intent": {"summary": "Update the contact's email", "reasoning": "Benchmark."},
-        "parameters": {"contact_id": "c-123", "email": "new@example.com"},
-        "risk_level": "low",
-        "approval_required": true,
-        "compliance_context": {"gdpr": false, "hipaa": false},
-        "idempotency_key": format!("key-{id}"),
-        "rollback_supported": true,
-        "blast_radius": "tiny",
-        "target_refs": [{"type": "crm_contact", "id": "c-123"}]
-    });
-    let r = api
-        .post(format!("{base}/api/v1/proposals"))
-        .bearer_auth(agent)
-        .json(&body)
-        .send()
-        .await
-        .map_err(|e| e.to_string())?;
-    if r.status().as_u16() != 201 {
-        return Err(format!(
-            "submit answered {}: {}",
-            r.status(),
-            r.text().await.unwrap_or_default()
-        ));
-    }
-    Ok(id)
 }
 
 type Held = (Instant, (String, String));

@@ -13,9 +13,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures_util::stream::{self, StreamExt};
+#[path = "support/bench_client.rs"]
+mod bench_client;
+
 use reqwest::Client;
-use serde_json::{Value, json};
-use uuid::Uuid;
+use serde_json::Value;
 
 #[tokio::main]
 async fn main() -> Result<(), String> {
@@ -31,7 +33,7 @@ async fn main() -> Result<(), String> {
         .map_err(|e| format!("N: {e}"))?;
     let api = Client::new();
     let ids: Vec<String> = stream::iter(0..n)
-        .map(|_| submit(&api, base, agent))
+        .map(|_| bench_client::submit(&api, base, agent))
         .buffer_unordered(32)
         .collect::<Vec<_>>()
         .await
@@ -78,8 +80,8 @@ async fn main() -> Result<(), String> {
         "{n} waiters: server RSS {before} KiB before, {after} KiB with them waiting = {:.1} KiB per waiter ({parked} answered early)",
         per / 1024.0
     );
-    let browser = signed_in(base, reviewer, password).await?;
-    let token = csrf(&browser, &format!("{base}/proposals/{}", ids[0])).await?;
+    let browser = bench_client::signed_in(base, reviewer, password).await?;
+    let token = bench_client::csrf(&browser, &format!("{base}/proposals/{}", ids[0])).await?;
     let sent: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
     let results: Vec<Result<(), String>> = stream::iter(ids.iter().cloned())
         .map(|id| {
@@ -149,75 +151,4 @@ fn rss_kib(pid: &str) -> Result<u64, String> {
         .find_map(|l| l.strip_prefix("VmRSS:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .ok_or_else(|| "no VmRSS".into())
-}
-
-async fn signed_in(base: &str, reviewer: &str, password: &str) -> Result<Client, String> {
-    let browser = Client::builder()
-        .cookie_store(true)
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .map_err(|e| e.to_string())?;
-    let login_csrf = csrf(&browser, &format!("{base}/login")).await?;
-    browser
-        .post(format!("{base}/fn/login"))
-        .header("accept", "text/html")
-        .form(&[
-            ("csrf_token", login_csrf.as_str()),
-            ("username", reviewer),
-            ("password", password),
-        ])
-        .send()
-        .await
-        .map_err(|e| e.to_string())?;
-    Ok(browser)
-}
-
-async fn csrf(browser: &Client, url: &str) -> Result<String, String> {
-    let html = browser
-        .get(url)
-        .header("accept", "text/html")
-        .send()
-        .await
-        .map_err(|e| e.to_string())?
-        .text()
-        .await
-        .map_err(|e| e.to_string())?;
-    let marker = "name=\"csrf_token\" value=\"";
-    let start = html.find(marker).ok_or(format!("no CSRF token on {url}"))? + marker.len();
-    Ok(html[start..start + 64].to_owned())
-}
-
-async fn submit(api: &Client, base: &str, agent: &str) -> Result<String, String> {
-    let id = Uuid::new_v4().to_string();
-    let body = json!({
-        "proposal_id": id,
-        "proposed_by": "bench-agent",
-        "timestamp": "2026-11-22T10:00:00Z",
-        "domain": "sales",
-        "tool": {"name": "crm.update_contact", "version": "2024-01"},
-        "intent": {"summary": "Update the contact's email", "reasoning": "Benchmark."},
-        "parameters": {"contact_id": "c-123", "email": "new@example.com"},
-        "risk_level": "low",
-        "approval_required": true,
-        "compliance_context": {"gdpr": false, "hipaa": false},
-        "idempotency_key": format!("key-{id}"),
-        "rollback_supported": true,
-        "blast_radius": "tiny",
-        "target_refs": [{"type": "crm_contact", "id": "c-123"}]
-    });
-    let r = api
-        .post(format!("{base}/api/v1/proposals"))
-        .bearer_auth(agent)
-        .json(&body)
-        .send()
-        .await
-        .map_err(|e| e.to_string())?;
-    if r.status().as_u16() != 201 {
-        return Err(format!(
-            "submit answered {}: {}",
-            r.status(),
-            r.text().await.unwrap_or_default()
-        ));
-    }
-    Ok(id)
 }

@@ -26,7 +26,7 @@ use crate::domain::contract::aana::Event;
 use crate::domain::contract::wire::FieldError;
 use crate::domain::routing::envelope::CONTRACT_VERSION;
 use crate::domain::routing::gate::Decision;
-use crate::service::ServiceError;
+use crate::service::{ServiceError, Services};
 
 pub fn router() -> OpenApiRouter<ApiState> {
     OpenApiRouter::new()
@@ -103,15 +103,26 @@ async fn check(
     agent: Agent,
     JsonBody(body): JsonBody,
 ) -> Result<Json<Value>, ApiError> {
-    match state.services.pre_tool_check(&agent.0, &body).await {
-        Ok(answer) => Ok(Json(serde_json::to_value(answer).map_err(internal)?)),
+    Ok(Json(aana_check(&state.services, &agent.0, &body).await?))
+}
+
+/// `agent`'s pre-tool-check answered as AANA answers it: the decision envelope, and for a
+/// schema-invalid event a refusal with `validation_errors` instead of an error (also MCP's
+/// `countersign_pre_tool_check`).
+pub async fn aana_check(
+    services: &Services,
+    agent: &str,
+    event: &Value,
+) -> Result<Value, ApiError> {
+    match services.pre_tool_check(agent, event).await {
+        Ok(answer) => serde_json::to_value(answer).map_err(internal),
         Err(ServiceError::Invalid(errors)) => {
-            let refused = Decision::schema_invalid(&errors, state.services.policy());
+            let refused = Decision::schema_invalid(&errors, services.policy());
             let mut answer = serde_json::to_value(refused).map_err(internal)?;
             if let Value::Object(fields) = &mut answer {
                 fields.insert("validation_errors".into(), validation_errors(&errors));
             }
-            Ok(Json(answer))
+            Ok(answer)
         }
         Err(e) => Err(e.into()),
     }

@@ -37,7 +37,7 @@ use crate::domain::command::grant::GRANT_FORMAT;
 use crate::domain::command::retry::SideEffect;
 use crate::domain::command::scope::ToolScope;
 use crate::domain::command::{MAX_LEASE_WAIT_SECONDS, Outcome, check_report, lease_seconds};
-use crate::domain::contract::wire::WireEnum;
+use crate::domain::contract::wire::{WireEnum, whole_number};
 use crate::service::{LeaseRequest, Report};
 
 pub fn router() -> OpenApiRouter<ApiState> {
@@ -70,12 +70,7 @@ fn whole(body: &Value, field: &str, errors: &mut Vec<FieldError>) -> Option<u64>
     match body.get(field) {
         None => None,
         Some(v) => {
-            // JSON has one number type: `30.0` is the whole number 30.
-            let n = v.as_u64().or_else(|| {
-                v.as_f64()
-                    .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f <= 2f64.powi(53))
-                    .map(|f| f as u64)
-            });
+            let n = whole_number(v);
             if n.is_none() {
                 errors.push(FieldError::new(field, "must be a whole number of seconds"));
             }

@@ -41,9 +41,7 @@ use super::error::ApiError;
 use super::extract::Agent;
 use super::schemas::{AGENT_ACTION_CONTRACT, TOOL_PROPOSAL};
 use super::views::AgentProposal;
-use crate::domain::FieldError;
-use crate::domain::routing::gate::Decision;
-use crate::service::{MAX_WAIT, ServiceError, Services, Submitted};
+use crate::service::{MAX_WAIT, Services, Submitted};
 
 /// How long `wait_for_decision` waits when not told.
 const DEFAULT_WAIT: Duration = Duration::from_secs(30);
@@ -171,19 +169,6 @@ fn timeout(args: &JsonObject) -> Result<Duration, ApiError> {
 }
 
 impl Mcp {
-    async fn pre_tool_check(&self, agent: &str, event: Value) -> Result<Value, ApiError> {
-        match self.services.pre_tool_check(agent, &event).await {
-            Ok(answer) => serde_json::to_value(answer).map_err(|_| ApiError::Internal),
-            Err(ServiceError::Invalid(errors)) => {
-                let refused = Decision::schema_invalid(&errors, self.services.policy());
-                let mut answer = serde_json::to_value(refused).map_err(|_| ApiError::Internal)?;
-                answer["validation_errors"] = validation_errors(&errors);
-                Ok(answer)
-            }
-            Err(e) => Err(e.into()),
-        }
-    }
-
     async fn propose(&self, agent: &str, body: Value) -> Result<Value, ApiError> {
         let (record, replayed) = match self.services.submit(agent, &body).await? {
             Submitted::Created(r) => (r, false),
@@ -207,20 +192,15 @@ impl Mcp {
 
     async fn call(&self, agent: &str, name: &str, args: JsonObject) -> Result<Value, ApiError> {
         match name {
-            "countersign_pre_tool_check" => self.pre_tool_check(agent, Value::Object(args)).await,
+            "countersign_pre_tool_check" => {
+                super::aana::aana_check(&self.services, agent, &Value::Object(args)).await
+            }
             "propose_action" => self.propose(agent, Value::Object(args)).await,
             "get_proposal" => self.proposal(agent, &args, false).await,
             "wait_for_decision" => self.proposal(agent, &args, true).await,
             _ => Err(ApiError::NotFound),
         }
     }
-}
-
-fn validation_errors(errors: &[FieldError]) -> Value {
-    errors
-        .iter()
-        .map(|e| json!({ "path": super::aana::aana_path(&e.field), "message": e.message }))
-        .collect()
 }
 
 impl ServerHandler for Mcp {

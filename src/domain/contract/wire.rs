@@ -318,16 +318,10 @@ impl<'a, 'e> ObjectReader<'a, 'e> {
         }
     }
 
-    /// An optional whole number from 0 to `max`.
+    /// An optional whole number from 0 to `max` ([`whole_number`]).
     pub(crate) fn opt_u64(&mut self, key: &str, max: u64) -> Option<u64> {
         let v = self.get(key)?;
-        // JSON has one number type: `3.0` is the whole number 3 (as JSON Schema's `integer`).
-        let whole = v.as_u64().or_else(|| {
-            v.as_f64()
-                .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f <= 2f64.powi(53))
-                .map(|f| f as u64)
-        });
-        match whole {
+        match whole_number(v) {
             Some(n) if n <= max => Some(n),
             Some(_) => {
                 self.error(key, format!("must be at most {max}"));
@@ -394,6 +388,16 @@ impl<'a, 'e> ObjectReader<'a, 'e> {
         }
         ok.then_some(out)
     }
+}
+
+/// `v` as a whole number from 0: JSON has one number type, so `3.0` is the whole number 3 (as
+/// JSON Schema's `integer` says); fractions, negatives and numbers past 2^53 are not.
+pub fn whole_number(v: &Value) -> Option<u64> {
+    v.as_u64().or_else(|| {
+        v.as_f64()
+            .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f <= 2f64.powi(53))
+            .map(|f| f as u64)
+    })
 }
 
 #[cfg(test)]
