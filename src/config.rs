@@ -42,6 +42,8 @@ pub struct Settings {
     pub trusted_proxies: Vec<IpAddr>,
     /// Requests each API token may make.
     pub rate: RateLimit,
+    /// Agents' webhooks: allowed targets, retries, time limit.
+    pub webhooks: crate::service::WebhookSettings,
 }
 
 /// Requests per API token (agent or executor): a steady rate with bursts; more are answered
@@ -103,6 +105,7 @@ impl Settings {
             limits: ConnectionLimits::default(),
             sessions: SessionLimits::default(),
             trusted_proxies: Vec::new(),
+            webhooks: crate::service::WebhookSettings::default(),
         }
     }
 }

@@ -229,7 +229,8 @@ impl Application {
             Some(path) => Some(Arc::new(CheckpointKey::load_or_create(path)?)),
             None => None,
         };
-        let mut services = Services::with_clock(store, Arc::new(policy), clock);
+        let mut services =
+            Services::with_clock(store, Arc::new(policy), clock).with_webhooks(settings.webhooks);
         match &settings.grant_key {
             Some(path) => {
                 services = services.with_grant_key(load_or_create_key(path)?);
@@ -286,6 +287,7 @@ impl Application {
             tokio::spawn(listen_for_changes(url, self.services.clone()));
         }
         tokio::spawn(purge_sessions(self.sessions.clone(), self.services.clone()));
+        tokio::spawn(deliver_webhooks(self.services.clone()));
         match self.checkpoint_key.clone() {
             Some(key) => {
                 tokio::spawn(sign_checkpoints(self.services.clone(), key));
@@ -295,11 +297,13 @@ impl Application {
         crate::serve::serve(self.listener, self.router, self.limits, shutdown_signal()).await
     }
 
-    /// Serves until the process ends (tests). The queue is swept only when a test asks.
+    /// Serves until the process ends (tests). The queue is swept only when a test asks;
+    /// webhooks go out as in [`Application::run`].
     pub async fn run_forever(self) -> std::io::Result<()> {
         if let Some(url) = self.listen_url.clone() {
             tokio::spawn(listen_for_changes(url, self.services.clone()));
         }
+        tokio::spawn(deliver_webhooks(self.services.clone()));
         let forever = std::future::pending::<()>();
         crate::serve::serve(self.listener, self.router, self.limits, forever).await
     }
@@ -354,6 +358,24 @@ async fn listen_for_changes(url: String, services: Services) {
         // waiting agents look again when their wait ends.
         services.queue_signal().wake();
         tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    }
+}
+
+/// How often the dispatcher looks for due webhook deliveries (retries, and deliveries queued
+/// by other instances) when no commit of this instance woke it.
+pub const WEBHOOK_SWEEP: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Sends agents' webhooks: at once when a commit queued some, and every [`WEBHOOK_SWEEP`].
+async fn deliver_webhooks(services: Services) {
+    loop {
+        if let Err(e) = services.deliver_webhooks().await {
+            tracing::error!(error = %e, "delivering webhooks failed; trying again shortly");
+        }
+        let changes = services.store().changes().clone();
+        tokio::select! {
+            () = changes.deliveries() => {}
+            () = tokio::time::sleep(WEBHOOK_SWEEP) => {}
+        }
     }
 }
 

@@ -323,27 +323,72 @@ fn tokens_are_listed_and_users_enabled_and_reset_from_the_shell() {
             &["token", "create", "--executor", "n8n", "--tools", "crm.*"],
             None,
         );
+        let hooked_out = run(
+            &[
+                "token",
+                "create",
+                "--agent",
+                "hooked",
+                "--webhook",
+                "http://127.0.0.1:9/hook",
+            ],
+            None,
+        );
         run(&["token", "revoke", "--executor", "n8n"], None);
         let list = run(&["token", "list"], None);
         let lines: Vec<&str> = list.lines().collect();
         assert_eq!(
-            lines[0], "kind\tname\tscope\toperator\tcreated\trevoked",
+            lines[0], "kind\tname\tscope\toperator\tcreated\trevoked\twebhook",
             "{list}"
         );
-        assert_eq!(lines.len(), 3, "{list}");
-        let bot = lines
-            .iter()
-            .find(|l| l.starts_with("agent\tbot\t-\tolga\t"))
-            .expect("bot");
-        assert!(bot.ends_with("\t-"), "active: {bot}");
-        let n8n = lines
-            .iter()
-            .find(|l| l.starts_with("executor\tn8n\tcrm.*\t-\t"))
-            .expect("n8n");
-        assert!(!n8n.ends_with("\t-"), "revoked: {n8n}");
-        for secret in [agent.trim(), executor.trim()] {
+        assert_eq!(lines.len(), 4, "{list}");
+        let row = |prefix: &str| -> Vec<String> {
+            let line = lines.iter().find(|l| l.starts_with(prefix)).expect(prefix);
+            line.split('\t').map(str::to_owned).collect()
+        };
+        let bot = row("agent\tbot\t-\tolga\t");
+        assert_eq!(
+            (bot[5].as_str(), bot[6].as_str()),
+            ("-", "-"),
+            "active: {bot:?}"
+        );
+        let n8n = row("executor\tn8n\tcrm.*\t-\t");
+        assert_ne!(n8n[5], "-", "revoked: {n8n:?}");
+        let hooked = row("agent\thooked\t");
+        assert_eq!(hooked[6], "http://127.0.0.1:9/hook", "{hooked:?}");
+        let hooked_lines: Vec<&str> = hooked_out.lines().collect();
+        assert_eq!(hooked_lines.len(), 2, "the token and its webhook secret");
+        assert!(hooked_lines[1].starts_with("csw_"), "{hooked_out}");
+        for secret in [
+            agent.trim(),
+            executor.trim(),
+            hooked_lines[0],
+            hooked_lines[1],
+        ] {
             assert!(!list.contains(secret), "never a secret");
         }
+        // A private-range callback is refused, naming the rule; plain http only to loopback.
+        for url in ["https://10.0.0.5/hook", "http://hooks.example.com/hook"] {
+            let refused = countersign(&db)
+                .args(["token", "create", "--agent", "y", "--webhook", url])
+                .assert()
+                .failure();
+            let stderr = String::from_utf8_lossy(&refused.get_output().stderr).into_owned();
+            assert!(stderr.contains("the webhook URL"), "{url}: {stderr}");
+        }
+        // …unless the operator allows it.
+        run(
+            &[
+                "token",
+                "create",
+                "--agent",
+                "z",
+                "--webhook",
+                "https://10.0.0.5/hook",
+                "--webhook-allow-private",
+            ],
+            None,
+        );
         // An operator must be a user.
         countersign(&db)
             .args(["token", "create", "--agent", "x", "--operator", "ghost"])

@@ -900,6 +900,8 @@ async fn a_failed_change_leaves_nothing_and_spares_the_rest(backend: &str) {
                             token_hash: format!("hash-{i}"),
                             tool_scope: None,
                             operator: None,
+                            webhook_url: None,
+                            webhook_secret: None,
                         };
                         accounts::insert_token(tx.conn(), &new, now).await?;
                         let event = AuditEvent::PolicyLoaded(PolicyLoaded {

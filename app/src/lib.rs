@@ -23,8 +23,8 @@ use leptos_router::components::{Route, Router, Routes};
 use leptos_router::{SsrMode, path};
 
 use pages::{
-    AdminTokensPage, AdminUsersPage, AuditTrailPage, ChartsPage, Header, LoginPage, NotFound,
-    ProposalPage, QueuePage, RunsPage, TimelinePage,
+    AdminTokensPage, AdminUsersPage, AdminWebhooksPage, AuditTrailPage, ChartsPage, Header,
+    LoginPage, NotFound, ProposalPage, QueuePage, RunsPage, TimelinePage,
 };
 
 /// The HTML document around the app, rendered on the server.
@@ -69,6 +69,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/runs") view=RunsPage ssr=SsrMode::Async/>
                     <Route path=path!("/admin/users") view=AdminUsersPage ssr=SsrMode::Async/>
                     <Route path=path!("/admin/tokens") view=AdminTokensPage ssr=SsrMode::Async/>
+                    <Route path=path!("/admin/webhooks") view=AdminWebhooksPage ssr=SsrMode::Async/>
                     <Route path=path!("/audit") view=AuditTrailPage ssr=SsrMode::Async/>
                     <Route path=path!("/audit/charts") view=ChartsPage ssr=SsrMode::Async/>
                     <Route path=path!("/audit/proposals/:id") view=TimelinePage ssr=SsrMode::Async/>

@@ -209,6 +209,8 @@ pub enum TokenChange {
         tools: Option<String>,
         /// An agent's operator.
         operator: Option<String>,
+        /// An agent's callback URL.
+        webhook: Option<String>,
     },
     /// Revoke the token with this id.
     Revoke(String),
@@ -247,6 +249,8 @@ pub trait Admin: Send + Sync + 'static {
         viewer: &Viewer,
         change: UserChange,
     ) -> Result<AdminOutcome, AppError>;
+    /// The newest webhook deliveries and their attempts.
+    async fn webhooks(&self, viewer: &Viewer) -> Result<crate::dto::WebhooksView, AppError>;
     /// Creates or revokes a token.
     async fn change_token(
         &self,

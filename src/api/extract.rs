@@ -52,8 +52,8 @@ async fn principal(
     Ok(record)
 }
 
-/// An authenticated agent.
-pub struct Agent(pub String);
+/// An authenticated agent: its name and its token's id.
+pub struct Agent(pub String, pub uuid::Uuid);
 
 impl FromRequestParts<ApiState> for Agent {
     type Rejection = ApiError;
@@ -61,7 +61,7 @@ impl FromRequestParts<ApiState> for Agent {
     async fn from_request_parts(parts: &mut Parts, state: &ApiState) -> Result<Self, ApiError> {
         principal(parts, state, TokenKind::Agent)
             .await
-            .map(|r| Agent(r.name))
+            .map(|r| Agent(r.name, r.id))
     }
 }
 

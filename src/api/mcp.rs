@@ -46,9 +46,9 @@ use crate::service::{MAX_WAIT, Services, Submitted};
 /// How long `wait_for_decision` waits when not told.
 const DEFAULT_WAIT: Duration = Duration::from_secs(30);
 
-/// The agent a request authenticated as, for the tools.
+/// The agent a request authenticated as, and its token's id, for the tools.
 #[derive(Clone)]
-struct Caller(String);
+struct Caller(String, uuid::Uuid);
 
 /// The MCP routes: the rmcp service behind the bearer-token check.
 pub fn router(state: ApiState) -> Router {
@@ -75,8 +75,8 @@ pub fn router(state: ApiState) -> Router {
 async fn authenticate(State(state): State<ApiState>, request: Request, next: Next) -> Response {
     let (mut parts, body) = request.into_parts();
     match Agent::from_request_parts(&mut parts, &state).await {
-        Ok(Agent(name)) => {
-            parts.extensions.insert(Caller(name));
+        Ok(Agent(name, token)) => {
+            parts.extensions.insert(Caller(name, token));
             next.run(Request::from_parts(parts, body)).await
         }
         Err(e) => e.into_response(),
@@ -169,8 +169,11 @@ fn timeout(args: &JsonObject) -> Result<Duration, ApiError> {
 }
 
 impl Mcp {
-    async fn propose(&self, agent: &str, body: Value) -> Result<Value, ApiError> {
-        let (record, replayed) = match self.services.submit(agent, &body).await? {
+    async fn propose(&self, caller: &Caller, body: Value) -> Result<Value, ApiError> {
+        let submitted = (self.services)
+            .submit_with_token(&caller.0, Some(caller.1), &body)
+            .await?;
+        let (record, replayed) = match submitted {
             Submitted::Created(r) => (r, false),
             Submitted::Replayed(r) => (r, true),
         };
@@ -190,12 +193,13 @@ impl Mcp {
         Ok(json!({ "proposal": AgentProposal::new(record, command) }))
     }
 
-    async fn call(&self, agent: &str, name: &str, args: JsonObject) -> Result<Value, ApiError> {
+    async fn call(&self, caller: &Caller, name: &str, args: JsonObject) -> Result<Value, ApiError> {
+        let agent = caller.0.as_str();
         match name {
             "countersign_pre_tool_check" => {
                 super::aana::aana_check(&self.services, agent, &Value::Object(args)).await
             }
-            "propose_action" => self.propose(agent, Value::Object(args)).await,
+            "propose_action" => self.propose(caller, Value::Object(args)).await,
             "get_proposal" => self.proposal(agent, &args, false).await,
             "wait_for_decision" => self.proposal(agent, &args, true).await,
             _ => Err(ApiError::NotFound),
@@ -243,7 +247,7 @@ impl ServerHandler for Mcp {
             ));
         }
         let args = request.arguments.unwrap_or_default();
-        let result = match self.call(&caller.0, &request.name, args).await {
+        let result = match self.call(&caller, &request.name, args).await {
             Ok(value) => CallToolResult::structured(value),
             Err(e) => refused(e),
         };

@@ -60,7 +60,9 @@ async fn submit(
     agent: Agent,
     JsonBody(body): JsonBody,
 ) -> Result<impl IntoResponse, ApiError> {
-    let submitted = state.services.submit(&agent.0, &body).await?;
+    let submitted = (state.services)
+        .submit_with_token(&agent.0, Some(agent.1), &body)
+        .await?;
     let (status, record) = match submitted {
         Submitted::Created(r) => (StatusCode::CREATED, r),
         Submitted::Replayed(r) => (StatusCode::OK, r),

@@ -44,6 +44,11 @@ pub fn new_api_token(kind: TokenKind) -> Secret {
     Secret(format!("{prefix}{}", random_hex()))
 }
 
+/// A new webhook signing secret (`csw_`): the receiver keys its HMAC check with it.
+pub fn new_webhook_secret() -> Secret {
+    Secret(format!("csw_{}", random_hex()))
+}
+
 /// A new lease token.
 pub fn new_lease_token() -> Secret {
     Secret(format!("csl_{}", random_hex()))

@@ -10,7 +10,7 @@ use super::{Database, parse_role, services};
 use crate::audit::Actor;
 use crate::domain::command::scope::ToolScope;
 use crate::domain::principal::{Role, TokenKind};
-use crate::service::AccountError;
+use crate::service::{AccountError, TokenRequest};
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum UserCommand {
@@ -121,6 +121,12 @@ pub(crate) enum TokenCommand {
         /// The person who operates the agent (a username): they may not approve its proposals.
         #[arg(long, requires = "agent")]
         operator: Option<String>,
+        /// An agent token's callback URL: every status change of a proposal submitted with the
+        /// token is POSTed there, signed with a secret printed once (`https`, or loopback).
+        #[arg(long, requires = "agent")]
+        webhook: Option<String>,
+        #[command(flatten)]
+        targets: super::WebhookTargets,
     },
     /// List every token: kind, name, scope, operator, created, revoked. Never a secret.
     List {
@@ -270,6 +276,8 @@ pub(crate) async fn token_command(command: TokenCommand) -> Result<(), String> {
             executor,
             tools,
             operator,
+            webhook,
+            targets,
         } => {
             let (kind, name) = principal(agent, executor)?;
             let scope = tools
@@ -277,16 +285,33 @@ pub(crate) async fn token_command(command: TokenCommand) -> Result<(), String> {
                 .map(ToolScope::parse_list)
                 .transpose()
                 .map_err(|e| format!("--tools {e}"))?;
-            let services = services(&db.database_url).await?;
-            let secret = services
-                .create_operated_token(kind, &name, scope.as_ref(), operator.as_deref(), &cli)
+            let settings = crate::service::WebhookSettings {
+                targets: targets.policy(),
+                ..Default::default()
+            };
+            let services = services(&db.database_url).await?.with_webhooks(settings);
+            let request = TokenRequest {
+                scope: scope.as_ref(),
+                operator: operator.as_deref(),
+                webhook: webhook.as_deref(),
+                ..TokenRequest::new(kind, &name)
+            };
+            let created = services
+                .create_operated_token(request, &cli)
                 .await
                 .map_err(words)?;
             let scoped = scope.map_or(String::new(), |s| format!(" for tools `{}`", s.to_list()));
             eprintln!(
                 "created a token for {kind} `{name}`{scoped}; it is shown once, below, and stored only as a hash:"
             );
-            println!("{}", secret.expose());
+            println!("{}", created.token.expose());
+            if let Some(secret) = created.webhook_secret {
+                eprintln!(
+                    "its webhook deliveries are signed with this secret (Countersign-Signature), \
+                     shown once, below:"
+                );
+                println!("{}", secret.expose());
+            }
         }
         TokenCommand::Revoke {
             db,
@@ -342,16 +367,17 @@ async fn list_tokens(db: &Database) -> Result<(), String> {
         .await
         .map_err(|e| format!("storage: {e}"))?;
     let at = |t: time::OffsetDateTime| t.format(&Rfc3339).unwrap_or_default();
-    println!("kind\tname\tscope\toperator\tcreated\trevoked");
+    println!("kind\tname\tscope\toperator\tcreated\trevoked\twebhook");
     for t in tokens {
         println!(
-            "{}\t{}\t{}\t{}\t{}\t{}",
+            "{}\t{}\t{}\t{}\t{}\t{}\t{}",
             t.kind,
             t.name,
             t.tool_scope.as_deref().unwrap_or("-"),
             t.operator.as_deref().unwrap_or("-"),
             at(t.created_at),
             t.revoked_at.map_or_else(|| "-".to_owned(), at),
+            t.webhook_url.as_deref().unwrap_or("-"),
         );
     }
     Ok(())

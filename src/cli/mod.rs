@@ -66,6 +66,8 @@ enum Command {
         grant_key: PathBuf,
         #[command(flatten)]
         hardening: Hardening,
+        #[command(flatten)]
+        webhooks: WebhookArgs,
     },
     /// Validate and try out routing policies.
     Policy {
@@ -181,6 +183,55 @@ impl Hardening {
     }
 }
 
+/// Which webhook targets are allowed beyond `https` and loopback (`serve`, `token create`).
+#[derive(Debug, Clone, Copy, Args)]
+pub(crate) struct WebhookTargets {
+    /// Allow plain-`http` webhook URLs to any host, not only to loopback.
+    #[arg(long, env = "COUNTERSIGN_WEBHOOK_ALLOW_HTTP")]
+    webhook_allow_http: bool,
+    /// Allow webhook targets in private, link-local and shared address ranges (10/8,
+    /// 172.16/12, 192.168/16, 169.254/16, 100.64/10, fc00::/7, fe80::/10).
+    #[arg(long, env = "COUNTERSIGN_WEBHOOK_ALLOW_PRIVATE")]
+    webhook_allow_private: bool,
+}
+
+impl WebhookTargets {
+    pub(crate) fn policy(self) -> crate::domain::webhook::TargetPolicy {
+        crate::domain::webhook::TargetPolicy {
+            allow_http: self.webhook_allow_http,
+            allow_private: self.webhook_allow_private,
+        }
+    }
+}
+
+/// How `serve` sends agents' webhooks (see README, Webhooks).
+#[derive(Debug, Args)]
+struct WebhookArgs {
+    #[command(flatten)]
+    targets: WebhookTargets,
+    /// A failing delivery is tried again (5 s, 10 s, 20 s … at most an hour apart) until it
+    /// is this old, then given up.
+    #[arg(long, env = "COUNTERSIGN_WEBHOOK_GIVE_UP_AFTER", default_value = "24h", value_parser = parse_secs)]
+    webhook_give_up_after: std::time::Duration,
+    /// One delivery attempt may take this long.
+    #[arg(long, env = "COUNTERSIGN_WEBHOOK_TIMEOUT", default_value = "10s", value_parser = parse_secs)]
+    webhook_timeout: std::time::Duration,
+}
+
+impl WebhookArgs {
+    fn settings(self) -> crate::service::WebhookSettings {
+        let defaults = crate::service::WebhookSettings::default();
+        crate::service::WebhookSettings {
+            targets: self.targets.policy(),
+            retries: crate::domain::webhook::Retries {
+                give_up_after: time_duration(self.webhook_give_up_after),
+                ..defaults.retries
+            },
+            timeout: self.webhook_timeout,
+        }
+    }
+}
+
 fn time_duration(d: std::time::Duration) -> time::Duration {
     time::Duration::try_from(d).unwrap_or(time::Duration::MAX)
 }
@@ -238,6 +289,7 @@ async fn execute(command: Command) -> Result<(), String> {
             audit_key,
             grant_key,
             hardening,
+            webhooks,
         } => {
             let mut settings = Settings {
                 bind,
@@ -249,6 +301,7 @@ async fn execute(command: Command) -> Result<(), String> {
                 ..Settings::for_database(db.database_url)
             };
             hardening.apply(&mut settings);
+            settings.webhooks = webhooks.settings();
             serve(settings).await
         }
         Command::Policy { command } => policy_command(command),

@@ -25,6 +25,8 @@
 //!   shows. They may import any wing; no wing imports
 //!   them.
 //! - [`sign_in`]: throttling failed sign-ins and how long sessions last. Imports nothing.
+//! - [`webhook`]: agents' callbacks: allowed targets, the body, its signature, retries.
+//!   Imports nothing.
 //! - [`review`]: what a reviewer is shown before deciding (hidden characters made visible,
 //!   secrets and personal data withheld, the typed-name confirmation, the agent's record).
 //!   Imports `contract`, `routing`'s scanners and `lifecycle`.
@@ -39,6 +41,7 @@ pub mod queue;
 pub mod review;
 pub mod routing;
 pub mod sign_in;
+pub mod webhook;
 
 pub use contract::aana::Event;
 pub use contract::vocab::Route;

@@ -16,6 +16,7 @@ use crate::domain::command::scope::ToolScope;
 use crate::domain::principal::{
     AdminChange, LastAdmin, Role, TokenKind, keeps_an_admin, parse_name,
 };
+use crate::domain::webhook::check_url;
 use crate::storage::accounts::{self, NewToken, UserRecord};
 
 /// Why an account could not be created.
@@ -44,6 +45,41 @@ pub struct Bootstrap {
     pub username: String,
     /// The password, shown once.
     pub password: Secret,
+}
+
+/// A token to create.
+pub struct TokenRequest<'a> {
+    /// Agent or executor.
+    pub kind: TokenKind,
+    /// The agent's or executor's name.
+    pub name: &'a str,
+    /// An executor token's tool scope.
+    pub scope: Option<&'a ToolScope>,
+    /// An agent token's operator (a username).
+    pub operator: Option<&'a str>,
+    /// An agent token's callback URL.
+    pub webhook: Option<&'a str>,
+}
+
+impl<'a> TokenRequest<'a> {
+    /// A plain token for `name`: no scope, operator or webhook.
+    pub fn new(kind: TokenKind, name: &'a str) -> Self {
+        Self {
+            kind,
+            name,
+            scope: None,
+            operator: None,
+            webhook: None,
+        }
+    }
+}
+
+/// A created token's secrets, shown once.
+pub struct CreatedToken {
+    /// The bearer token.
+    pub token: Secret,
+    /// The secret that signs its webhook deliveries, when it has a webhook.
+    pub webhook_secret: Option<Secret>,
 }
 
 impl Services {
@@ -105,20 +141,29 @@ impl Services {
         scope: Option<&ToolScope>,
         actor: &Actor,
     ) -> Result<Secret, AccountError> {
-        self.create_operated_token(kind, name, scope, None, actor)
-            .await
+        let request = TokenRequest {
+            scope,
+            ..TokenRequest::new(kind, name)
+        };
+        Ok(self.create_operated_token(request, actor).await?.token)
     }
 
     /// Creates an API token; an agent's may name its `operator`, an existing person who then
-    /// may not approve that agent's proposals. Returns the secret, to show once.
+    /// may not approve that agent's proposals, and a webhook URL (checked against
+    /// [`super::WebhookSettings::targets`]) that hears every status change of the proposals
+    /// submitted with it. Returns the secrets, to show once.
     pub async fn create_operated_token(
         &self,
-        kind: TokenKind,
-        name: &str,
-        scope: Option<&ToolScope>,
-        operator: Option<&str>,
+        request: TokenRequest<'_>,
         actor: &Actor,
-    ) -> Result<Secret, AccountError> {
+    ) -> Result<CreatedToken, AccountError> {
+        let TokenRequest {
+            kind,
+            name,
+            scope,
+            operator,
+            webhook,
+        } = request;
         let name = parse_name(name).map_err(AccountError::Invalid)?;
         if scope.is_some() && kind != TokenKind::Executor {
             return Err(AccountError::Invalid(
@@ -126,7 +171,9 @@ impl Services {
             ));
         }
         let operator = self.operator(kind, operator).await?;
+        let webhook = self.webhook_url(kind, webhook)?;
         let secret = token::new_api_token(kind);
+        let webhook_secret = webhook.as_ref().map(|_| token::new_webhook_secret());
         let new = NewToken {
             id: Uuid::now_v7(),
             kind,
@@ -134,27 +181,54 @@ impl Services {
             token_hash: secret.hash(),
             tool_scope: scope.map(ToolScope::to_list),
             operator,
+            webhook_url: webhook.as_ref().map(|u| u.as_str().to_owned()),
+            webhook_secret: webhook_secret.as_ref().map(|s| s.expose().to_owned()),
         };
+        let webhook_origin = webhook.map(|u| u.origin().ascii_serialization());
         let now = self.now();
         let actor = actor.clone();
         self.store()
             .write(move |tx| {
                 Box::pin(async move {
                     accounts::insert_token(tx.conn(), &new, now).await?;
-                    // The token's id identifies it; the secret never enters the trail.
+                    // The token's id identifies it; no secret enters the trail, nor the
+                    // webhook's path or query (they may carry one): only its origin.
                     let created = TokenCreated {
                         token_id: new.id,
                         kind: new.kind,
                         name: new.name.clone(),
                         tool_scope: new.tool_scope.clone(),
                         operator: new.operator.clone(),
+                        webhook_origin,
                     };
                     tx.record(now, &actor, AuditEvent::TokenCreated(created));
                     Ok::<_, ServiceError>(())
                 })
             })
             .await?;
-        Ok(secret)
+        Ok(CreatedToken {
+            token: secret,
+            webhook_secret,
+        })
+    }
+
+    /// A token's webhook URL, checked: agents only, and a target the operator allows.
+    fn webhook_url(
+        &self,
+        kind: TokenKind,
+        webhook: Option<&str>,
+    ) -> Result<Option<url::Url>, AccountError> {
+        let Some(raw) = webhook.map(str::trim).filter(|w| !w.is_empty()) else {
+            return Ok(None);
+        };
+        if kind != TokenKind::Agent {
+            return Err(AccountError::Invalid(
+                "only agent tokens carry a webhook".into(),
+            ));
+        }
+        check_url(raw, self.webhook_settings().targets)
+            .map(Some)
+            .map_err(|why| AccountError::Invalid(format!("the webhook URL {why}")))
     }
 
     /// A token's operator, checked: agents only, and an existing person.

@@ -28,12 +28,13 @@ mod sign_in;
 mod submit;
 mod tokens;
 mod wait;
+mod webhooks;
 
 use std::sync::Arc;
 
 use time::OffsetDateTime;
 
-pub use accounts::{AccountError, Bootstrap};
+pub use accounts::{AccountError, Bootstrap, CreatedToken, TokenRequest};
 pub use audit::{Verified, VerifyError, verify_bundle};
 pub use charts::{CHART_DAYS, Charts, DayOutcomes, DomainLatency, Tally};
 pub use decide::{Decided, Reviewer};
@@ -47,6 +48,7 @@ pub use review::{AgentHistory, withholds_personal_data};
 pub use sign_in::{SessionStamp, SignIn};
 pub use submit::Submitted;
 pub use wait::{AgentView, MAX_WAIT};
+pub use webhooks::WebhookSettings;
 
 use crate::domain::FieldError;
 use crate::domain::command::{CommandSpec, CommandStatus};
@@ -82,6 +84,7 @@ pub struct Services {
     grant_key: Arc<ed25519_dalek::SigningKey>,
     facets: Arc<desk::FacetCache>,
     hashing: Arc<crate::auth::password::HashPool>,
+    webhooks: Arc<webhooks::Webhooks>,
 }
 
 /// A command to queue, as an approval (or the policy's `accept`) makes it.
@@ -111,7 +114,14 @@ impl Services {
             grant_key: Arc::new(ed25519_dalek::SigningKey::generate(&mut rand::rngs::OsRng)),
             facets: Arc::default(),
             hashing: Arc::default(),
+            webhooks: Arc::new(webhooks::Webhooks::new(WebhookSettings::default())),
         }
+    }
+
+    /// The same, sending webhooks under `settings`.
+    pub fn with_webhooks(mut self, settings: WebhookSettings) -> Self {
+        self.webhooks = Arc::new(webhooks::Webhooks::new(settings));
+        self
     }
 
     /// The same, signing executor grants with `key` (read from its file) rather than with the

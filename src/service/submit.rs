@@ -45,6 +45,7 @@ struct Routed {
     /// The audit event, built before the write (hashing values needs the salt, not the row).
     submitted_event: Option<ProposalSubmitted>,
     agent: String,
+    token: Option<Uuid>,
     contract: ToolProposal,
     request_hash: String,
     routing: ProposalDecision,
@@ -53,8 +54,20 @@ struct Routed {
 }
 
 impl Services {
-    /// Submits `body` as a tool proposal from `agent`.
+    /// Submits `body` as a tool proposal from `agent` (in-process callers: no token, so no
+    /// webhook hears of it).
     pub async fn submit(&self, agent: &str, body: &Value) -> Result<Submitted, ServiceError> {
+        self.submit_with_token(agent, None, body).await
+    }
+
+    /// Submits `body` as a tool proposal from `agent`, presented with API token `token`: the
+    /// token's webhook, if it has one, hears of every status change of the proposal.
+    pub async fn submit_with_token(
+        &self,
+        agent: &str,
+        token: Option<Uuid>,
+        body: &Value,
+    ) -> Result<Submitted, ServiceError> {
         let contract = match ToolProposal::parse(body) {
             Ok(contract) => contract,
             Err(errors) => return Err(self.reject_input(agent, errors).await),
@@ -73,6 +86,7 @@ impl Services {
         }
         let now = self.now();
         let mut routed = self.route(agent, contract, request_hash_sha256(body), now);
+        routed.token = token;
         routed.submitted_event = Some(ProposalSubmitted::new(
             self.store().salt(),
             routed.contract.proposal_id,
@@ -166,6 +180,7 @@ impl Services {
         Routed {
             submitted_event: None,
             agent: agent.to_owned(),
+            token: None,
             contract,
             request_hash,
             routing,
@@ -182,6 +197,7 @@ async fn store_proposal(
 ) -> Result<Submitted, ServiceError> {
     let new = NewProposal {
         agent: &r.agent,
+        token: r.token,
         status: r.status,
         authorization_state: r.contract.effective_authorization(),
         request_hash: &r.request_hash,

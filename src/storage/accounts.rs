@@ -54,6 +54,10 @@ pub struct NewToken {
     pub tool_scope: Option<String>,
     /// An agent token's operator (a username).
     pub operator: Option<String>,
+    /// An agent token's callback URL, checked.
+    pub webhook_url: Option<String>,
+    /// The secret that signs its deliveries (shown once).
+    pub webhook_secret: Option<String>,
 }
 
 #[derive(sqlx::FromRow)]
@@ -123,7 +127,7 @@ pub async fn user_by_username(conn: Conn<'_>, username: &str) -> Result<Option<U
 /// Stores a token's hash.
 pub async fn insert_token(conn: Conn<'_>, token: &NewToken, now: OffsetDateTime) -> Result<()> {
     let sql = "insert into api_tokens (id, kind, name, token_hash, created_at, tool_scope, \
-               operator) values ($1, $2, $3, $4, $5, $6, $7)";
+               operator, webhook_url, webhook_secret) values ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
     on!(conn, |c| sqlx::query(sql)
         .bind(token.id)
         .bind(token.kind.as_str())
@@ -132,6 +136,8 @@ pub async fn insert_token(conn: Conn<'_>, token: &NewToken, now: OffsetDateTime)
         .bind(now)
         .bind(&token.tool_scope)
         .bind(&token.operator)
+        .bind(&token.webhook_url)
+        .bind(&token.webhook_secret)
         .execute(c)
         .await
         .map(|_| ()))?;
@@ -287,6 +293,8 @@ pub struct TokenListing {
     pub tool_scope: Option<String>,
     /// An agent token's operator.
     pub operator: Option<String>,
+    /// An agent token's callback URL.
+    pub webhook_url: Option<String>,
     /// When it was created.
     pub created_at: OffsetDateTime,
     /// When it was revoked, if it was.
@@ -295,7 +303,7 @@ pub struct TokenListing {
 
 /// Every token, newest first.
 pub async fn list_tokens(conn: Conn<'_>) -> Result<Vec<TokenListing>> {
-    let sql = "select id, kind, name, tool_scope, operator, created_at, revoked_at \
+    let sql = "select id, kind, name, tool_scope, operator, webhook_url, created_at, revoked_at \
                from api_tokens order by created_at desc, id desc";
     let rows = on!(conn, |c| sqlx::query_as(sql).fetch_all(c).await)?;
     Ok(rows)

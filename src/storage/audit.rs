@@ -28,7 +28,7 @@ pub struct PendingEvent {
 
 impl PendingEvent {
     /// The proposal whose status this event records a change of, if it does.
-    pub fn moved_proposal(&self) -> Option<Uuid> {
+    fn moved_proposal(&self) -> Option<Uuid> {
         let row = &self.row;
         if row.subject_type != "proposal" || row.after_status.is_none() {
             return None;
@@ -119,13 +119,15 @@ fn chunk_len(remaining: usize) -> usize {
 }
 
 /// Appends `events` to the chain, linked after the current head, and moves the head.
-pub(super) async fn append(tx: &mut Tx, events: Vec<PendingEvent>) -> Result<()> {
+pub(super) async fn append(tx: &mut Tx, events: Vec<PendingEvent>) -> Result<Vec<StatusChange>> {
     if events.is_empty() {
-        return Ok(());
+        return Ok(Vec::new());
     }
     let mut head = lock_head(tx.conn()).await?;
     let mut rows = Vec::with_capacity(events.len());
+    let mut moved = Vec::new();
     for e in events {
+        let proposal = e.moved_proposal();
         let mut row = ChainedEvent {
             seq: head.seq + 1,
             id: Uuid::now_v7(),
@@ -145,6 +147,17 @@ pub(super) async fn append(tx: &mut Tx, events: Vec<PendingEvent>) -> Result<()>
             seq: row.seq,
             hash: row.hash.clone(),
         };
+        if let (Some(proposal), Some(after)) = (proposal, &row.after_status) {
+            moved.push(StatusChange {
+                proposal,
+                before: row.before_status.clone(),
+                after: after.clone(),
+                event_id: row.id,
+                seq: row.seq,
+                kind: row.kind.clone(),
+                at: row.at,
+            });
+        }
         rows.push(row);
     }
     let mut rest = rows.as_slice();
@@ -153,7 +166,28 @@ pub(super) async fn append(tx: &mut Tx, events: Vec<PendingEvent>) -> Result<()>
         insert_rows(tx.conn(), &rest[..n]).await?;
         rest = &rest[n..];
     }
-    set_head(tx.conn(), &head).await
+    set_head(tx.conn(), &head).await?;
+    Ok(moved)
+}
+
+/// A proposal's status change, as its event was appended to the chain: what wakes waiters and
+/// queues webhook deliveries at commit.
+#[derive(Debug, Clone)]
+pub struct StatusChange {
+    /// The proposal.
+    pub proposal: Uuid,
+    /// Its status before (`None` when it was just submitted).
+    pub before: Option<String>,
+    /// Its status after.
+    pub after: String,
+    /// The audit event's id.
+    pub event_id: Uuid,
+    /// The audit event's position in the chain.
+    pub seq: i64,
+    /// The audit event's kind.
+    pub kind: String,
+    /// When it happened.
+    pub at: OffsetDateTime,
 }
 
 /// The row's link in the chain. A build with the `bench-unchained` feature skips it (the rows

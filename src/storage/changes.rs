@@ -8,22 +8,37 @@
 //! `NOTIFY countersign_proposal, '<id>'`, so waiters on other instances sharing the database
 //! wake too (each instance's listener calls [`Changes::proposals_changed`]).
 //!
+//! The webhook dispatcher waits here too: a commit that queued deliveries wakes it
+//! ([`Changes::deliveries_queued`]); and whoever follows deliveries (a test stepping them)
+//! hears each round of recorded attempts ([`Changes::attempts_recorded`]).
+//!
 //! A waiter costs one map entry per watched proposal plus a receiver: thousands of agents
 //! waiting cost almost nothing, and a decision wakes only the waiters of its proposal.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 use uuid::Uuid;
 
 /// The channel other instances hear proposal changes on (PostgreSQL).
 pub const PROPOSAL_CHANNEL: &str = "countersign_proposal";
 
 /// Waiters, by the proposal they wait on.
-#[derive(Default)]
 pub struct Changes {
     waiting: Mutex<HashMap<Uuid, watch::Sender<u64>>>,
+    deliveries: Notify,
+    attempts: watch::Sender<u64>,
+}
+
+impl Default for Changes {
+    fn default() -> Self {
+        Self {
+            waiting: Mutex::default(),
+            deliveries: Notify::new(),
+            attempts: watch::Sender::new(0),
+        }
+    }
 }
 
 impl Changes {
@@ -51,6 +66,29 @@ impl Changes {
                 sender.send_modify(|n| *n = n.wrapping_add(1));
             }
         }
+    }
+
+    /// A commit queued webhook deliveries: wakes the dispatcher.
+    pub fn deliveries_queued(&self) {
+        self.deliveries.notify_one();
+    }
+
+    /// Resolves after the next [`Changes::deliveries_queued`] (or at once, if one came since
+    /// the last wait).
+    pub async fn deliveries(&self) {
+        self.deliveries.notified().await;
+    }
+
+    /// `n` webhook attempts were recorded (committed).
+    pub fn attempts_recorded(&self, n: usize) {
+        let n = u64::try_from(n).unwrap_or(u64::MAX);
+        self.attempts
+            .send_modify(|total| *total = total.saturating_add(n));
+    }
+
+    /// How many webhook attempts this instance has recorded, as it grows.
+    pub fn webhook_attempts(&self) -> watch::Receiver<u64> {
+        self.attempts.subscribe()
     }
 
     /// How many proposals have someone waiting on them.

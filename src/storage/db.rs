@@ -38,7 +38,7 @@ use uuid::Uuid;
 use super::audit::{self, PendingEvent};
 use super::changes::Changes;
 use super::{Result, StorageError};
-use super::{proposals, schema};
+use super::{proposals, schema, webhooks};
 use crate::audit::safe::Salt;
 use crate::audit::{Actor, AuditEvent};
 use crate::auth::session::AnySessionStore;
@@ -173,23 +173,31 @@ impl Tx {
         Ok(())
     }
 
-    /// Commits the change with its events; answers the proposals whose status it changed.
-    async fn commit(mut self) -> Result<Vec<Uuid>> {
+    /// Commits the change with its events; answers what it changed (for waking, after).
+    async fn commit(mut self) -> Result<Committed> {
         let events = std::mem::take(&mut self.events);
-        let moved: Vec<Uuid> = events
-            .iter()
-            .filter_map(PendingEvent::moved_proposal)
-            .collect();
-        audit::append(&mut self, events).await?;
-        if !moved.is_empty() {
-            proposals::notify_changed(self.conn(), &moved).await?;
+        let changes = audit::append(&mut self, events).await?;
+        let mut committed = Committed::default();
+        if !changes.is_empty() {
+            committed.moved = changes.iter().map(|c| c.proposal).collect();
+            proposals::notify_changed(self.conn(), &committed.moved).await?;
+            committed.deliveries = webhooks::queue_status_changes(self.conn(), &changes).await?;
         }
         match self.inner {
             TxInner::Sqlite(t) => t.commit().await?,
             TxInner::Postgres(t) => t.commit().await?,
         }
-        Ok(moved)
+        Ok(committed)
     }
+}
+
+/// What a commit changed, for those waiting on it.
+#[derive(Default)]
+struct Committed {
+    /// Proposals whose status moved.
+    moved: Vec<Uuid>,
+    /// Webhook deliveries queued.
+    deliveries: usize,
 }
 
 /// A change's closure: runs against a [`Tx`]; an `Err` leaves nothing of it behind.
@@ -273,8 +281,11 @@ async fn run_writer(
     let mut batch: Vec<Box<dyn Job>> = Vec::with_capacity(MAX_BATCH);
     while jobs.recv_many(&mut batch, MAX_BATCH).await > 0 {
         let failure = match commit_batch(&pool, &mut batch).await {
-            Ok(moved) => {
-                changes.proposals_changed(moved);
+            Ok(committed) => {
+                changes.proposals_changed(committed.moved);
+                if committed.deliveries > 0 {
+                    changes.deliveries_queued();
+                }
                 None
             }
             Err(e) => {
@@ -288,12 +299,12 @@ async fn run_writer(
     }
 }
 
-async fn commit_batch(pool: &WritePool, batch: &mut [Box<dyn Job>]) -> Result<Vec<Uuid>> {
+async fn commit_batch(pool: &WritePool, batch: &mut [Box<dyn Job>]) -> Result<Committed> {
     let mut tx = pool.begin().await?;
     if let [only] = batch {
         // A batch of one needs no savepoint: its failure rolls the transaction back.
         if !only.run(&mut tx).await {
-            return Ok(Vec::new());
+            return Ok(Committed::default());
         }
         return tx.commit().await;
     }

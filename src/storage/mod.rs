@@ -25,6 +25,7 @@ pub mod queue;
 pub mod schema;
 pub(crate) mod statement;
 pub mod throttle;
+pub mod webhooks;
 
 pub use audit::AuditRecord;
 pub use db::{Backend, BoxFuture, Conn, ReadConn, Snapshot, Store, Tx, connect};

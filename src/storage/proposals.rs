@@ -70,6 +70,8 @@ pub struct Erasure {
 pub struct NewProposal<'a> {
     /// The authenticated agent.
     pub agent: &'a str,
+    /// The token it presented (its webhook hears of the proposal's changes).
+    pub token: Option<Uuid>,
     /// Status it starts in.
     pub status: ProposalStatus,
     /// Effective authorization.
@@ -192,9 +194,9 @@ pub async fn insert(conn: Conn<'_>, p: &NewProposal<'_>) -> Result<Option<Propos
     // not parse the contract's JSON back out of the row it just wrote.
     let sql = "insert into proposals (id, agent, idempotency_key, request_hash, status, \
                authorization_state, risk_level, tool_name, domain, route, routing, contract, \
-               created_at, updated_at, expires_at, risk_rank, gdpr, hipaa, supersedes) \
+               created_at, updated_at, expires_at, risk_rank, gdpr, hipaa, supersedes, token_id) \
                values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13, $14, $15, \
-               $16, $17, $18) \
+               $16, $17, $18, $19) \
                on conflict do nothing returning seq";
     let c = p.contract;
     let now = to_micros(p.now);
@@ -218,6 +220,7 @@ pub async fn insert(conn: Conn<'_>, p: &NewProposal<'_>) -> Result<Option<Propos
         .bind(c.compliance_context.gdpr)
         .bind(c.compliance_context.hipaa)
         .bind(c.supersedes)
+        .bind(p.token)
         .fetch_optional(db)
         .await)?;
     Ok(row.map(|(seq,)| ProposalRecord {

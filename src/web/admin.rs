@@ -10,7 +10,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use app::dto::{AppError, Notice, ShownSecret, TokenItem, TokensView, UserItem, UsersView, Viewer};
+use app::dto::{
+    AppError, Notice, ShownSecret, TokenItem, TokensView, UserItem, UsersView, Viewer,
+    WebhookAttempt, WebhookDelivery, WebhooksView,
+};
 use app::ports::{Admin, AdminOutcome, TokenChange, UserChange};
 use async_trait::async_trait;
 use uuid::Uuid;
@@ -20,7 +23,10 @@ use crate::audit::{AccessDenied, Actor, AuditEvent};
 use crate::auth::token;
 use crate::domain::command::scope::ToolScope;
 use crate::domain::principal::{Role, TokenKind};
-use crate::service::{AccountError, Services};
+use crate::service::{AccountError, Services, TokenRequest};
+
+/// Deliveries the webhooks page lists.
+const DELIVERIES_SHOWN: i64 = 100;
 
 /// How long a secret waits for its one showing.
 pub const SHOWN_FOR: Duration = Duration::from_secs(300);
@@ -28,9 +34,26 @@ pub const SHOWN_FOR: Duration = Duration::from_secs(300);
 /// A secret waiting to be shown. Deliberately not `Debug`.
 struct Waiting {
     owner: String,
+    made: Made,
+    at: Instant,
+}
+
+/// Secrets a change made, to show once: what they are for, the secret, and a new agent
+/// token's webhook secret. Deliberately not `Debug`.
+struct Made {
     label: String,
     secret: String,
-    at: Instant,
+    webhook_secret: Option<String>,
+}
+
+impl Made {
+    fn one(label: String, secret: String) -> Self {
+        Self {
+            label,
+            secret,
+            webhook_secret: None,
+        }
+    }
 }
 
 /// Accounts and tokens over the use cases.
@@ -49,14 +72,13 @@ impl AccountsAdmin {
     }
 
     /// Keeps `secret` for one showing to `owner`; the key to show it under.
-    fn keep(&self, owner: &str, label: String, secret: String) -> Option<String> {
+    fn keep(&self, owner: &str, made: Made) -> Option<String> {
         let key = token::random_hex();
         let mut waiting = self.waiting.lock().ok()?;
         waiting.retain(|_, w| w.at.elapsed() < SHOWN_FOR);
         let w = Waiting {
             owner: owner.to_owned(),
-            label,
-            secret,
+            made,
             at: Instant::now(),
         };
         waiting.insert(key.clone(), w);
@@ -68,8 +90,9 @@ impl AccountsAdmin {
         let mut waiting = self.waiting.lock().ok()?;
         let w = waiting.remove(key?)?;
         (w.owner == owner && w.at.elapsed() < SHOWN_FOR).then_some(ShownSecret {
-            label: w.label,
-            secret: w.secret,
+            label: w.made.label,
+            secret: w.made.secret,
+            webhook_secret: w.made.webhook_secret,
         })
     }
 
@@ -143,7 +166,7 @@ impl AccountsAdmin {
         &self,
         actor: &Actor,
         change: UserChange,
-    ) -> Result<(Notice, Option<(String, String)>), AccountError> {
+    ) -> Result<(Notice, Option<Made>), AccountError> {
         let s = &self.services;
         Ok(match change {
             UserChange::Add {
@@ -159,7 +182,7 @@ impl AccountsAdmin {
                     s.set_domains(username.trim(), domains, actor).await?;
                 }
                 let label = format!("user {}", username.trim());
-                (Notice::UserAdded, Some((label, password)))
+                (Notice::UserAdded, Some(Made::one(label, password)))
             }
             UserChange::Disable(username) => {
                 s.disable_user(&username, actor).await?;
@@ -172,10 +195,8 @@ impl AccountsAdmin {
             UserChange::ResetPassword(username) => {
                 let password = one_time_password();
                 s.reset_password(&username, password.clone(), actor).await?;
-                (
-                    Notice::PasswordReset,
-                    Some((format!("user {username}"), password)),
-                )
+                let label = format!("user {username}");
+                (Notice::PasswordReset, Some(Made::one(label, password)))
             }
             UserChange::Role { username, role } => {
                 s.set_role(&username, parse_role(&role)?, actor).await?;
@@ -193,13 +214,14 @@ impl AccountsAdmin {
         &self,
         actor: &Actor,
         change: TokenChange,
-    ) -> Result<(Notice, Option<(String, String)>), AccountError> {
+    ) -> Result<(Notice, Option<Made>), AccountError> {
         match change {
             TokenChange::Create {
                 kind,
                 name,
                 tools,
                 operator,
+                webhook,
             } => {
                 let kind = TokenKind::parse(kind.trim())
                     .ok_or_else(|| AccountError::Invalid(format!("token kind `{kind}`")))?;
@@ -208,21 +230,19 @@ impl AccountsAdmin {
                     .map(ToolScope::parse_list)
                     .transpose()
                     .map_err(AccountError::Invalid)?;
-                let secret = self
-                    .services
-                    .create_operated_token(
-                        kind,
-                        name.trim(),
-                        scope.as_ref(),
-                        operator.as_deref(),
-                        actor,
-                    )
-                    .await?;
-                let label = format!("{kind} {}", name.trim());
-                Ok((
-                    Notice::TokenCreated,
-                    Some((label, secret.expose().to_owned())),
-                ))
+                let request = TokenRequest {
+                    scope: scope.as_ref(),
+                    operator: operator.as_deref(),
+                    webhook: webhook.as_deref(),
+                    ..TokenRequest::new(kind, name.trim())
+                };
+                let created = self.services.create_operated_token(request, actor).await?;
+                let made = Made {
+                    label: format!("{kind} {}", name.trim()),
+                    secret: created.token.expose().to_owned(),
+                    webhook_secret: created.webhook_secret.map(|s| s.expose().to_owned()),
+                };
+                Ok((Notice::TokenCreated, Some(made)))
             }
             TokenChange::Revoke(id) => {
                 let id = Uuid::parse_str(id.trim())
@@ -236,11 +256,11 @@ impl AccountsAdmin {
     fn outcome(
         &self,
         viewer: &Viewer,
-        applied: Result<(Notice, Option<(String, String)>), AccountError>,
+        applied: Result<(Notice, Option<Made>), AccountError>,
     ) -> Result<AdminOutcome, AppError> {
         match applied {
-            Ok((notice, secret)) => {
-                let shown = secret.and_then(|(label, s)| self.keep(&viewer.username, label, s));
+            Ok((notice, made)) => {
+                let shown = made.and_then(|m| self.keep(&viewer.username, m));
                 Ok(done(notice, shown))
             }
             Err(e) => account_refusal(e),
@@ -281,9 +301,42 @@ impl Admin for AccountsAdmin {
                     operator: t.operator,
                     created: rfc3339(t.created_at),
                     revoked: t.revoked_at.map(rfc3339),
+                    webhook: t.webhook_url,
                 })
                 .collect(),
             shown: self.take(&viewer.username, shown),
+        })
+    }
+
+    async fn webhooks(&self, viewer: &Viewer) -> Result<WebhooksView, AppError> {
+        self.admin_only(viewer).await?;
+        let deliveries = (self.services)
+            .webhook_deliveries(DELIVERIES_SHOWN)
+            .await
+            .map_err(internal)?;
+        Ok(WebhooksView {
+            deliveries: deliveries
+                .into_iter()
+                .map(|(d, attempts)| WebhookDelivery {
+                    id: d.id.to_string(),
+                    agent: d.agent,
+                    proposal_id: d.proposal_id.to_string(),
+                    url: d.url,
+                    state: d.state,
+                    created: rfc3339(d.created_at),
+                    next_attempt: d.next_attempt_at.map(rfc3339),
+                    attempts: attempts
+                        .into_iter()
+                        .map(|a| WebhookAttempt {
+                            attempt: a.attempt,
+                            at: rfc3339(a.at),
+                            status: a.status,
+                            error: a.error,
+                            took_ms: a.took_ms,
+                        })
+                        .collect(),
+                })
+                .collect(),
         })
     }
 

@@ -54,7 +54,7 @@ async fn other_roles_get_403_on_the_admin_pages_and_forms(backend: &str) {
         let name = format!("p-{role}");
         let b = signed_in(&app, &name, role).await;
         assert!(!b.page("/").await.contains("data-testid=\"nav-admin\""));
-        for path in ["/admin/users", "/admin/tokens"] {
+        for path in ["/admin/users", "/admin/tokens", "/admin/webhooks"] {
             let r = b.get(path).await;
             assert_eq!(r.status(), StatusCode::FORBIDDEN, "{role} GET {path}");
         }
@@ -82,7 +82,7 @@ async fn other_roles_get_403_on_the_admin_pages_and_forms(backend: &str) {
     assert_eq!(app.count(disabled).await, 0);
     let denied = "select count(*) from audit_events where action = 'access.denied' \
                   and subject_id = '/admin'";
-    assert_eq!(app.count(denied).await, 8, "every refusal is in the trail");
+    assert_eq!(app.count(denied).await, 10, "every refusal is in the trail");
     // A form without this session's token changes nothing.
     let form = [
         ("csrf_token", "x"),

@@ -22,3 +22,4 @@ mod queue_page;
 mod revisions;
 mod waiting;
 mod web;
+mod webhooks;

@@ -33,6 +33,8 @@ pub struct TokenItem {
     pub created: String,
     /// When it was revoked (RFC 3339), if it was.
     pub revoked: Option<String>,
+    /// An agent token's callback URL.
+    pub webhook: Option<String>,
 }
 
 /// A secret shown once: a new token or a one-time password.
@@ -42,6 +44,8 @@ pub struct ShownSecret {
     pub label: String,
     /// The secret itself.
     pub secret: String,
+    /// A new agent token's webhook signing secret, shown with it.
+    pub webhook_secret: Option<String>,
 }
 
 impl std::fmt::Debug for ShownSecret {
@@ -59,6 +63,49 @@ pub struct UsersView {
     pub users: Vec<UserItem>,
     /// A one-time password to show once, if the last change made one.
     pub shown: Option<ShownSecret>,
+}
+
+/// One webhook delivery, as the deliveries page lists it (never its body or secret).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WebhookDelivery {
+    /// Its id (`Countersign-Delivery`).
+    pub id: String,
+    /// The agent whose token it belongs to.
+    pub agent: String,
+    /// The proposal it is about.
+    pub proposal_id: String,
+    /// Where it goes.
+    pub url: String,
+    /// `pending`, `delivered` or `failed` (given up).
+    pub state: String,
+    /// When it was queued (RFC 3339).
+    pub created: String,
+    /// The next try, while pending (RFC 3339).
+    pub next_attempt: Option<String>,
+    /// Every attempt, first first.
+    pub attempts: Vec<WebhookAttempt>,
+}
+
+/// One attempt at a delivery.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WebhookAttempt {
+    /// Its number (1 for the first).
+    pub attempt: i32,
+    /// When (RFC 3339).
+    pub at: String,
+    /// The receiver's status code, if it answered.
+    pub status: Option<i32>,
+    /// Why it failed, if it did.
+    pub error: Option<String>,
+    /// How long it took.
+    pub took_ms: i64,
+}
+
+/// The webhook deliveries page.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WebhooksView {
+    /// The newest deliveries, newest first.
+    pub deliveries: Vec<WebhookDelivery>,
 }
 
 /// The tokens page.

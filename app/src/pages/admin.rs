@@ -1,14 +1,19 @@
-//! The admin pages: people (`/admin/users`) and API tokens (`/admin/tokens`). Every change is a
-//! plain form post; a new token or one-time password is shown once, on the page the form
-//! redirects to. Other roles get a 403 page.
+//! The admin pages: people (`/admin/users`), API tokens (`/admin/tokens`) and agents' webhook
+//! deliveries (`/admin/webhooks`). Every change is a plain form post; a new token or one-time
+//! password is shown once, on the page the form redirects to. Other roles get a 403 page.
 
 use leptos::prelude::*;
 use leptos::server_fn::ServerFn;
 use leptos_router::hooks::use_query_map;
 
 use super::{Flash, error_view, use_session};
-use crate::dto::{SessionView, ShownSecret, TokenItem, TokensView, UserItem, UsersView};
-use crate::server::admin::{ChangeToken, ChangeUser, list_admin_tokens, list_admin_users};
+use crate::dto::{
+    SessionView, ShownSecret, TokenItem, TokensView, UserItem, UsersView, WebhookAttempt,
+    WebhookDelivery, WebhooksView,
+};
+use crate::server::admin::{
+    ChangeToken, ChangeUser, list_admin_tokens, list_admin_users, list_webhook_deliveries,
+};
 
 #[component]
 fn AdminNav(current: &'static str) -> impl IntoView {
@@ -17,6 +22,7 @@ fn AdminNav(current: &'static str) -> impl IntoView {
         <nav class="tabs">
             <a href="/admin/users" class=class("users") data-testid="admin-users">"Users"</a>
             <a href="/admin/tokens" class=class("tokens") data-testid="admin-tokens">"Tokens"</a>
+            <a href="/admin/webhooks" class=class("webhooks") data-testid="admin-webhooks">"Webhooks"</a>
         </nav>
     }
 }
@@ -28,6 +34,10 @@ fn Shown(shown: Option<ShownSecret>) -> impl IntoView {
             <section class="shown" data-testid="shown-secret">
                 <p>"For " {s.label} " — shown once; it cannot be shown again:"</p>
                 <pre><code data-testid="secret">{s.secret}</code></pre>
+                {s.webhook_secret.map(|w| view! {
+                    <p>"Its webhook signing secret (the receiver checks " <code>"Countersign-Signature"</code> " with it):"</p>
+                    <pre><code data-testid="webhook-secret">{w}</code></pre>
+                })}
             </section>
         }
     })
@@ -188,7 +198,7 @@ fn Tokens(view: TokensView, csrf: String) -> impl IntoView {
     view! {
         <Shown shown/>
         <table class="tokens">
-            <thead><tr><th>"Kind"</th><th>"Name"</th><th>"Scope"</th><th>"Operator"</th><th>"Created"</th><th>"Revoked"</th><th></th></tr></thead>
+            <thead><tr><th>"Kind"</th><th>"Name"</th><th>"Scope"</th><th>"Operator"</th><th>"Webhook"</th><th>"Created"</th><th>"Revoked"</th><th></th></tr></thead>
             <tbody>
                 {tokens.into_iter().map(|token| view! { <TokenRow token csrf=csrf.clone()/> }).collect_view()}
             </tbody>
@@ -206,6 +216,7 @@ fn Tokens(view: TokensView, csrf: String) -> impl IntoView {
             <label>"Name " <input name="name" required maxlength="64" data-testid="token-name"/></label>
             <label>"Executor's tools (globs, comma-separated) " <input name="tools" maxlength="512"/></label>
             <label>"Agent's operator (a username) " <input name="operator" maxlength="64" data-testid="token-operator"/></label>
+            <label>"Agent's webhook URL (https, or loopback) " <input name="webhook" type="url" maxlength="2048" data-testid="token-webhook"/></label>
             <button type="submit" data-testid="create-token">"Create, shown once"</button>
         </form>
     }
@@ -221,6 +232,7 @@ fn TokenRow(token: TokenItem, csrf: String) -> impl IntoView {
         operator,
         created,
         revoked,
+        webhook,
     } = token;
     let revoke = revoked.is_none().then(|| {
         let id = id.clone();
@@ -240,9 +252,90 @@ fn TokenRow(token: TokenItem, csrf: String) -> impl IntoView {
             <td>{name}</td>
             <td>{scope.unwrap_or_default()}</td>
             <td>{operator.unwrap_or_default()}</td>
+            <td data-testid="token-webhook-url">{webhook.unwrap_or_default()}</td>
             <td>{created}</td>
             <td data-testid="token-revoked">{revoked.unwrap_or_default()}</td>
             <td>{revoke}</td>
         </tr>
+    }
+}
+
+/// Agents' webhook deliveries: each with its state and every attempt (status code, time,
+/// error), and the next try of a pending one.
+#[component]
+pub fn AdminWebhooksPage() -> impl IntoView {
+    let deliveries = Resource::new(|| (), |()| list_webhook_deliveries());
+    view! {
+        <h1>"Webhook deliveries"</h1>
+        <AdminNav current="webhooks"/>
+        <Suspense fallback=|| view! { <p>"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                match deliveries.await {
+                    Ok(view) => view! { <Deliveries view/> }.into_any(),
+                    Err(e) => error_view(e),
+                }
+            })}
+        </Suspense>
+    }
+}
+
+#[component]
+fn Deliveries(view: WebhooksView) -> impl IntoView {
+    if view.deliveries.is_empty() {
+        return view! { <p data-testid="no-deliveries">"No deliveries yet: none of the agents' tokens has a webhook, or nothing has changed since."</p> }.into_any();
+    }
+    view! {
+        <table class="deliveries">
+            <thead><tr><th>"Queued"</th><th>"Agent"</th><th>"Proposal"</th><th>"URL"</th><th>"State"</th><th>"Attempts"</th><th>"Next try"</th></tr></thead>
+            <tbody>
+                {view.deliveries.into_iter().map(|d| view! { <DeliveryRow d/> }).collect_view()}
+            </tbody>
+        </table>
+    }
+    .into_any()
+}
+
+#[component]
+fn DeliveryRow(d: WebhookDelivery) -> impl IntoView {
+    let WebhookDelivery {
+        id,
+        agent,
+        proposal_id,
+        url,
+        state,
+        created,
+        next_attempt,
+        attempts,
+    } = d;
+    let href = format!("/proposals/{proposal_id}");
+    let state_attr = state.clone();
+    view! {
+        <tr data-testid="delivery-row" data-delivery-id=id data-state=state_attr>
+            <td>{created}</td>
+            <td>{agent}</td>
+            <td><a href=href>{proposal_id}</a></td>
+            <td class="url">{url}</td>
+            <td data-testid="delivery-state">{state}</td>
+            <td><ol class="attempts">{attempts.into_iter().map(|a| view! { <AttemptItem a/> }).collect_view()}</ol></td>
+            <td data-testid="delivery-next">{next_attempt.unwrap_or_default()}</td>
+        </tr>
+    }
+}
+
+#[component]
+fn AttemptItem(a: WebhookAttempt) -> impl IntoView {
+    let WebhookAttempt {
+        attempt,
+        at,
+        status,
+        error,
+        took_ms,
+    } = a;
+    let answer = status.map_or_else(|| "no answer".to_owned(), |s| format!("HTTP {s}"));
+    view! {
+        <li data-testid="delivery-attempt" data-status=status.map(|s| s.to_string())>
+            {format!("#{attempt} {at}: {answer} in {took_ms} ms")}
+            {error.map(|e| view! { <span class="error">{format!(" — {e}")}</span> })}
+        </li>
     }
 }

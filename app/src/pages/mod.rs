@@ -10,7 +10,7 @@ mod queue;
 mod runs;
 mod timeline;
 
-pub use admin::{AdminTokensPage, AdminUsersPage};
+pub use admin::{AdminTokensPage, AdminUsersPage, AdminWebhooksPage};
 pub use audit::AuditTrailPage;
 pub use charts::ChartsPage;
 pub use login::LoginPage;

@@ -5,7 +5,7 @@
 
 use leptos::prelude::*;
 
-use crate::dto::{AppError, TokensView, UsersView};
+use crate::dto::{AppError, TokensView, UsersView, WebhooksView};
 
 #[cfg(feature = "ssr")]
 mod ssr {
@@ -64,6 +64,13 @@ pub async fn list_admin_tokens(shown: Option<String>) -> Result<TokensView, AppE
     ssr::admin()?.tokens(&viewer, shown.as_deref()).await
 }
 
+/// The newest webhook deliveries (admins only).
+#[server(prefix = "/fn", endpoint = "list_webhook_deliveries")]
+pub async fn list_webhook_deliveries() -> Result<WebhooksView, AppError> {
+    let viewer = super::ssr::viewer().await?;
+    ssr::admin()?.webhooks(&viewer).await
+}
+
 /// Changes an account: `action` is `add`, `disable`, `enable`, `reset_password`, `role` or
 /// `domains`.
 #[server(prefix = "/fn", endpoint = "change_user")]
@@ -106,6 +113,9 @@ pub async fn change_user(
 
 /// Creates (`action` `create`) or revokes (`revoke`, by `id`) an API token.
 #[server(prefix = "/fn", endpoint = "change_token")]
+// One argument per form field. (The lint fires on the browser's build of this function, not on
+// the server's, so `expect` cannot say it for both.)
+#[allow(clippy::too_many_arguments)]
 pub async fn change_token(
     csrf_token: String,
     action: String,
@@ -113,6 +123,7 @@ pub async fn change_token(
     name: Option<String>,
     tools: Option<String>,
     operator: Option<String>,
+    webhook: Option<String>,
     id: Option<String>,
 ) -> Result<(), AppError> {
     use crate::ports::TokenChange;
@@ -130,6 +141,7 @@ pub async fn change_token(
             name: name.unwrap_or_default(),
             tools,
             operator,
+            webhook,
         },
         "revoke" => TokenChange::Revoke(id.unwrap_or_default()),
         _ => return Err(AppError::Invalid("unknown action".into())),

@@ -51,6 +51,10 @@ pub struct TokenCreated {
     /// its proposals).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub operator: Option<String>,
+    /// An agent token's webhook: its origin only (`https://host:port`); a path or query may
+    /// carry a secret.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub webhook_origin: Option<String>,
 }
 
 impl Payload for TokenCreated {

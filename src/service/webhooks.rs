@@ -1,0 +1,313 @@
+//! Delivering agents' webhooks. A status change queues its deliveries in its own transaction
+//! (`storage::webhooks::queue_status_changes`, at commit); this dispatcher takes the due ones,
+//! POSTs each signed (`Countersign-Signature`, see [`crate::domain::webhook`]) and records the
+//! attempt: delivered on any 2xx, otherwise tried again with backoff until it is given up.
+//!
+//! The dispatcher never follows redirects, ignores proxy settings from the environment, and
+//! checks every address a callback's host resolves to against the operator's
+//! [`TargetPolicy`] at each attempt, so a name that comes to resolve to a private address is
+//! refused then. An unreachable receiver costs only its own deliveries: a decision never
+//! waits for a webhook.
+
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use super::{ServiceError, Services};
+use crate::domain::webhook::{
+    self, DELIVERY_HEADER, Retries, SIGNATURE_HEADER, TargetPolicy, check_url,
+};
+use crate::storage::webhooks::{self, Attempt, AttemptListing, DeliveryListing, DueDelivery};
+
+/// Deliveries taken per round.
+const ROUND: usize = 64;
+/// Attempts in flight at once.
+const IN_FLIGHT: usize = 16;
+
+/// How webhooks are sent (`serve --webhook-…`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WebhookSettings {
+    /// Which callback targets are allowed beyond https and loopback.
+    pub targets: TargetPolicy,
+    /// When failed deliveries are tried again, and for how long.
+    pub retries: Retries,
+    /// How long one attempt may take.
+    pub timeout: Duration,
+}
+
+impl Default for WebhookSettings {
+    fn default() -> Self {
+        Self {
+            targets: TargetPolicy::default(),
+            retries: Retries::default(),
+            timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// The dispatcher's settings and HTTP client.
+pub(crate) struct Webhooks {
+    settings: WebhookSettings,
+    client: reqwest::Client,
+}
+
+impl Webhooks {
+    pub(crate) fn new(settings: WebhookSettings) -> Self {
+        let client = reqwest::Client::builder()
+            .dns_resolver(Arc::new(GuardedResolver(settings.targets)))
+            .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
+            .timeout(settings.timeout)
+            .user_agent(concat!("Countersign-Webhooks/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .unwrap_or_else(|e| {
+                // Only a TLS back end that cannot start fails here; sending then fails loudly.
+                tracing::error!(error = %e, "cannot build the webhook client");
+                reqwest::Client::new()
+            });
+        Self { settings, client }
+    }
+}
+
+/// Resolves a callback's host and keeps only the addresses the policy allows.
+struct GuardedResolver(TargetPolicy);
+
+impl reqwest::dns::Resolve for GuardedResolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let policy = self.0;
+        Box::pin(async move {
+            let host = name.as_str().to_owned();
+            let found: Vec<_> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let mut refused = None;
+            let allowed: Vec<_> = found
+                .into_iter()
+                .filter(|a| match webhook::check_ip(a.ip(), policy) {
+                    Ok(()) => true,
+                    Err(why) => {
+                        refused = Some(why);
+                        false
+                    }
+                })
+                .collect();
+            if allowed.is_empty() {
+                let why = refused.unwrap_or_else(|| "resolves to no address".into());
+                return Err(format!("`{host}` {why}").into());
+            }
+            let addrs: reqwest::dns::Addrs = Box::new(allowed.into_iter());
+            Ok(addrs)
+        })
+    }
+}
+
+/// A delivery with its secret, ready to send.
+struct Ready {
+    due: DueDelivery,
+    secret: Option<String>,
+}
+
+/// What one attempt came to, before it is recorded.
+struct Outcome {
+    delivery: Uuid,
+    attempt: i32,
+    created_at: OffsetDateTime,
+    at: OffsetDateTime,
+    status: Option<u16>,
+    error: Option<String>,
+    took_ms: i64,
+    /// Never worth trying again (the token lost its webhook, the URL is no longer allowed).
+    permanent: bool,
+}
+
+impl Services {
+    /// The webhook settings in force.
+    pub fn webhook_settings(&self) -> WebhookSettings {
+        self.webhooks.settings
+    }
+
+    /// Delivers every webhook due now, one attempt each, [`ROUND`] at a time; how many were
+    /// attempted. The dispatcher task calls it when a commit queued deliveries and every
+    /// second; tests call it to step deliveries.
+    pub async fn deliver_webhooks(&self) -> Result<usize, ServiceError> {
+        let mut total = 0;
+        loop {
+            if !webhooks::any_due(self.read().await?.conn(), self.now()).await? {
+                return Ok(total);
+            }
+            let ready = self.claim_webhooks().await?;
+            let n = ready.len();
+            if n == 0 {
+                return Ok(total);
+            }
+            let outcomes: Vec<Outcome> = futures_util::stream::iter(ready)
+                .map(|r| self.attempt(r))
+                .buffer_unordered(IN_FLIGHT)
+                .collect()
+                .await;
+            self.record_attempts(outcomes).await?;
+            total += n;
+            if n < ROUND {
+                return Ok(total);
+            }
+        }
+    }
+
+    /// Takes the due deliveries, each held past its attempt's time limit, with their secrets.
+    async fn claim_webhooks(&self) -> Result<Vec<Ready>, ServiceError> {
+        let now = self.now();
+        let hold = self.webhooks.settings.timeout + Duration::from_secs(30);
+        let hold_until = now + hold;
+        let claimed = self
+            .store()
+            .write(move |tx| {
+                Box::pin(async move {
+                    let due = webhooks::claim_due(tx.conn(), now, hold_until, ROUND as i64).await?;
+                    let mut secrets: HashMap<Uuid, Option<String>> = HashMap::new();
+                    let mut ready = Vec::with_capacity(due.len());
+                    for d in due {
+                        let secret = match secrets.entry(d.token_id) {
+                            Entry::Occupied(known) => known.get().clone(),
+                            Entry::Vacant(slot) => slot
+                                .insert(webhooks::secret_of(tx.conn(), d.token_id).await?)
+                                .clone(),
+                        };
+                        ready.push(Ready { due: d, secret });
+                    }
+                    Ok::<_, ServiceError>(ready)
+                })
+            })
+            .await?;
+        Ok(claimed)
+    }
+
+    /// One attempt: signs and POSTs the body, and says what came of it.
+    async fn attempt(&self, ready: Ready) -> Outcome {
+        let Ready { due, secret } = ready;
+        let at = self.now();
+        let mut outcome = Outcome {
+            delivery: due.id,
+            attempt: due.attempts,
+            created_at: due.created_at,
+            at,
+            status: None,
+            error: None,
+            took_ms: 0,
+            permanent: false,
+        };
+        let Some(secret) = secret else {
+            outcome.error = Some("the token was revoked or has no webhook".into());
+            outcome.permanent = true;
+            return outcome;
+        };
+        let url = match check_url(&due.url, self.webhooks.settings.targets) {
+            Ok(url) => url,
+            Err(why) => {
+                outcome.error = Some(format!("the URL {why}"));
+                outcome.permanent = true;
+                return outcome;
+            }
+        };
+        let started = Instant::now();
+        let sent = self
+            .webhooks
+            .client
+            .post(url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header(
+                SIGNATURE_HEADER,
+                webhook::signature(&secret, at.unix_timestamp(), &due.body),
+            )
+            .header(DELIVERY_HEADER, due.id.to_string())
+            .body(due.body)
+            .send()
+            .await;
+        outcome.took_ms = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
+        match sent {
+            Ok(answer) => outcome.status = Some(answer.status().as_u16()),
+            Err(e) => outcome.error = Some(describe(&e.without_url())),
+        }
+        outcome
+    }
+
+    /// Records a round's attempts, moving each delivery on.
+    async fn record_attempts(&self, outcomes: Vec<Outcome>) -> Result<(), ServiceError> {
+        let retries = self.webhooks.settings.retries;
+        let n = outcomes.len();
+        self.store()
+            .write(move |tx| {
+                Box::pin(async move {
+                    for o in &outcomes {
+                        let delivered = o.status.is_some_and(webhook::delivered);
+                        let next = if delivered || o.permanent {
+                            None
+                        } else {
+                            let attempts = u32::try_from(o.attempt).unwrap_or(u32::MAX);
+                            webhook::next_attempt(retries, attempts, o.created_at, o.at)
+                        };
+                        let state = match (delivered, next) {
+                            (true, _) => "delivered",
+                            (false, Some(_)) => "pending",
+                            (false, None) => "failed",
+                        };
+                        let error = match (&o.error, o.status) {
+                            (Some(e), _) => Some(e.clone()),
+                            (None, Some(s)) if !delivered => Some(format!("answered {s}")),
+                            _ => None,
+                        };
+                        let attempt = Attempt {
+                            delivery: o.delivery,
+                            attempt: o.attempt,
+                            at: o.at,
+                            status: o.status.map(i32::from),
+                            error: error.as_deref(),
+                            took_ms: o.took_ms,
+                            state,
+                            next_attempt_at: next,
+                        };
+                        webhooks::record_attempt(tx.conn(), &attempt).await?;
+                    }
+                    Ok::<_, ServiceError>(())
+                })
+            })
+            .await?;
+        self.store().changes().attempts_recorded(n);
+        Ok(())
+    }
+
+    /// The newest webhook deliveries with their attempts, for admins.
+    pub async fn webhook_deliveries(
+        &self,
+        limit: i64,
+    ) -> Result<Vec<(DeliveryListing, Vec<AttemptListing>)>, ServiceError> {
+        let mut read = self.read().await?;
+        let deliveries = webhooks::recent(read.conn(), limit).await?;
+        let ids: Vec<Uuid> = deliveries.iter().map(|d| d.id).collect();
+        let mut attempts: HashMap<Uuid, Vec<AttemptListing>> = HashMap::new();
+        for a in webhooks::attempts_of(read.conn(), &ids).await? {
+            attempts.entry(a.delivery_id).or_default().push(a);
+        }
+        Ok(deliveries
+            .into_iter()
+            .map(|d| {
+                let tried = attempts.remove(&d.id).unwrap_or_default();
+                (d, tried)
+            })
+            .collect())
+    }
+}
+
+/// An error and its causes, one line (the URL already taken out).
+fn describe(e: &reqwest::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

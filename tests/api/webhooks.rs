@@ -1,0 +1,338 @@
+//! Agents' webhooks, against a real receiver on loopback: every status change of a proposal
+//! submitted with a token that has a callback is POSTed, signed (`Countersign-Signature`,
+//! checked here with an HMAC of our own); a failing receiver is tried again with backoff,
+//! every attempt recorded and shown to admins, and a delivery is given up after its time;
+//! private-range callbacks are refused; a revoked token's deliveries stop.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::http::{HeaderMap, StatusCode as AxumStatus};
+use countersign::audit::Actor;
+use countersign::domain::principal::{Role, TokenKind};
+use countersign::service::{CreatedToken, TokenRequest};
+use hmac::{Hmac, Mac};
+use reqwest::StatusCode;
+use serde_json::Value;
+use sha2::Sha256;
+use tokio::sync::{mpsc, watch};
+
+use crate::common;
+use crate::common::on_both_backends;
+use crate::helpers::{PASSWORD, TestApp};
+
+on_both_backends!(
+    each_status_change_is_posted_signed_in_chain_order,
+    a_failing_receiver_is_retried_with_backoff_and_every_attempt_is_shown,
+    a_delivery_is_given_up_after_its_time_and_a_revoked_token_hears_nothing_more,
+    private_and_plain_http_callbacks_are_refused,
+);
+
+/// One request the receiver got.
+struct Received {
+    signature: String,
+    delivery: String,
+    body: String,
+}
+
+/// A webhook receiver on loopback: answers each request with the next status of `answers`
+/// (then 200), and hands every request to the test.
+async fn receiver(answers: Vec<u16>) -> (String, mpsc::UnboundedReceiver<Received>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let answers = Arc::new(Mutex::new(answers.into_iter()));
+    let handler = move |headers: HeaderMap, body: String| {
+        let (tx, answers) = (tx.clone(), answers.clone());
+        async move {
+            let header = |name: &str| {
+                headers
+                    .get(name)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            let _ = tx.send(Received {
+                signature: header("countersign-signature"),
+                delivery: header("countersign-delivery"),
+                body,
+            });
+            let next = answers.lock().expect("answers").next().unwrap_or(200);
+            AxumStatus::from_u16(next).expect("status")
+        }
+    };
+    let app = axum::Router::new().route("/hook", axum::routing::post(handler));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}/hook", listener.local_addr().expect("addr"));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, rx)
+}
+
+async fn next(rx: &mut mpsc::UnboundedReceiver<Received>) -> Received {
+    tokio::time::timeout(Duration::from_secs(20), rx.recv())
+        .await
+        .expect("a delivery arrived")
+        .expect("receiver open")
+}
+
+/// An agent token with a webhook.
+async fn hooked_token(app: &TestApp, agent: &str, url: &str) -> CreatedToken {
+    let request = TokenRequest {
+        webhook: Some(url),
+        ..TokenRequest::new(TokenKind::Agent, agent)
+    };
+    app.services
+        .create_operated_token(request, &Actor::system("test"))
+        .await
+        .expect("token with a webhook")
+}
+
+/// Checks a signature the way a receiver would, with nothing of Countersign's code.
+fn verifies(secret: &str, header: &str, body: &str) -> bool {
+    let Some((t, v1)) = header
+        .strip_prefix("t=")
+        .and_then(|rest| rest.split_once(",v1="))
+    else {
+        return false;
+    };
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).expect("key");
+    mac.update(format!("{t}.{body}").as_bytes());
+    let age = time::OffsetDateTime::now_utc().unix_timestamp() - t.parse::<i64>().expect("t");
+    mac.verify_slice(&hex::decode(v1).expect("hex")).is_ok() && age.abs() < 300
+}
+
+/// Waits until this instance has recorded `n` attempts in all.
+async fn recorded(attempts: &mut watch::Receiver<u64>, n: u64) {
+    tokio::time::timeout(Duration::from_secs(20), attempts.wait_for(|a| *a >= n))
+        .await
+        .expect("the attempts were recorded")
+        .expect("changes open");
+}
+
+async fn submit(app: &TestApp, token: &str, agent: &str) -> String {
+    let r = app.propose(token, &common::proposal_body(agent)).await;
+    assert_eq!(r.status(), StatusCode::CREATED);
+    let created: Value = r.json().await.expect("json");
+    created["proposal"]["id"].as_str().expect("id").to_owned()
+}
+
+async fn each_status_change_is_posted_signed_in_chain_order(backend: &str) {
+    let app = TestApp::spawn(backend).await;
+    let (url, mut rx) = receiver(vec![]).await;
+    let created = hooked_token(&app, "sales-agent", &url).await;
+    let secret = created
+        .webhook_secret
+        .expect("a webhook secret, shown once");
+    assert!(secret.expose().starts_with("csw_"));
+    let id = submit(&app, created.token.expose(), "sales-agent").await;
+
+    let first = next(&mut rx).await;
+    assert!(
+        verifies(secret.expose(), &first.signature, &first.body),
+        "{}",
+        first.signature
+    );
+    assert!(!verifies("csw_wrong", &first.signature, &first.body));
+    let body: Value = serde_json::from_str(&first.body).expect("json body");
+    assert_eq!(body["type"], "proposal.status_changed");
+    assert_eq!(body["id"], first.delivery.as_str());
+    assert_eq!(body["proposal"]["id"], id.as_str());
+    assert_eq!(body["proposal"]["status"], "pending");
+    assert_eq!(body["proposal"]["previous_status"], Value::Null);
+    assert_eq!(body["proposal"]["url"], format!("/api/v1/proposals/{id}"));
+    assert_eq!(body["audit_event"]["kind"], "proposal.submitted");
+    assert!(
+        !first.body.contains("parameters") && !first.body.contains("customer"),
+        "a delivery never carries the proposal's contents: {}",
+        first.body
+    );
+
+    app.user("rev", Role::Reviewer).await;
+    let browser = app.browser();
+    browser.login("rev", PASSWORD).await;
+    browser.decide(&id, "approved", None).await;
+    let second = next(&mut rx).await;
+    assert!(verifies(secret.expose(), &second.signature, &second.body));
+    let body2: Value = serde_json::from_str(&second.body).expect("json body");
+    assert_eq!(body2["proposal"]["previous_status"], "pending");
+    assert_eq!(body2["proposal"]["status"], "approved");
+    assert_ne!(body2["id"], body["id"]);
+    assert!(
+        body2["audit_event"]["seq"].as_i64() > body["audit_event"]["seq"].as_i64(),
+        "deliveries carry their place in the chain"
+    );
+
+    // A proposal submitted with a token without a webhook queues nothing.
+    let plain = app.agent_token("other-agent").await;
+    submit(&app, &plain, "other-agent").await;
+    app.services.deliver_webhooks().await.expect("deliver");
+    assert_eq!(
+        app.count("select count(*) from webhook_deliveries").await,
+        2
+    );
+}
+
+async fn a_failing_receiver_is_retried_with_backoff_and_every_attempt_is_shown(backend: &str) {
+    let app = TestApp::spawn(backend).await;
+    let mut attempts = app.services.store().changes().webhook_attempts();
+    let (url, mut rx) = receiver(vec![500, 503]).await;
+    let created = hooked_token(&app, "sales-agent", &url).await;
+    // The submission answers while its receiver fails: a webhook never holds a change up.
+    let id = submit(&app, created.token.expose(), "sales-agent").await;
+    let first = next(&mut rx).await;
+    recorded(&mut attempts, 1).await;
+    let (state, next_try) = delivery_state(&app).await;
+    assert_eq!(state, "pending");
+    assert!(next_try.is_some(), "a failed attempt is tried again");
+
+    // Not before its backoff (5 s after the first failure)…
+    app.services.deliver_webhooks().await.expect("deliver");
+    assert!(rx.try_recv().is_err(), "no retry before the backoff ends");
+    // …then again, and after 10 s more a third time.
+    app.clock.advance(time::Duration::seconds(5));
+    app.services.deliver_webhooks().await.expect("deliver");
+    let second = next(&mut rx).await;
+    recorded(&mut attempts, 2).await;
+    app.clock.advance(time::Duration::seconds(10));
+    app.services.deliver_webhooks().await.expect("deliver");
+    let third = next(&mut rx).await;
+    recorded(&mut attempts, 3).await;
+    assert_eq!(
+        first.delivery, second.delivery,
+        "a retry is the same delivery"
+    );
+    assert_eq!(first.body, third.body, "and carries the same body");
+    assert_eq!(delivery_state(&app).await, ("delivered".to_owned(), None));
+
+    // Admins see every attempt: its status code and time.
+    app.user("root", Role::Admin).await;
+    let browser = app.browser();
+    browser.login("root", PASSWORD).await;
+    let page = browser.page("/admin/webhooks").await;
+    assert!(page.contains(&id), "the page names the proposal");
+    for code in [
+        "HTTP 500",
+        "HTTP 503",
+        "HTTP 200",
+        "data-state=\"delivered\"",
+    ] {
+        assert!(page.contains(code), "the page shows {code}");
+    }
+    // Nobody but an admin.
+    app.user("rev", Role::Reviewer).await;
+    let reviewer = app.browser();
+    reviewer.login("rev", PASSWORD).await;
+    let r = reviewer.get("/admin/webhooks").await;
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    let page = r.text().await.expect("page");
+    assert!(!page.contains(&id), "a reviewer sees no deliveries");
+}
+
+/// The one delivery's state and next try.
+async fn delivery_state(app: &TestApp) -> (String, Option<String>) {
+    let listed = app.services.webhook_deliveries(10).await.expect("list");
+    let (d, _) = listed.first().expect("a delivery");
+    (d.state.clone(), d.next_attempt_at.map(|t| t.to_string()))
+}
+
+async fn a_delivery_is_given_up_after_its_time_and_a_revoked_token_hears_nothing_more(
+    backend: &str,
+) {
+    let app = TestApp::spawn(backend).await;
+    let mut attempts = app.services.store().changes().webhook_attempts();
+    let (url, mut rx) = receiver(vec![500; 10]).await;
+    let created = hooked_token(&app, "sales-agent", &url).await;
+    submit(&app, created.token.expose(), "sales-agent").await;
+    next(&mut rx).await;
+    recorded(&mut attempts, 1).await;
+    // A day later the next attempt is the last: it fails and the delivery is given up.
+    app.clock.advance(time::Duration::hours(24));
+    app.services.deliver_webhooks().await.expect("deliver");
+    next(&mut rx).await;
+    recorded(&mut attempts, 2).await;
+    assert_eq!(delivery_state(&app).await, ("failed".to_owned(), None));
+
+    // A revoked token's webhook hears nothing more, not even a retry already queued.
+    let (url, mut rx) = receiver(vec![500]).await;
+    let other = hooked_token(&app, "ops-agent", &url).await;
+    submit(&app, other.token.expose(), "ops-agent").await;
+    next(&mut rx).await;
+    recorded(&mut attempts, 3).await;
+    let listed = app.services.list_tokens().await.expect("tokens");
+    let token_id = listed
+        .iter()
+        .find(|t| t.name == "ops-agent")
+        .expect("token")
+        .id;
+    app.services
+        .revoke_token(token_id, &Actor::system("test"))
+        .await
+        .expect("revoke");
+    app.clock.advance(time::Duration::seconds(5));
+    app.services.deliver_webhooks().await.expect("deliver");
+    recorded(&mut attempts, 4).await;
+    assert!(
+        rx.try_recv().is_err(),
+        "nothing was sent for a revoked token"
+    );
+    assert_eq!(delivery_state(&app).await, ("failed".to_owned(), None));
+}
+
+async fn private_and_plain_http_callbacks_are_refused(backend: &str) {
+    let app = TestApp::spawn(backend).await;
+    for (url, rule) in [
+        ("https://10.0.0.5/hook", "private"),
+        ("https://169.254.169.254/latest/meta-data", "private"),
+        ("https://[fd00::1]/hook", "private"),
+        ("http://hooks.example.com/hook", "https"),
+        ("ftp://hooks.example.com/hook", "https"),
+    ] {
+        let request = TokenRequest {
+            webhook: Some(url),
+            ..TokenRequest::new(TokenKind::Agent, "sales-agent")
+        };
+        let refused = app
+            .services
+            .create_operated_token(request, &Actor::system("test"))
+            .await;
+        match refused {
+            Err(e) => assert!(e.to_string().contains(rule), "{url}: {e}"),
+            Ok(_) => panic!("{url} was accepted"),
+        }
+    }
+    let request = TokenRequest {
+        webhook: Some("https://hooks.example.com/hook"),
+        ..TokenRequest::new(TokenKind::Executor, "n8n")
+    };
+    assert!(
+        app.services
+            .create_operated_token(request, &Actor::system("test"))
+            .await
+            .is_err(),
+        "only agent tokens carry a webhook"
+    );
+    assert_eq!(
+        app.count("select count(*) from api_tokens").await,
+        0,
+        "a refused token leaves nothing behind"
+    );
+    // The trail names the webhook's origin only, never its path (it may carry a secret).
+    let created = hooked_token(
+        &app,
+        "sales-agent",
+        "https://hooks.example.com/h/s3cr3t?k=v",
+    )
+    .await;
+    assert!(created.webhook_secret.is_some());
+    let trail = app
+        .count("select count(*) from audit_events where cast(details as text) like '%s3cr3t%'")
+        .await;
+    assert_eq!(trail, 0);
+    let origin = app
+        .count(
+            "select count(*) from audit_events \
+             where cast(details as text) like '%webhook_origin%https://hooks.example.com%'",
+        )
+        .await;
+    assert_eq!(origin, 1);
+}
