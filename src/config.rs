@@ -54,6 +54,8 @@ pub struct RateLimit {
     pub per_second: u32,
     /// Requests allowed at once after a quiet spell.
     pub burst: u32,
+    /// Requests waiting for a change (`?wait=`, event streams) each token may hold at once.
+    pub waiting: u32,
 }
 
 impl Default for RateLimit {
@@ -61,6 +63,7 @@ impl Default for RateLimit {
         Self {
             per_second: 100,
             burst: 200,
+            waiting: 1_000,
         }
     }
 }

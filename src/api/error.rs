@@ -52,6 +52,12 @@ pub enum ApiError {
         /// Whole seconds until a request will be accepted.
         retry_after: u64,
     },
+    /// 429: this token already has as many requests waiting (`?wait=`, event streams, MCP's
+    /// `wait_for_decision`) as it may (`too_many_waits`); retry after one ends.
+    TooManyWaits {
+        /// Waits a token may hold at once.
+        limit: u32,
+    },
     /// 422: well-formed JSON that breaks the contract (`validation_failed`,
     /// `idempotency_key_reused`), with every broken rule in `details`.
     Unprocessable {
@@ -107,7 +113,9 @@ impl ApiError {
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Unprocessable { .. } => StatusCode::UNPROCESSABLE_ENTITY,
-            ApiError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::TooManyRequests { .. } | ApiError::TooManyWaits { .. } => {
+                StatusCode::TOO_MANY_REQUESTS
+            }
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
         }
@@ -158,6 +166,14 @@ impl ApiError {
                 ),
                 &[],
             ),
+            ApiError::TooManyWaits { limit } => (
+                "too_many_waits",
+                format!(
+                    "this token already has {limit} requests waiting for a change, as many as \
+                     it may; retry when one has ended"
+                ),
+                &[],
+            ),
             ApiError::Internal => (
                 "internal",
                 "something went wrong on the server; it has been logged".into(),
@@ -190,10 +206,15 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.status();
         let mut response = (status, Json(self.body())).into_response();
-        if let ApiError::TooManyRequests { retry_after } = &self {
+        let retry_after = match &self {
+            ApiError::TooManyRequests { retry_after } => Some(*retry_after),
+            ApiError::TooManyWaits { .. } => Some(1),
+            _ => None,
+        };
+        if let Some(seconds) = retry_after {
             response.headers_mut().insert(
                 axum::http::header::RETRY_AFTER,
-                axum::http::HeaderValue::from(*retry_after),
+                axum::http::HeaderValue::from(seconds),
             );
         }
         if status == StatusCode::UNAUTHORIZED {

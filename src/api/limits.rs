@@ -3,8 +3,14 @@
 //! [`crate::config::RateLimit::burst`]; the next is answered `429` with `Retry-After` (whole
 //! seconds) and changes nothing. Counted per token id, in this instance (GCRA, `governor`), so
 //! one runaway agent cannot starve the others or the reviewers' pages.
+//!
+//! A token may also hold at most [`crate::config::RateLimit::waiting`] requests waiting for a
+//! change at once (`?wait=`, event streams, MCP's `wait_for_decision`): each holds a
+//! [`WaitSlot`] until it answers; one more is `429 too_many_waits`.
 
+use std::collections::HashMap;
 use std::num::NonZeroU32;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use governor::clock::{Clock, DefaultClock};
@@ -17,6 +23,26 @@ use crate::config::RateLimit;
 pub struct TokenLimits {
     limiter: DefaultKeyedRateLimiter<Uuid>,
     clock: DefaultClock,
+    waiting: u32,
+    waits: Arc<Mutex<HashMap<Uuid, u32>>>,
+}
+
+/// One waiting request of a token; its place is given back when dropped.
+pub struct WaitSlot {
+    token: Uuid,
+    waits: Arc<Mutex<HashMap<Uuid, u32>>>,
+}
+
+impl Drop for WaitSlot {
+    fn drop(&mut self) {
+        let mut waits = self.waits.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(n) = waits.get_mut(&self.token) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                waits.remove(&self.token);
+            }
+        }
+    }
 }
 
 impl TokenLimits {
@@ -27,7 +53,33 @@ impl TokenLimits {
         Self {
             limiter: RateLimiter::keyed(Quota::per_second(per_second).allow_burst(burst)),
             clock: DefaultClock::default(),
+            waiting: rate.waiting,
+            waits: Arc::default(),
         }
+    }
+
+    /// A place for one more waiting request of `token`, or `429 too_many_waits`.
+    pub fn waiting_place(&self, token: Uuid) -> Result<WaitSlot, super::error::ApiError> {
+        self.wait_slot(token)
+            .map_err(|limit| super::error::ApiError::TooManyWaits { limit })
+    }
+
+    /// A place for one more waiting request of `token`; `Err` with the limit when it holds as
+    /// many as it may.
+    pub fn wait_slot(&self, token: Uuid) -> Result<WaitSlot, u32> {
+        let mut waits = self.waits.lock().unwrap_or_else(PoisonError::into_inner);
+        let held = waits.entry(token).or_insert(0);
+        if *held >= self.waiting {
+            if *held == 0 {
+                waits.remove(&token);
+            }
+            return Err(self.waiting);
+        }
+        *held += 1;
+        Ok(WaitSlot {
+            token,
+            waits: Arc::clone(&self.waits),
+        })
     }
 
     /// Counts a request of `token`; `Err` with how long to wait when it is over its limit.
@@ -47,6 +99,7 @@ mod tests {
         let limits = TokenLimits::new(RateLimit {
             per_second: 1,
             burst: 2,
+            waiting: 1,
         });
         let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
         assert!(limits.check(a).is_ok() && limits.check(a).is_ok());
@@ -55,5 +108,30 @@ mod tests {
             .expect_err("the third request in a burst of two waits");
         assert!(wait > Duration::ZERO && wait <= Duration::from_secs(1));
         assert!(limits.check(b).is_ok(), "another token has its own budget");
+    }
+
+    #[test]
+    fn a_token_holds_at_most_its_waits_and_a_finished_wait_gives_its_place_back() {
+        let limits = TokenLimits::new(RateLimit {
+            per_second: 1,
+            burst: 1,
+            waiting: 2,
+        });
+        let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
+        let first = limits.wait_slot(a).expect("first");
+        let second = limits.wait_slot(a).expect("second");
+        assert_eq!(
+            limits.wait_slot(a).err(),
+            Some(2),
+            "a third wait is refused"
+        );
+        assert!(limits.wait_slot(b).is_ok(), "another token has its own");
+        drop(first);
+        let third = limits.wait_slot(a).expect("a place came free");
+        drop((second, third));
+        assert!(
+            limits.waits.lock().expect("waits").is_empty(),
+            "nothing is kept for tokens that wait no more"
+        );
     }
 }

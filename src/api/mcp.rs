@@ -39,6 +39,7 @@ use uuid::Uuid;
 use super::ApiState;
 use super::error::ApiError;
 use super::extract::Agent;
+use super::limits::TokenLimits;
 use super::schemas::{AGENT_ACTION_CONTRACT, TOOL_PROPOSAL};
 use super::views::AgentProposal;
 use crate::service::{MAX_WAIT, Services, Submitted};
@@ -53,6 +54,7 @@ struct Caller(String, uuid::Uuid);
 /// The MCP routes: the rmcp service behind the bearer-token check.
 pub fn router(state: ApiState) -> Router {
     let services = state.services.clone();
+    let limits = state.limits.clone();
     let config = StreamableHttpServerConfig::default()
         .disable_allowed_hosts()
         .with_legacy_session_mode(false)
@@ -61,6 +63,7 @@ pub fn router(state: ApiState) -> Router {
         move || {
             Ok(Mcp {
                 services: services.clone(),
+                limits: limits.clone(),
             })
         },
         Arc::new(NeverSessionManager::default()),
@@ -87,6 +90,7 @@ async fn authenticate(State(state): State<ApiState>, request: Request, next: Nex
 #[derive(Clone)]
 struct Mcp {
     services: Services,
+    limits: Arc<TokenLimits>,
 }
 
 fn schema(value: &Value) -> Arc<JsonObject> {
@@ -183,13 +187,17 @@ impl Mcp {
 
     async fn proposal(
         &self,
-        agent: &str,
+        caller: &Caller,
         args: &JsonObject,
         wait: bool,
     ) -> Result<Value, ApiError> {
         let id = proposal_id(args)?;
         let wait = if wait { timeout(args)? } else { Duration::ZERO };
-        let (record, command) = self.services.await_proposal(agent, id, wait).await?;
+        let _waiting = match wait.is_zero() {
+            true => None,
+            false => Some(self.limits.waiting_place(caller.1)?),
+        };
+        let (record, command) = (self.services).await_proposal(&caller.0, id, wait).await?;
         Ok(json!({ "proposal": AgentProposal::new(record, command) }))
     }
 
@@ -200,8 +208,8 @@ impl Mcp {
                 super::aana::aana_check(&self.services, agent, &Value::Object(args)).await
             }
             "propose_action" => self.propose(caller, Value::Object(args)).await,
-            "get_proposal" => self.proposal(agent, &args, false).await,
-            "wait_for_decision" => self.proposal(agent, &args, true).await,
+            "get_proposal" => self.proposal(caller, &args, false).await,
+            "wait_for_decision" => self.proposal(caller, &args, true).await,
             _ => Err(ApiError::NotFound),
         }
     }

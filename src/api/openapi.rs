@@ -27,6 +27,7 @@ use super::ApiState;
 
 use crate::domain::contract::aana::Event;
 use crate::domain::contract::proposal::ToolProposal;
+use crate::domain::webhook::StatusChanged;
 
 pub mod responses;
 
@@ -194,6 +195,29 @@ fn component_schema<T: schemars::JsonSchema>(definitions: &mut Map<String, Value
     root
 }
 
+/// What an agent token's callback URL receives (OpenAPI 3.1 `webhooks`; README, Webhooks).
+fn webhooks() -> Value {
+    json!({
+        "proposalStatusChanged": {
+            "post": {
+                "summary": "A status change of a proposal submitted with the token",
+                "description": "POSTed to the agent token's webhook URL at each status change, signed with the token's webhook secret. Any 2xx is delivered; anything else is tried again with backoff.",
+                "parameters": [
+                    {"name": "Countersign-Signature", "in": "header", "required": true,
+                     "description": "`t=<unix seconds>,v1=<hex HMAC-SHA256 over \"<t>.<body>\">`, keyed by the webhook secret",
+                     "schema": {"type": "string"}},
+                    {"name": "Countersign-Delivery", "in": "header", "required": true,
+                     "description": "The delivery's id, the same on every retry",
+                     "schema": {"type": "string", "format": "uuid"}}
+                ],
+                "requestBody": {"required": true, "content": {"application/json": {
+                    "schema": {"$ref": "#/components/schemas/ProposalStatusChanged"}}}},
+                "responses": {"2XX": {"description": "Delivered"}}
+            }
+        }
+    })
+}
+
 /// The finished document: `built` (from the routes) with the components filled in.
 pub fn document(built: OpenApi) -> Value {
     let mut doc = serde_json::to_value(built).unwrap_or_default();
@@ -202,6 +226,11 @@ pub fn document(built: OpenApi) -> Value {
     let event = component_schema::<Event>(&mut schemas);
     schemas.insert("ToolProposal".into(), proposal);
     schemas.insert("AgentActionContractV1".into(), event);
+    let delivery = component_schema::<StatusChanged>(&mut schemas);
+    schemas.insert("ProposalStatusChanged".into(), delivery);
+    if let Value::Object(d) = &mut doc {
+        d.insert("webhooks".into(), webhooks());
+    }
     for (name, schema) in responses::all() {
         schemas.insert(name.into(), schema);
     }
@@ -236,7 +265,7 @@ pub fn document(built: OpenApi) -> Value {
                 responses.insert(
                     "429".into(),
                     json!({
-                        "description": "This token made more requests than its rate limit allows; retry after `Retry-After` seconds",
+                        "description": "This token made more requests than its rate limit allows (`rate_limited`) or, waiting for a change, already holds as many waiting requests as it may (`too_many_waits`); retry after `Retry-After` seconds",
                         "headers": {"Retry-After": {"schema": {"type": "integer"}}},
                         "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
                     }),

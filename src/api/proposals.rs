@@ -1,6 +1,7 @@
 //! `POST /api/v1/proposals` (submit), `GET /api/v1/proposals/{id}` (poll, or wait with
 //! `?wait=SECONDS`, 0..60) and `GET /api/v1/proposals/{id}/events` (a server-sent-events stream
-//! of status changes that ends after the final status), for agents.
+//! of status changes that ends after the final status), for agents. A waiting request holds
+//! one of its token's waiting places ([`super::limits`]) until it answers.
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -10,6 +11,7 @@ use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
 use futures_util::stream::{self, Stream};
 use serde_json::json;
 use utoipa_axum::router::OpenApiRouter;
@@ -127,6 +129,10 @@ async fn poll(
 ) -> Result<impl IntoResponse, ApiError> {
     let id = proposal_id(&id)?;
     let wait = wait_of(query.as_deref())?;
+    let _waiting = match wait.is_zero() {
+        true => None,
+        false => Some(state.limits.waiting_place(agent.1)?),
+    };
     let (record, command) = state.services.await_proposal(&agent.0, id, wait).await?;
     Ok(Json(
         json!({ "proposal": AgentProposal::new(record, command) }),
@@ -155,8 +161,14 @@ async fn events(
     PathId(id): PathId,
 ) -> Result<Response, ApiError> {
     let id = proposal_id(&id)?;
+    let slot = state.limits.waiting_place(agent.1)?;
     let first = state.services.agent_proposal(&agent.0, id).await?;
     let stream = status_events(state.services.clone(), agent.0, id, first);
+    // The stream holds its token's place among the waiting until it ends.
+    let stream = stream.map(move |event| {
+        let _held = &slot;
+        event
+    });
     Ok(Sse::new(stream)
         .keep_alive(KeepAlive::default())
         .into_response())

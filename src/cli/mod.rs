@@ -161,6 +161,10 @@ struct Hardening {
     /// Requests each API token may make at once after a quiet spell.
     #[arg(long, env = "COUNTERSIGN_RATE_BURST", default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..))]
     rate_burst: u32,
+    /// Requests each API token may hold waiting for a change at once (`?wait=`, event
+    /// streams, MCP's `wait_for_decision`); more are answered `429`.
+    #[arg(long, env = "COUNTERSIGN_MAX_WAITING_PER_TOKEN", default_value_t = 1_000, value_parser = clap::value_parser!(u32).range(1..))]
+    max_waiting_per_token: u32,
 }
 
 impl Hardening {
@@ -179,6 +183,7 @@ impl Hardening {
         settings.rate = crate::config::RateLimit {
             per_second: self.rate_limit,
             burst: self.rate_burst,
+            waiting: self.max_waiting_per_token,
         };
     }
 }

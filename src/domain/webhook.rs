@@ -129,15 +129,17 @@ fn is_private_v6(ip: Ipv6Addr) -> bool {
 
 /// What a delivery POSTs: one status change of one proposal. The agent reads the whole
 /// proposal with its token (`proposal.url`); the body never carries the proposal's contents.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct StatusChanged {
     /// The delivery's id (also in `Countersign-Delivery`; the same on every retry).
     pub id: Uuid,
-    /// Always [`STATUS_CHANGED`].
+    /// Always `proposal.status_changed`.
     #[serde(rename = "type")]
+    #[schemars(with = "String")]
     pub kind: &'static str,
     /// When the change was committed (RFC 3339, UTC).
     #[serde(with = "time::serde::rfc3339")]
+    #[schemars(with = "String", extend("format" = "date-time"))]
     pub occurred_at: OffsetDateTime,
     /// The change.
     pub proposal: ChangedProposal,
@@ -146,7 +148,7 @@ pub struct StatusChanged {
 }
 
 /// The proposal a delivery is about.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ChangedProposal {
     /// Its id.
     pub id: Uuid,
@@ -159,7 +161,7 @@ pub struct ChangedProposal {
 }
 
 /// The audit event behind a delivery.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct AuditRef {
     /// Its id.
     pub id: Uuid,

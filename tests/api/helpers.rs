@@ -58,6 +58,7 @@ impl Clock for ManualClock {
 const UNLIMITED: countersign::config::RateLimit = countersign::config::RateLimit {
     per_second: 1_000_000,
     burst: 1_000_000,
+    waiting: 1_000_000,
 };
 
 impl TestApp {
