@@ -44,6 +44,20 @@ pub struct Settings {
     pub rate: RateLimit,
     /// Agents' webhooks: allowed targets, retries, time limit.
     pub webhooks: crate::service::WebhookSettings,
+    /// The bearer token `GET /metrics` answers on the main listener (`None`: not there).
+    pub metrics_token: Option<MetricsToken>,
+    /// A separate listener serving `GET /metrics` without a token.
+    pub metrics_bind: Option<SocketAddr>,
+}
+
+/// The metrics scrape token; never printed.
+#[derive(Clone, PartialEq, Eq)]
+pub struct MetricsToken(pub String);
+
+impl std::fmt::Debug for MetricsToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MetricsToken(***)")
+    }
 }
 
 /// Requests per API token (agent or executor): a steady rate with bursts; more are answered
@@ -109,6 +123,8 @@ impl Settings {
             sessions: SessionLimits::default(),
             trusted_proxies: Vec::new(),
             webhooks: crate::service::WebhookSettings::default(),
+            metrics_token: None,
+            metrics_bind: None,
         }
     }
 }

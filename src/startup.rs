@@ -88,6 +88,8 @@ pub struct Application {
     listen_url: Option<String>,
     /// Timeouts and the connection cap.
     limits: crate::config::ConnectionLimits,
+    /// The separate metrics listener (`--metrics-bind`), bound.
+    metrics_listener: Option<tokio::net::TcpListener>,
 }
 
 /// Opens the database, creating and migrating it, and returns it with its session store.
@@ -170,6 +172,10 @@ pub fn router(
             attach_session_port,
         ))
         .layer(session_layer(sessions, settings));
+    let metrics = crate::metrics::router(
+        services.clone(),
+        settings.metrics_token.as_ref().map(|t| t.0.clone()),
+    );
     let api = api::router(ApiState {
         services,
         settings: Arc::new(settings.clone()),
@@ -179,7 +185,8 @@ pub fn router(
         hsts: settings.secure_cookies,
         trusted_proxies: settings.trusted_proxies.clone().into(),
     };
-    api.merge(web)
+    api.merge(metrics)
+        .merge(web)
         .layer(middleware::from_fn_with_state(
             edge.clone(),
             security::client_address,
@@ -250,6 +257,14 @@ impl Application {
             .await
             .map_err(StartError::Record)?;
         let router = router(services.clone(), sessions.clone(), &settings, options);
+        let metrics_listener = match settings.metrics_bind {
+            Some(addr) => Some(
+                crate::metrics::bind(addr)
+                    .await
+                    .map_err(|source| StartError::Bind { addr, source })?,
+            ),
+            None => None,
+        };
         Ok(Application {
             listener,
             router,
@@ -259,6 +274,7 @@ impl Application {
             listen_url: (!settings.database_url.starts_with("sqlite:"))
                 .then(|| settings.database_url.clone()),
             limits: settings.limits,
+            metrics_listener,
         })
     }
 
@@ -267,6 +283,13 @@ impl Application {
         self.listener
             .local_addr()
             .unwrap_or_else(|_| SocketAddr::from(([127, 0, 0, 1], 0)))
+    }
+
+    /// The separate metrics listener's address, if there is one (`--metrics-bind`).
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_listener
+            .as_ref()
+            .and_then(|l| l.local_addr().ok())
     }
 
     /// The use cases, for start-up tasks.
@@ -288,6 +311,12 @@ impl Application {
         }
         tokio::spawn(purge_sessions(self.sessions.clone(), self.services.clone()));
         tokio::spawn(deliver_webhooks(self.services.clone()));
+        if let Some(listener) = self.metrics_listener {
+            tokio::spawn(crate::metrics::serve_separately(
+                listener,
+                self.services.clone(),
+            ));
+        }
         match self.checkpoint_key.clone() {
             Some(key) => {
                 tokio::spawn(sign_checkpoints(self.services.clone(), key));
@@ -304,6 +333,12 @@ impl Application {
             tokio::spawn(listen_for_changes(url, self.services.clone()));
         }
         tokio::spawn(deliver_webhooks(self.services.clone()));
+        if let Some(listener) = self.metrics_listener {
+            tokio::spawn(crate::metrics::serve_separately(
+                listener,
+                self.services.clone(),
+            ));
+        }
         let forever = std::future::pending::<()>();
         crate::serve::serve(self.listener, self.router, self.limits, forever).await
     }

@@ -50,7 +50,7 @@ for (const size of WIDTHS) {
     const admin = await newSession(browser, server, { viewport });
     try {
       await login(admin.page, server.admin);
-      for (const path of ['/admin/users', '/admin/tokens']) {
+      for (const path of ['/admin/users', '/admin/tokens', '/admin/webhooks']) {
         await admin.page.goto(path);
         await expect(admin.page.locator('main')).toBeVisible();
         await expectAccessible(admin.page, path, shot(path));

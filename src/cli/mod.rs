@@ -40,35 +40,7 @@ pub(crate) struct Database {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Migrate the database and serve the web app and API.
-    Serve {
-        #[command(flatten)]
-        db: Database,
-        /// Address to listen on [default: Leptos.toml's site-addr].
-        #[arg(long, env = "COUNTERSIGN_BIND")]
-        bind: Option<SocketAddr>,
-        /// The Leptos settings file.
-        #[arg(long, env = "COUNTERSIGN_LEPTOS_CONFIG", default_value = "Leptos.toml")]
-        leptos_config: PathBuf,
-        /// Mark the session cookie `Secure` (set this behind HTTPS).
-        #[arg(long, env = "COUNTERSIGN_SECURE_COOKIES")]
-        secure_cookies: bool,
-        /// The routing policy (TOML; see policy.example.toml) [default: built-in, every tool
-        /// Category C].
-        #[arg(long, env = "COUNTERSIGN_POLICY")]
-        policy: Option<PathBuf>,
-        /// The Ed25519 key that signs audit checkpoints (created, mode 0600, if missing). Keep
-        /// it where the database's owner cannot write.
-        #[arg(long, env = "COUNTERSIGN_AUDIT_KEY", default_value = DEFAULT_AUDIT_KEY)]
-        audit_key: PathBuf,
-        /// The Ed25519 key that signs executor grants (created, mode 0600, if missing); its
-        /// public half is served at `GET /api/v1/executor/public-key`.
-        #[arg(long, env = "COUNTERSIGN_GRANT_KEY", default_value = DEFAULT_GRANT_KEY)]
-        grant_key: PathBuf,
-        #[command(flatten)]
-        hardening: Hardening,
-        #[command(flatten)]
-        webhooks: WebhookArgs,
-    },
+    Serve(Box<ServeArgs>),
     /// Validate and try out routing policies.
     Policy {
         #[command(subcommand)]
@@ -109,6 +81,45 @@ enum Command {
         #[command(subcommand)]
         command: audit::AuditCommand,
     },
+}
+
+/// What `serve` runs with (see README, Configuration).
+#[derive(Debug, Args)]
+struct ServeArgs {
+    #[command(flatten)]
+    db: Database,
+    /// Address to listen on [default: Leptos.toml's site-addr].
+    #[arg(long, env = "COUNTERSIGN_BIND")]
+    bind: Option<SocketAddr>,
+    /// The Leptos settings file.
+    #[arg(long, env = "COUNTERSIGN_LEPTOS_CONFIG", default_value = "Leptos.toml")]
+    leptos_config: PathBuf,
+    /// Mark the session cookie `Secure` (set this behind HTTPS).
+    #[arg(long, env = "COUNTERSIGN_SECURE_COOKIES")]
+    secure_cookies: bool,
+    /// The routing policy (TOML; see policy.example.toml) [default: built-in, every tool
+    /// Category C].
+    #[arg(long, env = "COUNTERSIGN_POLICY")]
+    policy: Option<PathBuf>,
+    /// The Ed25519 key that signs audit checkpoints (created, mode 0600, if missing). Keep
+    /// it where the database's owner cannot write.
+    #[arg(long, env = "COUNTERSIGN_AUDIT_KEY", default_value = DEFAULT_AUDIT_KEY)]
+    audit_key: PathBuf,
+    /// The Ed25519 key that signs executor grants (created, mode 0600, if missing); its
+    /// public half is served at `GET /api/v1/executor/public-key`.
+    #[arg(long, env = "COUNTERSIGN_GRANT_KEY", default_value = DEFAULT_GRANT_KEY)]
+    grant_key: PathBuf,
+    #[command(flatten)]
+    hardening: Hardening,
+    #[command(flatten)]
+    webhooks: WebhookArgs,
+    /// `GET /metrics` (Prometheus) answers a bearer of this token on the main listener.
+    #[arg(long, env = "COUNTERSIGN_METRICS_TOKEN", hide_env_values = true)]
+    metrics_token: Option<String>,
+    /// Serve `GET /metrics`, without a token, on this separate address instead (keep it
+    /// where only Prometheus reaches).
+    #[arg(long, env = "COUNTERSIGN_METRICS_BIND")]
+    metrics_bind: Option<SocketAddr>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -285,17 +296,20 @@ pub async fn run() -> ExitCode {
 
 async fn execute(command: Command) -> Result<(), String> {
     match command {
-        Command::Serve {
-            db,
-            bind,
-            leptos_config,
-            secure_cookies,
-            policy,
-            audit_key,
-            grant_key,
-            hardening,
-            webhooks,
-        } => {
+        Command::Serve(args) => {
+            let ServeArgs {
+                db,
+                bind,
+                leptos_config,
+                secure_cookies,
+                policy,
+                audit_key,
+                grant_key,
+                hardening,
+                webhooks,
+                metrics_token,
+                metrics_bind,
+            } = *args;
             let mut settings = Settings {
                 bind,
                 leptos_config,
@@ -307,6 +321,8 @@ async fn execute(command: Command) -> Result<(), String> {
             };
             hardening.apply(&mut settings);
             settings.webhooks = webhooks.settings();
+            settings.metrics_token = metrics_token.map(crate::config::MetricsToken);
+            settings.metrics_bind = metrics_bind;
             serve(settings).await
         }
         Command::Policy { command } => policy_command(command),

@@ -144,6 +144,8 @@ impl Services {
                 if p.status == ProposalStatus::Approved {
                     self.queue_signal().wake();
                 }
+                let waited = std::time::Duration::try_from(now - p.created_at).unwrap_or_default();
+                self.metrics().decided(p.status.as_str(), waited);
                 tracing::info!(proposal.id = %id, reviewer = %reviewer.username, verdict = %verdict, "proposal decided");
                 Ok(Decided::Final(p))
             }

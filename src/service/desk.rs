@@ -147,6 +147,21 @@ impl Services {
 
     /// The grouped counts: kept ones while fresh; stale ones while a background read
     /// refreshes them; a read of its own only when there are none yet.
+    /// Pending proposals by domain and declared risk (for `GET /metrics`), from the same
+    /// grouped counts the queue page sums.
+    pub async fn pending_by_domain_and_risk(
+        &self,
+    ) -> Result<Vec<(String, String, i64)>, ServiceError> {
+        let groups = self.queue_groups().await?;
+        let mut sums: BTreeMap<(String, String), i64> = BTreeMap::new();
+        for g in groups.iter() {
+            *sums
+                .entry((g.domain.clone(), g.risk_level.clone()))
+                .or_default() += g.n;
+        }
+        Ok(sums.into_iter().map(|((d, r), n)| (d, r, n)).collect())
+    }
+
     async fn queue_groups(&self) -> Result<Arc<Vec<QueueGroup>>, ServiceError> {
         let stale = {
             let mut state = self

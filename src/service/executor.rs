@@ -133,6 +133,7 @@ impl Services {
         let Some((command, lease_expires_at)) = taken else {
             return Ok(None);
         };
+        self.metrics().leased();
         tracing::info!(command.id = %command.id, proposal.id = %command.proposal_id, attempt = command.attempts, "command leased");
         let claims = GrantClaims::new(
             command.id,
@@ -214,6 +215,7 @@ impl Services {
         if command.status == CommandStatus::Queued {
             self.queue_signal().wake();
         }
+        self.metrics().reported(command.status.as_str());
         tracing::info!(command.id = %command.id, outcome = %outcome, status = %command.status, "command reported");
         Ok(command)
     }

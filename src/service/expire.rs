@@ -16,6 +16,7 @@ impl Services {
             .await?;
         if !expired.is_empty() {
             self.queue_changed();
+            self.metrics().expired(expired.len());
         }
         Ok(expired)
     }

@@ -85,6 +85,7 @@ pub struct Services {
     facets: Arc<desk::FacetCache>,
     hashing: Arc<crate::auth::password::HashPool>,
     webhooks: Arc<webhooks::Webhooks>,
+    metrics: Arc<crate::metrics::Metrics>,
 }
 
 /// A command to queue, as an approval (or the policy's `accept`) makes it.
@@ -115,7 +116,13 @@ impl Services {
             facets: Arc::default(),
             hashing: Arc::default(),
             webhooks: Arc::new(webhooks::Webhooks::new(WebhookSettings::default())),
+            metrics: Arc::default(),
         }
+    }
+
+    /// What this instance has counted, for `GET /metrics`.
+    pub fn metrics(&self) -> &crate::metrics::Metrics {
+        &self.metrics
     }
 
     /// The same, sending webhooks under `settings`.

@@ -30,6 +30,13 @@ impl Services {
         agent: &str,
         body: &Value,
     ) -> Result<CheckAnswer, ServiceError> {
+        let started = std::time::Instant::now();
+        let answer = self.check_event(agent, body).await;
+        self.metrics().request("pre_tool_check", started.elapsed());
+        answer
+    }
+
+    async fn check_event(&self, agent: &str, body: &Value) -> Result<CheckAnswer, ServiceError> {
         let check_id = uuid::Uuid::now_v7().to_string();
         let actor = Actor::agent(agent);
         let mut event = match Event::parse(body) {

@@ -68,6 +68,18 @@ impl Services {
         token: Option<Uuid>,
         body: &Value,
     ) -> Result<Submitted, ServiceError> {
+        let started = std::time::Instant::now();
+        let submitted = self.submit_routed(agent, token, body).await;
+        self.metrics().request("submission", started.elapsed());
+        submitted
+    }
+
+    async fn submit_routed(
+        &self,
+        agent: &str,
+        token: Option<Uuid>,
+        body: &Value,
+    ) -> Result<Submitted, ServiceError> {
         let contract = match ToolProposal::parse(body) {
             Ok(contract) => contract,
             Err(errors) => return Err(self.reject_input(agent, errors).await),

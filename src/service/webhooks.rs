@@ -110,6 +110,44 @@ struct Ready {
     secret: Option<String>,
 }
 
+/// An attempt with what follows from it: the delivery's new state, its next try, the error.
+struct Settled {
+    outcome: Outcome,
+    state: &'static str,
+    next: Option<OffsetDateTime>,
+    error: Option<String>,
+}
+
+impl Outcome {
+    /// Delivered on a 2xx; else tried again after its backoff, or given up (too old, or
+    /// never worth another try).
+    fn settle(self, retries: Retries) -> Settled {
+        let delivered = self.status.is_some_and(webhook::delivered);
+        let next = if delivered || self.permanent {
+            None
+        } else {
+            let attempts = u32::try_from(self.attempt).unwrap_or(u32::MAX);
+            webhook::next_attempt(retries, attempts, self.created_at, self.at)
+        };
+        let state = match (delivered, next) {
+            (true, _) => "delivered",
+            (false, Some(_)) => "pending",
+            (false, None) => "failed",
+        };
+        let error = match (&self.error, self.status) {
+            (Some(e), _) => Some(e.clone()),
+            (None, Some(s)) if !delivered => Some(format!("answered {s}")),
+            _ => None,
+        };
+        Settled {
+            outcome: self,
+            state,
+            next,
+            error,
+        }
+    }
+}
+
 /// What one attempt came to, before it is recorded.
 struct Outcome {
     delivery: Uuid,
@@ -236,37 +274,22 @@ impl Services {
     /// Records a round's attempts, moving each delivery on.
     async fn record_attempts(&self, outcomes: Vec<Outcome>) -> Result<(), ServiceError> {
         let retries = self.webhooks.settings.retries;
-        let n = outcomes.len();
+        let settled: Vec<Settled> = outcomes.into_iter().map(|o| o.settle(retries)).collect();
+        let states: Vec<&'static str> = settled.iter().map(|s| s.state).collect();
         self.store()
             .write(move |tx| {
                 Box::pin(async move {
-                    for o in &outcomes {
-                        let delivered = o.status.is_some_and(webhook::delivered);
-                        let next = if delivered || o.permanent {
-                            None
-                        } else {
-                            let attempts = u32::try_from(o.attempt).unwrap_or(u32::MAX);
-                            webhook::next_attempt(retries, attempts, o.created_at, o.at)
-                        };
-                        let state = match (delivered, next) {
-                            (true, _) => "delivered",
-                            (false, Some(_)) => "pending",
-                            (false, None) => "failed",
-                        };
-                        let error = match (&o.error, o.status) {
-                            (Some(e), _) => Some(e.clone()),
-                            (None, Some(s)) if !delivered => Some(format!("answered {s}")),
-                            _ => None,
-                        };
+                    for s in &settled {
+                        let o = &s.outcome;
                         let attempt = Attempt {
                             delivery: o.delivery,
                             attempt: o.attempt,
                             at: o.at,
                             status: o.status.map(i32::from),
-                            error: error.as_deref(),
+                            error: s.error.as_deref(),
                             took_ms: o.took_ms,
-                            state,
-                            next_attempt_at: next,
+                            state: s.state,
+                            next_attempt_at: s.next,
                         };
                         webhooks::record_attempt(tx.conn(), &attempt).await?;
                     }
@@ -274,7 +297,11 @@ impl Services {
                 })
             })
             .await?;
-        self.store().changes().attempts_recorded(n);
+        for state in &states {
+            let result = if *state == "pending" { "retry" } else { state };
+            self.metrics().webhook_attempt(result);
+        }
+        self.store().changes().attempts_recorded(states.len());
         Ok(())
     }
 

@@ -18,6 +18,8 @@ pub use crate::common::browser::{Browser, location};
 
 pub struct TestApp {
     pub base: String,
+    /// The separate metrics listener (`settings.metrics_bind`), if configured.
+    pub metrics_base: Option<String>,
     /// The app's clock: tests move it on to lapse leases and end windows.
     pub clock: Arc<ManualClock>,
     pub db_url: String,
@@ -104,10 +106,12 @@ impl TestApp {
             .await
             .unwrap_or_else(|e| panic!("cannot start on {backend}: {e}"));
         let base = format!("http://{}", app.local_addr());
+        let metrics_base = app.metrics_addr().map(|a| format!("http://{a}"));
         let services = app.services().clone();
         tokio::spawn(app.run_forever());
         TestApp {
             base,
+            metrics_base,
             clock,
             db_url: url,
             services,
@@ -129,6 +133,7 @@ impl TestApp {
         tokio::spawn(app.run_forever());
         TestApp {
             base,
+            metrics_base: None,
             clock: self.clock.clone(),
             db_url: self.db_url.clone(),
             services,

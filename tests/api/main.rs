@@ -15,6 +15,7 @@ mod hardening;
 mod limits;
 mod loop_end_to_end;
 mod mcp;
+mod metrics;
 mod openapi;
 mod policy;
 mod proposal_page;

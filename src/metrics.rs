@@ -1,0 +1,277 @@
+//! Operator metrics in the Prometheus text format (`GET /metrics`): what the gate is doing and
+//! how fast. Each instance keeps its own registry (the `prometheus` crate); counters and
+//! histograms are recorded by the use cases as they happen, and the pending-proposal gauge is
+//! read from the database at each scrape, so it agrees across instances.
+//!
+//! The endpoint is closed unless the operator opens it: with `--metrics-token` it answers a
+//! bearer of that token (compared in constant time) on the main listener; with
+//! `--metrics-bind` it is served, without a token, only on that separate address (keep it on a
+//! network Prometheus alone reaches). Neither: `404`.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use prometheus::{
+    HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry, TextEncoder,
+};
+
+use crate::service::Services;
+
+/// Seconds from submission to a reviewer's final decision: a minute to a week.
+const DECISION_BUCKETS: &[f64] = &[
+    60.0, 300.0, 900.0, 1_800.0, 3_600.0, 7_200.0, 14_400.0, 28_800.0, 86_400.0, 259_200.0,
+    604_800.0,
+];
+/// Seconds a request path takes: a tenth of a millisecond to ten seconds.
+const LATENCY_BUCKETS: &[f64] = &[
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+    10.0,
+];
+
+/// Every metric one instance records.
+pub struct Metrics {
+    registry: Registry,
+    pending: IntGaugeVec,
+    decisions: IntCounterVec,
+    time_to_decision: HistogramVec,
+    expiries: IntCounterVec,
+    leases: IntCounterVec,
+    outcomes: IntCounterVec,
+    webhooks: IntCounterVec,
+    latency: HistogramVec,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A metric family that cannot be built or registered is a programming error (a bad name or
+/// a duplicate), found by the first test that starts a server.
+fn family<M: prometheus::core::Collector + Clone + 'static>(
+    registry: &Registry,
+    metric: prometheus::Result<M>,
+) -> M {
+    match metric.and_then(|m| registry.register(Box::new(m.clone())).map(|()| m)) {
+        Ok(m) => m,
+        Err(e) => panic!("metric family: {e}"),
+    }
+}
+
+impl Metrics {
+    /// A fresh registry with every family at zero.
+    pub fn new() -> Self {
+        let r = Registry::new();
+        let counter = |name: &str, help: &str, labels: &[&str]| {
+            family(&r, IntCounterVec::new(Opts::new(name, help), labels))
+        };
+        let histogram = |name: &str, help: &str, labels: &[&str], buckets: &[f64]| {
+            let opts = HistogramOpts::new(name, help).buckets(buckets.to_vec());
+            family(&r, HistogramVec::new(opts, labels))
+        };
+        let pending = family(
+            &r,
+            IntGaugeVec::new(
+                Opts::new(
+                    "countersign_pending_proposals",
+                    "Proposals waiting for a reviewer, by domain and risk",
+                ),
+                &["domain", "risk"],
+            ),
+        );
+        let metrics = Self {
+            pending,
+            decisions: counter(
+                "countersign_decisions_total",
+                "Reviewers' final decisions, by outcome (approved, rejected, changes_requested)",
+                &["outcome"],
+            ),
+            time_to_decision: histogram(
+                "countersign_time_to_decision_seconds",
+                "Seconds from a proposal's submission to its final decision",
+                &[],
+                DECISION_BUCKETS,
+            ),
+            expiries: counter(
+                "countersign_expiries_total",
+                "Pending proposals that expired undecided",
+                &[],
+            ),
+            leases: counter(
+                "countersign_leases_total",
+                "Commands handed to executors",
+                &[],
+            ),
+            outcomes: counter(
+                "countersign_command_outcomes_total",
+                "Executors' reports, by the command's resulting status",
+                &["status"],
+            ),
+            webhooks: counter(
+                "countersign_webhook_attempts_total",
+                "Agents' webhook delivery attempts, by result (delivered, retry, failed)",
+                &["result"],
+            ),
+            latency: histogram(
+                "countersign_request_seconds",
+                "Seconds the agent API's decision paths take, by path (pre_tool_check, submission)",
+                &["path"],
+                LATENCY_BUCKETS,
+            ),
+            registry: r,
+        };
+        metrics.start_at_zero();
+        metrics
+    }
+
+    /// Every series a scrape should see from the start, at zero (a series appears only once
+    /// it has a value; a dashboard's rate over a missing one says nothing).
+    fn start_at_zero(&self) {
+        let none: &[&str] = &[];
+        for outcome in ["approved", "rejected", "changes_requested"] {
+            self.decisions.with_label_values(&[outcome]);
+        }
+        self.time_to_decision.with_label_values(none);
+        self.expiries.with_label_values(none);
+        self.leases.with_label_values(none);
+        for result in ["delivered", "retry", "failed"] {
+            self.webhooks.with_label_values(&[result]);
+        }
+        for path in ["pre_tool_check", "submission"] {
+            self.latency.with_label_values(&[path]);
+        }
+    }
+
+    /// A reviewer's final decision on a proposal submitted `waited` ago.
+    pub fn decided(&self, outcome: &str, waited: Duration) {
+        self.decisions.with_label_values(&[outcome]).inc();
+        self.time_to_decision
+            .with_label_values(&[] as &[&str])
+            .observe(waited.as_secs_f64());
+    }
+
+    /// `n` pending proposals expired.
+    pub fn expired(&self, n: usize) {
+        self.expiries
+            .with_label_values(&[] as &[&str])
+            .inc_by(u64::try_from(n).unwrap_or(u64::MAX));
+    }
+
+    /// A command was leased.
+    pub fn leased(&self) {
+        self.leases.with_label_values(&[] as &[&str]).inc();
+    }
+
+    /// An executor reported; the command is now `status`.
+    pub fn reported(&self, status: &str) {
+        self.outcomes.with_label_values(&[status]).inc();
+    }
+
+    /// A webhook attempt came to `result` (`delivered`, `retry`, `failed`).
+    pub fn webhook_attempt(&self, result: &str) {
+        self.webhooks.with_label_values(&[result]).inc();
+    }
+
+    /// A decision path (`pre_tool_check`, `submission`) took `took`.
+    pub fn request(&self, path: &str, took: Duration) {
+        self.latency
+            .with_label_values(&[path])
+            .observe(took.as_secs_f64());
+    }
+
+    /// The text exposition, with the pending gauge set to `pending` (domain, risk, count).
+    pub fn render(&self, pending: &[(String, String, i64)]) -> String {
+        self.pending.reset();
+        for (domain, risk, n) in pending {
+            self.pending.with_label_values(&[domain, risk]).set(*n);
+        }
+        let mut text = String::new();
+        if let Err(e) = TextEncoder::new().encode_utf8(&self.registry.gather(), &mut text) {
+            tracing::error!(error = %e, "cannot encode metrics");
+        }
+        text
+    }
+}
+
+/// Who may scrape: a bearer of `token` (main listener), or anyone (the separate listener).
+#[derive(Clone)]
+struct Scrape {
+    services: Services,
+    token: Option<String>,
+}
+
+/// `GET /metrics` on the main listener, answering only a bearer of `token`; without a token,
+/// the route is not there (`404`).
+pub fn router(services: Services, token: Option<String>) -> Router {
+    match token.filter(|t| !t.is_empty()) {
+        Some(token) => Router::new()
+            .route("/metrics", get(scrape))
+            .with_state(Scrape {
+                services,
+                token: Some(token),
+            }),
+        None => Router::new(),
+    }
+}
+
+/// Serves `GET /metrics`, without a token, on its own listener (`--metrics-bind`).
+pub async fn serve_separately(listener: tokio::net::TcpListener, services: Services) {
+    let app = Router::new()
+        .route("/metrics", get(scrape))
+        .with_state(Scrape {
+            services,
+            token: None,
+        });
+    if let Err(e) = axum::serve(listener, app).await {
+        tracing::error!(error = %e, "the metrics listener stopped");
+    }
+}
+
+/// The address of the separate metrics listener, bound (a failure to bind stops the start).
+pub async fn bind(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    tokio::net::TcpListener::bind(addr).await
+}
+
+async fn scrape(State(scrape): State<Scrape>, headers: HeaderMap) -> Response {
+    if let Some(token) = &scrape.token {
+        let presented = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .unwrap_or_default();
+        let same: bool =
+            subtle::ConstantTimeEq::ct_eq(presented.as_bytes(), token.as_bytes()).into();
+        if !same {
+            return (
+                StatusCode::UNAUTHORIZED,
+                [(header::WWW_AUTHENTICATE, "Bearer realm=\"metrics\"")],
+                "the metrics token is missing or wrong\n",
+            )
+                .into_response();
+        }
+    }
+    match scrape.services.pending_by_domain_and_risk().await {
+        Ok(pending) => (
+            [(
+                header::CONTENT_TYPE,
+                "text/plain; version=0.0.4; charset=utf-8",
+            )],
+            scrape.services.metrics().render(&pending),
+        )
+            .into_response(),
+        Err(e) => {
+            tracing::error!(error = %e, "cannot read the pending proposals for metrics");
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the database is not answering\n",
+            )
+                .into_response()
+        }
+    }
+}

@@ -1,0 +1,146 @@
+//! `GET /metrics`: Prometheus text that a Prometheus parser reads, with what the gate did
+//! (pending proposals by domain and risk, decisions, time to decision, the decision paths'
+//! latency); refused without its token, absent when the operator opened nothing, and served
+//! without a token only on its own listener (`--metrics-bind`).
+
+use countersign::config::MetricsToken;
+use countersign::domain::principal::Role;
+use prometheus_parse::{Sample, Scrape, Value};
+use reqwest::StatusCode;
+use serde_json::json;
+
+use crate::common::on_both_backends;
+use crate::helpers::{PASSWORD, TestApp};
+
+on_both_backends!(
+    metrics_need_their_token_and_count_what_the_gate_did,
+    without_a_token_metrics_are_served_only_on_their_own_listener,
+);
+
+const TOKEN: &str = "metrics-secret-token";
+
+async fn scrape(app: &TestApp, base: &str, token: Option<&str>) -> (StatusCode, String) {
+    let mut request = app.client.get(format!("{base}/metrics"));
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    let r = request.send().await.expect("request");
+    (r.status(), r.text().await.expect("text"))
+}
+
+fn parse(text: &str) -> Vec<Sample> {
+    let lines = text.lines().map(|l| Ok(l.to_owned()));
+    Scrape::parse(lines).expect("Prometheus text").samples
+}
+
+/// The value of the sample `name` whose labels include `labels`.
+fn value(samples: &[Sample], name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    samples
+        .iter()
+        .find(|s| {
+            s.metric == name
+                && labels
+                    .iter()
+                    .all(|(k, v)| s.labels.get(k).is_some_and(|l| l == *v))
+        })
+        .map(|s| match &s.value {
+            Value::Counter(v) | Value::Gauge(v) | Value::Untyped(v) => *v,
+            Value::Histogram(buckets) => buckets.last().map_or(0.0, |b| b.count),
+            Value::Summary(_) => f64::NAN,
+        })
+}
+
+async fn metrics_need_their_token_and_count_what_the_gate_did(backend: &str) {
+    let app = TestApp::spawn_configured(backend, |s| {
+        s.metrics_token = Some(MetricsToken(TOKEN.into()));
+    })
+    .await;
+    assert_eq!(
+        scrape(&app, &app.base, None).await.0,
+        StatusCode::UNAUTHORIZED
+    );
+    let (status, body) = scrape(&app, &app.base, Some("wrong")).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert!(!body.contains("countersign_"), "nothing leaks: {body}");
+
+    let agent = app.agent_token("sales-agent").await;
+    let event = json!({
+        "tool_name": "search_docs", "tool_category": "public_read", "authorization_state": "none",
+        "evidence_refs": [], "risk_domain": "customer_support", "proposed_arguments": {},
+        "recommended_route": "accept"
+    });
+    assert_eq!(app.pre_tool_check(&agent, &event).await.0, StatusCode::OK);
+    let first = app.propose_ok(&agent, "sales-agent").await;
+    app.propose_ok(&agent, "sales-agent").await;
+    app.user("rev", Role::Reviewer).await;
+    let browser = app.browser();
+    browser.login("rev", PASSWORD).await;
+    browser.decide(&first, "approved", None).await;
+
+    let (status, text) = scrape(&app, &app.base, Some(TOKEN)).await;
+    assert_eq!(status, StatusCode::OK);
+    let samples = parse(&text);
+    let (domain, risk) = {
+        let p = crate::common::proposal_body("sales-agent");
+        (
+            p["domain"].as_str().expect("domain").to_owned(),
+            p["risk_level"].as_str().expect("risk").to_owned(),
+        )
+    };
+    let pending = [("domain", domain.as_str()), ("risk", risk.as_str())];
+    assert_eq!(
+        value(&samples, "countersign_pending_proposals", &pending),
+        Some(1.0),
+        "{text}"
+    );
+    let approved = [("outcome", "approved")];
+    assert_eq!(
+        value(&samples, "countersign_decisions_total", &approved),
+        Some(1.0)
+    );
+    assert_eq!(
+        value(&samples, "countersign_time_to_decision_seconds", &[]),
+        Some(1.0),
+        "one decision timed"
+    );
+    let checks = [("path", "pre_tool_check")];
+    assert_eq!(
+        value(&samples, "countersign_request_seconds", &checks),
+        Some(1.0)
+    );
+    let submissions = [("path", "submission")];
+    assert_eq!(
+        value(&samples, "countersign_request_seconds", &submissions),
+        Some(2.0)
+    );
+    assert!(
+        !text.contains(TOKEN) && !text.contains(&agent),
+        "no secret in the metrics"
+    );
+}
+
+async fn without_a_token_metrics_are_served_only_on_their_own_listener(backend: &str) {
+    let closed = TestApp::spawn(backend).await;
+    assert_eq!(
+        scrape(&closed, &closed.base, Some(TOKEN)).await.0,
+        StatusCode::NOT_FOUND,
+        "nothing opened, nothing served"
+    );
+    let app = TestApp::spawn_configured(backend, |s| {
+        s.metrics_bind = Some("127.0.0.1:0".parse().expect("addr"));
+    })
+    .await;
+    let own = app.metrics_base.clone().expect("a metrics listener");
+    let (status, text) = scrape(&app, &own, None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        parse(&text)
+            .iter()
+            .any(|s| s.metric == "countersign_expiries_total")
+    );
+    assert_eq!(
+        scrape(&app, &app.base, None).await.0,
+        StatusCode::NOT_FOUND,
+        "not on the main listener"
+    );
+}
