@@ -48,6 +48,8 @@ pub struct Settings {
     pub metrics_token: Option<MetricsToken>,
     /// A separate listener serving `GET /metrics` without a token.
     pub metrics_bind: Option<SocketAddr>,
+    /// Reviewers' notification channels and links.
+    pub notify: crate::service::NotifySettings,
 }
 
 /// The metrics scrape token; never printed.
@@ -125,6 +127,7 @@ impl Settings {
             webhooks: crate::service::WebhookSettings::default(),
             metrics_token: None,
             metrics_bind: None,
+            notify: crate::service::NotifySettings::default(),
         }
     }
 }

@@ -43,6 +43,7 @@ pub struct Metrics {
     leases: IntCounterVec,
     outcomes: IntCounterVec,
     webhooks: IntCounterVec,
+    notifications: IntCounterVec,
     latency: HistogramVec,
 }
 
@@ -118,6 +119,11 @@ impl Metrics {
                 "Agents' webhook delivery attempts, by result (delivered, retry, failed)",
                 &["result"],
             ),
+            notifications: counter(
+                "countersign_notifications_total",
+                "Reviewers' notification sends, by channel and result (sent, retry, failed)",
+                &["channel", "result"],
+            ),
             latency: histogram(
                 "countersign_request_seconds",
                 "Seconds the agent API's decision paths take, by path (pre_tool_check, submission)",
@@ -176,6 +182,14 @@ impl Metrics {
     /// A webhook attempt came to `result` (`delivered`, `retry`, `failed`).
     pub fn webhook_attempt(&self, result: &str) {
         self.webhooks.with_label_values(&[result]).inc();
+    }
+
+    /// A notification send on `channel` came to `state` (`sent`, `pending`, `failed`).
+    pub fn notification(&self, channel: &str, state: &str) {
+        let result = if state == "pending" { "retry" } else { state };
+        self.notifications
+            .with_label_values(&[channel, result])
+            .inc();
     }
 
     /// A decision path (`pre_tool_check`, `submission`) took `took`.

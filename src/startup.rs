@@ -236,8 +236,9 @@ impl Application {
             Some(path) => Some(Arc::new(CheckpointKey::load_or_create(path)?)),
             None => None,
         };
-        let mut services =
-            Services::with_clock(store, Arc::new(policy), clock).with_webhooks(settings.webhooks);
+        let mut services = Services::with_clock(store, Arc::new(policy), clock)
+            .with_webhooks(settings.webhooks)
+            .with_notifications(settings.notify.clone());
         match &settings.grant_key {
             Some(path) => {
                 services = services.with_grant_key(load_or_create_key(path)?);
@@ -311,6 +312,7 @@ impl Application {
         }
         tokio::spawn(purge_sessions(self.sessions.clone(), self.services.clone()));
         tokio::spawn(deliver_webhooks(self.services.clone()));
+        tokio::spawn(notify_reviewers(self.services.clone()));
         if let Some(listener) = self.metrics_listener {
             tokio::spawn(crate::metrics::serve_separately(
                 listener,
@@ -333,6 +335,7 @@ impl Application {
             tokio::spawn(listen_for_changes(url, self.services.clone()));
         }
         tokio::spawn(deliver_webhooks(self.services.clone()));
+        tokio::spawn(notify_reviewers(self.services.clone()));
         if let Some(listener) = self.metrics_listener {
             tokio::spawn(crate::metrics::serve_separately(
                 listener,
@@ -409,6 +412,24 @@ async fn deliver_webhooks(services: Services) {
         let changes = services.store().changes().clone();
         tokio::select! {
             () = changes.deliveries() => {}
+            () = tokio::time::sleep(WEBHOOK_SWEEP) => {}
+        }
+    }
+}
+
+/// Notifies reviewers: at once when a commit queued notifications, and every
+/// [`WEBHOOK_SWEEP`] (digests whose window ended, retries, other instances' rows).
+async fn notify_reviewers(services: Services) {
+    if services.store().changes().notify_channels().is_empty() {
+        return;
+    }
+    loop {
+        if let Err(e) = services.deliver_notifications().await {
+            tracing::error!(error = %e, "notifying reviewers failed; trying again shortly");
+        }
+        let changes = services.store().changes().clone();
+        tokio::select! {
+            () = changes.notifications() => {}
             () = tokio::time::sleep(WEBHOOK_SWEEP) => {}
         }
     }

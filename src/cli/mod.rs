@@ -18,6 +18,7 @@ use crate::config::{
     DEFAULT_AUDIT_KEY, DEFAULT_DATABASE_URL, DEFAULT_GRANT_KEY, Settings, redact_url,
 };
 use crate::domain::principal::Role;
+use crate::service::ChannelUrl;
 use crate::service::Services;
 use crate::startup::{Application, open_store};
 use crate::storage::schema::{RoleName, grant_serving};
@@ -120,6 +121,86 @@ struct ServeArgs {
     /// where only Prometheus reaches).
     #[arg(long, env = "COUNTERSIGN_METRICS_BIND")]
     metrics_bind: Option<SocketAddr>,
+    #[command(flatten)]
+    notify: NotifyArgs,
+}
+
+/// Where `serve` tells reviewers that work waits (see README, Notifications).
+#[derive(Debug, Args)]
+struct NotifyArgs {
+    /// Countersign's address as reviewers reach it, for the links in notifications (e.g.
+    /// `https://countersign.example.com`).
+    #[arg(long, env = "COUNTERSIGN_PUBLIC_URL")]
+    public_url: Option<ChannelUrl>,
+    /// A Slack incoming-webhook URL: a Block Kit message when work waits for a reviewer.
+    #[arg(long, env = "COUNTERSIGN_SLACK_WEBHOOK_URL", hide_env_values = true)]
+    slack_webhook_url: Option<ChannelUrl>,
+    /// A Microsoft Teams incoming-webhook URL: an Adaptive Card when work waits.
+    #[arg(long, env = "COUNTERSIGN_TEAMS_WEBHOOK_URL", hide_env_values = true)]
+    teams_webhook_url: Option<ChannelUrl>,
+    /// A generic webhook: JSON signed like agents' webhooks (`Countersign-Signature`).
+    #[arg(
+        long,
+        env = "COUNTERSIGN_NOTIFY_WEBHOOK_URL",
+        hide_env_values = true,
+        requires = "notify_webhook_secret"
+    )]
+    notify_webhook_url: Option<ChannelUrl>,
+    /// The secret the generic webhook's messages are signed with.
+    #[arg(
+        long,
+        env = "COUNTERSIGN_NOTIFY_WEBHOOK_SECRET",
+        hide_env_values = true
+    )]
+    notify_webhook_secret: Option<NotifySecret>,
+    /// At most one message per channel in this long; the rest fold into a digest.
+    #[arg(long, env = "COUNTERSIGN_NOTIFY_WINDOW", default_value = "1m", value_parser = parse_secs)]
+    notify_window: std::time::Duration,
+}
+
+/// The generic notification webhook's signing secret; never printed.
+#[derive(Clone)]
+struct NotifySecret(String);
+
+impl std::fmt::Debug for NotifySecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("NotifySecret(***)")
+    }
+}
+
+impl std::str::FromStr for NotifySecret {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim() {
+            short if short.len() < 16 => Err("must be at least 16 characters".into()),
+            secret => Ok(NotifySecret(secret.to_owned())),
+        }
+    }
+}
+
+impl NotifyArgs {
+    /// The settings, every channel URL checked like an agent's webhook.
+    fn settings(
+        self,
+        targets: crate::domain::webhook::TargetPolicy,
+    ) -> Result<crate::service::NotifySettings, String> {
+        let check = |flag: &str, url: Option<ChannelUrl>| match url {
+            Some(u) => crate::domain::webhook::check_url(u.0.as_str(), targets)
+                .map(|u| Some(ChannelUrl(u)))
+                .map_err(|why| format!("--{flag}: the URL {why}")),
+            None => Ok(None),
+        };
+        let webhook = check("notify-webhook-url", self.notify_webhook_url)?;
+        let secret = self.notify_webhook_secret.map(|s| s.0);
+        Ok(crate::service::NotifySettings {
+            public_url: self.public_url.map(|u| u.0),
+            slack: check("slack-webhook-url", self.slack_webhook_url)?,
+            teams: check("teams-webhook-url", self.teams_webhook_url)?,
+            webhook: webhook.zip(secret),
+            window: Some(time_duration(self.notify_window)),
+        })
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -309,6 +390,7 @@ async fn execute(command: Command) -> Result<(), String> {
                 webhooks,
                 metrics_token,
                 metrics_bind,
+                notify,
             } = *args;
             let mut settings = Settings {
                 bind,
@@ -321,6 +403,7 @@ async fn execute(command: Command) -> Result<(), String> {
             };
             hardening.apply(&mut settings);
             settings.webhooks = webhooks.settings();
+            settings.notify = notify.settings(settings.webhooks.targets)?;
             settings.metrics_token = metrics_token.map(crate::config::MetricsToken);
             settings.metrics_bind = metrics_bind;
             serve(settings).await

@@ -25,6 +25,8 @@
 //!   shows. They may import any wing; no wing imports
 //!   them.
 //! - [`sign_in`]: throttling failed sign-ins and how long sessions last. Imports nothing.
+//! - [`notify`]: what reviewers' notifications say on each channel, and digests. Imports
+//!   `review`'s text rules and `routing`'s scanners.
 //! - [`webhook`]: agents' callbacks: allowed targets, the body, its signature, retries.
 //!   Imports nothing.
 //! - [`review`]: what a reviewer is shown before deciding (hidden characters made visible,
@@ -35,6 +37,7 @@ pub mod command;
 pub mod contract;
 pub mod erasure;
 pub mod lifecycle;
+pub mod notify;
 pub mod policy;
 pub mod principal;
 pub mod queue;

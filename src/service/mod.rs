@@ -19,6 +19,7 @@ mod executor;
 mod expire;
 mod export;
 mod ledger;
+mod notify;
 mod pre_tool_check;
 mod queries;
 mod queue;
@@ -41,6 +42,7 @@ pub use decide::{Decided, Reviewer};
 pub use desk::{FACETS_FRESH, Facets, QUEUE_PAGE, QueuePage};
 pub use executor::{Grant, LeaseRequest, Leased, Report};
 pub use ledger::{COMMIT_LAG, ChainState, Cursor, SCAN_BUDGET, TRAIL_PAGE, TrailPage};
+pub use notify::{ChannelUrl, NotifySettings};
 pub use pre_tool_check::CheckAnswer;
 pub use queries::QUEUE_LIMIT;
 pub use queue::{QueueSignal, Swept};
@@ -86,6 +88,7 @@ pub struct Services {
     hashing: Arc<crate::auth::password::HashPool>,
     webhooks: Arc<webhooks::Webhooks>,
     metrics: Arc<crate::metrics::Metrics>,
+    notify: Arc<NotifySettings>,
 }
 
 /// A command to queue, as an approval (or the policy's `accept`) makes it.
@@ -117,7 +120,18 @@ impl Services {
             hashing: Arc::default(),
             webhooks: Arc::new(webhooks::Webhooks::new(WebhookSettings::default())),
             metrics: Arc::default(),
+            notify: Arc::default(),
         }
+    }
+
+    /// The same, notifying reviewers on the channels `settings` configures: from now on every
+    /// status change that needs a person queues a notification per channel.
+    pub fn with_notifications(mut self, settings: NotifySettings) -> Self {
+        self.store
+            .changes()
+            .set_notify_channels(settings.channels());
+        self.notify = Arc::new(settings);
+        self
     }
 
     /// What this instance has counted, for `GET /metrics`.

@@ -167,6 +167,12 @@ impl Services {
         self.webhooks.settings
     }
 
+    /// The outgoing HTTP client (no redirects, no proxies, targets checked at resolution),
+    /// shared by agents' webhooks and reviewers' notifications.
+    pub(super) fn webhook_client(&self) -> &reqwest::Client {
+        &self.webhooks.client
+    }
+
     /// Delivers every webhook due now, one attempt each, [`ROUND`] at a time; how many were
     /// attempted. The dispatcher task calls it when a commit queued deliveries and every
     /// second; tests call it to step deliveries.
@@ -328,7 +334,7 @@ impl Services {
 }
 
 /// An error and its causes, one line (the URL already taken out).
-fn describe(e: &reqwest::Error) -> String {
+pub(super) fn describe(e: &reqwest::Error) -> String {
     let mut text = e.to_string();
     let mut source = std::error::Error::source(e);
     while let Some(cause) = source {

@@ -10,13 +10,15 @@
 //!
 //! The webhook dispatcher waits here too: a commit that queued deliveries wakes it
 //! ([`Changes::deliveries_queued`]); and whoever follows deliveries (a test stepping them)
-//! hears each round of recorded attempts ([`Changes::attempts_recorded`]).
+//! hears each round of recorded attempts ([`Changes::attempts_recorded`]). So does the
+//! reviewers' notifier: the writer queues a notification per configured channel
+//! ([`Changes::set_notify_channels`]) for each change that needs a person, and wakes it.
 //!
 //! A waiter costs one map entry per watched proposal plus a receiver: thousands of agents
 //! waiting cost almost nothing, and a decision wakes only the waiters of its proposal.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use tokio::sync::{Notify, watch};
 use uuid::Uuid;
@@ -29,6 +31,9 @@ pub struct Changes {
     waiting: Mutex<HashMap<Uuid, watch::Sender<u64>>>,
     deliveries: Notify,
     attempts: watch::Sender<u64>,
+    notify_channels: OnceLock<Vec<&'static str>>,
+    notifications: Notify,
+    sends: watch::Sender<u64>,
 }
 
 impl Default for Changes {
@@ -37,6 +42,9 @@ impl Default for Changes {
             waiting: Mutex::default(),
             deliveries: Notify::new(),
             attempts: watch::Sender::new(0),
+            notify_channels: OnceLock::new(),
+            notifications: Notify::new(),
+            sends: watch::Sender::new(0),
         }
     }
 }
@@ -89,6 +97,40 @@ impl Changes {
     /// How many webhook attempts this instance has recorded, as it grows.
     pub fn webhook_attempts(&self) -> watch::Receiver<u64> {
         self.attempts.subscribe()
+    }
+
+    /// The reviewers' channels the operator configured (once, at start).
+    pub fn set_notify_channels(&self, channels: Vec<&'static str>) {
+        if self.notify_channels.set(channels).is_err() {
+            tracing::warn!("notification channels were already set");
+        }
+    }
+
+    /// The configured reviewers' channels (none until set).
+    pub fn notify_channels(&self) -> &[&'static str] {
+        self.notify_channels.get().map_or(&[], Vec::as_slice)
+    }
+
+    /// A commit queued notifications: wakes the notifier.
+    pub fn notifications_queued(&self) {
+        self.notifications.notify_one();
+    }
+
+    /// Resolves after the next [`Changes::notifications_queued`].
+    pub async fn notifications(&self) {
+        self.notifications.notified().await;
+    }
+
+    /// `n` notification sends were settled (committed).
+    pub fn sends_settled(&self, n: usize) {
+        let n = u64::try_from(n).unwrap_or(u64::MAX);
+        self.sends
+            .send_modify(|total| *total = total.saturating_add(n));
+    }
+
+    /// How many notification sends this instance has settled, as it grows.
+    pub fn notification_sends(&self) -> watch::Receiver<u64> {
+        self.sends.subscribe()
     }
 
     /// How many proposals have someone waiting on them.

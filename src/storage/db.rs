@@ -38,7 +38,7 @@ use uuid::Uuid;
 use super::audit::{self, PendingEvent};
 use super::changes::Changes;
 use super::{Result, StorageError};
-use super::{proposals, schema, webhooks};
+use super::{notifications, proposals, schema, webhooks};
 use crate::audit::safe::Salt;
 use crate::audit::{Actor, AuditEvent};
 use crate::auth::session::AnySessionStore;
@@ -173,8 +173,9 @@ impl Tx {
         Ok(())
     }
 
-    /// Commits the change with its events; answers what it changed (for waking, after).
-    async fn commit(mut self) -> Result<Committed> {
+    /// Commits the change with its events, queueing the webhook deliveries and reviewers'
+    /// notifications its status changes call for; answers what it changed (for waking, after).
+    async fn commit(mut self, changed: &Changes) -> Result<Committed> {
         let events = std::mem::take(&mut self.events);
         let changes = audit::append(&mut self, events).await?;
         let mut committed = Committed::default();
@@ -182,6 +183,11 @@ impl Tx {
             committed.moved = changes.iter().map(|c| c.proposal).collect();
             proposals::notify_changed(self.conn(), &committed.moved).await?;
             committed.deliveries = webhooks::queue_status_changes(self.conn(), &changes).await?;
+            let channels = changed.notify_channels();
+            if !channels.is_empty() {
+                committed.notifications =
+                    notifications::queue(self.conn(), channels, &changes).await?;
+            }
         }
         match self.inner {
             TxInner::Sqlite(t) => t.commit().await?,
@@ -198,6 +204,8 @@ struct Committed {
     moved: Vec<Uuid>,
     /// Webhook deliveries queued.
     deliveries: usize,
+    /// Reviewers' notifications queued.
+    notifications: usize,
 }
 
 /// A change's closure: runs against a [`Tx`]; an `Err` leaves nothing of it behind.
@@ -280,11 +288,14 @@ async fn run_writer(
 ) {
     let mut batch: Vec<Box<dyn Job>> = Vec::with_capacity(MAX_BATCH);
     while jobs.recv_many(&mut batch, MAX_BATCH).await > 0 {
-        let failure = match commit_batch(&pool, &mut batch).await {
+        let failure = match commit_batch(&pool, &mut batch, &changes).await {
             Ok(committed) => {
                 changes.proposals_changed(committed.moved);
                 if committed.deliveries > 0 {
                     changes.deliveries_queued();
+                }
+                if committed.notifications > 0 {
+                    changes.notifications_queued();
                 }
                 None
             }
@@ -299,14 +310,18 @@ async fn run_writer(
     }
 }
 
-async fn commit_batch(pool: &WritePool, batch: &mut [Box<dyn Job>]) -> Result<Committed> {
+async fn commit_batch(
+    pool: &WritePool,
+    batch: &mut [Box<dyn Job>],
+    changed: &Changes,
+) -> Result<Committed> {
     let mut tx = pool.begin().await?;
     if let [only] = batch {
         // A batch of one needs no savepoint: its failure rolls the transaction back.
         if !only.run(&mut tx).await {
             return Ok(Committed::default());
         }
-        return tx.commit().await;
+        return tx.commit(changed).await;
     }
     // Each change runs under its own savepoint, so a failed one (on PostgreSQL also a failed
     // statement, which would abort the whole transaction) rolls back alone. Releasing one and
@@ -328,7 +343,7 @@ async fn commit_batch(pool: &WritePool, batch: &mut [Box<dyn Job>]) -> Result<Co
         };
         tx.execute(next).await?;
     }
-    tx.commit().await
+    tx.commit(changed).await
 }
 
 enum Engine {

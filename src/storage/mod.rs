@@ -19,6 +19,7 @@ pub mod charts;
 pub mod commands;
 pub mod db;
 pub mod history;
+pub mod notifications;
 pub mod paused;
 pub mod proposals;
 pub mod queue;

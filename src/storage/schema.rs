@@ -55,7 +55,7 @@ pub const SERVING_GRANTS: &[&str] = &[
     "grant select, insert, update on proposals, approvals, commands, users, api_tokens \
      to {role}",
     "grant select, insert, delete on paused_tools to {role}",
-    "grant select, insert, update on webhook_deliveries, webhook_attempts to {role}",
+    "grant select, insert, update on webhook_deliveries, webhook_attempts, notifications to {role}",
     "grant select, insert, update, delete on sign_in_throttle to {role}",
     "grant select on _sqlx_migrations to {role}",
     "grant usage on schema tower_sessions to {role}",

@@ -16,6 +16,7 @@ mod limits;
 mod loop_end_to_end;
 mod mcp;
 mod metrics;
+mod notify;
 mod openapi;
 mod policy;
 mod proposal_page;

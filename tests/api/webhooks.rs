@@ -29,15 +29,15 @@ on_both_backends!(
 );
 
 /// One request the receiver got.
-struct Received {
-    signature: String,
-    delivery: String,
-    body: String,
+pub(crate) struct Received {
+    pub(crate) signature: String,
+    pub(crate) delivery: String,
+    pub(crate) body: String,
 }
 
 /// A webhook receiver on loopback: answers each request with the next status of `answers`
 /// (then 200), and hands every request to the test.
-async fn receiver(answers: Vec<u16>) -> (String, mpsc::UnboundedReceiver<Received>) {
+pub(crate) async fn receiver(answers: Vec<u16>) -> (String, mpsc::UnboundedReceiver<Received>) {
     let (tx, rx) = mpsc::unbounded_channel();
     let answers = Arc::new(Mutex::new(answers.into_iter()));
     let handler = move |headers: HeaderMap, body: String| {
@@ -68,7 +68,7 @@ async fn receiver(answers: Vec<u16>) -> (String, mpsc::UnboundedReceiver<Receive
     (url, rx)
 }
 
-async fn next(rx: &mut mpsc::UnboundedReceiver<Received>) -> Received {
+pub(crate) async fn next(rx: &mut mpsc::UnboundedReceiver<Received>) -> Received {
     tokio::time::timeout(Duration::from_secs(20), rx.recv())
         .await
         .expect("a delivery arrived")
@@ -88,7 +88,7 @@ async fn hooked_token(app: &TestApp, agent: &str, url: &str) -> CreatedToken {
 }
 
 /// Checks a signature the way a receiver would, with nothing of Countersign's code.
-fn verifies(secret: &str, header: &str, body: &str) -> bool {
+pub(crate) fn verifies(secret: &str, header: &str, body: &str) -> bool {
     let Some((t, v1)) = header
         .strip_prefix("t=")
         .and_then(|rest| rest.split_once(",v1="))
@@ -102,7 +102,7 @@ fn verifies(secret: &str, header: &str, body: &str) -> bool {
 }
 
 /// Waits until this instance has recorded `n` attempts in all.
-async fn recorded(attempts: &mut watch::Receiver<u64>, n: u64) {
+pub(crate) async fn recorded(attempts: &mut watch::Receiver<u64>, n: u64) {
     tokio::time::timeout(Duration::from_secs(20), attempts.wait_for(|a| *a >= n))
         .await
         .expect("the attempts were recorded")

@@ -1,0 +1,268 @@
+//! Reaching reviewers where they are: Slack, Microsoft Teams and a generic signed webhook. A
+//! status change that needs a person queues one notification per configured channel in its own
+//! transaction (`storage::notifications::queue`, at commit); this notifier sends them: per
+//! channel at most one message per window, the first at once and the rest folded into a digest
+//! when the window ends ([`crate::domain::notify`]). A failed send is tried again with backoff
+//! (the agents' webhook schedule) and recorded; a dead channel never holds up a decision.
+//!
+//! Messages name the agent, tool, intent summary, risk, route, blockers and time left, and link
+//! to the proposal page under `--public-url`; they never carry parameter values. The link only
+//! opens the page: deciding takes a signed-in POST there.
+
+use std::time::Duration;
+
+use uuid::Uuid;
+
+use super::{ServiceError, Services};
+use crate::domain::notify::{self, Message, Reason, Subject};
+use crate::domain::webhook::{self, DELIVERY_HEADER, SIGNATURE_HEADER};
+use crate::storage::notifications::{self, DueNotification, NotificationListing, Settled};
+
+/// Notifications one message carries at most (a digest counts the rest next time).
+const PER_MESSAGE: i64 = 500;
+
+/// A channel's address; never printed (a Slack or Teams webhook URL is a credential).
+#[derive(Clone, PartialEq, Eq)]
+pub struct ChannelUrl(pub url::Url);
+
+impl std::fmt::Debug for ChannelUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "ChannelUrl({}://{}/***)",
+            self.0.scheme(),
+            self.0.host_str().unwrap_or("")
+        )
+    }
+}
+
+impl std::str::FromStr for ChannelUrl {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        url::Url::parse(s.trim())
+            .map(ChannelUrl)
+            .map_err(|e| format!("not a URL ({e})"))
+    }
+}
+
+/// Where and how reviewers are notified (`serve --slack-webhook-url …`).
+#[derive(Debug, Clone, Default)]
+pub struct NotifySettings {
+    /// Countersign's address as reviewers reach it, for links (`--public-url`).
+    pub public_url: Option<url::Url>,
+    /// A Slack incoming webhook.
+    pub slack: Option<ChannelUrl>,
+    /// A Microsoft Teams incoming webhook.
+    pub teams: Option<ChannelUrl>,
+    /// A generic webhook, and the secret its messages are signed with.
+    pub webhook: Option<(ChannelUrl, String)>,
+    /// At most one message per channel in this long (`None`: [`notify::DEFAULT_WINDOW`]).
+    pub window: Option<time::Duration>,
+}
+
+impl NotifySettings {
+    /// The channels configured, by their stored names.
+    pub fn channels(&self) -> Vec<&'static str> {
+        let mut channels = Vec::new();
+        if self.slack.is_some() {
+            channels.push("slack");
+        }
+        if self.teams.is_some() {
+            channels.push("teams");
+        }
+        if self.webhook.is_some() {
+            channels.push("webhook");
+        }
+        channels
+    }
+
+    fn window(&self) -> time::Duration {
+        self.window.unwrap_or(notify::DEFAULT_WINDOW)
+    }
+
+    fn link(&self, path: &str) -> String {
+        match &self.public_url {
+            Some(base) => base
+                .join(path)
+                .map_or_else(|_| path.to_owned(), String::from),
+            None => path.to_owned(),
+        }
+    }
+}
+
+impl Services {
+    /// Sends every channel's due notifications: one message per channel whose window is open
+    /// (a digest when several wait); how many messages went out or were tried.
+    pub async fn deliver_notifications(&self) -> Result<usize, ServiceError> {
+        let mut sent = 0;
+        for channel in self.notify.channels() {
+            if self.send_channel(channel).await? {
+                sent += 1;
+            }
+        }
+        Ok(sent)
+    }
+
+    /// One message on `channel`, if its window is open and something is due.
+    async fn send_channel(&self, channel: &'static str) -> Result<bool, ServiceError> {
+        let now = self.now();
+        let last = notifications::last_sent(self.read().await?.conn(), channel).await?;
+        if last.is_some_and(|at| now < at + self.notify.window()) {
+            return Ok(false);
+        }
+        let message = Uuid::now_v7();
+        let hold_until = now + self.webhook_settings().timeout + Duration::from_secs(30);
+        let due = self
+            .store()
+            .write(move |tx| {
+                Box::pin(async move {
+                    let due = notifications::claim_due(
+                        tx.conn(),
+                        channel,
+                        message,
+                        now,
+                        hold_until,
+                        PER_MESSAGE,
+                    )
+                    .await?;
+                    Ok::<_, ServiceError>(due)
+                })
+            })
+            .await?;
+        if due.is_empty() {
+            return Ok(false);
+        }
+        let subjects = self.subjects(&due).await?;
+        let outcome = match notify::fold(subjects, &self.notify.link("/")) {
+            Some(m) => self.post(channel, message, &m).await,
+            None => Ok(200),
+        };
+        self.settle(channel, message, &due, outcome).await?;
+        Ok(true)
+    }
+
+    /// What each notification is about, from its proposal (gone ones are left out).
+    async fn subjects(&self, due: &[DueNotification]) -> Result<Vec<Subject>, ServiceError> {
+        let mut subjects = Vec::with_capacity(due.len());
+        for d in due {
+            let Some(p) = self.proposal(d.proposal_id).await? else {
+                continue;
+            };
+            let reason = Reason::parse(&d.reason).unwrap_or(Reason::Waiting);
+            subjects.push(Subject {
+                reason,
+                proposal_id: p.id,
+                agent: p.agent.clone(),
+                tool: p.contract.tool.name.clone(),
+                summary: notify::safe_summary(&p.contract.intent.summary),
+                risk: p.contract.risk_level.as_str().to_owned(),
+                route: p.routing.route.as_str().to_owned(),
+                blockers: p
+                    .routing
+                    .blockers
+                    .iter()
+                    .map(|b| b.code.as_str().to_owned())
+                    .collect(),
+                expires_at: p.expires_at,
+                url: self.notify.link(&format!("/proposals/{}", p.id)),
+            });
+        }
+        Ok(subjects)
+    }
+
+    /// POSTs `message` to `channel`; its status code, or why there was none.
+    async fn post(&self, channel: &str, id: Uuid, message: &Message) -> Result<u16, String> {
+        let now = self.now();
+        let (url, body, secret) = match channel {
+            "slack" => (self.notify.slack.as_ref(), message.slack(now), None),
+            "teams" => (self.notify.teams.as_ref(), message.teams(now), None),
+            _ => match &self.notify.webhook {
+                Some((url, secret)) => (Some(url), message.generic(id, now), Some(secret)),
+                None => (None, message.generic(id, now), None),
+            },
+        };
+        let Some(url) = url else {
+            return Err(format!("the {channel} channel is no longer configured"));
+        };
+        let body = body.to_string();
+        let mut request = self
+            .webhook_client()
+            .post(url.0.clone())
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header(DELIVERY_HEADER, id.to_string());
+        if let Some(secret) = secret {
+            let signature = webhook::signature(secret, now.unix_timestamp(), &body);
+            request = request.header(SIGNATURE_HEADER, signature);
+        }
+        match request.body(body).send().await {
+            Ok(answer) => Ok(answer.status().as_u16()),
+            Err(e) => Err(super::webhooks::describe(&e.without_url())),
+        }
+    }
+
+    /// Records what became of message `message`: sent, tried again later, or given up.
+    async fn settle(
+        &self,
+        channel: &str,
+        message: Uuid,
+        due: &[DueNotification],
+        outcome: Result<u16, String>,
+    ) -> Result<(), ServiceError> {
+        let at = self.now();
+        let delivered = matches!(outcome, Ok(s) if webhook::delivered(s));
+        let attempts = due.iter().map(|d| d.attempts).max().unwrap_or(1);
+        let oldest = due.iter().map(|d| d.created_at).min().unwrap_or(at);
+        let next = if delivered {
+            None
+        } else {
+            let attempts = u32::try_from(attempts).unwrap_or(u32::MAX);
+            webhook::next_attempt(self.webhook_settings().retries, attempts, oldest, at)
+        };
+        let state = match (delivered, next) {
+            (true, _) => "sent",
+            (false, Some(_)) => "pending",
+            (false, None) => "failed",
+        };
+        let (status, error) = match outcome {
+            Ok(s) if delivered => (Some(i32::from(s)), None),
+            Ok(s) => (Some(i32::from(s)), Some(format!("answered {s}"))),
+            Err(e) => (None, Some(e)),
+        };
+        if !delivered {
+            tracing::warn!(
+                channel,
+                error = error.as_deref().unwrap_or(""),
+                "a notification was not delivered"
+            );
+        }
+        self.store()
+            .write(move |tx| {
+                Box::pin(async move {
+                    let settled = Settled {
+                        message,
+                        at,
+                        state,
+                        next_attempt_at: next,
+                        status,
+                        error: error.as_deref(),
+                    };
+                    notifications::settle(tx.conn(), &settled).await?;
+                    Ok::<_, ServiceError>(())
+                })
+            })
+            .await?;
+        self.metrics().notification(channel, state);
+        self.store().changes().sends_settled(1);
+        Ok(())
+    }
+
+    /// The newest reviewers' notifications, for admins.
+    pub async fn recent_notifications(
+        &self,
+        limit: i64,
+    ) -> Result<Vec<NotificationListing>, ServiceError> {
+        let mut read = self.read().await?;
+        Ok(notifications::recent(read.conn(), limit).await?)
+    }
+}
