@@ -44,7 +44,9 @@ pub struct Metrics {
     outcomes: IntCounterVec,
     webhooks: IntCounterVec,
     notifications: IntCounterVec,
-    latency: HistogramVec,
+    /// The decision paths' latency children, resolved once (a scrape-free hot path: no label lookup).
+    check_latency: prometheus::Histogram,
+    submission_latency: prometheus::Histogram,
 }
 
 impl Default for Metrics {
@@ -86,7 +88,15 @@ impl Metrics {
                 &["domain", "risk"],
             ),
         );
+        let latency = histogram(
+            "countersign_request_seconds",
+            "Seconds the agent API's decision paths take, by path (pre_tool_check, submission)",
+            &["path"],
+            LATENCY_BUCKETS,
+        );
         let metrics = Self {
+            check_latency: latency.with_label_values(&["pre_tool_check"]),
+            submission_latency: latency.with_label_values(&["submission"]),
             pending,
             decisions: counter(
                 "countersign_decisions_total",
@@ -124,12 +134,6 @@ impl Metrics {
                 "Reviewers' notification sends, by channel and result (sent, retry, failed)",
                 &["channel", "result"],
             ),
-            latency: histogram(
-                "countersign_request_seconds",
-                "Seconds the agent API's decision paths take, by path (pre_tool_check, submission)",
-                &["path"],
-                LATENCY_BUCKETS,
-            ),
             registry: r,
         };
         metrics.start_at_zero();
@@ -148,9 +152,6 @@ impl Metrics {
         self.leases.with_label_values(none);
         for result in ["delivered", "retry", "failed"] {
             self.webhooks.with_label_values(&[result]);
-        }
-        for path in ["pre_tool_check", "submission"] {
-            self.latency.with_label_values(&[path]);
         }
     }
 
@@ -192,11 +193,14 @@ impl Metrics {
             .inc();
     }
 
-    /// A decision path (`pre_tool_check`, `submission`) took `took`.
-    pub fn request(&self, path: &str, took: Duration) {
-        self.latency
-            .with_label_values(&[path])
-            .observe(took.as_secs_f64());
+    /// A pre-tool-check took `took`.
+    pub fn checked(&self, took: Duration) {
+        self.check_latency.observe(took.as_secs_f64());
+    }
+
+    /// A submission took `took`.
+    pub fn submitted(&self, took: Duration) {
+        self.submission_latency.observe(took.as_secs_f64());
     }
 
     /// The text exposition, with the pending gauge set to `pending` (domain, risk, count).

@@ -32,7 +32,7 @@ impl Services {
     ) -> Result<CheckAnswer, ServiceError> {
         let started = std::time::Instant::now();
         let answer = self.check_event(agent, body).await;
-        self.metrics().request("pre_tool_check", started.elapsed());
+        self.metrics().checked(started.elapsed());
         answer
     }
 

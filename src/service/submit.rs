@@ -70,7 +70,7 @@ impl Services {
     ) -> Result<Submitted, ServiceError> {
         let started = std::time::Instant::now();
         let submitted = self.submit_routed(agent, token, body).await;
-        self.metrics().request("submission", started.elapsed());
+        self.metrics().submitted(started.elapsed());
         submitted
     }
 

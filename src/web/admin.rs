@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use app::dto::{
-    AppError, Notice, ShownSecret, TokenItem, TokensView, UserItem, UsersView, Viewer,
-    WebhookAttempt, WebhookDelivery, WebhooksView,
+    AppError, Notice, NotificationItem, ShownSecret, TokenItem, TokensView, UserItem, UsersView,
+    Viewer, WebhookAttempt, WebhookDelivery, WebhooksView,
 };
 use app::ports::{Admin, AdminOutcome, TokenChange, UserChange};
 use async_trait::async_trait;
@@ -314,7 +314,26 @@ impl Admin for AccountsAdmin {
             .webhook_deliveries(DELIVERIES_SHOWN)
             .await
             .map_err(internal)?;
+        let notifications = (self.services)
+            .recent_notifications(DELIVERIES_SHOWN)
+            .await
+            .map_err(internal)?
+            .into_iter()
+            .map(|n| NotificationItem {
+                channel: n.channel,
+                reason: n.reason,
+                proposal_id: n.proposal_id.to_string(),
+                state: n.state,
+                message_id: n.message_id.map(|m| m.to_string()),
+                attempts: n.attempts,
+                created: rfc3339(n.created_at),
+                last_attempt: n.last_attempt_at.map(rfc3339),
+                last_status: n.last_status,
+                last_error: n.last_error,
+            })
+            .collect();
         Ok(WebhooksView {
+            notifications,
             deliveries: deliveries
                 .into_iter()
                 .map(|(d, attempts)| WebhookDelivery {

@@ -151,4 +151,14 @@ async fn a_failing_channel_is_retried_and_never_holds_up_a_decision(backend: &st
         ),
         ("sent", 2, Some(200))
     );
+    // Admins see it: channel, state and the last answer.
+    app.user("root", Role::Admin).await;
+    let admin = app.browser();
+    admin.login("root", PASSWORD).await;
+    let page = admin.page("/admin/webhooks").await;
+    assert!(
+        page.contains("data-testid=\"notification-row\" data-state=\"sent\""),
+        "{page}"
+    );
+    assert!(page.contains(&id) && page.contains("HTTP 200"));
 }

@@ -101,11 +101,38 @@ pub struct WebhookAttempt {
     pub took_ms: i64,
 }
 
+/// One reviewers' notification (several share a send when folded into a digest).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NotificationItem {
+    /// `slack`, `teams` or `webhook`.
+    pub channel: String,
+    /// `waiting` or `outcome_unknown`.
+    pub reason: String,
+    /// The proposal it is about.
+    pub proposal_id: String,
+    /// `pending`, `sent` or `failed`.
+    pub state: String,
+    /// The send that carried it.
+    pub message_id: Option<String>,
+    /// Attempts made.
+    pub attempts: i32,
+    /// When it was queued (RFC 3339).
+    pub created: String,
+    /// The last attempt (RFC 3339).
+    pub last_attempt: Option<String>,
+    /// The channel's last status code.
+    pub last_status: Option<i32>,
+    /// Why the last attempt failed.
+    pub last_error: Option<String>,
+}
+
 /// The webhook deliveries page.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WebhooksView {
     /// The newest deliveries, newest first.
     pub deliveries: Vec<WebhookDelivery>,
+    /// The newest reviewers' notifications, newest first.
+    pub notifications: Vec<NotificationItem>,
 }
 
 /// The tokens page.

@@ -8,8 +8,8 @@ use leptos_router::hooks::use_query_map;
 
 use super::{Flash, error_view, use_session};
 use crate::dto::{
-    SessionView, ShownSecret, TokenItem, TokensView, UserItem, UsersView, WebhookAttempt,
-    WebhookDelivery, WebhooksView,
+    NotificationItem, SessionView, ShownSecret, TokenItem, TokensView, UserItem, UsersView,
+    WebhookAttempt, WebhookDelivery, WebhooksView,
 };
 use crate::server::admin::{
     ChangeToken, ChangeUser, list_admin_tokens, list_admin_users, list_webhook_deliveries,
@@ -266,12 +266,21 @@ fn TokenRow(token: TokenItem, csrf: String) -> impl IntoView {
 pub fn AdminWebhooksPage() -> impl IntoView {
     let deliveries = Resource::new(|| (), |()| list_webhook_deliveries());
     view! {
-        <h1>"Webhook deliveries"</h1>
+        <h1>"Webhooks and notifications"</h1>
         <AdminNav current="webhooks"/>
         <Suspense fallback=|| view! { <p>"Loading…"</p> }>
             {move || Suspend::new(async move {
                 match deliveries.await {
-                    Ok(view) => view! { <Deliveries view/> }.into_any(),
+                    Ok(view) => {
+                        let notifications = view.notifications.clone();
+                        view! {
+                            <h2>"Agents' webhook deliveries"</h2>
+                            <Deliveries view/>
+                            <h2>"Reviewers' notifications"</h2>
+                            <Notifications notifications/>
+                        }
+                        .into_any()
+                    }
                     Err(e) => error_view(e),
                 }
             })}
@@ -338,4 +347,41 @@ fn AttemptItem(a: WebhookAttempt) -> impl IntoView {
             {error.map(|e| view! { <span class="error">{format!(" — {e}")}</span> })}
         </li>
     }
+}
+
+/// Reviewers' notifications: channel, why, the proposal, state, attempts and the last answer.
+#[component]
+fn Notifications(notifications: Vec<NotificationItem>) -> impl IntoView {
+    if notifications.is_empty() {
+        return view! { <p data-testid="no-notifications">"No notifications yet: no channel is configured, or nothing has waited for a reviewer since."</p> }.into_any();
+    }
+    view! {
+        <table class="deliveries">
+            <thead><tr><th>"Queued"</th><th>"Channel"</th><th>"Why"</th><th>"Proposal"</th><th>"State"</th><th>"Attempts"</th><th>"Last answer"</th></tr></thead>
+            <tbody>
+                {notifications.into_iter().map(|n| {
+                    let href = format!("/proposals/{}", n.proposal_id);
+                    let answer = match (n.last_status, n.last_error) {
+                        (_, Some(e)) => e,
+                        (Some(s), None) => format!("HTTP {s}"),
+                        (None, None) => String::new(),
+                    };
+                    let when = n.last_attempt.unwrap_or_default();
+                    let state = n.state.clone();
+                    view! {
+                        <tr data-testid="notification-row" data-state=state>
+                            <td>{n.created}</td>
+                            <td>{n.channel}</td>
+                            <td>{n.reason}</td>
+                            <td><a href=href>{n.proposal_id}</a></td>
+                            <td>{n.state}</td>
+                            <td>{n.attempts}</td>
+                            <td>{format!("{answer} {when}")}</td>
+                        </tr>
+                    }
+                }).collect_view()}
+            </tbody>
+        </table>
+    }
+    .into_any()
 }
