@@ -176,6 +176,10 @@ pub fn router(
         services.clone(),
         settings.metrics_token.as_ref().map(|t| t.0.clone()),
     );
+    let slack = crate::web::slack::router(
+        services.clone(),
+        (settings.notify.slack_signing_secret.as_ref()).map(|s| s.0.clone()),
+    );
     let api = api::router(ApiState {
         services,
         settings: Arc::new(settings.clone()),
@@ -186,6 +190,7 @@ pub fn router(
         trusted_proxies: settings.trusted_proxies.clone().into(),
     };
     api.merge(metrics)
+        .merge(slack)
         .merge(web)
         .layer(middleware::from_fn_with_state(
             edge.clone(),

@@ -14,6 +14,7 @@ pub mod runs;
 pub mod security;
 pub mod session;
 mod sheet;
+pub mod slack;
 
 use std::sync::Arc;
 

@@ -31,6 +31,9 @@ pub(crate) enum UserCommand {
         /// decide only those. Without it, every domain.
         #[arg(long, value_parser = parse_domain_list)]
         domains: Option<DomainList>,
+        /// Their Slack user id (`U024BE7LH`): their Approve and Reject in Slack count as theirs.
+        #[arg(long)]
+        slack_id: Option<String>,
     },
     /// Limit a user to domains, or lift the limit (`--all`).
     #[command(group(clap::ArgGroup::new("scope").required(true).args(["domains", "all"])))]
@@ -184,6 +187,7 @@ pub(crate) async fn user_command(command: UserCommand) -> Result<(), String> {
             role,
             password_stdin,
             domains,
+            slack_id,
         } => {
             let password = read_password(password_stdin)?;
             let services = services(&db.database_url).await?;
@@ -194,6 +198,13 @@ pub(crate) async fn user_command(command: UserCommand) -> Result<(), String> {
             eprintln!("added {role} `{username}`");
             if let Some(DomainList(domains)) = domains {
                 limit_domains(&services, &username, Some(domains), &cli).await?;
+            }
+            if let Some(slack_id) = slack_id {
+                services
+                    .set_slack_id(&username, &slack_id)
+                    .await
+                    .map_err(words)?;
+                eprintln!("`{username}` is Slack user `{slack_id}`");
             }
         }
         UserCommand::Domains {

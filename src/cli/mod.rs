@@ -153,6 +153,10 @@ struct NotifyArgs {
         hide_env_values = true
     )]
     notify_webhook_secret: Option<NotifySecret>,
+    /// The Slack app's signing secret: Slack messages then carry Approve and Reject buttons,
+    /// answered at `POST /integrations/slack/actions` (map people with `user add --slack-id`).
+    #[arg(long, env = "COUNTERSIGN_SLACK_SIGNING_SECRET", hide_env_values = true)]
+    slack_signing_secret: Option<NotifySecret>,
     /// At most one message per channel in this long; the rest fold into a digest.
     #[arg(long, env = "COUNTERSIGN_NOTIFY_WINDOW", default_value = "1m", value_parser = parse_secs)]
     notify_window: std::time::Duration,
@@ -199,6 +203,9 @@ impl NotifyArgs {
             teams: check("teams-webhook-url", self.teams_webhook_url)?,
             webhook: webhook.zip(secret),
             window: Some(time_duration(self.notify_window)),
+            slack_signing_secret: self
+                .slack_signing_secret
+                .map(|s| crate::service::SigningSecret(s.0)),
         })
     }
 }

@@ -27,6 +27,8 @@
 //! - [`sign_in`]: throttling failed sign-ins and how long sessions last. Imports nothing.
 //! - [`notify`]: what reviewers' notifications say on each channel, and digests. Imports
 //!   `review`'s text rules and `routing`'s scanners.
+//! - [`slack`]: deciding from Slack: request signatures, button presses, what chat may decide.
+//!   Imports nothing.
 //! - [`webhook`]: agents' callbacks: allowed targets, the body, its signature, retries.
 //!   Imports nothing.
 //! - [`review`]: what a reviewer is shown before deciding (hidden characters made visible,
@@ -44,6 +46,7 @@ pub mod queue;
 pub mod review;
 pub mod routing;
 pub mod sign_in;
+pub mod slack;
 pub mod webhook;
 
 pub use contract::aana::Event;

@@ -92,6 +92,8 @@ pub struct Subject {
     /// When it expires undecided, if it does.
     #[serde(with = "time::serde::rfc3339::option")]
     pub expires_at: Option<OffsetDateTime>,
+    /// Declared blast radius, if any.
+    pub blast_radius: Option<String>,
     /// The proposal page.
     pub url: String,
 }
@@ -189,8 +191,9 @@ impl Message {
     }
 
     /// Slack: a Block Kit message with an "Open in Countersign" button (a link: it decides
-    /// nothing).
-    pub fn slack(&self, now: OffsetDateTime) -> Value {
+    /// nothing). With `buttons` (the Slack app's interactivity is set up), a proposal that may
+    /// be decided from chat also gets a reason field and Approve and Reject buttons.
+    pub fn slack(&self, now: OffsetDateTime, buttons: bool) -> Value {
         let mut blocks = Vec::new();
         let (title, url, button) = match self {
             Message::One(s) => {
@@ -221,8 +224,29 @@ impl Message {
             0,
             json!({"type": "header", "text": {"type": "plain_text", "text": title}}),
         );
-        blocks.push(json!({"type": "actions", "elements": [{"type": "button",
-            "text": {"type": "plain_text", "text": button}, "url": url}]}));
+        let mut elements = vec![json!({"type": "button",
+            "text": {"type": "plain_text", "text": button}, "url": url})];
+        if let Message::One(s) = self
+            && buttons
+            && super::slack::decidable_in_chat(&s.risk, s.blast_radius.as_deref())
+        {
+            blocks.push(
+                json!({"type": "input", "block_id": super::slack::REASON, "optional": true,
+                "dispatch_action": false,
+                "label": {"type": "plain_text", "text": "Reason (needed to reject)"},
+                "element": {"type": "plain_text_input", "action_id": super::slack::REASON}}),
+            );
+            let id = s.proposal_id.to_string();
+            elements.push(
+                json!({"type": "button", "style": "primary", "action_id": super::slack::APPROVE,
+                "text": {"type": "plain_text", "text": "Approve"}, "value": id}),
+            );
+            elements.push(
+                json!({"type": "button", "style": "danger", "action_id": super::slack::REJECT,
+                "text": {"type": "plain_text", "text": "Reject"}, "value": id}),
+            );
+        }
+        blocks.push(json!({"type": "actions", "elements": elements}));
         json!({"text": self.headline(now), "blocks": blocks})
     }
 
@@ -337,6 +361,7 @@ mod tests {
             route: "ask".into(),
             blockers: vec!["human_approval_required".into()],
             expires_at: Some(OffsetDateTime::UNIX_EPOCH + time::Duration::hours(7)),
+            blast_radius: Some("small".into()),
             url: "https://cs.example/proposals/x".into(),
         }
     }
@@ -356,7 +381,7 @@ mod tests {
     fn slack_and_teams_carry_the_facts_and_a_link_that_only_opens() {
         let now = OffsetDateTime::UNIX_EPOCH;
         let one = Message::One(subject("crm.update_contact", "high"));
-        let slack = one.slack(now);
+        let slack = one.slack(now, false);
         let text = slack.to_string();
         assert!(text.contains("sales-agent") && text.contains("in 7 h"));
         assert!(
@@ -386,7 +411,7 @@ mod tests {
             subject("billing.refund", "high"),
         ];
         let digest = fold(subjects, "https://cs.example/").expect("a message");
-        let text = digest.slack(OffsetDateTime::UNIX_EPOCH).to_string();
+        let text = digest.slack(OffsetDateTime::UNIX_EPOCH, true).to_string();
         assert!(text.contains("3 proposals"), "{text}");
         assert!(text.contains("2 crm.update_contact") && text.contains("2 high"));
         assert!(fold(Vec::new(), "x").is_none());

@@ -59,6 +59,19 @@ pub struct NotifySettings {
     pub webhook: Option<(ChannelUrl, String)>,
     /// At most one message per channel in this long (`None`: [`notify::DEFAULT_WINDOW`]).
     pub window: Option<time::Duration>,
+    /// The Slack app's signing secret: Slack messages then carry Approve and Reject buttons,
+    /// answered at `POST /integrations/slack/actions`.
+    pub slack_signing_secret: Option<SigningSecret>,
+}
+
+/// A Slack app's signing secret; never printed.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SigningSecret(pub String);
+
+impl std::fmt::Debug for SigningSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SigningSecret(***)")
+    }
 }
 
 impl NotifySettings {
@@ -165,6 +178,7 @@ impl Services {
                     .map(|b| b.code.as_str().to_owned())
                     .collect(),
                 expires_at: p.expires_at,
+                blast_radius: p.contract.blast_radius.map(|b| b.as_str().to_owned()),
                 url: self.notify.link(&format!("/proposals/{}", p.id)),
             });
         }
@@ -175,7 +189,14 @@ impl Services {
     async fn post(&self, channel: &str, id: Uuid, message: &Message) -> Result<u16, String> {
         let now = self.now();
         let (url, body, secret) = match channel {
-            "slack" => (self.notify.slack.as_ref(), message.slack(now), None),
+            "slack" => {
+                let buttons = self.notify.slack_signing_secret.is_some();
+                (
+                    self.notify.slack.as_ref(),
+                    message.slack(now, buttons),
+                    None,
+                )
+            }
             "teams" => (self.notify.teams.as_ref(), message.teams(now), None),
             _ => match &self.notify.webhook {
                 Some((url, secret)) => (Some(url), message.generic(id, now), Some(secret)),

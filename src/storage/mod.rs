@@ -24,6 +24,7 @@ pub mod paused;
 pub mod proposals;
 pub mod queue;
 pub mod schema;
+pub mod slack;
 pub(crate) mod statement;
 pub mod throttle;
 pub mod webhooks;

@@ -142,6 +142,11 @@ impl TestApp {
         }
     }
 
+    /// The app's now (its clock may have been moved on).
+    pub fn clock_now(&self) -> time::OffsetDateTime {
+        countersign::service::Clock::now(self.clock.as_ref())
+    }
+
     pub async fn agent_token(&self, name: &str) -> String {
         self.token(TokenKind::Agent, name).await
     }

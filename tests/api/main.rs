@@ -22,6 +22,7 @@ mod policy;
 mod proposal_page;
 mod queue_page;
 mod revisions;
+mod slack;
 mod waiting;
 mod web;
 mod webhooks;
