@@ -316,8 +316,8 @@ impl Application {
             tokio::spawn(listen_for_changes(url, self.services.clone()));
         }
         tokio::spawn(purge_sessions(self.sessions.clone(), self.services.clone()));
-        tokio::spawn(deliver_webhooks(self.services.clone()));
-        tokio::spawn(notify_reviewers(self.services.clone()));
+        tokio::spawn(dispatch(self.services.clone(), Outbox::Webhooks));
+        tokio::spawn(dispatch(self.services.clone(), Outbox::Notifications));
         if let Some(listener) = self.metrics_listener {
             tokio::spawn(crate::metrics::serve_separately(
                 listener,
@@ -339,8 +339,8 @@ impl Application {
         if let Some(url) = self.listen_url.clone() {
             tokio::spawn(listen_for_changes(url, self.services.clone()));
         }
-        tokio::spawn(deliver_webhooks(self.services.clone()));
-        tokio::spawn(notify_reviewers(self.services.clone()));
+        tokio::spawn(dispatch(self.services.clone(), Outbox::Webhooks));
+        tokio::spawn(dispatch(self.services.clone(), Outbox::Notifications));
         if let Some(listener) = self.metrics_listener {
             tokio::spawn(crate::metrics::serve_separately(
                 listener,
@@ -408,33 +408,38 @@ async fn listen_for_changes(url: String, services: Services) {
 /// by other instances) when no commit of this instance woke it.
 pub const WEBHOOK_SWEEP: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// Sends agents' webhooks: at once when a commit queued some, and every [`WEBHOOK_SWEEP`].
-async fn deliver_webhooks(services: Services) {
-    loop {
-        if let Err(e) = services.deliver_webhooks().await {
-            tracing::error!(error = %e, "delivering webhooks failed; trying again shortly");
-        }
-        let changes = services.store().changes().clone();
-        tokio::select! {
-            () = changes.deliveries() => {}
-            () = tokio::time::sleep(WEBHOOK_SWEEP) => {}
-        }
-    }
+/// What a dispatcher sends.
+#[derive(Debug, Clone, Copy)]
+enum Outbox {
+    /// Agents' webhook deliveries.
+    Webhooks,
+    /// Reviewers' notifications (only when a channel is configured).
+    Notifications,
 }
 
-/// Notifies reviewers: at once when a commit queued notifications, and every
-/// [`WEBHOOK_SWEEP`] (digests whose window ended, retries, other instances' rows).
-async fn notify_reviewers(services: Services) {
-    if services.store().changes().notify_channels().is_empty() {
+/// Sends what `outbox` holds: at once when a commit queued some, and every [`WEBHOOK_SWEEP`]
+/// (retries, digests whose window ended, rows other instances queued).
+async fn dispatch(services: Services, outbox: Outbox) {
+    let changes = services.store().changes().clone();
+    if matches!(outbox, Outbox::Notifications) && changes.notify_channels().is_empty() {
         return;
     }
     loop {
-        if let Err(e) = services.deliver_notifications().await {
-            tracing::error!(error = %e, "notifying reviewers failed; trying again shortly");
+        let sent = match outbox {
+            Outbox::Webhooks => services.deliver_webhooks().await,
+            Outbox::Notifications => services.deliver_notifications().await,
+        };
+        if let Err(e) = sent {
+            tracing::error!(error = %e, ?outbox, "sending failed; trying again shortly");
         }
-        let changes = services.store().changes().clone();
+        let woken = async {
+            match outbox {
+                Outbox::Webhooks => changes.deliveries().await,
+                Outbox::Notifications => changes.notifications().await,
+            }
+        };
         tokio::select! {
-            () = changes.notifications() => {}
+            () = woken => {}
             () = tokio::time::sleep(WEBHOOK_SWEEP) => {}
         }
     }
