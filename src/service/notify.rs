@@ -18,8 +18,9 @@ use crate::domain::notify::{self, Message, Reason, Subject};
 use crate::domain::webhook::{self, DELIVERY_HEADER, SIGNATURE_HEADER};
 use crate::storage::notifications::{self, DueNotification, NotificationListing, Settled};
 
-/// Notifications one message carries at most (a digest counts the rest next time).
-const PER_MESSAGE: i64 = 500;
+/// Notifications one message carries at most: a digest folds a whole flood (10,000 in its
+/// window), and what is beyond waits for the next window.
+const PER_MESSAGE: i64 = 10_000;
 
 /// A channel's address; never printed (a Slack or Teams webhook URL is a credential).
 #[derive(Clone, PartialEq, Eq)]

@@ -114,7 +114,7 @@ const COLUMNS: &str = "seq, at, actor_kind, actor, action, subject_type, subject
 const CHUNKS: [usize; 4] = [64, 16, 4, 1];
 
 /// The largest fixed chunk that fits in `remaining` rows.
-fn chunk_len(remaining: usize) -> usize {
+pub(super) fn chunk_len(remaining: usize) -> usize {
     CHUNKS.into_iter().find(|&n| n <= remaining).unwrap_or(1)
 }
 

@@ -11,33 +11,49 @@ use super::db::{Conn, on};
 use crate::domain::notify::Reason;
 
 /// Queues one row per channel for every change in `changes` that needs a person; how many.
+/// A group commit's rows go in a few multi-row statements of fixed sizes (as the trail's do).
 pub async fn queue(
     mut conn: Conn<'_>,
     channels: &[&'static str],
     changes: &[StatusChange],
 ) -> Result<usize> {
-    let mut queued = 0;
-    for change in changes {
-        let Some(reason) = Reason::of_status(&change.after) else {
-            continue;
-        };
-        for channel in channels {
-            let sql = "insert into notifications (id, channel, reason, proposal_id, created_at, \
-                       state, attempts, next_attempt_at) values ($1, $2, $3, $4, $5, 'pending', \
-                       0, $5)";
-            on!(conn.reborrow(), |c| sqlx::query(sql)
-                .bind(Uuid::now_v7())
-                .bind(*channel)
-                .bind(reason.as_str())
-                .bind(change.proposal)
-                .bind(change.at)
-                .execute(c)
-                .await
-                .map(|_| ()))?;
-            queued += 1;
-        }
+    let rows: Vec<(Uuid, &str, Reason, Uuid, OffsetDateTime)> = changes
+        .iter()
+        .filter_map(|c| Reason::of_status(&c.after).map(|r| (r, c)))
+        .flat_map(|(reason, c)| {
+            channels
+                .iter()
+                .map(move |ch| (Uuid::now_v7(), *ch, reason, c.proposal, c.at))
+        })
+        .collect();
+    let mut rest = rows.as_slice();
+    while !rest.is_empty() {
+        let n = super::audit::chunk_len(rest.len());
+        insert(conn.reborrow(), &rest[..n]).await?;
+        rest = &rest[n..];
     }
-    Ok(queued)
+    Ok(rows.len())
+}
+
+async fn insert(conn: Conn<'_>, rows: &[(Uuid, &str, Reason, Uuid, OffsetDateTime)]) -> Result<()> {
+    on!(conn, |c| {
+        let mut q = sqlx::QueryBuilder::new(
+            "insert into notifications (id, channel, reason, proposal_id, created_at, \
+             next_attempt_at, state, attempts) ",
+        );
+        q.push_values(rows, |mut b, (id, channel, reason, proposal, at)| {
+            b.push_bind(*id)
+                .push_bind(*channel)
+                .push_bind(reason.as_str())
+                .push_bind(*proposal)
+                .push_bind(*at)
+                .push_bind(*at)
+                .push("'pending'")
+                .push("0");
+        });
+        q.build().execute(c).await.map(|_| ())
+    })?;
+    Ok(())
 }
 
 /// When `channel` last sent a message, if it ever did.
