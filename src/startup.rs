@@ -312,18 +312,12 @@ impl Application {
         );
         tokio::spawn(sweep_expired(self.services.clone()));
         tokio::spawn(sweep_queue(self.services.clone()));
-        if let Some(url) = self.listen_url.clone() {
-            tokio::spawn(listen_for_changes(url, self.services.clone()));
-        }
+        spawn_shared(
+            &self.services,
+            self.listen_url.clone(),
+            self.metrics_listener,
+        );
         tokio::spawn(purge_sessions(self.sessions.clone(), self.services.clone()));
-        tokio::spawn(dispatch(self.services.clone(), Outbox::Webhooks));
-        tokio::spawn(dispatch(self.services.clone(), Outbox::Notifications));
-        if let Some(listener) = self.metrics_listener {
-            tokio::spawn(crate::metrics::serve_separately(
-                listener,
-                self.services.clone(),
-            ));
-        }
         match self.checkpoint_key.clone() {
             Some(key) => {
                 tokio::spawn(sign_checkpoints(self.services.clone(), key));
@@ -336,19 +330,31 @@ impl Application {
     /// Serves until the process ends (tests). The queue is swept only when a test asks;
     /// webhooks go out as in [`Application::run`].
     pub async fn run_forever(self) -> std::io::Result<()> {
-        if let Some(url) = self.listen_url.clone() {
-            tokio::spawn(listen_for_changes(url, self.services.clone()));
-        }
-        tokio::spawn(dispatch(self.services.clone(), Outbox::Webhooks));
-        tokio::spawn(dispatch(self.services.clone(), Outbox::Notifications));
-        if let Some(listener) = self.metrics_listener {
-            tokio::spawn(crate::metrics::serve_separately(
-                listener,
-                self.services.clone(),
-            ));
-        }
+        spawn_shared(
+            &self.services,
+            self.listen_url.clone(),
+            self.metrics_listener,
+        );
         let forever = std::future::pending::<()>();
         crate::serve::serve(self.listener, self.router, self.limits, forever).await
+    }
+}
+
+/// The tasks every server runs, tests' included: hearing other instances' changes
+/// (PostgreSQL at `listen_url`), sending agents' webhooks and reviewers' notifications, and the
+/// separate metrics listener.
+fn spawn_shared(
+    services: &Services,
+    listen_url: Option<String>,
+    metrics: Option<tokio::net::TcpListener>,
+) {
+    if let Some(url) = listen_url {
+        tokio::spawn(listen_for_changes(url, services.clone()));
+    }
+    tokio::spawn(dispatch(services.clone(), Outbox::Webhooks));
+    tokio::spawn(dispatch(services.clone(), Outbox::Notifications));
+    if let Some(listener) = metrics {
+        tokio::spawn(crate::metrics::serve_separately(listener, services.clone()));
     }
 }
 

@@ -277,6 +277,65 @@ pub fn delivered(status: u16) -> bool {
     (200..300).contains(&status)
 }
 
+/// What follows an attempt (agents' webhooks and reviewers' notifications alike).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AfterAttempt {
+    /// A 2xx came back.
+    Delivered,
+    /// Tried again at this time.
+    Retry(OffsetDateTime),
+    /// Given up: too old, or never worth another try.
+    GiveUp,
+}
+
+impl AfterAttempt {
+    /// After the `attempts`-th attempt at something queued at `created_at`, made at `now`, that
+    /// was answered `status` (none: no answer); `permanent` failures are not tried again.
+    pub fn of(
+        retries: Retries,
+        status: Option<u16>,
+        permanent: bool,
+        attempts: i32,
+        created_at: OffsetDateTime,
+        now: OffsetDateTime,
+    ) -> Self {
+        if status.is_some_and(delivered) {
+            return AfterAttempt::Delivered;
+        }
+        let attempts = u32::try_from(attempts).unwrap_or(u32::MAX);
+        match (permanent, next_attempt(retries, attempts, created_at, now)) {
+            (false, Some(next)) => AfterAttempt::Retry(next),
+            _ => AfterAttempt::GiveUp,
+        }
+    }
+
+    /// The next try, when there is one.
+    pub fn next(self) -> Option<OffsetDateTime> {
+        match self {
+            AfterAttempt::Retry(next) => Some(next),
+            _ => None,
+        }
+    }
+
+    /// As the metrics count it: `delivered`, `retry` or `failed`.
+    pub fn result(self) -> &'static str {
+        match self {
+            AfterAttempt::Delivered => "delivered",
+            AfterAttempt::Retry(_) => "retry",
+            AfterAttempt::GiveUp => "failed",
+        }
+    }
+
+    /// What to record of a failed attempt: its own error, else the status it was answered.
+    pub fn error(self, error: Option<&str>, status: Option<u16>) -> Option<String> {
+        match (error, status) {
+            (Some(e), _) => Some(e.to_owned()),
+            (None, Some(s)) if self != AfterAttempt::Delivered => Some(format!("answered {s}")),
+            _ => None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

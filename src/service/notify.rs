@@ -15,7 +15,7 @@ use uuid::Uuid;
 
 use super::{ServiceError, Services};
 use crate::domain::notify::{self, Message, Reason, Subject};
-use crate::domain::webhook::{self, DELIVERY_HEADER, SIGNATURE_HEADER};
+use crate::domain::webhook::{self, AfterAttempt, DELIVERY_HEADER, SIGNATURE_HEADER};
 use crate::storage::notifications::{self, DueNotification, NotificationListing, Settled};
 
 /// Notifications one message carries at most: a digest folds a whole flood (10,000 in its
@@ -232,26 +232,22 @@ impl Services {
         outcome: Result<u16, String>,
     ) -> Result<(), ServiceError> {
         let at = self.now();
-        let delivered = matches!(outcome, Ok(s) if webhook::delivered(s));
         let attempts = due.iter().map(|d| d.attempts).max().unwrap_or(1);
         let oldest = due.iter().map(|d| d.created_at).min().unwrap_or(at);
-        let next = if delivered {
-            None
-        } else {
-            let attempts = u32::try_from(attempts).unwrap_or(u32::MAX);
-            webhook::next_attempt(self.webhook_settings().retries, attempts, oldest, at)
-        };
-        let state = match (delivered, next) {
-            (true, _) => "sent",
-            (false, Some(_)) => "pending",
-            (false, None) => "failed",
-        };
-        let (status, error) = match outcome {
-            Ok(s) if delivered => (Some(i32::from(s)), None),
-            Ok(s) => (Some(i32::from(s)), Some(format!("answered {s}"))),
+        let (status, failure) = match outcome {
+            Ok(s) => (Some(s), None),
             Err(e) => (None, Some(e)),
         };
-        if !delivered {
+        let retries = self.webhook_settings().retries;
+        let after = AfterAttempt::of(retries, status, false, attempts, oldest, at);
+        let state = match after {
+            AfterAttempt::Delivered => "sent",
+            AfterAttempt::Retry(_) => "pending",
+            AfterAttempt::GiveUp => "failed",
+        };
+        let error = after.error(failure.as_deref(), status);
+        let (status, next) = (status.map(i32::from), after.next());
+        if after != AfterAttempt::Delivered {
             tracing::warn!(
                 channel,
                 error = error.as_deref().unwrap_or(""),

@@ -20,7 +20,7 @@ use uuid::Uuid;
 
 use super::{ServiceError, Services};
 use crate::domain::webhook::{
-    self, DELIVERY_HEADER, Retries, SIGNATURE_HEADER, TargetPolicy, check_url,
+    self, AfterAttempt, DELIVERY_HEADER, Retries, SIGNATURE_HEADER, TargetPolicy, check_url,
 };
 use crate::storage::webhooks::{self, Attempt, AttemptListing, DeliveryListing, DueDelivery};
 
@@ -114,7 +114,7 @@ struct Ready {
 struct Settled {
     outcome: Outcome,
     state: &'static str,
-    next: Option<OffsetDateTime>,
+    after: AfterAttempt,
     error: Option<String>,
 }
 
@@ -122,28 +122,25 @@ impl Outcome {
     /// Delivered on a 2xx; else tried again after its backoff, or given up (too old, or
     /// never worth another try).
     fn settle(self, retries: Retries) -> Settled {
-        let delivered = self.status.is_some_and(webhook::delivered);
-        let next = if delivered || self.permanent {
-            None
-        } else {
-            let attempts = u32::try_from(self.attempt).unwrap_or(u32::MAX);
-            webhook::next_attempt(retries, attempts, self.created_at, self.at)
-        };
-        let state = match (delivered, next) {
-            (true, _) => "delivered",
-            (false, Some(_)) => "pending",
-            (false, None) => "failed",
-        };
-        let error = match (&self.error, self.status) {
-            (Some(e), _) => Some(e.clone()),
-            (None, Some(s)) if !delivered => Some(format!("answered {s}")),
-            _ => None,
+        let (status, at) = (self.status, self.at);
+        let after = AfterAttempt::of(
+            retries,
+            status,
+            self.permanent,
+            self.attempt,
+            self.created_at,
+            at,
+        );
+        let state = match after {
+            AfterAttempt::Delivered => "delivered",
+            AfterAttempt::Retry(_) => "pending",
+            AfterAttempt::GiveUp => "failed",
         };
         Settled {
+            error: after.error(self.error.as_deref(), status),
             outcome: self,
             state,
-            next,
-            error,
+            after,
         }
     }
 }
@@ -281,7 +278,7 @@ impl Services {
     async fn record_attempts(&self, outcomes: Vec<Outcome>) -> Result<(), ServiceError> {
         let retries = self.webhooks.settings.retries;
         let settled: Vec<Settled> = outcomes.into_iter().map(|o| o.settle(retries)).collect();
-        let states: Vec<&'static str> = settled.iter().map(|s| s.state).collect();
+        let results: Vec<&'static str> = settled.iter().map(|s| s.after.result()).collect();
         self.store()
             .write(move |tx| {
                 Box::pin(async move {
@@ -295,7 +292,7 @@ impl Services {
                             error: s.error.as_deref(),
                             took_ms: o.took_ms,
                             state: s.state,
-                            next_attempt_at: s.next,
+                            next_attempt_at: s.after.next(),
                         };
                         webhooks::record_attempt(tx.conn(), &attempt).await?;
                     }
@@ -303,11 +300,10 @@ impl Services {
                 })
             })
             .await?;
-        for state in &states {
-            let result = if *state == "pending" { "retry" } else { state };
+        for result in &results {
             self.metrics().webhook_attempt(result);
         }
-        self.store().changes().attempts_recorded(states.len());
+        self.store().changes().attempts_recorded(results.len());
         Ok(())
     }
 
