@@ -410,7 +410,7 @@ impl Notice {
                 "Refused: that is the last enabled admin. Make another admin first."
             }
             Notice::AccountInvalid => {
-                "That was refused: check the name (lowercase letters, digits, -, _, .), role, domains, tool scope and operator."
+                "That was refused: check the name (lowercase letters, digits, -, _, .), role, domains, tool scope, operator and webhook URL (https, or loopback; no private addresses)."
             }
             Notice::UsernameTaken => "A user of that name already exists.",
             Notice::AccountMissing => {
