@@ -50,6 +50,45 @@ pub struct Settings {
     pub metrics_bind: Option<SocketAddr>,
     /// Reviewers' notification channels and links.
     pub notify: crate::service::NotifySettings,
+    /// Single sign-on through an OpenID provider (`None`: passwords only).
+    pub oidc: Option<OidcSettings>,
+}
+
+/// Single sign-on through an OpenID provider (see README, Single sign-on).
+#[derive(Debug, Clone)]
+pub struct OidcSettings {
+    /// The provider's issuer URL (its discovery document is under it).
+    pub issuer: String,
+    /// This app's client id at the provider.
+    pub client_id: String,
+    /// This app's client secret at the provider (from the environment only).
+    pub client_secret: OidcClientSecret,
+    /// The ID token claim read for roles and domains.
+    pub role_claim: String,
+    /// Where the provider sends people back: the public URL + `/auth/oidc/callback`.
+    pub redirect_url: String,
+}
+
+/// The OpenID client secret; never printed.
+#[derive(Clone, PartialEq, Eq)]
+pub struct OidcClientSecret(String);
+
+impl OidcClientSecret {
+    /// Wraps a secret.
+    pub fn new(secret: String) -> Self {
+        Self(secret)
+    }
+
+    /// The secret, for the token request only.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for OidcClientSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OidcClientSecret(***)")
+    }
 }
 
 /// The metrics scrape token; never printed.
@@ -128,6 +167,7 @@ impl Settings {
             metrics_token: None,
             metrics_bind: None,
             notify: crate::service::NotifySettings::default(),
+            oidc: None,
         }
     }
 }
@@ -154,6 +194,12 @@ pub fn redact_url(url: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_client_secret_never_reaches_logs() {
+        let secret = OidcClientSecret::new("hunter2-hunter2".into());
+        assert_eq!(format!("{secret:?}"), "OidcClientSecret(***)");
+    }
 
     #[test]
     fn passwords_never_reach_logs() {

@@ -40,6 +40,7 @@ pub struct Metrics {
     decisions: IntCounterVec,
     time_to_decision: HistogramVec,
     expiries: IntCounterVec,
+    escalations: IntCounterVec,
     leases: IntCounterVec,
     outcomes: IntCounterVec,
     webhooks: IntCounterVec,
@@ -114,6 +115,11 @@ impl Metrics {
                 "Pending proposals that expired undecided",
                 &[],
             ),
+            escalations: counter(
+                "countersign_escalations_total",
+                "Escalation tiers raised because nobody decided in time",
+                &[],
+            ),
             leases: counter(
                 "countersign_leases_total",
                 "Commands handed to executors",
@@ -149,6 +155,7 @@ impl Metrics {
         }
         self.time_to_decision.with_label_values(none);
         self.expiries.with_label_values(none);
+        self.escalations.with_label_values(none);
         self.leases.with_label_values(none);
         for result in ["delivered", "retry", "failed"] {
             self.webhooks.with_label_values(&[result]);
@@ -166,6 +173,13 @@ impl Metrics {
     /// `n` pending proposals expired.
     pub fn expired(&self, n: usize) {
         self.expiries
+            .with_label_values(&[] as &[&str])
+            .inc_by(u64::try_from(n).unwrap_or(u64::MAX));
+    }
+
+    /// `n` escalation tiers were raised.
+    pub fn escalated(&self, n: usize) {
+        self.escalations
             .with_label_values(&[] as &[&str])
             .inc_by(u64::try_from(n).unwrap_or(u64::MAX));
     }

@@ -18,6 +18,7 @@ use tower_sessions::{Expiry, SessionManagerLayer};
 
 use crate::api::{self, ApiState};
 use crate::audit::checkpoint::{CheckpointKey, load_or_create_key};
+use crate::auth::oidc::Oidc;
 use crate::auth::session::AnySessionStore;
 use crate::config::{Settings, redact_url};
 use crate::domain::policy::model::Policy;
@@ -67,6 +68,9 @@ pub enum StartError {
     /// The start could not be recorded in the audit trail.
     #[error("recording the policy in the audit trail: {0}")]
     Record(#[from] crate::service::ServiceError),
+    /// Single sign-on was configured, but the OpenID provider could not be set up.
+    #[error("single sign-on: {0}")]
+    Oidc(#[from] crate::auth::oidc::OidcSetupError),
     /// The address could not be bound.
     #[error("binding {addr}: {source}")]
     Bind {
@@ -102,6 +106,16 @@ pub async fn open_store(url: &str) -> Result<(Store, AnySessionStore), StartErro
         })
 }
 
+/// The OpenID provider of `settings`, discovered (`None`: no single sign-on configured).
+pub async fn single_sign_on(settings: &Settings) -> Result<Option<Arc<Oidc>>, StartError> {
+    let Some(oidc) = &settings.oidc else {
+        return Ok(None);
+    };
+    let discovered = Oidc::discover(oidc).await?;
+    tracing::info!(issuer = %oidc.issuer, "single sign-on through the OpenID provider");
+    Ok(Some(Arc::new(discovered)))
+}
+
 /// Reads the Leptos settings (Leptos.toml, overridden by `LEPTOS_*` variables).
 pub fn leptos_options(settings: &Settings) -> Result<LeptosOptions, StartError> {
     let path = settings.leptos_config.to_string_lossy().into_owned();
@@ -133,23 +147,30 @@ pub fn load_policy(settings: &Settings) -> Result<Policy, StartError> {
     })
 }
 
-/// The whole router over the use cases.
+/// The whole router over the use cases; single sign-on's routes when `oidc` is set.
 pub fn router(
     services: Services,
     sessions: AnySessionStore,
     settings: &Settings,
     options: LeptosOptions,
+    oidc: Option<Arc<Oidc>>,
 ) -> Router {
     let desk: DynDesk = ReviewDesk::new(services.clone());
     let ledger: DynLedger = AuditLedger::new(services.clone());
     let admin: app::ports::DynAdmin = crate::web::admin::AccountsAdmin::new(services.clone());
     let routes = ROUTES.get_or_init(|| generate_route_list(App)).clone();
     let export = crate::web::export::router(services.clone(), desk.clone());
+    let single_sign_on = app::ports::SingleSignOn(oidc.is_some());
     let context = move || {
         provide_context(desk.clone());
         provide_context(ledger.clone());
         provide_context(admin.clone());
+        provide_context(single_sign_on);
         security::provide_request_nonce();
+    };
+    let sso = match oidc {
+        Some(oidc) => crate::web::oidc::router(services.clone(), oidc),
+        None => Router::new(),
     };
     let session_config = SessionConfig {
         services: services.clone(),
@@ -167,6 +188,7 @@ pub fn router(
         .with_state(options)
         .merge(export)
         .merge(crate::web::live::router(services.clone()))
+        .merge(sso)
         .layer(middleware::from_fn_with_state(
             session_config,
             attach_session_port,
@@ -232,6 +254,7 @@ impl Application {
         let policy = load_policy(&settings)?;
         let (store, sessions) = open_store(&settings.database_url).await?;
         let options = leptos_options(&settings)?;
+        let oidc = single_sign_on(&settings).await?;
         tracing::info!(policy = %policy.version(), tools = policy.tools().len(), "policy loaded");
         let addr = settings.bind.unwrap_or(options.site_addr);
         let listener = tokio::net::TcpListener::bind(addr)
@@ -262,7 +285,7 @@ impl Application {
             .record_policy_loaded(source)
             .await
             .map_err(StartError::Record)?;
-        let router = router(services.clone(), sessions.clone(), &settings, options);
+        let router = router(services.clone(), sessions.clone(), &settings, options, oidc);
         let metrics_listener = match settings.metrics_bind {
             Some(addr) => Some(
                 crate::metrics::bind(addr)
@@ -311,6 +334,7 @@ impl Application {
             "built with `bench-unchained`: audit rows are NOT hash-chained; for benchmarks only"
         );
         tokio::spawn(sweep_expired(self.services.clone()));
+        tokio::spawn(sweep_alerts(self.services.clone()));
         tokio::spawn(sweep_queue(self.services.clone()));
         spawn_shared(
             &self.services,
@@ -465,6 +489,27 @@ async fn sweep_expired(services: Services) {
             Ok(_) => {}
             Err(e) => {
                 tracing::warn!(error = %e, "expiring proposals failed; retrying at the next sweep")
+            }
+        }
+    }
+}
+
+/// How often the server looks for proposals about to expire and escalation tiers now due.
+pub const ALERT_SWEEP: std::time::Duration = std::time::Duration::from_secs(5);
+
+async fn sweep_alerts(services: Services) {
+    let notifying = !services.store().changes().notify_channels().is_empty();
+    if !notifying && services.policy().shortest_escalation().is_none() {
+        return;
+    }
+    let mut tick = tokio::time::interval(ALERT_SWEEP);
+    loop {
+        tick.tick().await;
+        match services.raise_alerts().await {
+            Ok(0) => {}
+            Ok(raised) => tracing::info!(raised, "expiry warnings and escalations raised"),
+            Err(e) => {
+                tracing::warn!(error = %e, "raising alerts failed; retrying at the next sweep")
             }
         }
     }

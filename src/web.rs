@@ -8,6 +8,7 @@ pub mod export;
 pub mod filters;
 pub mod ledger;
 pub mod live;
+pub mod oidc;
 mod proposal;
 pub mod queue;
 pub mod runs;
@@ -191,11 +192,14 @@ impl Desk for ReviewDesk {
         {
             SignIn::SignedIn(u) => {
                 tracing::info!(user = %u.username, "signed in");
-                Ok(SignInOutcome::SignedIn(Viewer {
-                    username: u.username,
-                    role: u.role.into(),
-                    can_decide: u.role.can_decide(),
-                }))
+                Ok(match u.role {
+                    Some(role) => SignInOutcome::SignedIn(Viewer {
+                        username: u.username,
+                        role: role.into(),
+                        can_decide: role.can_decide(),
+                    }),
+                    None => SignInOutcome::AwaitingRole(u.username),
+                })
             }
             SignIn::Refused => {
                 tracing::info!(user = %shown(), "sign-in refused");
@@ -364,11 +368,17 @@ impl ReviewDesk {
 
 /// The audit event of a security event the pages report.
 fn security_event(viewer: Option<&Viewer>, event: SecurityEvent) -> (Actor, AuditEvent) {
-    let actor = viewer.map_or_else(|| Actor::system("web"), |v| Actor::user(&v.username));
+    let actor = match (&event, viewer) {
+        (SecurityEvent::SignedOutWithoutRole(username), _) => Actor::user(username),
+        (_, Some(v)) => Actor::user(&v.username),
+        (_, None) => Actor::system("web"),
+    };
     let event = match event {
-        SecurityEvent::SignedOut => AuditEvent::SignedOut(trail::SignedOut {
-            username: actor.name.clone(),
-        }),
+        SecurityEvent::SignedOut | SecurityEvent::SignedOutWithoutRole(_) => {
+            AuditEvent::SignedOut(trail::SignedOut {
+                username: actor.name.clone(),
+            })
+        }
         SecurityEvent::CsrfRejected(form) => AuditEvent::CsrfRejected(trail::CsrfRejected {
             form: match form {
                 dto::Form::Login => "login",

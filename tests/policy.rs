@@ -639,3 +639,79 @@ fn the_benchmark_policy_generator_makes_valid_policies() {
     );
     assert!(Policy::from_toml_str(&policy_gen::generate_policy(1000)).is_ok());
 }
+
+#[test]
+fn escalation_comes_from_the_tool_else_the_domain_else_the_defaults() {
+    let p = example();
+    let payments = p
+        .escalation_for("payments.refund", "billing")
+        .expect("the tool's");
+    assert_eq!(payments.after_secs, 15 * 60);
+    assert_eq!(
+        payments.to,
+        ["payments-oncall", "admin"],
+        "tiers keep their order"
+    );
+    let sales = p
+        .escalation_for("crm.update_contact", "sales")
+        .expect("the domain's");
+    assert_eq!(sales.after_secs, 3600);
+    assert_eq!(sales.to, ["sales-lead", "admin"]);
+    let other = p
+        .escalation_for("crm.update_contact", "chat")
+        .expect("the defaults'");
+    assert_eq!(other.after_secs, 4 * 3600);
+    assert_eq!(p.shortest_escalation(), Some(15 * 60));
+    assert_eq!(Policy::builtin().shortest_escalation(), None);
+    assert!(
+        Policy::builtin()
+            .escalation_for("anything", "anywhere")
+            .is_none()
+    );
+}
+
+#[test]
+fn escalation_keys_are_validated_at_load() {
+    let src = r#"[defaults]
+escalate_after = "30m"
+
+[domains.billing]
+escalate_after = "never"
+escalate_to = ["lead", "compliance", "lead", "Bad Name", 3]
+
+[domains."not a domain"]
+escalate_to = ["x"]
+
+[tools."crm.*"]
+escalate_to = []
+escalate_after = "1h"
+"#;
+    let errs = errors(src);
+    let shown: Vec<String> = errs.iter().map(ToString::to_string).collect();
+    let has = |needle: &str| shown.iter().any(|e| e.contains(needle));
+    assert!(
+        has("line 1") && has("defaults: `escalate_after` and `escalate_to` go together"),
+        "{shown:#?}"
+    );
+    assert!(has(
+        "domains.billing.escalate_after: must be a whole number"
+    ));
+    assert!(has("escalate_to[1]: compliance officers decide nothing"));
+    assert!(has("escalate_to[2]: `lead` is listed twice"));
+    assert!(has("escalate_to[3]: `Bad Name` is not a username or role"));
+    assert!(has("escalate_to[4]: must be a name, got integer"));
+    assert!(has("is not a domain name"));
+    assert!(has(
+        r#"tools."crm.*".escalate_to: must name at least one tier"#
+    ));
+}
+
+#[test]
+fn policies_without_escalation_keep_their_version() {
+    let plain = "[defaults]\nexpiry = \"8h\"\n";
+    let with = "[defaults]\nexpiry = \"8h\"\nescalate_after = \"1h\"\nescalate_to = [\"admin\"]\n";
+    let a = Policy::from_toml_str(plain).expect("plain");
+    let b = Policy::from_toml_str(with).expect("with");
+    assert_ne!(a.version(), b.version(), "escalation changes what happens");
+    assert!(!a.canonical_json().contains("escalate"));
+}

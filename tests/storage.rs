@@ -621,7 +621,7 @@ async fn users_and_tokens_round_trip(backend: &str) {
         .expect("exists");
     assert_eq!(
         (read.username.as_str(), read.role, read.disabled),
-        ("rev", Role::Reviewer, false)
+        ("rev", Some(Role::Reviewer), false)
     );
     // The row read back is the one created: its id is the one the trail recorded.
     assert_eq!(

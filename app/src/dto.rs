@@ -60,6 +60,11 @@ pub struct SessionView {
     pub viewer: Option<Viewer>,
     /// This session's CSRF token, embedded in every form.
     pub csrf_token: String,
+    /// Signed in, but the account has no role yet (made at its first single sign-on, not
+    /// granted one): its username. Such a session may do nothing but sign out.
+    pub awaiting_role: Option<String>,
+    /// Whether single sign-on (OpenID Connect) is configured: the sign-in page offers it.
+    pub single_sign_on: bool,
 }
 
 /// Errors the server functions return to pages.
@@ -111,6 +116,10 @@ pub enum Notice {
     InvalidCredentials,
     /// Too many failed sign-ins lately (for that name or from that address).
     Throttled,
+    /// Single sign-on did not work (the provider refused, or its answer did not check out).
+    SsoFailed,
+    /// Single sign-on identified an account that may not sign in (disabled).
+    SsoRefused,
     /// The form's CSRF token did not match.
     Csrf,
     /// Someone decided first.
@@ -200,7 +209,9 @@ pub enum Notice {
 }
 
 impl Notice {
-    const ALL: [Notice; 50] = [
+    const ALL: [Notice; 52] = [
+        Notice::SsoFailed,
+        Notice::SsoRefused,
         Notice::OperatesAgent,
         Notice::UserAdded,
         Notice::UserDisabled,
@@ -263,6 +274,8 @@ impl Notice {
             Notice::SignedOut => "signed_out",
             Notice::InvalidCredentials => "invalid_credentials",
             Notice::Throttled => "throttled",
+            Notice::SsoFailed => "sso_failed",
+            Notice::SsoRefused => "sso_refused",
             Notice::Csrf => "csrf",
             Notice::AlreadyDecided => "already_decided",
             Notice::OwnProposal => "own_proposal",
@@ -327,6 +340,10 @@ impl Notice {
             Notice::SignedOut => "You are signed out.",
             Notice::InvalidCredentials => "That username and password do not match.",
             Notice::Throttled => "Too many failed sign-ins. Wait a few minutes, then try again.",
+            Notice::SsoFailed => {
+                "Single sign-on did not work. Try again, or sign in with your password."
+            }
+            Notice::SsoRefused => "Your account may not sign in. Ask an admin.",
             Notice::Csrf => "This form had expired. Please try again.",
             Notice::AlreadyDecided => {
                 "Someone else decided this proposal meanwhile; it cannot be decided twice. Their decision, and who took it, is below."
@@ -468,10 +485,12 @@ pub enum Page {
 }
 
 /// Security events the pages report to the audit trail.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum SecurityEvent {
     /// The viewer signed out.
     SignedOut,
+    /// The person signed in to this account, which has no role yet, signed out.
+    SignedOutWithoutRole(String),
     /// A form came without this session's CSRF token.
     CsrfRejected(Form),
     /// The viewer's role may not see this page or do this.

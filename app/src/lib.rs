@@ -24,7 +24,7 @@ use leptos_router::{SsrMode, path};
 
 use pages::{
     AdminTokensPage, AdminUsersPage, AdminWebhooksPage, AuditTrailPage, ChartsPage, Header,
-    LoginPage, NotFound, ProposalPage, QueuePage, RunsPage, TimelinePage,
+    LoginPage, NoRolePage, NotFound, ProposalPage, QueuePage, RunsPage, TimelinePage,
 };
 
 /// The HTML document around the app, rendered on the server.
@@ -64,6 +64,7 @@ pub fn App() -> impl IntoView {
             <main>
                 <Routes fallback=|| view! { <NotFound/> }>
                     <Route path=path!("/login") view=LoginPage ssr=SsrMode::Async/>
+                    <Route path=path!("/no-role") view=NoRolePage ssr=SsrMode::Async/>
                     <Route path=path!("/") view=QueuePage ssr=SsrMode::Async/>
                     <Route path=path!("/proposals/:id") view=ProposalPage ssr=SsrMode::Async/>
                     <Route path=path!("/runs") view=RunsPage ssr=SsrMode::Async/>

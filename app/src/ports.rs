@@ -93,7 +93,13 @@ pub enum SignInOutcome {
     Refused,
     /// Too many failed attempts lately; try again later.
     Throttled,
+    /// The password matched an account that has no role yet: signed in, to be told so.
+    AwaitingRole(String),
 }
+
+/// Whether single sign-on is configured, provided as context by the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SingleSignOn(pub bool);
 
 /// The client's address, as the server determined it (the socket's peer, or what a trusted
 /// proxy forwarded); every request carries it in its extensions.
@@ -119,13 +125,16 @@ pub trait SessionPort: Send + Sync + 'static {
     /// limits, its account still enabled, with the same role, not signed out everywhere since.
     /// A session that is not is ended here.
     async fn viewer(&self) -> Result<Option<Viewer>, AppError>;
+    /// Signed in to an account that has no role yet (checked as [`SessionPort::viewer`]
+    /// checks): its username. Such a session is no viewer: it may do nothing but sign out.
+    async fn awaiting_role(&self) -> Result<Option<String>, AppError>;
     /// This session's CSRF token, created on first use. Before sign-in it lives in a cookie
     /// of its own (no session is stored for anonymous visitors).
     async fn csrf_token(&self) -> Result<String, AppError>;
     /// Whether `token` is this session's CSRF token (constant-time).
     async fn csrf_matches(&self, token: &str) -> Result<bool, AppError>;
-    /// Signs `viewer` in under a new session id.
-    async fn sign_in(&self, viewer: &Viewer) -> Result<(), AppError>;
+    /// Signs the account `username` in under a new session id, with the role it has now.
+    async fn sign_in(&self, username: &str) -> Result<(), AppError>;
     /// Ends the session.
     async fn sign_out(&self) -> Result<(), AppError>;
 }

@@ -120,9 +120,12 @@ mod ssr {
 #[server(prefix = "/fn", endpoint = "session_info")]
 pub async fn session_info() -> Result<SessionView, AppError> {
     let session = ssr::session().await?;
+    let single_sign_on = use_context::<crate::ports::SingleSignOn>().is_some_and(|s| s.0);
     Ok(SessionView {
         viewer: ssr::current_viewer().await?,
         csrf_token: session.0.csrf_token().await?,
+        awaiting_role: session.0.awaiting_role().await?,
+        single_sign_on,
     })
 }
 
@@ -141,8 +144,13 @@ pub async fn login(csrf_token: String, username: String, password: String) -> Re
         .await?
     {
         SignInOutcome::SignedIn(viewer) => {
-            ssr::session().await?.0.sign_in(&viewer).await?;
+            ssr::session().await?.0.sign_in(&viewer.username).await?;
             ssr::redirect("/");
+            return Ok(());
+        }
+        SignInOutcome::AwaitingRole(username) => {
+            ssr::session().await?.0.sign_in(&username).await?;
+            ssr::redirect("/no-role");
             return Ok(());
         }
         SignInOutcome::Refused => crate::dto::Notice::InvalidCredentials,
@@ -162,6 +170,13 @@ pub async fn logout(csrf_token: String) -> Result<(), AppError> {
     if let Some(viewer) = ssr::current_viewer().await? {
         ssr::desk()?
             .security(Some(&viewer), crate::dto::SecurityEvent::SignedOut)
+            .await?;
+    } else if let Some(username) = ssr::session().await?.0.awaiting_role().await? {
+        ssr::desk()?
+            .security(
+                None,
+                crate::dto::SecurityEvent::SignedOutWithoutRole(username),
+            )
             .await?;
     }
     ssr::session().await?.0.sign_out().await?;

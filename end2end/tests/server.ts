@@ -147,7 +147,7 @@ async function createToken(bin: string, url: string, kind: '--agent' | '--execut
 }
 
 /** Asks the kernel for a free loopback port (a tiny race with other programs is acceptable here). */
-function freePort(): Promise<number> {
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
     srv.once('error', reject);
@@ -241,8 +241,18 @@ async function waitUntilReady(child: ChildProcess, baseURL: string, log: OutputL
   );
 }
 
+/** What a spec that needs its own server may change about how it is started. */
+export interface ServeOptions {
+  /** Listen here instead of on a free port (a spec that must know the address in advance). */
+  port?: number;
+  /** More `serve` flags. */
+  args?: string[];
+  /** More environment variables for `serve` (secrets that are never flags). */
+  env?: Record<string, string>;
+}
+
 /** Builds a database, seeds principals and starts `countersign serve` on a free port. */
-export async function startServer(backend: Backend, logFile: string): Promise<RunningServer> {
+export async function startServer(backend: Backend, logFile: string, options: ServeOptions = {}): Promise<RunningServer> {
   const bin = serverBinary();
   const db = freshDatabase(backend);
   try {
@@ -260,12 +270,13 @@ export async function startServer(backend: Backend, logFile: string): Promise<Ru
     const otherAgentToken = await createToken(bin, url, '--agent', OTHER_AGENT);
     const executorToken = await createToken(bin, url, '--executor', EXECUTOR);
 
-    const port = await freePort();
+    const port = options.port ?? (await freePort());
     const baseURL = `http://127.0.0.1:${port}`;
     const log = new OutputLog(logFile);
-    const child = spawn(bin, ['serve', '--database-url', url, '--bind', `127.0.0.1:${port}`], {
+    const serveArgs = ['serve', '--database-url', url, '--bind', `127.0.0.1:${port}`, ...(options.args ?? [])];
+    const child = spawn(bin, serveArgs, {
       cwd: REPO_ROOT, // the server reads Leptos.toml and target/site relative to the repo root
-      env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? 'info' },
+      env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? 'info', ...(options.env ?? {}) },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     child.stdout?.setEncoding('utf8').on('data', (chunk: string) => log.write(chunk));

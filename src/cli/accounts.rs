@@ -34,6 +34,25 @@ pub(crate) enum UserCommand {
         /// Their Slack user id (`U024BE7LH`): their Approve and Reject in Slack count as theirs.
         #[arg(long)]
         slack_id: Option<String>,
+        /// Their email address: they are emailed when work they may decide waits (with
+        /// `serve --smtp-url`).
+        #[arg(long)]
+        email: Option<String>,
+    },
+    /// Set the address a user is emailed at, or remove it (`--none`).
+    #[command(group(clap::ArgGroup::new("address").required(true).args(["email", "none"])))]
+    Email {
+        #[command(flatten)]
+        db: Database,
+        /// The user.
+        #[arg(long)]
+        username: String,
+        /// Their email address.
+        #[arg(long)]
+        email: Option<String>,
+        /// No email for them.
+        #[arg(long)]
+        none: bool,
     },
     /// Limit a user to domains, or lift the limit (`--all`).
     #[command(group(clap::ArgGroup::new("scope").required(true).args(["domains", "all"])))]
@@ -178,6 +197,19 @@ async fn limit_domains(
     Ok(())
 }
 
+async fn set_email(
+    services: &crate::service::Services,
+    username: &str,
+    email: Option<&str>,
+) -> Result<(), String> {
+    services.set_email(username, email).await.map_err(words)?;
+    match email {
+        Some(email) => eprintln!("`{username}` is emailed at {}", email.trim()),
+        None => eprintln!("`{username}` is not emailed"),
+    }
+    Ok(())
+}
+
 pub(crate) async fn user_command(command: UserCommand) -> Result<(), String> {
     let cli = Actor::system("cli");
     match command {
@@ -188,6 +220,7 @@ pub(crate) async fn user_command(command: UserCommand) -> Result<(), String> {
             password_stdin,
             domains,
             slack_id,
+            email,
         } => {
             let password = read_password(password_stdin)?;
             let services = services(&db.database_url).await?;
@@ -206,6 +239,18 @@ pub(crate) async fn user_command(command: UserCommand) -> Result<(), String> {
                     .map_err(words)?;
                 eprintln!("`{username}` is Slack user `{slack_id}`");
             }
+            if let Some(email) = email {
+                set_email(&services, &username, Some(&email)).await?;
+            }
+        }
+        UserCommand::Email {
+            db,
+            username,
+            email,
+            none: _,
+        } => {
+            let services = services(&db.database_url).await?;
+            set_email(&services, &username, email.as_deref()).await?;
         }
         UserCommand::Domains {
             db,

@@ -11,6 +11,7 @@ use clap::{Args, Parser, Subcommand};
 
 mod accounts;
 mod audit;
+mod oidc;
 mod proposal;
 mod tool;
 
@@ -123,6 +124,8 @@ struct ServeArgs {
     metrics_bind: Option<SocketAddr>,
     #[command(flatten)]
     notify: NotifyArgs,
+    #[command(flatten)]
+    oidc: oidc::OidcArgs,
 }
 
 /// Where `serve` tells reviewers that work waits (see README, Notifications).
@@ -157,9 +160,49 @@ struct NotifyArgs {
     /// answered at `POST /integrations/slack/actions` (map people with `user add --slack-id`).
     #[arg(long, env = "COUNTERSIGN_SLACK_SIGNING_SECRET", hide_env_values = true)]
     slack_signing_secret: Option<NotifySecret>,
-    /// At most one message per channel in this long; the rest fold into a digest.
+    /// At most one message per channel (per reviewer on email) in this long; the rest fold
+    /// into a digest.
     #[arg(long, env = "COUNTERSIGN_NOTIFY_WINDOW", default_value = "1m", value_parser = parse_secs)]
     notify_window: std::time::Duration,
+    /// Email reviewers over SMTP: `smtp://HOST:PORT` (plain), `smtp://HOST:PORT?tls=required`
+    /// (STARTTLS) or `smtps://HOST:PORT`; `user:password@` authenticates. Each reviewer with an
+    /// address (`user add --email`) who may decide the proposal gets one.
+    #[arg(
+        long,
+        env = "COUNTERSIGN_SMTP_URL",
+        hide_env_values = true,
+        requires = "smtp_from"
+    )]
+    smtp_url: Option<SmtpUrl>,
+    /// Whom reviewers' email is from, e.g. `Countersign <countersign@example.com>`.
+    #[arg(long, env = "COUNTERSIGN_SMTP_FROM")]
+    smtp_from: Option<String>,
+    /// Tell reviewers this long before a waiting proposal expires undecided.
+    #[arg(
+        long,
+        env = "COUNTERSIGN_NOTIFY_BEFORE_EXPIRY",
+        default_value = "15m",
+        value_parser = parse_secs
+    )]
+    notify_before_expiry: std::time::Duration,
+}
+
+/// An SMTP URL (it may hold a password); never printed.
+#[derive(Clone)]
+struct SmtpUrl(String);
+
+impl std::fmt::Debug for SmtpUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SmtpUrl(***)")
+    }
+}
+
+impl std::str::FromStr for SmtpUrl {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(SmtpUrl(s.trim().to_owned()))
+    }
 }
 
 /// The generic notification webhook's signing secret; never printed.
@@ -197,7 +240,16 @@ impl NotifyArgs {
         };
         let webhook = check("notify-webhook-url", self.notify_webhook_url)?;
         let secret = self.notify_webhook_secret.map(|s| s.0);
+        let mailer = match (self.smtp_url, self.smtp_from) {
+            (Some(url), Some(from)) => Some(
+                crate::service::Mailer::new(&url.0, &from)
+                    .map_err(|why| format!("--smtp-url: {why}"))?,
+            ),
+            _ => None,
+        };
         Ok(crate::service::NotifySettings {
+            mailer,
+            expiry_warning: Some(time_duration(self.notify_before_expiry)),
             public_url: self.public_url.map(|u| u.0),
             slack: check("slack-webhook-url", self.slack_webhook_url)?,
             teams: check("teams-webhook-url", self.teams_webhook_url)?,
@@ -398,6 +450,7 @@ async fn execute(command: Command) -> Result<(), String> {
                 metrics_token,
                 metrics_bind,
                 notify,
+                oidc,
             } = *args;
             let mut settings = Settings {
                 bind,
@@ -411,6 +464,7 @@ async fn execute(command: Command) -> Result<(), String> {
             hardening.apply(&mut settings);
             settings.webhooks = webhooks.settings();
             settings.notify = notify.settings(settings.webhooks.targets)?;
+            settings.oidc = oidc.settings(settings.notify.public_url.as_ref())?;
             settings.metrics_token = metrics_token.map(crate::config::MetricsToken);
             settings.metrics_bind = metrics_bind;
             serve(settings).await

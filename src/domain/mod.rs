@@ -27,6 +27,8 @@
 //! - [`sign_in`]: throttling failed sign-ins and how long sessions last. Imports nothing.
 //! - [`notify`]: what reviewers' notifications say on each channel, and digests. Imports
 //!   `review`'s text rules and `routing`'s scanners.
+//! - [`sso`]: single sign-on: what the identity provider's role claim grants, the username of
+//!   an account made at its first sign-in. Imports `principal` and `queue`.
 //! - [`slack`]: deciding from Slack: request signatures, button presses, what chat may decide.
 //!   Imports nothing.
 //! - [`webhook`]: agents' callbacks: allowed targets, the body, its signature, retries.
@@ -47,6 +49,7 @@ pub mod review;
 pub mod routing;
 pub mod sign_in;
 pub mod slack;
+pub mod sso;
 pub mod webhook;
 
 pub use contract::aana::Event;

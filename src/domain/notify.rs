@@ -6,9 +6,12 @@
 //!   value; a summary that looks like it carries a secret or personal data is withheld, and
 //!   hidden characters are shown (`⟦U+202E⟧`), as on the page.
 //! - **A link never decides.** It opens the proposal page; deciding takes a signed-in POST.
-//! - **Floods fold.** Per channel, at most one message per window ([`DEFAULT_WINDOW`]): the
-//!   first waiting proposal is sent at once; those that arrive within the window wait for its
-//!   end and go out together as one digest with counts ([`fold`]).
+//! - **Floods fold.** Per channel, and per reviewer on email, at most one message per window
+//!   ([`DEFAULT_WINDOW`]): the first is sent at once; those that arrive within the window wait
+//!   for its end and go out together as one digest with counts ([`fold`]).
+//! - **Who is told.** Shared channels (Slack, Teams, a generic webhook) get every notification;
+//!   email goes to each reviewer who may decide the proposal (role, domains), or to the members
+//!   of the escalation tier raised ([`super::policy::escalation`]).
 
 use std::collections::BTreeMap;
 
@@ -16,6 +19,8 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use time::OffsetDateTime;
 use uuid::Uuid;
+
+mod email;
 
 use super::review::text::visible;
 use super::routing::scan::is_clean;
@@ -33,6 +38,12 @@ pub enum Reason {
     Waiting,
     /// A command's outcome is unknown: a person must say what happened.
     OutcomeUnknown,
+    /// A waiting proposal is about to expire undecided.
+    Expiring,
+    /// Nobody decided in time: the next tier is told (and may decide).
+    Escalated,
+    /// A rollback task was opened: a person approves or dismisses it.
+    Rollback,
 }
 
 impl Reason {
@@ -41,6 +52,9 @@ impl Reason {
         match self {
             Reason::Waiting => "waiting",
             Reason::OutcomeUnknown => "outcome_unknown",
+            Reason::Expiring => "expiring",
+            Reason::Escalated => "escalated",
+            Reason::Rollback => "rollback",
         }
     }
 
@@ -49,6 +63,9 @@ impl Reason {
         match s {
             "waiting" => Some(Reason::Waiting),
             "outcome_unknown" => Some(Reason::OutcomeUnknown),
+            "expiring" => Some(Reason::Expiring),
+            "escalated" => Some(Reason::Escalated),
+            "rollback" => Some(Reason::Rollback),
             _ => None,
         }
     }
@@ -62,10 +79,14 @@ impl Reason {
         }
     }
 
-    fn headline(self) -> &'static str {
+    /// What the message's title says.
+    pub fn headline(self) -> &'static str {
         match self {
             Reason::Waiting => "Approval needed",
             Reason::OutcomeUnknown => "Outcome unknown: a person must resolve it",
+            Reason::Expiring => "About to expire undecided",
+            Reason::Escalated => "Escalated: nobody decided in time",
+            Reason::Rollback => "Rollback task: approve or dismiss it",
         }
     }
 }
@@ -96,6 +117,34 @@ pub struct Subject {
     pub blast_radius: Option<String>,
     /// The proposal page.
     pub url: String,
+    /// The escalation tier told (a username or a role), when escalated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub escalated_to: Option<String>,
+}
+
+/// Whether a person is told about a proposal of `agent` in `domain`: the members of the
+/// escalation tier `audience` when there is one, else everyone who may decide it (a deciding
+/// role, the domain among theirs); never the proposing agent's own operators, who may not
+/// approve it.
+pub fn is_told(
+    username: &str,
+    role: &str,
+    domains: Option<&[String]>,
+    proposal: (&str, &str),
+    audience: Option<&str>,
+    operators: &[String],
+) -> bool {
+    let (agent, domain) = proposal;
+    if username == agent || operators.iter().any(|o| o == username) {
+        return false;
+    }
+    match audience {
+        Some(tier) => super::policy::escalation::reaches(tier, username, role),
+        None => {
+            super::principal::Role::parse(role).is_some_and(|r| r.can_decide())
+                && super::queue::may_review_domain(domains, domain)
+        }
+    }
 }
 
 /// An intent summary as a message may quote it: hidden characters shown, at most
@@ -137,7 +186,7 @@ pub fn time_left(expires_at: Option<OffsetDateTime>, now: OffsetDateTime) -> Str
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Message {
     /// One proposal.
-    One(Subject),
+    One(Box<Subject>),
     /// Several, folded: how many, by tool and by risk, and the queue's address.
     Digest {
         /// The proposals, oldest first.
@@ -151,7 +200,7 @@ pub enum Message {
 pub fn fold(mut subjects: Vec<Subject>, queue_url: &str) -> Option<Message> {
     match subjects.len() {
         0 => None,
-        1 => subjects.pop().map(Message::One),
+        1 => subjects.pop().map(|s| Message::One(Box::new(s))),
         _ => Some(Message::Digest {
             subjects,
             queue_url: queue_url.to_owned(),
@@ -318,6 +367,14 @@ fn rfc3339(t: OffsetDateTime) -> String {
 }
 
 fn facts(s: &Subject, now: OffsetDateTime) -> Vec<(&'static str, String)> {
+    let mut facts = base_facts(s, now);
+    if let Some(to) = &s.escalated_to {
+        facts.push(("Escalated to", to.clone()));
+    }
+    facts
+}
+
+fn base_facts(s: &Subject, now: OffsetDateTime) -> Vec<(&'static str, String)> {
     let blockers = if s.blockers.is_empty() {
         "none".to_owned()
     } else {
@@ -347,10 +404,10 @@ fn slack_escape(s: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn subject(tool: &str, risk: &str) -> Subject {
+    pub(super) fn subject(tool: &str, risk: &str) -> Subject {
         Subject {
             reason: Reason::Waiting,
             proposal_id: Uuid::nil(),
@@ -363,7 +420,62 @@ mod tests {
             expires_at: Some(OffsetDateTime::UNIX_EPOCH + time::Duration::hours(7)),
             blast_radius: Some("small".into()),
             url: "https://cs.example/proposals/x".into(),
+            escalated_to: None,
         }
+    }
+
+    #[test]
+    fn the_reviewers_who_may_decide_are_told_or_the_escalation_tier() {
+        let payments = Some(vec!["payments".to_owned()]);
+        let proposal = ("billing-agent", "payments");
+        let ops = vec!["olga".to_owned()];
+        assert!(is_told("rob", "reviewer", None, proposal, None, &ops));
+        assert!(is_told(
+            "rob",
+            "reviewer",
+            payments.as_deref(),
+            proposal,
+            None,
+            &ops
+        ));
+        let crm = Some(vec!["crm".to_owned()]);
+        assert!(!is_told(
+            "ria",
+            "reviewer",
+            crm.as_deref(),
+            proposal,
+            None,
+            &ops
+        ));
+        assert!(!is_told("cora", "compliance", None, proposal, None, &ops));
+        assert!(
+            !is_told("olga", "admin", None, proposal, None, &ops),
+            "an operator"
+        );
+        assert!(is_told(
+            "ria",
+            "reviewer",
+            crm.as_deref(),
+            proposal,
+            Some("ria"),
+            &ops
+        ));
+        assert!(is_told(
+            "ann",
+            "admin",
+            crm.as_deref(),
+            proposal,
+            Some("admin"),
+            &ops
+        ));
+        assert!(!is_told(
+            "rob",
+            "reviewer",
+            None,
+            proposal,
+            Some("admin"),
+            &ops
+        ));
     }
 
     #[test]
@@ -380,7 +492,7 @@ mod tests {
     #[test]
     fn slack_and_teams_carry_the_facts_and_a_link_that_only_opens() {
         let now = OffsetDateTime::UNIX_EPOCH;
-        let one = Message::One(subject("crm.update_contact", "high"));
+        let one = Message::One(Box::new(subject("crm.update_contact", "high")));
         let slack = one.slack(now, false);
         let text = slack.to_string();
         assert!(text.contains("sales-agent") && text.contains("in 7 h"));

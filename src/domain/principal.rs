@@ -65,15 +65,15 @@ pub enum AdminChange {
 pub struct LastAdmin;
 
 /// Checks that an account change keeps at least one enabled admin. `target` is the account's
-/// current role and whether it is enabled; `enabled_admins` counts every enabled admin,
-/// the target included.
+/// current role (`None`: not granted yet) and whether it is enabled; `enabled_admins` counts
+/// every enabled admin, the target included.
 pub fn keeps_an_admin(
-    target: Role,
+    target: Option<Role>,
     target_enabled: bool,
     enabled_admins: i64,
     change: AdminChange,
 ) -> Result<(), LastAdmin> {
-    let removes_an_admin = target == Role::Admin
+    let removes_an_admin = target == Some(Role::Admin)
         && target_enabled
         && match change {
             AdminChange::Disable => true,
@@ -118,13 +118,17 @@ mod tests {
     fn the_last_enabled_admin_stays() {
         let demote = AdminChange::Role(Role::Reviewer);
         assert_eq!(
-            keeps_an_admin(Role::Admin, true, 1, AdminChange::Disable),
+            keeps_an_admin(Some(Role::Admin), true, 1, AdminChange::Disable),
             Err(LastAdmin)
         );
-        assert_eq!(keeps_an_admin(Role::Admin, true, 1, demote), Err(LastAdmin));
-        assert!(keeps_an_admin(Role::Admin, true, 2, AdminChange::Disable).is_ok());
-        assert!(keeps_an_admin(Role::Admin, true, 1, AdminChange::Role(Role::Admin)).is_ok());
-        assert!(keeps_an_admin(Role::Reviewer, true, 1, AdminChange::Disable).is_ok());
-        assert!(keeps_an_admin(Role::Admin, false, 1, AdminChange::Disable).is_ok());
+        assert_eq!(
+            keeps_an_admin(Some(Role::Admin), true, 1, demote),
+            Err(LastAdmin)
+        );
+        assert!(keeps_an_admin(Some(Role::Admin), true, 2, AdminChange::Disable).is_ok());
+        assert!(keeps_an_admin(Some(Role::Admin), true, 1, AdminChange::Role(Role::Admin)).is_ok());
+        assert!(keeps_an_admin(Some(Role::Reviewer), true, 1, AdminChange::Disable).is_ok());
+        assert!(keeps_an_admin(Some(Role::Admin), false, 1, AdminChange::Disable).is_ok());
+        assert!(keeps_an_admin(None, true, 1, AdminChange::Disable).is_ok());
     }
 }

@@ -102,7 +102,7 @@ impl Services {
             id: Uuid::now_v7(),
             username: username.clone(),
             password_hash,
-            role,
+            role: Some(role),
             disabled: false,
             session_epoch: 0,
         };
@@ -119,6 +119,7 @@ impl Services {
                         user_id: user.id,
                         username: user.username.clone(),
                         role: user.role,
+                        via: None,
                     };
                     tx.record(now, &actor, AuditEvent::UserCreated(created));
                     Ok(())

@@ -249,14 +249,18 @@ impl Services {
         Ok(accounts::user_domains(read.conn(), username).await?)
     }
 
-    /// Whether `username` may see and decide `p` (its domain is one of theirs).
+    /// Whether `username` may see and decide `p`: its domain is one of theirs, or an
+    /// escalation of it reached them.
     pub async fn may_review(
         &self,
         username: &str,
         p: &ProposalRecord,
     ) -> Result<bool, ServiceError> {
         let domains = self.reviewer_domains(username).await?;
-        Ok(may_review_domain(domains.as_deref(), &p.contract.domain))
+        if may_review_domain(domains.as_deref(), &p.contract.domain) {
+            return Ok(true);
+        }
+        self.escalated_to(username, p.id).await
     }
 
     /// Limits `username` to `domains` (`None`: every domain); audited.

@@ -1,8 +1,10 @@
-//! Reaching reviewers where they are: Slack, Microsoft Teams and a generic signed webhook. A
-//! status change that needs a person queues one notification per configured channel in its own
-//! transaction (`storage::notifications::queue`, at commit); this notifier sends them: per
-//! channel at most one message per window, the first at once and the rest folded into a digest
-//! when the window ends ([`crate::domain::notify`]). A failed send is tried again with backoff
+//! Reaching reviewers where they are: email, Slack, Microsoft Teams and a generic signed
+//! webhook. A status change that needs a person (and an expiry warning, an escalation, a
+//! rollback task) queues one notification per configured channel in its own transaction
+//! (`storage::notifications::queue`, at commit); email's are expanded per reviewer
+//! (`super::reach`). This notifier sends them: per channel, and per reviewer on email, at most
+//! one message per window, the first at once and the rest folded into a digest when the
+//! window ends ([`crate::domain::notify`]). A failed send is tried again with backoff
 //! (the agents' webhook schedule) and recorded; a dead channel never holds up a decision.
 //!
 //! Messages name the agent, tool, intent summary, risk, route, blockers and time left, and link
@@ -13,6 +15,7 @@ use std::time::Duration;
 
 use uuid::Uuid;
 
+use super::mail::Mailer;
 use super::{ServiceError, Services};
 use crate::domain::notify::{self, Message, Reason, Subject};
 use crate::domain::webhook::{self, AfterAttempt, DELIVERY_HEADER, SIGNATURE_HEADER};
@@ -50,6 +53,10 @@ impl std::str::FromStr for ChannelUrl {
 /// Where and how reviewers are notified (`serve --slack-webhook-url …`).
 #[derive(Debug, Clone, Default)]
 pub struct NotifySettings {
+    /// Email over SMTP, to each reviewer with an address (`--smtp-url`, `--smtp-from`).
+    pub mailer: Option<Mailer>,
+    /// Warn this long before a waiting proposal expires (`None`: [`DEFAULT_EXPIRY_WARNING`]).
+    pub expiry_warning: Option<time::Duration>,
     /// Countersign's address as reviewers reach it, for links (`--public-url`).
     pub public_url: Option<url::Url>,
     /// A Slack incoming webhook.
@@ -65,6 +72,9 @@ pub struct NotifySettings {
     pub slack_signing_secret: Option<SigningSecret>,
 }
 
+/// Reviewers hear that a proposal is about to expire undecided this long before.
+pub const DEFAULT_EXPIRY_WARNING: time::Duration = time::Duration::minutes(15);
+
 /// A Slack app's signing secret; never printed.
 #[derive(Clone, PartialEq, Eq)]
 pub struct SigningSecret(pub String);
@@ -79,6 +89,9 @@ impl NotifySettings {
     /// The channels configured, by their stored names.
     pub fn channels(&self) -> Vec<&'static str> {
         let mut channels = Vec::new();
+        if self.mailer.is_some() {
+            channels.push("email");
+        }
         if self.slack.is_some() {
             channels.push("slack");
         }
@@ -95,7 +108,12 @@ impl NotifySettings {
         self.window.unwrap_or(notify::DEFAULT_WINDOW)
     }
 
-    fn link(&self, path: &str) -> String {
+    /// How long before expiry reviewers are warned.
+    pub fn expiry_warning(&self) -> time::Duration {
+        self.expiry_warning.unwrap_or(DEFAULT_EXPIRY_WARNING)
+    }
+
+    pub(super) fn link(&self, path: &str) -> String {
         match &self.public_url {
             Some(base) => base
                 .join(path)
@@ -106,25 +124,43 @@ impl NotifySettings {
 }
 
 impl Services {
-    /// Sends every channel's due notifications: one message per channel whose window is open
-    /// (a digest when several wait); how many messages went out or were tried.
+    /// Sends every channel's due notifications: one message per channel (per reviewer on
+    /// email) whose window is open, a digest when several wait; how many messages went out or
+    /// were tried.
     pub async fn deliver_notifications(&self) -> Result<usize, ServiceError> {
+        if self.notify.mailer.is_some() {
+            self.expand_email().await?;
+        }
         let mut sent = 0;
         for channel in self.notify.channels() {
-            if self.send_channel(channel).await? {
-                sent += 1;
+            let recipients = match channel {
+                "email" => self.emailed_people().await?,
+                _ => vec![String::new()],
+            };
+            for recipient in recipients {
+                if self.send_channel(channel, recipient).await? {
+                    sent += 1;
+                }
             }
         }
         Ok(sent)
     }
 
-    /// One message on `channel`, if its window is open and something is due.
-    async fn send_channel(&self, channel: &'static str) -> Result<bool, ServiceError> {
+    /// One message on `channel` to `recipient` (`""` on a shared channel), if its window is
+    /// open and something is due.
+    async fn send_channel(
+        &self,
+        channel: &'static str,
+        recipient: String,
+    ) -> Result<bool, ServiceError> {
         let now = self.now();
-        let last = notifications::last_sent(self.read().await?.conn(), channel).await?;
+        let mut read = self.read().await?;
+        let last = notifications::last_sent(read.conn(), channel, &recipient).await?;
+        drop(read);
         if last.is_some_and(|at| now < at + self.notify.window()) {
             return Ok(false);
         }
+        let to = recipient.clone();
         let message = Uuid::now_v7();
         let hold_until = now + self.webhook_settings().timeout + Duration::from_secs(30);
         let due = self
@@ -134,6 +170,7 @@ impl Services {
                     let due = notifications::claim_due(
                         tx.conn(),
                         channel,
+                        &to,
                         message,
                         now,
                         hold_until,
@@ -149,6 +186,7 @@ impl Services {
         }
         let subjects = self.subjects(&due).await?;
         let outcome = match notify::fold(subjects, &self.notify.link("/")) {
+            Some(m) if channel == "email" => self.mail(&recipient, message, &m).await,
             Some(m) => self.post(channel, message, &m).await,
             None => Ok(200),
         };
@@ -181,6 +219,7 @@ impl Services {
                 expires_at: p.expires_at,
                 blast_radius: p.contract.blast_radius.map(|b| b.as_str().to_owned()),
                 url: self.notify.link(&format!("/proposals/{}", p.id)),
+                escalated_to: d.audience.clone(),
             });
         }
         Ok(subjects)
@@ -221,6 +260,23 @@ impl Services {
             Ok(answer) => Ok(answer.status().as_u16()),
             Err(e) => Err(super::webhooks::describe(&e.without_url())),
         }
+    }
+
+    /// Emails `message` to `username`; `250` (SMTP's "taken") or why not.
+    async fn mail(&self, username: &str, id: Uuid, message: &Message) -> Result<u16, String> {
+        let Some(mailer) = &self.notify.mailer else {
+            return Err("email is no longer configured".into());
+        };
+        let address = match self.email_of(username).await {
+            Ok(Some(address)) => address,
+            Ok(None) => return Err(format!("`{username}` has no email address any more")),
+            Err(e) => return Err(format!("the address could not be read ({e})")),
+        };
+        let (subject, body) = message.email(self.now());
+        mailer
+            .send(&address, &subject, body, id)
+            .await
+            .map(|()| 250)
     }
 
     /// Records what became of message `message`: sent, tried again later, or given up.

@@ -23,9 +23,11 @@ use crate::domain::command::scope::{ToolScope, unreachable_reason};
 use crate::domain::command::{CommandKind, CommandStatus, Resolution};
 use crate::domain::contract::proposal::RollbackType;
 use crate::domain::lifecycle::{MAX_REASON, ProposalStatus};
+use crate::domain::notify::Reason;
 use crate::domain::policy::glob::Glob;
 use crate::domain::policy::model::Policy;
 use crate::storage::commands::{self, CommandRecord, NewCommand, Resolve, Settle};
+use crate::storage::notifications::Notice;
 use crate::storage::paused::{self, PausedTool};
 use crate::storage::{Tx, accounts, proposals};
 
@@ -212,6 +214,12 @@ async fn open_rollback(
         &Actor::system("rollback"),
         AuditEvent::RollbackOpened(opened),
     );
+    tx.notify(Notice {
+        reason: Reason::Rollback,
+        proposal: command.proposal_id,
+        at: now,
+        audience: None,
+    });
     Ok(())
 }
 

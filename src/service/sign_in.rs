@@ -46,8 +46,8 @@ pub enum SignIn {
 pub struct SessionStamp {
     /// Username.
     pub username: String,
-    /// Role at sign-in.
-    pub role: Role,
+    /// Role at sign-in (`None`: none granted; the session may do nothing).
+    pub role: Option<Role>,
     /// The account's session epoch at sign-in.
     pub epoch: i64,
     /// When they signed in.
@@ -207,6 +207,7 @@ impl Services {
         let event = AuditEvent::SignedIn(SignedIn {
             username: user.username.clone(),
             role: user.role,
+            via: None,
         });
         self.store()
             .write(move |tx| {

@@ -100,16 +100,18 @@ impl Services {
                 .map_err(ServiceError::from),
             Err(e) => Err(e),
         };
-        let user = match reviewer {
-            Ok(Some(user)) if !user.disabled => user,
-            Ok(_) => {
-                self.slack_denied(None).await;
-                return "Your Slack account is not mapped to a Countersign reviewer.".into();
-            }
+        // An account without a role (not granted yet) may do nothing, from Slack neither.
+        let found = match reviewer {
+            Ok(Some(user)) if !user.disabled => user.role.map(|role| (user, role)),
+            Ok(_) => None,
             Err(e) => {
                 tracing::error!(error = %e, "cannot read the Slack user's account");
                 return "Countersign could not check who you are; try again.".into();
             }
+        };
+        let Some((user, role)) = found else {
+            self.slack_denied(None).await;
+            return "Your Slack account is not mapped to a Countersign reviewer.".into();
         };
         let link = format!("Open it in Countersign: /proposals/{}", pressed.proposal_id);
         let Ok(id) = Uuid::parse_str(&pressed.proposal_id) else {
@@ -135,7 +137,7 @@ impl Services {
         };
         let reviewer = super::Reviewer {
             username: user.username.clone(),
-            role: user.role,
+            role,
         };
         match self
             .decide(&reviewer, id, verdict, pressed.reason.as_deref())

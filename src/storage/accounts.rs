@@ -14,10 +14,12 @@ pub struct UserRecord {
     pub id: Uuid,
     /// Unique name.
     pub username: String,
-    /// argon2id PHC string. Deliberately not `Debug`.
+    /// argon2id PHC string ([`NO_PASSWORD`] for an account that signs in only through single
+    /// sign-on). Deliberately not `Debug`.
     pub password_hash: String,
-    /// Role.
-    pub role: Role,
+    /// Role; `None` until granted (an account made at its first single sign-on without a
+    /// mapped role): such an account may do nothing.
+    pub role: Option<Role>,
     /// Disabled users cannot sign in.
     pub disabled: bool,
     /// Moves on when every session of the account must end (disabled, password reset);
@@ -65,10 +67,30 @@ struct UserRow {
     id: Uuid,
     username: String,
     password_hash: String,
-    role: String,
+    role: Option<String>,
     disabled_at: Option<OffsetDateTime>,
     session_epoch: i64,
 }
+
+impl UserRow {
+    fn into_record(self) -> Result<UserRecord> {
+        Ok(UserRecord {
+            id: self.id,
+            username: self.username,
+            password_hash: self.password_hash,
+            role: self
+                .role
+                .map(|r| parse("role", &r, Role::parse))
+                .transpose()?,
+            disabled: self.disabled_at.is_some(),
+            session_epoch: self.session_epoch,
+        })
+    }
+}
+
+/// What `password_hash` holds for an account without a password: not a PHC string, so no
+/// password ever matches it.
+pub const NO_PASSWORD: &str = "!single-sign-on";
 
 #[derive(sqlx::FromRow)]
 struct TokenRow {
@@ -95,7 +117,7 @@ pub async fn insert_user(conn: Conn<'_>, user: &UserRecord, now: OffsetDateTime)
         .bind(user.id)
         .bind(&user.username)
         .bind(&user.password_hash)
-        .bind(user.role.as_str())
+        .bind(user.role.map(Role::as_str))
         .bind(now)
         .execute(c)
         .await
@@ -111,17 +133,60 @@ pub async fn user_by_username(conn: Conn<'_>, username: &str) -> Result<Option<U
         .bind(username)
         .fetch_optional(c)
         .await)?;
-    row.map(|r| {
-        Ok(UserRecord {
-            id: r.id,
-            username: r.username,
-            password_hash: r.password_hash,
-            role: parse("role", &r.role, Role::parse)?,
-            disabled: r.disabled_at.is_some(),
-            session_epoch: r.session_epoch,
-        })
-    })
-    .transpose()
+    row.map(UserRow::into_record).transpose()
+}
+
+/// The account linked to the identity provider's `subject` at `issuer` (single sign-on).
+pub async fn user_by_oidc_subject(
+    conn: Conn<'_>,
+    issuer: &str,
+    subject: &str,
+) -> Result<Option<UserRecord>> {
+    let sql = "select id, username, password_hash, role, disabled_at, session_epoch from users \
+               where oidc_issuer = $1 and oidc_subject = $2";
+    let row: Option<UserRow> = on!(conn, |c| sqlx::query_as(sql)
+        .bind(issuer)
+        .bind(subject)
+        .fetch_optional(c)
+        .await)?;
+    row.map(UserRow::into_record).transpose()
+}
+
+/// Links a new account to the identity provider's `subject` at `issuer`, with `domains`
+/// (`None`: every domain); `false` if the name is taken or the identity already has an account.
+pub async fn insert_oidc_user(
+    conn: Conn<'_>,
+    user: &UserRecord,
+    (issuer, subject): (&str, &str),
+    domains: Option<&[String]>,
+    now: OffsetDateTime,
+) -> Result<bool> {
+    let sql = "insert into users (id, username, password_hash, role, created_at, domains, \
+               oidc_issuer, oidc_subject) values ($1, $2, $3, $4, $5, $6, $7, $8) \
+               on conflict do nothing";
+    let added = on!(conn, |c| sqlx::query(sql)
+        .bind(user.id)
+        .bind(&user.username)
+        .bind(&user.password_hash)
+        .bind(user.role.map(Role::as_str))
+        .bind(now)
+        .bind(domains.map(sqlx::types::Json))
+        .bind(issuer)
+        .bind(subject)
+        .execute(c)
+        .await
+        .map(|r| r.rows_affected()))?;
+    Ok(added > 0)
+}
+
+/// Whether any account has this username.
+pub async fn username_taken(conn: Conn<'_>, username: &str) -> Result<bool> {
+    let sql = "select count(*) from users where username = $1";
+    let (n,): (i64,) = on!(conn, |c| sqlx::query_as(sql)
+        .bind(username)
+        .fetch_one(c)
+        .await)?;
+    Ok(n > 0)
 }
 
 /// Stores a token's hash.
@@ -265,8 +330,8 @@ pub async fn set_user_domains(
 pub struct UserListing {
     /// Username.
     pub username: String,
-    /// Role, as stored.
-    pub role: String,
+    /// Role, as stored (`None`: not granted yet).
+    pub role: Option<String>,
     /// The domains they are limited to (`None`: every domain).
     pub domains: Option<sqlx::types::Json<Vec<String>>>,
     /// When they were disabled, if they are.

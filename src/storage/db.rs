@@ -147,6 +147,7 @@ enum TxInner {
 pub struct Tx {
     inner: TxInner,
     events: Vec<PendingEvent>,
+    notices: Vec<notifications::Notice>,
 }
 
 impl Tx {
@@ -164,6 +165,12 @@ impl Tx {
             .push(PendingEvent::new(at, actor.clone(), event));
     }
 
+    /// Tells people something with this transaction's commit (on the channels configured), or
+    /// never.
+    pub fn notify(&mut self, notice: notifications::Notice) {
+        self.notices.push(notice);
+    }
+
     /// Runs statements without parameters (several, separated by `;`), unprepared: PostgreSQL
     /// takes several statements only in its simple protocol.
     async fn execute(&mut self, sql: &'static str) -> Result<()> {
@@ -177,17 +184,18 @@ impl Tx {
     /// notifications its status changes call for; answers what it changed (for waking, after).
     async fn commit(mut self, changed: &Changes) -> Result<Committed> {
         let events = std::mem::take(&mut self.events);
+        let notices = std::mem::take(&mut self.notices);
         let changes = audit::append(&mut self, events).await?;
         let mut committed = Committed::default();
         if !changes.is_empty() {
             committed.moved = changes.iter().map(|c| c.proposal).collect();
             proposals::notify_changed(self.conn(), &committed.moved).await?;
             committed.deliveries = webhooks::queue_status_changes(self.conn(), &changes).await?;
-            let channels = changed.notify_channels();
-            if !channels.is_empty() {
-                committed.notifications =
-                    notifications::queue(self.conn(), channels, &changes).await?;
-            }
+        }
+        let channels = changed.notify_channels();
+        if !channels.is_empty() && (!changes.is_empty() || !notices.is_empty()) {
+            committed.notifications =
+                notifications::queue(self.conn(), channels, &changes, &notices).await?;
         }
         match self.inner {
             TxInner::Sqlite(t) => t.commit().await?,
@@ -275,6 +283,7 @@ impl WritePool {
         Ok(Tx {
             inner,
             events: Vec::new(),
+            notices: Vec::new(),
         })
     }
 }
@@ -330,10 +339,11 @@ async fn commit_batch(
     tx.execute("savepoint change").await?;
     let last = batch.len() - 1;
     for (i, job) in batch.iter_mut().enumerate() {
-        let events_before = tx.events.len();
+        let (events_before, notices_before) = (tx.events.len(), tx.notices.len());
         let ok = job.run(&mut tx).await;
         if !ok {
             tx.events.truncate(events_before);
+            tx.notices.truncate(notices_before);
             tx.execute("rollback to change").await?;
         }
         let next = if i == last {

@@ -11,6 +11,7 @@
 //! failure, logged by the caller and never echoed.
 
 pub mod accounts;
+pub mod alerts;
 pub mod audit;
 pub mod audit_query;
 pub mod audit_walk;

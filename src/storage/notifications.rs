@@ -1,6 +1,9 @@
 //! Reviewers' notifications: queued at the commit of every status change that needs a person
-//! ([`queue`], called by [`super::db::Tx`] for the channels the operator configured), taken by
-//! the dispatcher per channel ([`claim_due`]), and settled after each send ([`settle`]).
+//! ([`queue`], called by [`super::db::Tx`] for the channels the operator configured), and of
+//! every notice a change raised (an expiry warning, an escalation, a rollback task); taken by
+//! the dispatcher per channel and recipient ([`claim_due`]), and settled after each send
+//! ([`settle`]). Email is per person: its rows are queued for nobody (`recipient` `''`) and
+//! expanded by the dispatcher into one row per reviewer ([`unexpanded`], [`expand`]).
 
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -10,44 +13,89 @@ use super::audit::StatusChange;
 use super::db::{Conn, on};
 use crate::domain::notify::Reason;
 
-/// Queues one row per channel for every change in `changes` that needs a person; how many.
-/// A group commit's rows go in a few multi-row statements of fixed sizes (as the trail's do).
+/// Something a person must hear about, raised inside a change: an expiry warning, an
+/// escalation (to `audience`: a username or a role), a rollback task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Notice {
+    /// Why.
+    pub reason: Reason,
+    /// The proposal.
+    pub proposal: Uuid,
+    /// When.
+    pub at: OffsetDateTime,
+    /// Whom (an escalation tier); `None`: the reviewers who may decide.
+    pub audience: Option<String>,
+}
+
+/// One row to insert.
+struct Row<'a> {
+    id: Uuid,
+    channel: &'a str,
+    recipient: &'a str,
+    reason: Reason,
+    proposal: Uuid,
+    created_at: OffsetDateTime,
+    audience: Option<&'a str>,
+}
+
+/// Queues one row per channel for every change in `changes` that needs a person and every
+/// notice in `notices`; how many. A group commit's rows go in a few multi-row statements of
+/// fixed sizes (as the trail's do).
 pub async fn queue(
     mut conn: Conn<'_>,
     channels: &[&'static str],
     changes: &[StatusChange],
+    notices: &[Notice],
 ) -> Result<usize> {
-    let rows: Vec<(Uuid, &str, Reason, Uuid, OffsetDateTime)> = changes
+    let from_changes = changes
         .iter()
-        .filter_map(|c| Reason::of_status(&c.after).map(|r| (r, c)))
-        .flat_map(|(reason, c)| {
-            channels
-                .iter()
-                .map(move |ch| (Uuid::now_v7(), *ch, reason, c.proposal, c.at))
+        .filter_map(|c| Reason::of_status(&c.after).map(|reason| (reason, c.proposal, c.at, None)));
+    let from_notices = notices
+        .iter()
+        .map(|n| (n.reason, n.proposal, n.at, n.audience.as_deref()));
+    let rows: Vec<Row<'_>> = from_changes
+        .chain(from_notices)
+        .flat_map(|(reason, proposal, at, audience)| {
+            channels.iter().map(move |ch| Row {
+                id: Uuid::now_v7(),
+                channel: ch,
+                recipient: "",
+                reason,
+                proposal,
+                created_at: at,
+                audience,
+            })
         })
         .collect();
-    let mut rest = rows.as_slice();
+    insert_all(conn.reborrow(), &rows).await?;
+    Ok(rows.len())
+}
+
+async fn insert_all(mut conn: Conn<'_>, rows: &[Row<'_>]) -> Result<()> {
+    let mut rest = rows;
     while !rest.is_empty() {
         let n = super::audit::chunk_len(rest.len());
         insert(conn.reborrow(), &rest[..n]).await?;
         rest = &rest[n..];
     }
-    Ok(rows.len())
+    Ok(())
 }
 
-async fn insert(conn: Conn<'_>, rows: &[(Uuid, &str, Reason, Uuid, OffsetDateTime)]) -> Result<()> {
+async fn insert(conn: Conn<'_>, rows: &[Row<'_>]) -> Result<()> {
     on!(conn, |c| {
         let mut q = sqlx::QueryBuilder::new(
-            "insert into notifications (id, channel, reason, proposal_id, created_at, \
-             next_attempt_at, state, attempts) ",
+            "insert into notifications (id, channel, recipient, reason, proposal_id, created_at, \
+             next_attempt_at, audience, state, attempts) ",
         );
-        q.push_values(rows, |mut b, (id, channel, reason, proposal, at)| {
-            b.push_bind(*id)
-                .push_bind(*channel)
-                .push_bind(reason.as_str())
-                .push_bind(*proposal)
-                .push_bind(*at)
-                .push_bind(*at)
+        q.push_values(rows, |mut b, r| {
+            b.push_bind(r.id)
+                .push_bind(r.channel)
+                .push_bind(r.recipient)
+                .push_bind(r.reason.as_str())
+                .push_bind(r.proposal)
+                .push_bind(r.created_at)
+                .push_bind(r.created_at)
+                .push_bind(r.audience)
                 .push("'pending'")
                 .push("0");
         });
@@ -56,12 +104,89 @@ async fn insert(conn: Conn<'_>, rows: &[(Uuid, &str, Reason, Uuid, OffsetDateTim
     Ok(())
 }
 
-/// When `channel` last sent a message, if it ever did.
-pub async fn last_sent(conn: Conn<'_>, channel: &str) -> Result<Option<OffsetDateTime>> {
+/// A notification on a per-person channel queued for nobody yet, to be expanded.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Unexpanded {
+    /// Its id.
+    pub id: Uuid,
+    /// Why.
+    pub reason: String,
+    /// The proposal.
+    pub proposal_id: Uuid,
+    /// When it was queued.
+    pub created_at: OffsetDateTime,
+    /// The escalation tier it is for, if any.
+    pub audience: Option<String>,
+}
+
+/// Up to `limit` of `channel`'s rows queued for nobody, oldest first.
+pub async fn unexpanded(conn: Conn<'_>, channel: &str, limit: i64) -> Result<Vec<Unexpanded>> {
+    let sql = "select id, reason, proposal_id, created_at, audience from notifications \
+               where channel = $1 and recipient = '' and state = 'pending' \
+               order by created_at limit $2";
+    let rows = on!(conn, |c| sqlx::query_as(sql)
+        .bind(channel)
+        .bind(limit)
+        .fetch_all(c)
+        .await)?;
+    Ok(rows)
+}
+
+/// Queues each row of `expanded` again on `channel` for each of its recipients (usernames),
+/// and marks it `expanded`: rows another instance expanded meanwhile are left alone. How many
+/// rows were queued.
+pub async fn expand(
+    mut conn: Conn<'_>,
+    channel: &str,
+    expanded: &[(Unexpanded, Vec<String>)],
+) -> Result<usize> {
+    if expanded.is_empty() {
+        return Ok(0);
+    }
+    let taken: Vec<(Uuid,)> = on!(conn.reborrow(), |c| {
+        let mut q = sqlx::QueryBuilder::new(
+            "update notifications set state = 'expanded' where state = 'pending' and id in (",
+        );
+        let mut ids = q.separated(", ");
+        for (u, _) in expanded {
+            ids.push_bind(u.id);
+        }
+        q.push(") returning id");
+        q.build_query_as().fetch_all(c).await
+    })?;
+    let taken: std::collections::HashSet<Uuid> = taken.into_iter().map(|(id,)| id).collect();
+    let mut rows = Vec::new();
+    for (u, recipients) in expanded.iter().filter(|(u, _)| taken.contains(&u.id)) {
+        let Some(reason) = Reason::parse(&u.reason) else {
+            continue;
+        };
+        for r in recipients {
+            rows.push(Row {
+                id: Uuid::now_v7(),
+                channel,
+                recipient: r,
+                reason,
+                proposal: u.proposal_id,
+                created_at: u.created_at,
+                audience: u.audience.as_deref(),
+            });
+        }
+    }
+    insert_all(conn, &rows).await?;
+    Ok(rows.len())
+}
+
+/// When `channel` last sent `recipient` a message, if it ever did.
+pub async fn last_sent(
+    conn: Conn<'_>,
+    channel: &str,
+    recipient: &str,
+) -> Result<Option<OffsetDateTime>> {
     let sql = "select max(last_attempt_at) from notifications \
-               where channel = $1 and state = 'sent'";
+               where channel = $1 and recipient = $2 and state = 'sent'";
     let (at,): (Option<OffsetDateTime>,) = on!(conn, |c| sqlx::query_as(sql)
         .bind(channel)
+        .bind(recipient)
         .fetch_one(c)
         .await)?;
     Ok(at)
@@ -80,13 +205,17 @@ pub struct DueNotification {
     pub attempts: i32,
     /// When it was queued.
     pub created_at: OffsetDateTime,
+    /// The escalation tier it is for, if any.
+    pub audience: Option<String>,
 }
 
-/// Takes up to `limit` of `channel`'s rows due at `now` for message `message`: counts the
-/// attempt and hides them until `hold_until` (if the send never reports, they are due again).
+/// Takes up to `limit` of the rows for `recipient` on `channel` due at `now` for message
+/// `message`: counts the attempt and hides them until `hold_until` (if the send never
+/// reports, they are due again).
 pub async fn claim_due(
     conn: Conn<'_>,
     channel: &str,
+    recipient: &str,
     message: Uuid,
     now: OffsetDateTime,
     hold_until: OffsetDateTime,
@@ -95,14 +224,14 @@ pub async fn claim_due(
     let sql = conn.pick(
         "update notifications set attempts = attempts + 1, next_attempt_at = $3, \
          message_id = $4 where id in (select id from notifications where channel = $1 \
-         and state = 'pending' and julianday(next_attempt_at) <= julianday($2) \
-         order by created_at limit $5) \
-         returning id, reason, proposal_id, attempts, created_at",
+         and recipient = $6 and state = 'pending' \
+         and julianday(next_attempt_at) <= julianday($2) order by created_at limit $5) \
+         returning id, reason, proposal_id, attempts, created_at, audience",
         "update notifications set attempts = attempts + 1, next_attempt_at = $3, \
          message_id = $4 where id in (select id from notifications where channel = $1 \
-         and state = 'pending' and next_attempt_at <= $2 \
+         and recipient = $6 and state = 'pending' and next_attempt_at <= $2 \
          order by created_at limit $5 for update skip locked) \
-         returning id, reason, proposal_id, attempts, created_at",
+         returning id, reason, proposal_id, attempts, created_at, audience",
     );
     let mut rows: Vec<DueNotification> = on!(conn, |c| sqlx::query_as(sql)
         .bind(channel)
@@ -110,6 +239,7 @@ pub async fn claim_due(
         .bind(hold_until)
         .bind(message)
         .bind(limit)
+        .bind(recipient)
         .fetch_all(c)
         .await)?;
     rows.sort_by_key(|r| (r.created_at, r.id));
@@ -154,13 +284,15 @@ pub async fn settle(conn: Conn<'_>, s: &Settled<'_>) -> Result<()> {
 pub struct NotificationListing {
     /// Its id.
     pub id: Uuid,
-    /// `slack`, `teams` or `webhook`.
+    /// `slack`, `teams`, `webhook` or `email`.
     pub channel: String,
+    /// The person, on email.
+    pub recipient: String,
     /// Why.
     pub reason: String,
     /// The proposal.
     pub proposal_id: Uuid,
-    /// `pending`, `sent` or `failed`.
+    /// `pending`, `sent`, `failed`, or `expanded` (an email row, queued again per person).
     pub state: String,
     /// The send that carried it (several rows share one in a digest).
     pub message_id: Option<Uuid>,
@@ -178,7 +310,7 @@ pub struct NotificationListing {
 
 /// The newest notifications, newest first.
 pub async fn recent(conn: Conn<'_>, limit: i64) -> Result<Vec<NotificationListing>> {
-    let sql = "select id, channel, reason, proposal_id, state, message_id, attempts, created_at, \
+    let sql = "select id, channel, recipient, reason, proposal_id, state, message_id, attempts, created_at, \
                last_attempt_at, last_status, last_error from notifications \
                order by created_at desc, id desc limit $1";
     let rows = on!(conn, |c| sqlx::query_as(sql).bind(limit).fetch_all(c).await)?;

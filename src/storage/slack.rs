@@ -23,14 +23,16 @@ pub async fn set_slack_id(conn: Conn<'_>, username: &str, slack_id: Option<&str>
 /// The person mapped to Slack user `slack_id`.
 pub async fn user_by_slack_id(mut conn: Conn<'_>, slack_id: &str) -> Result<Option<UserRecord>> {
     let sql = "select username, role from users where slack_id = $1";
-    let row: Option<(String, String)> = on!(conn.reborrow(), |c| sqlx::query_as(sql)
+    let row: Option<(String, Option<String>)> = on!(conn.reborrow(), |c| sqlx::query_as(sql)
         .bind(slack_id)
         .fetch_optional(c)
         .await)?;
     let Some((username, role)) = row else {
         return Ok(None);
     };
-    parse("role", &role, Role::parse)?;
+    if let Some(role) = role {
+        parse("role", &role, Role::parse)?;
+    }
     user_by_username(conn, &username).await
 }
 

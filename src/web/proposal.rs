@@ -4,8 +4,8 @@
 //! reveal of a GDPR or HIPAA proposal's personal data.
 
 use app::dto::{
-    AppError, ApprovalView, AuditView, BlockerView, ExecutionView, HistoryItem, HistoryView,
-    Notice, ProposalView, ReviewView, RevisionView, Viewer,
+    AppError, ApprovalView, AuditView, BlockerView, EscalationView, ExecutionView, HistoryItem,
+    HistoryView, Notice, ProposalView, ReviewView, RevisionView, Viewer,
 };
 use app::ports::DecideOutcome;
 use app::time::Moment;
@@ -83,6 +83,18 @@ pub(super) async fn proposal(
     };
     let mut view = detail.into_view(sheet);
     view.revision = revision;
+    view.escalations = s
+        .alerts(id)
+        .await
+        .map_err(internal)?
+        .into_iter()
+        .filter(|a| a.kind == "escalated")
+        .map(|a| EscalationView {
+            tier: a.tier,
+            to: a.audience.unwrap_or_default(),
+            at: moment(a.at, now),
+        })
+        .collect();
     Ok(view)
 }
 
@@ -465,6 +477,7 @@ impl Detail {
             erased,
             hidden_chars: texts.hidden + sheet_hidden,
             revision: RevisionView::default(),
+            escalations: Vec::new(),
             command: command_sheet,
             history: history_view(history, now),
             confirm_name,

@@ -5,6 +5,9 @@
 //!   absolute limit, when the account is disabled or its role changed, and when the epoch
 //!   moved on (disabled or password reset: every session of the account ends). A used
 //!   session is noted at most once a minute, which saves it and so moves its stored expiry on.
+//!   An account without a role (made at its first single sign-on) signs in all the same, but
+//!   its session is no viewer: [`SessionPort::viewer`] answers `None`, so every page and form
+//!   refuses it, and [`SessionPort::awaiting_role`] names it for the page that says so.
 //! - **Anonymous** visitors get no stored session at all: a page view writes no row. The
 //!   sign-in form's CSRF token is a double-submit pair instead: a random value in a cookie of
 //!   its own (`HttpOnly`, `SameSite=Strict`) and, in the form, that value followed by its
@@ -43,7 +46,8 @@ const LOGIN_NONCE_LEN: usize = 48;
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct SessionUser {
     username: String,
-    role: String,
+    /// `None`: the account had no role at sign-in (the session may do nothing).
+    role: Option<String>,
     #[serde(default)]
     epoch: i64,
     #[serde(default)]
@@ -74,7 +78,18 @@ pub struct WebSession {
     minted: Arc<OnceLock<String>>,
     /// The session's verdict, once checked in this request (a page's resources ask at once;
     /// one check, one `auth.session_ended` at most).
-    verdict: tokio::sync::Mutex<Option<Option<Viewer>>>,
+    verdict: tokio::sync::Mutex<Option<Signed>>,
+}
+
+/// Who a checked session belongs to.
+#[derive(Debug, Clone)]
+enum Signed {
+    /// Nobody (never signed in, or the session ended).
+    Out,
+    /// An account without a role: it may do nothing but sign out.
+    AwaitingRole(String),
+    /// A person with a role.
+    In(Viewer),
 }
 
 /// Middleware (inside the session layer): puts the request's [`SessionHandle`] into its
@@ -162,13 +177,17 @@ impl WebSession {
         }
     }
 
-    /// Checks the stored session and notes its use; `None` (and the session ended) when it
-    /// may no longer be used.
-    async fn checked(&self, mut user: SessionUser) -> Result<Option<Viewer>, AppError> {
+    /// Checks the stored session and notes its use; [`Signed::Out`] (and the session ended)
+    /// when it may no longer be used.
+    async fn checked(&self, mut user: SessionUser) -> Result<Signed, AppError> {
         let services = &self.config.services;
-        let Some(role) = Role::parse(&user.role) else {
-            self.session.flush().await.map_err(internal)?;
-            return Ok(None);
+        let role = match user.role.as_deref().map(Role::parse) {
+            None => None,
+            Some(Some(role)) => Some(role),
+            Some(None) => {
+                self.session.flush().await.map_err(internal)?;
+                return Ok(Signed::Out);
+            }
         };
         let stamp = SessionStamp {
             username: user.username.clone(),
@@ -194,30 +213,48 @@ impl WebSession {
             Err(end) => {
                 tracing::info!(user = %user.username, reason = end.as_str(), "session ended");
                 self.session.flush().await.map_err(internal)?;
-                return Ok(None);
+                return Ok(Signed::Out);
             }
         }
-        Ok(Some(Viewer {
-            username: user.username,
-            role: role.into(),
-            can_decide: role.can_decide(),
-        }))
+        Ok(match role {
+            Some(role) => Signed::In(Viewer {
+                username: user.username,
+                role: role.into(),
+                can_decide: role.can_decide(),
+            }),
+            None => Signed::AwaitingRole(user.username),
+        })
+    }
+
+    /// The session's verdict, checked once per request.
+    async fn signed(&self) -> Result<Signed, AppError> {
+        let mut verdict = self.verdict.lock().await;
+        if let Some(known) = &*verdict {
+            return Ok(known.clone());
+        }
+        let signed = match self.user().await? {
+            Some(user) => self.checked(user).await?,
+            None => Signed::Out,
+        };
+        *verdict = Some(signed.clone());
+        Ok(signed)
     }
 }
 
 #[async_trait]
 impl SessionPort for WebSession {
     async fn viewer(&self) -> Result<Option<Viewer>, AppError> {
-        let mut verdict = self.verdict.lock().await;
-        if let Some(known) = &*verdict {
-            return Ok(known.clone());
-        }
-        let viewer = match self.user().await? {
-            Some(user) => self.checked(user).await?,
-            None => None,
-        };
-        *verdict = Some(viewer.clone());
-        Ok(viewer)
+        Ok(match self.signed().await? {
+            Signed::In(viewer) => Some(viewer),
+            Signed::Out | Signed::AwaitingRole(_) => None,
+        })
+    }
+
+    async fn awaiting_role(&self) -> Result<Option<String>, AppError> {
+        Ok(match self.signed().await? {
+            Signed::AwaitingRole(username) => Some(username),
+            Signed::Out | Signed::In(_) => None,
+        })
     }
 
     async fn csrf_token(&self) -> Result<String, AppError> {
@@ -265,12 +302,13 @@ impl SessionPort for WebSession {
         })
     }
 
-    async fn sign_in(&self, viewer: &Viewer) -> Result<(), AppError> {
+    async fn sign_in(&self, username: &str) -> Result<(), AppError> {
         let services = &self.config.services;
         let account = services
-            .user(&viewer.username)
+            .user(username)
             .await
             .map_err(internal)?
+            .filter(|a| !a.disabled)
             .ok_or(AppError::Unauthenticated)?;
         // A new id defeats session fixation; the CSRF token is renewed with it.
         self.session.cycle_id().await.map_err(internal)?;
@@ -281,8 +319,8 @@ impl SessionPort for WebSession {
             .map_err(internal)?;
         let now = unix(services.now());
         let user = SessionUser {
-            username: viewer.username.clone(),
-            role: viewer.role.as_str().to_owned(),
+            username: account.username,
+            role: account.role.map(|r| r.as_str().to_owned()),
             epoch: account.session_epoch,
             signed_in_at: now,
             seen_at: now,
@@ -297,7 +335,7 @@ impl SessionPort for WebSession {
 
     async fn sign_out(&self) -> Result<(), AppError> {
         self.session.flush().await.map_err(internal)?;
-        *self.verdict.lock().await = Some(None);
+        *self.verdict.lock().await = Some(Signed::Out);
         Ok(())
     }
 }

@@ -82,7 +82,7 @@ impl TestApp {
         Self::spawn_full(backend, policy_toml, |_| {}).await
     }
 
-    async fn spawn_full(
+    pub async fn spawn_full(
         backend: &str,
         policy_toml: Option<&str>,
         configure: impl FnOnce(&mut Settings),

@@ -21,6 +21,7 @@ mod openapi;
 mod policy;
 mod proposal_page;
 mod queue_page;
+mod reach;
 mod revisions;
 mod slack;
 mod waiting;

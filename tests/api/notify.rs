@@ -37,6 +37,7 @@ async fn each_channel_hears_once_and_a_flood_folds_into_a_digest(backend: &str) 
             webhook: channel(&hook_url).map(|u| (u, SECRET.to_owned())),
             window: None,
             slack_signing_secret: None,
+            ..NotifySettings::default()
         };
     })
     .await;

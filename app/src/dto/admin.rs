@@ -8,8 +8,9 @@ use serde::{Deserialize, Serialize};
 pub struct UserItem {
     /// Username.
     pub username: String,
-    /// `admin`, `reviewer` or `compliance`.
-    pub role: String,
+    /// `admin`, `reviewer` or `compliance`; `None`: not granted yet (an account made at its
+    /// first single sign-on), and so may do nothing.
+    pub role: Option<String>,
     /// The domains they review, comma-separated (`None`: every domain).
     pub domains: Option<String>,
     /// Whether they are disabled.

@@ -14,6 +14,7 @@ pub const EVENT_KINDS: &[&str] = &[
     "proposal.rejected",
     "proposal.decision_refused",
     "proposal.expired",
+    "proposal.escalated",
     "proposal.viewed",
     "proposal.personal_data_revealed",
     "proposal.erased",

@@ -268,6 +268,19 @@ pub struct ProposalView {
     pub hidden_chars: usize,
     /// The proposal this one revises, the ones that revise it, and what changed.
     pub revision: RevisionView,
+    /// Escalations raised because nobody decided in time, oldest first.
+    pub escalations: Vec<EscalationView>,
+}
+
+/// One escalation tier raised (policy `escalate_after` / `escalate_to`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EscalationView {
+    /// The tier (1 for the first).
+    pub tier: i32,
+    /// Whom: a username or a role.
+    pub to: String,
+    /// When.
+    pub at: Moment,
 }
 
 /// A proposal's place in a chain of revisions (after a reviewer asked for changes).

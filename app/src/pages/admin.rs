@@ -140,7 +140,8 @@ fn UserRow(user: UserItem, csrf: String) -> impl IntoView {
     } else {
         view! { <UserAction csrf=c.clone() username=u.clone() action="disable" label="Disable"/> }
     };
-    let selected = role.clone();
+    let selected = role.clone().unwrap_or_default();
+    let shown_role = role.unwrap_or_else(|| "no role yet".into());
     let attr = username.clone();
     let role_label = format!("New role for {username}");
     let domains_label =
@@ -148,7 +149,7 @@ fn UserRow(user: UserItem, csrf: String) -> impl IntoView {
     view! {
         <tr data-testid="user-row" data-username=attr>
             <td>{username}</td>
-            <td>{role}</td>
+            <td data-testid="user-role">{shown_role}</td>
             <td>{shown_domains}</td>
             <td data-testid="user-state">{state}</td>
             <td>

@@ -1,4 +1,4 @@
-//! The pages: sign-in, the review queue, one proposal, the compliance officer's audit trail,
+//! The pages: sign-in (and the page of an account without a role), the review queue, one proposal, the compliance officer's audit trail,
 //! timelines and charts, and the header around them.
 
 mod admin;
@@ -13,7 +13,7 @@ mod timeline;
 pub use admin::{AdminTokensPage, AdminUsersPage, AdminWebhooksPage};
 pub use audit::AuditTrailPage;
 pub use charts::ChartsPage;
-pub use login::LoginPage;
+pub use login::{LoginPage, NoRolePage};
 pub use proposal::ProposalPage;
 pub use queue::QueuePage;
 pub use runs::RunsPage;
@@ -44,7 +44,7 @@ pub fn Header() -> impl IntoView {
             <Suspense fallback=|| ()>
                 {move || Suspend::new(async move {
                     match session.await {
-                        Ok(SessionView { viewer: Some(viewer), csrf_token }) => view! {
+                        Ok(SessionView { viewer: Some(viewer), csrf_token, .. }) => view! {
                             <nav>
                                 <a href="/">"Queue"</a>
                                 <a href="/runs" data-testid="nav-runs">"Runs"</a>

@@ -18,8 +18,11 @@ pub struct UserCreated {
     pub user_id: Uuid,
     /// Username.
     pub username: String,
-    /// Role.
-    pub role: Role,
+    /// Role (`null`: none yet, an account made at its first single sign-on).
+    pub role: Option<Role>,
+    /// How the account came to be, when not by an admin: `oidc` (its first single sign-on).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub via: Option<&'static str>,
 }
 
 impl Payload for UserCreated {
@@ -75,8 +78,11 @@ pub struct SignedIn {
     /// Username.
     #[serde(skip)]
     pub username: String,
-    /// Role at sign-in.
-    pub role: Role,
+    /// Role at sign-in (`null`: none granted yet; such a session may do nothing).
+    pub role: Option<Role>,
+    /// How, when not by password: `oidc` (single sign-on).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub via: Option<&'static str>,
 }
 
 impl Payload for SignedIn {
@@ -95,7 +101,9 @@ pub struct SignInFailed {
     /// The account, when one of that name exists.
     #[serde(skip)]
     pub username: Option<String>,
-    /// `wrong_password`, `disabled` or `unknown_user`.
+    /// `wrong_password`, `disabled` or `unknown_user`; for single sign-on one of the
+    /// `oidc_…` reasons (the provider refused, the state did not match, the ID token or the
+    /// code did not check out, the account is disabled).
     pub reason: &'static str,
 }
 
@@ -265,8 +273,8 @@ pub struct RoleChanged {
     pub user_id: Uuid,
     /// Username.
     pub username: String,
-    /// Role before.
-    pub from: Role,
+    /// Role before (`null`: none).
+    pub from: Option<Role>,
     /// Role after.
     pub to: Role,
 }

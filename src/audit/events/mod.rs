@@ -80,6 +80,8 @@ audit_events! {
     DecisionRefused,
     /// Nobody decided in time (`proposal.expired`).
     ProposalExpired,
+    /// Nobody decided yet: the next tier was told (`proposal.escalated`).
+    ProposalEscalated,
     /// A GDPR or HIPAA proposal was opened (`proposal.viewed`).
     ProposalViewed,
     /// A reviewer revealed a proposal's withheld personal data

@@ -300,6 +300,33 @@ impl Payload for ProposalExpired {
     }
 }
 
+/// Payload of `proposal.escalated`: nobody decided in time, so the policy's next tier was
+/// told (and may decide).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProposalEscalated {
+    /// The proposal.
+    #[serde(skip)]
+    pub proposal_id: Uuid,
+    /// Whose, which tool, where, how risky.
+    #[serde(flatten)]
+    pub facets: ProposalFacets,
+    /// The tier raised (1 for the first).
+    pub tier: u32,
+    /// Whom: a username or a role, as the policy names it.
+    pub escalated_to: String,
+    /// The policy's window between tiers, in seconds.
+    pub escalate_after_secs: u64,
+}
+
+impl Payload for ProposalEscalated {
+    fn kind(&self) -> &'static str {
+        "proposal.escalated"
+    }
+    fn subject(&self) -> (&'static str, String) {
+        ("proposal", self.proposal_id.to_string())
+    }
+}
+
 /// Payload of `proposal.viewed`: HIPAA's enhanced logging (and GDPR's) — who opened a
 /// proposal holding regulated data, and when (the row's actor and time).
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -4,12 +4,14 @@
 
 use std::collections::BTreeMap;
 
+use super::escalation::Escalation;
 use super::glob::Glob;
 use super::model::{
-    ActionCategory, AgentRule, BlastRadiusRules, Defaults, MAX_EXPIRY_SECS, Policy, PolicyError,
-    ToolRule,
+    ActionCategory, AgentRule, BlastRadiusRules, Defaults, DomainRule, MAX_EXPIRY_SECS, Policy,
+    PolicyError, ToolRule,
 };
 use super::toml::{self, Located, TomlValue, line_col, push_key};
+use crate::domain::contract::proposal::is_slug;
 use crate::domain::contract::vocab::{BlastRadius, RiskLevel, ToolCategory};
 use crate::domain::contract::wire::WireEnum;
 
@@ -87,13 +89,22 @@ pub fn format_duration(secs: u64) -> String {
     format!("{secs}s")
 }
 
-const SECTIONS: &[&str] = &["policy", "defaults", "blast_radius", "agents", "tools"];
+const SECTIONS: &[&str] = &[
+    "policy",
+    "defaults",
+    "blast_radius",
+    "agents",
+    "domains",
+    "tools",
+];
 const POLICY_KEYS: &[&str] = &["name", "description"];
 const DEFAULTS_KEYS: &[&str] = &[
     "required_approvals",
     "expiry",
     "unknown_agents",
     "execute_within",
+    "escalate_after",
+    "escalate_to",
 ];
 const BLAST_KEYS: &[&str] = &[
     "auto_execute_max",
@@ -115,7 +126,10 @@ const TOOL_KEYS: &[&str] = &[
     "allow_phi",
     "idempotent",
     "execute_within",
+    "escalate_after",
+    "escalate_to",
 ];
+const DOMAIN_KEYS: &[&str] = &["escalate_after", "escalate_to"];
 
 /// One known key of a table: its name, value and path.
 struct Field<'a> {
@@ -329,6 +343,9 @@ impl Loader<'_> {
         let agents = section("agents")
             .map(|f| self.agents(f))
             .unwrap_or_default();
+        let domains = section("domains")
+            .map(|f| self.domains(f))
+            .unwrap_or_default();
         let tools = section("tools")
             .map(|f| self.tools(f, &defaults))
             .unwrap_or_default();
@@ -338,6 +355,7 @@ impl Loader<'_> {
             defaults,
             blast_radius,
             agents,
+            domains,
             tools,
         ))
     }
@@ -361,8 +379,11 @@ impl Loader<'_> {
         let Some(entries) = self.table(section.value, &section.path) else {
             return d;
         };
-        for f in self.fields(entries, &section.path, DEFAULTS_KEYS) {
+        let fields = self.fields(entries, &section.path, DEFAULTS_KEYS);
+        d.escalation = self.escalation(&fields, section);
+        for f in fields {
             match f.key {
+                "escalate_after" | "escalate_to" => {}
                 "required_approvals" => {
                     d.required_approvals = self.count(&f).unwrap_or(d.required_approvals);
                 }
@@ -479,6 +500,92 @@ impl Loader<'_> {
         agents
     }
 
+    fn domains(&mut self, section: &Field<'_>) -> BTreeMap<String, DomainRule> {
+        let mut domains = BTreeMap::new();
+        let Some(entries) = self.table(section.value, &section.path) else {
+            return domains;
+        };
+        for (name, value) in entries {
+            let mut path = section.path.clone();
+            push_key(&mut path, name);
+            if !is_slug(name, 64) {
+                self.error(value, &path, format!("`{name}` is not a domain name"));
+                continue;
+            }
+            let Some(fields) = self.table(value, &path) else {
+                continue;
+            };
+            let fields = self.fields(fields, &path, DOMAIN_KEYS);
+            let at = Field {
+                key: name,
+                value,
+                path: path.clone(),
+            };
+            let escalation = self.escalation(&fields, &at);
+            domains.insert(name.clone(), DomainRule { escalation });
+        }
+        domains
+    }
+
+    /// `escalate_after` and `escalate_to` among `fields` of the table at `at`: both or neither.
+    fn escalation(&mut self, fields: &[Field<'_>], at: &Field<'_>) -> Option<Escalation> {
+        let after = fields.iter().find(|f| f.key == "escalate_after");
+        let to = fields.iter().find(|f| f.key == "escalate_to");
+        let (after, to) = match (after, to) {
+            (None, None) => return None,
+            (Some(after), Some(to)) => (after, to),
+            (Some(_), None) | (None, Some(_)) => {
+                let msg = "`escalate_after` and `escalate_to` go together: when, and to whom";
+                self.error(at.value, &at.path, msg);
+                return None;
+            }
+        };
+        let after_secs = self.duration(after);
+        let to = self.tiers(to);
+        Some(Escalation {
+            after_secs: after_secs?,
+            to: to?,
+        })
+    }
+
+    /// `escalate_to`: tiers in order, each a username or a deciding role, none twice.
+    fn tiers(&mut self, f: &Field<'_>) -> Option<Vec<String>> {
+        let TomlValue::Array(items) = &f.value.value else {
+            let msg = format!("must be an array of names, got {}", f.value.type_name());
+            self.error(f.value, &f.path, msg);
+            return None;
+        };
+        if items.is_empty() {
+            self.error(f.value, &f.path, "must name at least one tier");
+            return None;
+        }
+        let mut tiers: Vec<String> = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            let path = format!("{}[{i}]", f.path);
+            let problem = match &item.value {
+                TomlValue::String(s) if s == "compliance" => Some(
+                    "compliance officers decide nothing: name a reviewer, `reviewer` or `admin`"
+                        .into(),
+                ),
+                TomlValue::String(s) if tiers.contains(s) => Some(format!("`{s}` is listed twice")),
+                TomlValue::String(s) if !is_slug(s, 64) => Some(format!(
+                    "`{s}` is not a username or role: lowercase letters, digits, `-`, `_`, `.`"
+                )),
+                TomlValue::String(_) => None,
+                _ => Some(format!("must be a name, got {}", item.type_name())),
+            };
+            match problem {
+                Some(msg) => self.error(item, &path, msg),
+                None => {
+                    if let TomlValue::String(s) = &item.value {
+                        tiers.push(s.clone());
+                    }
+                }
+            }
+        }
+        (tiers.len() == items.len()).then_some(tiers)
+    }
+
     fn tools(&mut self, section: &Field<'_>, defaults: &Defaults) -> Vec<ToolRule> {
         let mut tools = Vec::new();
         let Some(entries) = self.table(section.value, &section.path) else {
@@ -511,11 +618,19 @@ impl Loader<'_> {
                 allow_phi: false,
                 idempotent: false,
                 execute_within_secs: defaults.execute_within_secs,
+                escalation: None,
                 glob: Glob::is_wildcard(pattern).then_some(glob),
             };
             let fields = self.fields(fields, &id, TOOL_KEYS);
+            let at = Field {
+                key: pattern,
+                value,
+                path: id.clone(),
+            };
+            rule.escalation = self.escalation(&fields, &at);
             for f in &fields {
                 match f.key {
+                    "escalate_after" | "escalate_to" => {}
                     "description" => rule.description = self.string(f).map(str::to_owned),
                     "category" => rule.category = self.category(f).unwrap_or(rule.category),
                     "tool_category" => rule.tool_category = self.enumeration(f),

@@ -29,6 +29,8 @@
 //! allowed_agents = ["sales-agent"]     # lane: who may propose it (empty = anyone)
 //! allowed_executors = ["n8n-crm"]      # who may execute it (empty = any executor)
 //! allow_phi = false                    # HIPAA allow-list
+//! escalate_after = "30m"               # nobody decided: tell the next tier
+//! escalate_to = ["team-lead", "admin"] # (also under [defaults] and [domains.<name>])
 //! ```
 //!
 //! Semantics that hold for every policy:
@@ -51,8 +53,9 @@
 //!
 //! The wing imports only the contract wing ([`crate::domain::contract`]): [`model`] is the
 //! policy itself, [`loader`] reads it from TOML (with positions from `toml`), [`glob`]
-//! matches tool-name patterns.
+//! matches tool-name patterns, [`escalation`] says who is told when nobody decides.
 
+pub mod escalation;
 pub mod glob;
 pub mod loader;
 pub mod model;

@@ -8,6 +8,7 @@ use std::fmt;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
+use super::escalation::Escalation;
 use super::glob::Glob;
 use crate::domain::contract::canonical::{canonical_json, sha256_hex};
 use crate::domain::contract::vocab::{BlastRadius, RiskLevel, ToolCategory};
@@ -65,6 +66,8 @@ pub struct Defaults {
     pub unknown_agents: UnknownAgents,
     /// How long an approved command may wait for its first lease, in seconds.
     pub execute_within_secs: u64,
+    /// Who is told when nobody decides in time; `None`: nothing escalates.
+    pub escalation: Option<Escalation>,
 }
 
 impl Default for Defaults {
@@ -74,6 +77,7 @@ impl Default for Defaults {
             expiry_secs: DEFAULT_EXPIRY_SECS,
             unknown_agents: UnknownAgents::Refuse,
             execute_within_secs: DEFAULT_EXECUTE_WITHIN_SECS,
+            escalation: None,
         }
     }
 }
@@ -176,6 +180,8 @@ pub struct ToolRule {
     pub idempotent: bool,
     /// How long an approved command may wait for its first lease, in seconds.
     pub execute_within_secs: u64,
+    /// Escalation for this tool; `None`: the domain's, else the defaults'.
+    pub escalation: Option<Escalation>,
     #[serde(skip)]
     pub(super) glob: Option<Glob>,
 }
@@ -234,6 +240,13 @@ impl fmt::Display for PolicyError {
 
 impl std::error::Error for PolicyError {}
 
+/// What the policy says about one domain (`[domains.<name>]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DomainRule {
+    /// Escalation for the domain's proposals; `None`: the defaults'.
+    pub escalation: Option<Escalation>,
+}
+
 /// A loaded, validated policy.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Policy {
@@ -242,6 +255,7 @@ pub struct Policy {
     defaults: Defaults,
     blast_radius: BlastRadiusRules,
     agents: BTreeMap<String, AgentRule>,
+    domains: BTreeMap<String, DomainRule>,
     /// Exact rules first (by name), then patterns, most specific first.
     tools: Vec<ToolRule>,
     exact: HashMap<String, usize>,
@@ -267,6 +281,7 @@ impl Policy {
             },
             BlastRadiusRules::default(),
             BTreeMap::new(),
+            BTreeMap::new(),
             Vec::new(),
         )
     }
@@ -277,6 +292,7 @@ impl Policy {
         defaults: Defaults,
         blast_radius: BlastRadiusRules,
         agents: BTreeMap<String, AgentRule>,
+        domains: BTreeMap<String, DomainRule>,
         mut tools: Vec<ToolRule>,
     ) -> Policy {
         tools.sort_by(|a, b| match (&a.glob, &b.glob) {
@@ -297,6 +313,7 @@ impl Policy {
             defaults,
             blast_radius,
             agents,
+            domains,
             tools,
             exact,
             version: String::new(),
@@ -330,9 +347,7 @@ impl Policy {
             .tools
             .iter()
             .map(|t| {
-                (
-                    t.pattern.clone(),
-                    json!({
+                let mut rule = json!({
                         "description": t.description,
                         "category": t.category.as_str(),
                         "tool_category": t.tool_category.map(ToolCategory::as_str),
@@ -344,20 +359,23 @@ impl Policy {
                         "allow_phi": t.allow_phi,
                         "idempotent": t.idempotent,
                         "execute_within_secs": t.execute_within_secs,
-                    }),
-                )
+                });
+                with_escalation(&mut rule, t.escalation.as_ref());
+                (t.pattern.clone(), rule)
             })
             .collect();
         let b = &self.blast_radius;
-        json!({
+        let mut defaults = json!({
+            "required_approvals": self.defaults.required_approvals,
+            "expiry_secs": self.defaults.expiry_secs,
+            "unknown_agents": self.defaults.unknown_agents.as_str(),
+            "execute_within_secs": self.defaults.execute_within_secs,
+        });
+        with_escalation(&mut defaults, self.defaults.escalation.as_ref());
+        let mut canonical = json!({
             "format": POLICY_FORMAT,
             "policy": {"name": self.name, "description": self.description},
-            "defaults": {
-                "required_approvals": self.defaults.required_approvals,
-                "expiry_secs": self.defaults.expiry_secs,
-                "unknown_agents": self.defaults.unknown_agents.as_str(),
-                "execute_within_secs": self.defaults.execute_within_secs,
-            },
+            "defaults": defaults,
             "blast_radius": {
                 "auto_execute_max": b.auto_execute_max.as_str(),
                 "rollback_plan_above": b.rollback_plan_above.map(BlastRadius::as_str),
@@ -367,7 +385,21 @@ impl Policy {
             },
             "agents": agents,
             "tools": tools,
-        })
+        });
+        // Added only when present, so policies written before escalation keep their version.
+        if !self.domains.is_empty() {
+            let domains: Map<String, Value> = self
+                .domains
+                .iter()
+                .map(|(name, d)| {
+                    let mut rule = json!({});
+                    with_escalation(&mut rule, d.escalation.as_ref());
+                    (name.clone(), rule)
+                })
+                .collect();
+            canonical["domains"] = Value::Object(domains);
+        }
+        canonical
     }
 
     /// The policy's name, if it has one.
@@ -440,10 +472,39 @@ impl Policy {
             .map_or(self.defaults.execute_within_secs, |r| r.execute_within_secs)
     }
 
+    /// Who is told when nobody decides a proposal for `tool_name` in `domain`: the tool's
+    /// rule, else the domain's, else the defaults'; `None`: nothing escalates.
+    pub fn escalation_for(&self, tool_name: &str, domain: &str) -> Option<&Escalation> {
+        self.tool_rule(tool_name)
+            .and_then(|r| r.escalation.as_ref())
+            .or_else(|| self.domains.get(domain).and_then(|d| d.escalation.as_ref()))
+            .or(self.defaults.escalation.as_ref())
+    }
+
+    /// The shortest `escalate_after` anywhere in the policy, in seconds; `None`: nothing
+    /// escalates.
+    pub fn shortest_escalation(&self) -> Option<u64> {
+        let tools = self.tools.iter().filter_map(|t| t.escalation.as_ref());
+        let domains = self.domains.values().filter_map(|d| d.escalation.as_ref());
+        tools
+            .chain(domains)
+            .chain(self.defaults.escalation.as_ref())
+            .map(|e| e.after_secs)
+            .min()
+    }
+
     /// The approval expiry for `tool_name`, in seconds.
     pub fn expiry_secs(&self, tool_name: &str) -> u64 {
         self.tool_rule(tool_name)
             .map_or(self.defaults.expiry_secs, |r| r.expiry_secs)
+    }
+}
+
+/// Adds `escalate_after` and `escalate_to` to a canonical rule, when it has them.
+fn with_escalation(rule: &mut Value, escalation: Option<&Escalation>) {
+    if let Some(e) = escalation {
+        rule["escalate_after_secs"] = json!(e.after_secs);
+        rule["escalate_to"] = json!(e.to);
     }
 }
 

@@ -49,7 +49,7 @@ pub fn ProposalPage() -> impl IntoView {
                 let act = act.clone();
                 Suspend::new(async move {
                 let (csrf, audits) = match session.await {
-                    Ok(SessionView { csrf_token, viewer }) => {
+                    Ok(SessionView { csrf_token, viewer, .. }) => {
                         let audits = viewer.is_some_and(|v| matches!(v.role, Role::Compliance | Role::Admin));
                         (csrf_token, audits)
                     }

@@ -21,6 +21,14 @@ pub fn why_here(p: &ProposalView) -> impl IntoView + use<> {
                <strong data-testid="proposal-effective-risk">{p.effective_risk}</strong>
                " · approvals " <strong data-testid="proposal-approvals">{p.approvals.len()} " of " {p.required_approvals}</strong></p>
             <ul>{approvals}</ul>
+            {(!p.escalations.is_empty()).then(|| view! {
+                <ul class="escalations" data-testid="proposal-escalations">
+                    {p.escalations.iter().map(|e| view! {
+                        <li>"Escalated to " <strong>{e.to.clone()}</strong> " (tier " {e.tier}
+                            ") " <When at=e.at/> ": nobody had decided"</li>
+                    }).collect_view()}
+                </ul>
+            })}
             <p>"Route " <strong data-testid="proposal-route">{p.route}</strong> " by rule " <em>{p.rule}</em>
                " (policy " <code>{p.policy_version}</code> ")"</p>
             <ul class="blockers" data-testid="proposal-blockers">
