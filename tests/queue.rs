@@ -472,7 +472,17 @@ async fn failures_follow_their_side_effect(backend: &str) {
 }
 
 async fn a_timeout_opens_a_rollback_task(backend: &str) {
-    let db = db(backend, NO_POLICY).await;
+    let mut db = db(backend, NO_POLICY).await;
+    // Reviewers are told on the channels configured (nothing is sent here: no dispatcher).
+    let slack =
+        countersign::service::ChannelUrl("https://hooks.slack.test/x".parse().expect("url"));
+    db.services = db
+        .services
+        .clone()
+        .with_notifications(countersign::service::NotifySettings {
+            slack: Some(slack),
+            ..Default::default()
+        });
     let body = body_with(json!({
         "execution": {"timeout_ms": 5000},
         "rollback_plan": {"type": "compensate", "instructions": {"step": "restore the old email"}}
@@ -499,6 +509,9 @@ async fn a_timeout_opens_a_rollback_task(backend: &str) {
             CommandStatus::AwaitingApproval
         )
     );
+    let told = db.services.recent_notifications(50).await.expect("list");
+    let reasons: Vec<&str> = told.iter().map(|n| n.reason.as_str()).collect();
+    assert!(reasons.contains(&"rollback"), "{reasons:?}");
     // Not leasable until a reviewer approves it.
     assert!(any(&db.services, "exec").await.is_none());
     db.services

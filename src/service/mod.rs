@@ -96,6 +96,7 @@ pub struct Services {
     webhooks: Arc<webhooks::Webhooks>,
     metrics: Arc<crate::metrics::Metrics>,
     notify: Arc<NotifySettings>,
+    windows: Arc<notify::Windows>,
 }
 
 /// A command to queue, as an approval (or the policy's `accept`) makes it.
@@ -128,6 +129,7 @@ impl Services {
             webhooks: Arc::new(webhooks::Webhooks::new(WebhookSettings::default())),
             metrics: Arc::default(),
             notify: Arc::default(),
+            windows: Arc::default(),
         }
     }
 

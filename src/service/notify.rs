@@ -11,8 +11,11 @@
 //! to the proposal page under `--public-url`; they never carry parameter values. The link only
 //! opens the page: deciding takes a signed-in POST there.
 
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
+use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::mail::Mailer;
@@ -123,6 +126,26 @@ impl NotifySettings {
     }
 }
 
+/// When each channel's (each person's, on email) window opens again, as this instance last
+/// saw it: the dispatcher, woken by every commit that queued something, leaves the database
+/// alone until then. Another instance's sends only make the window later, which the database
+/// says when it is asked.
+#[derive(Debug, Default)]
+pub(super) struct Windows(Mutex<HashMap<(&'static str, String), OffsetDateTime>>);
+
+impl Windows {
+    fn closed(&self, channel: &'static str, recipient: &str, now: OffsetDateTime) -> bool {
+        let key = (channel, recipient.to_owned());
+        let opens = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        opens.get(&key).is_some_and(|at| now < *at)
+    }
+
+    fn close_until(&self, channel: &'static str, recipient: &str, at: OffsetDateTime) {
+        let mut opens = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        opens.insert((channel, recipient.to_owned()), at);
+    }
+}
+
 impl Services {
     /// Sends every channel's due notifications: one message per channel (per reviewer on
     /// email) whose window is open, a digest when several wait; how many messages went out or
@@ -154,10 +177,16 @@ impl Services {
         recipient: String,
     ) -> Result<bool, ServiceError> {
         let now = self.now();
+        if self.windows.closed(channel, &recipient, now) {
+            return Ok(false);
+        }
         let mut read = self.read().await?;
         let last = notifications::last_sent(read.conn(), channel, &recipient).await?;
         drop(read);
-        if last.is_some_and(|at| now < at + self.notify.window()) {
+        if let Some(opens) = last.map(|at| at + self.notify.window())
+            && now < opens
+        {
+            self.windows.close_until(channel, &recipient, opens);
             return Ok(false);
         }
         let to = recipient.clone();
@@ -190,7 +219,10 @@ impl Services {
             Some(m) => self.post(channel, message, &m).await,
             None => Ok(200),
         };
-        self.settle(channel, message, &due, outcome).await?;
+        if self.settle(channel, message, &due, outcome).await? == "sent" {
+            self.windows
+                .close_until(channel, &recipient, now + self.notify.window());
+        }
         Ok(true)
     }
 
@@ -279,14 +311,15 @@ impl Services {
             .map(|()| 250)
     }
 
-    /// Records what became of message `message`: sent, tried again later, or given up.
+    /// Records what became of message `message`: sent, tried again later, or given up (the
+    /// state it answers).
     async fn settle(
         &self,
         channel: &str,
         message: Uuid,
         due: &[DueNotification],
         outcome: Result<u16, String>,
-    ) -> Result<(), ServiceError> {
+    ) -> Result<&'static str, ServiceError> {
         let at = self.now();
         let attempts = due.iter().map(|d| d.attempts).max().unwrap_or(1);
         let oldest = due.iter().map(|d| d.created_at).min().unwrap_or(at);
@@ -328,7 +361,7 @@ impl Services {
             .await?;
         self.metrics().notification(channel, state);
         self.store().changes().sends_settled(1);
-        Ok(())
+        Ok(state)
     }
 
     /// The newest reviewers' notifications, for admins.
