@@ -192,6 +192,8 @@ pub enum Notice {
     RoleChanged,
     /// The domains a user reviews changed.
     DomainsChanged,
+    /// The address a user is emailed at changed.
+    EmailChanged,
     /// A token was created.
     TokenCreated,
     /// A token was revoked.
@@ -209,7 +211,7 @@ pub enum Notice {
 }
 
 impl Notice {
-    const ALL: [Notice; 52] = [
+    const ALL: [Notice; 53] = [
         Notice::SsoFailed,
         Notice::SsoRefused,
         Notice::OperatesAgent,
@@ -219,6 +221,7 @@ impl Notice {
         Notice::PasswordReset,
         Notice::RoleChanged,
         Notice::DomainsChanged,
+        Notice::EmailChanged,
         Notice::TokenCreated,
         Notice::TokenRevoked,
         Notice::LastAdmin,
@@ -312,6 +315,7 @@ impl Notice {
             Notice::PasswordReset => "password_reset",
             Notice::RoleChanged => "role_changed",
             Notice::DomainsChanged => "domains_changed",
+            Notice::EmailChanged => "email_changed",
             Notice::TokenCreated => "token_created",
             Notice::TokenRevoked => "token_revoked",
             Notice::LastAdmin => "last_admin",
@@ -419,6 +423,7 @@ impl Notice {
                 "Role changed; their sessions ended, so they sign in again under the new role."
             }
             Notice::DomainsChanged => "Domains changed.",
+            Notice::EmailChanged => "Email address changed.",
             Notice::TokenCreated => {
                 "Token created. It is shown below, once: copy it now; only its hash is stored."
             }

@@ -182,6 +182,8 @@ pub enum UserChange {
         role: String,
         /// Domains, as typed.
         domains: Option<String>,
+        /// Email address, as typed (empty: none).
+        email: Option<String>,
     },
     /// Disable (sessions end at their next request).
     Disable(String),
@@ -202,6 +204,13 @@ pub enum UserChange {
         username: String,
         /// Domains, as typed.
         domains: Option<String>,
+    },
+    /// Another email address (empty: none).
+    Email {
+        /// Username.
+        username: String,
+        /// Address, as typed.
+        email: Option<String>,
     },
 }
 

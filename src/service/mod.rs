@@ -46,7 +46,7 @@ pub use decide::{Decided, Reviewer};
 pub use desk::{FACETS_FRESH, Facets, QUEUE_PAGE, QueuePage};
 pub use executor::{Grant, LeaseRequest, Leased, Report};
 pub use ledger::{COMMIT_LAG, ChainState, Cursor, SCAN_BUDGET, TRAIL_PAGE, TrailPage};
-pub use mail::Mailer;
+pub use mail::{Mailer, check_address};
 pub use notify::{ChannelUrl, DEFAULT_EXPIRY_WARNING, NotifySettings, SigningSecret};
 pub use pre_tool_check::CheckAnswer;
 pub use queries::QUEUE_LIMIT;

@@ -334,13 +334,15 @@ pub struct UserListing {
     pub role: Option<String>,
     /// The domains they are limited to (`None`: every domain).
     pub domains: Option<sqlx::types::Json<Vec<String>>>,
+    /// The address they are emailed at.
+    pub email: Option<String>,
     /// When they were disabled, if they are.
     pub disabled_at: Option<OffsetDateTime>,
 }
 
 /// Every user, by name.
 pub async fn list_users(conn: Conn<'_>) -> Result<Vec<UserListing>> {
-    let sql = "select username, role, domains, disabled_at from users order by username";
+    let sql = "select username, role, domains, email, disabled_at from users order by username";
     let rows = on!(conn, |c| sqlx::query_as(sql).fetch_all(c).await)?;
     Ok(rows)
 }

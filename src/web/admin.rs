@@ -173,13 +173,21 @@ impl AccountsAdmin {
                 username,
                 role,
                 domains,
+                email,
             } => {
                 let (role, domains) = (parse_role(&role)?, parse_domains(domains.as_deref())?);
+                let email = email.filter(|e| !e.trim().is_empty());
+                if let Some(e) = &email {
+                    crate::service::check_address(e).map_err(AccountError::Invalid)?;
+                }
                 let password = one_time_password();
                 s.add_user(username.trim(), role, password.clone(), actor)
                     .await?;
                 if domains.is_some() {
                     s.set_domains(username.trim(), domains, actor).await?;
+                }
+                if email.is_some() {
+                    s.set_email(username.trim(), email.as_deref()).await?;
                 }
                 let label = format!("user {}", username.trim());
                 (Notice::UserAdded, Some(Made::one(label, password)))
@@ -206,6 +214,11 @@ impl AccountsAdmin {
                 s.set_domains(&username, parse_domains(domains.as_deref())?, actor)
                     .await?;
                 (Notice::DomainsChanged, None)
+            }
+            UserChange::Email { username, email } => {
+                let email = email.filter(|e| !e.trim().is_empty());
+                s.set_email(&username, email.as_deref()).await?;
+                (Notice::EmailChanged, None)
             }
         })
     }
@@ -280,6 +293,7 @@ impl Admin for AccountsAdmin {
                     username: u.username,
                     role: u.role,
                     domains: u.domains.map(|d| d.0.join(", ")),
+                    email: u.email,
                     disabled: u.disabled_at.is_some(),
                 })
                 .collect(),

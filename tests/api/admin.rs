@@ -159,10 +159,27 @@ async fn disabling_a_person_ends_their_open_session(backend: &str) {
     assert_eq!(location(&again.login("rita", &password).await), "/");
 
     let form = [
+        ("action", "email"),
+        ("username", "rita"),
+        ("email", "rita@example.com"),
+    ];
+    let (to, html) = post(&admin, "/admin/users", "/fn/change_user", &form).await;
+    assert_eq!(to, "/admin/users?notice=email_changed");
+    assert!(html.contains("rita@example.com"), "{html}");
+    let form = [
+        ("action", "email"),
+        ("username", "rita"),
+        ("email", "not-an-address"),
+    ];
+    let (to, _) = post(&admin, "/admin/users", "/fn/change_user", &form).await;
+    assert_eq!(to, "/admin/users?error=account_invalid");
+
+    let form = [
         ("action", "add"),
         ("username", "newbie"),
         ("role", "compliance"),
         ("domains", "billing"),
+        ("email", "newbie@example.com"),
     ];
     let (to, html) = post(&admin, "/admin/users", "/fn/change_user", &form).await;
     assert!(

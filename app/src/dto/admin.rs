@@ -13,6 +13,8 @@ pub struct UserItem {
     pub role: Option<String>,
     /// The domains they review, comma-separated (`None`: every domain).
     pub domains: Option<String>,
+    /// The address they are emailed at about work they may decide.
+    pub email: Option<String>,
     /// Whether they are disabled.
     pub disabled: bool,
 }

@@ -75,7 +75,7 @@ fn Users(view: UsersView, csrf: String) -> impl IntoView {
     view! {
         <Shown shown/>
         <table class="users">
-            <thead><tr><th>"User"</th><th>"Role"</th><th>"Domains"</th><th>"State"</th><th>"Change"</th></tr></thead>
+            <thead><tr><th>"User"</th><th>"Role"</th><th>"Domains"</th><th>"Email"</th><th>"State"</th><th>"Change"</th></tr></thead>
             <tbody>
                 {users.into_iter().map(|user| view! { <UserRow user csrf=csrf.clone()/> }).collect_view()}
             </tbody>
@@ -88,6 +88,9 @@ fn Users(view: UsersView, csrf: String) -> impl IntoView {
             <label>"Role " <RoleSelect selected="reviewer".to_owned()/></label>
             <label>"Domains (comma-separated; blank for every domain) "
                 <input name="domains" maxlength="512"/>
+            </label>
+            <label>"Email (for notifications; optional) "
+                <input name="email" type="email" maxlength="254" data-testid="new-email"/>
             </label>
             <button type="submit" data-testid="add-user">"Add, with a one-time password"</button>
         </form>
@@ -130,8 +133,10 @@ fn UserRow(user: UserItem, csrf: String) -> impl IntoView {
         username,
         role,
         domains,
+        email,
         disabled,
     } = user;
+    let email_label = format!("Email address of {username} (empty: none)");
     let state = if disabled { "disabled" } else { "active" };
     let shown_domains = domains.clone().unwrap_or_else(|| "every domain".into());
     let (c, u) = (csrf, username.clone());
@@ -151,6 +156,7 @@ fn UserRow(user: UserItem, csrf: String) -> impl IntoView {
             <td>{username}</td>
             <td data-testid="user-role">{shown_role}</td>
             <td>{shown_domains}</td>
+            <td data-testid="user-email">{email.clone().unwrap_or_else(|| "—".into())}</td>
             <td data-testid="user-state">{state}</td>
             <td>
                 {toggle}
@@ -158,9 +164,13 @@ fn UserRow(user: UserItem, csrf: String) -> impl IntoView {
                 <UserAction csrf=c.clone() username=u.clone() action="role" label="Change role">
                     <RoleSelect selected label=role_label/>
                 </UserAction>
-                <UserAction csrf=c username=u action="domains" label="Set domains">
+                <UserAction csrf=c.clone() username=u.clone() action="domains" label="Set domains">
                     <input name="domains" maxlength="512" value=domains.unwrap_or_default()
                         aria-label=domains_label placeholder="every domain"/>
+                </UserAction>
+                <UserAction csrf=c username=u action="email" label="Set email">
+                    <input name="email" type="email" maxlength="254" value=email.unwrap_or_default()
+                        aria-label=email_label placeholder="no email"/>
                 </UserAction>
             </td>
         </tr>

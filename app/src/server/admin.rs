@@ -71,8 +71,8 @@ pub async fn list_webhook_deliveries() -> Result<WebhooksView, AppError> {
     ssr::admin()?.webhooks(&viewer).await
 }
 
-/// Changes an account: `action` is `add`, `disable`, `enable`, `reset_password`, `role` or
-/// `domains`.
+/// Changes an account: `action` is `add`, `disable`, `enable`, `reset_password`, `role`,
+/// `domains` or `email`.
 #[server(prefix = "/fn", endpoint = "change_user")]
 pub async fn change_user(
     csrf_token: String,
@@ -80,6 +80,7 @@ pub async fn change_user(
     username: String,
     role: Option<String>,
     domains: Option<String>,
+    email: Option<String>,
 ) -> Result<(), AppError> {
     use crate::ports::UserChange;
     const PAGE: &str = "/admin/users";
@@ -95,6 +96,7 @@ pub async fn change_user(
             username,
             role: role.unwrap_or_default(),
             domains,
+            email,
         },
         "disable" => UserChange::Disable(username),
         "enable" => UserChange::Enable(username),
@@ -104,6 +106,7 @@ pub async fn change_user(
             role: role.unwrap_or_default(),
         },
         "domains" => UserChange::Domains { username, domains },
+        "email" => UserChange::Email { username, email },
         _ => return Err(AppError::Invalid("unknown action".into())),
     };
     let outcome = ssr::admin()?.change_user(&viewer, change).await?;
