@@ -10,7 +10,7 @@ import path from 'node:path';
 import type { Page } from '@playwright/test';
 
 import { CountersignApi } from './api';
-import { expect, test } from './fixtures';
+import { expect, expectAccessible, login, newSession, test } from './fixtures';
 import { REPO_ROOT, freePort, startServer, type RunningServer } from './server';
 
 const CLIENT_ID = 'countersign-e2e';
@@ -21,6 +21,7 @@ const READY_TIMEOUT_MS = 20_000;
 const ACCOUNTS = {
   'sso-rita': { preferred_username: 'Rita', email: 'rita@example.com', [ROLE_CLAIM]: ['reviewer'] },
   'sso-nora': { preferred_username: 'Nora', email: 'nora@example.com' },
+  'sso-gale': { preferred_username: 'gale', [ROLE_CLAIM]: [] },
 };
 
 interface Provider {
@@ -72,6 +73,7 @@ async function startProvider(port: number, redirectUri: string, clientSecret: st
 /** Signs in on the provider's pages as `account` (any password) and allows Countersign. */
 async function signInAtProvider(page: Page, baseURL: string, account: string): Promise<void> {
   await page.goto(`${baseURL}/login`);
+  await expectAccessible(page, 'the sign-in page with single sign-on');
   await page.getByTestId('sso-login').click();
   await page.locator('input[name=login]').fill(account);
   await page.locator('input[name=password]').fill('any password will do');
@@ -123,6 +125,15 @@ test.describe('single sign-on', () => {
     await expect(page.getByTestId('sso-login')).toHaveCount(0);
   });
 
+  test('an answer this session did not ask for signs nobody in', async ({ page }) => {
+    const info = server();
+    await page.goto(`${info.baseURL}/auth/oidc/callback?code=forged&state=forged`);
+    await expect(page).toHaveURL(`${info.baseURL}/login?error=sso_failed`);
+    await expect(page.getByTestId('flash-error')).toContainText('Single sign-on did not work');
+    await page.goto(`${info.baseURL}/`);
+    await expect(page).toHaveURL(/\/login(\?.*)?$/);
+  });
+
   test('a person the provider makes a reviewer lands on the queue', async ({ page }) => {
     const info = server();
     await signInAtProvider(page, info.baseURL, 'sso-rita');
@@ -146,6 +157,7 @@ test.describe('single sign-on', () => {
     await signInAtProvider(page, info.baseURL, 'sso-nora');
     await expect(page).toHaveURL(`${info.baseURL}/no-role`);
     await expect(page.getByTestId('no-role')).toContainText('nora');
+    await expectAccessible(page, 'the no-role page');
 
     // No queue, no proposal: every page sends the person back to say so.
     await page.goto(`${info.baseURL}/`);
@@ -169,5 +181,33 @@ test.describe('single sign-on', () => {
     // Signing out works as for anyone.
     await page.getByTestId('no-role-logout').click();
     await expect(page).toHaveURL(/\/login(\?.*)?$/);
+  });
+
+  test('an admin grants a role later; the next sign-in has it', async ({ page, browser }) => {
+    const info = server();
+    await signInAtProvider(page, info.baseURL, 'sso-gale');
+    await expect(page).toHaveURL(`${info.baseURL}/no-role`);
+
+    const admin = await newSession(browser, info);
+    try {
+      await login(admin.page, info.admin);
+      await admin.page.goto('/admin/users');
+      const row = admin.page.locator('[data-testid=user-row][data-username=gale]');
+      await expect(row.getByTestId('user-role')).toHaveText('no role yet');
+      await admin.page.getByLabel('New role for gale').selectOption('reviewer');
+      await admin.page.getByTestId('role-gale').click();
+      await expect(admin.page.getByTestId('flash-notice')).toBeVisible();
+      await expect(row.getByTestId('user-role')).toHaveText('reviewer');
+    } finally {
+      await admin.context.close();
+    }
+
+    // The role change ends the session that had none; signing in again brings the role.
+    await page.goto(`${info.baseURL}/`);
+    await expect(page).toHaveURL(/\/login(\?.*)?$/);
+    await page.getByTestId('sso-login').click();
+    // The provider remembers the person and their consent, so it sends them straight back.
+    await expect(page).toHaveURL(`${info.baseURL}/`);
+    await expect(page.getByTestId('viewer')).toContainText('gale · reviewer');
   });
 });

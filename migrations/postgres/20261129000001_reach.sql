@@ -4,6 +4,9 @@
 -- or per member of an escalation tier (`audience`), each with its own window. New reasons: a
 -- proposal about to expire, an escalation to the next tier, a rollback task opened.
 -- `proposal_alerts` remembers which expiry warnings and escalation tiers were raised, once each.
+-- Every index costs the single writer on each insert: admins' list reads newest first by id
+-- (UUIDv7, time-ordered) instead of an index on `created_at`, and the index by message only
+-- holds rows a send has claimed.
 alter table users add column email text;
 
 alter table notifications drop constraint notifications_channel_check,
@@ -19,11 +22,12 @@ alter table notifications drop constraint notifications_channel_check,
     add column audience text;
 drop index notifications_due;
 drop index notifications_sent;
+drop index notifications_recent;
 create index notifications_due on notifications (channel, recipient, next_attempt_at)
     where state = 'pending';
 create index notifications_sent on notifications (channel, recipient, last_attempt_at)
     where state = 'sent';
-create index notifications_message on notifications (message_id) where state = 'pending';
+create index notifications_message on notifications (message_id) where message_id is not null;
 
 create table proposal_alerts (
     proposal_id uuid not null,

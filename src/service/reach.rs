@@ -165,23 +165,32 @@ impl Services {
 
     async fn escalate_due(&self) -> Result<usize, ServiceError> {
         let policy = self.policy();
-        let Some(shortest) = policy.shortest_escalation() else {
+        let (Some(shortest), Some(tiers)) = (policy.shortest_escalation(), policy.most_tiers())
+        else {
             return Ok(0);
         };
         let now = self.now();
         let since = now - time::Duration::seconds(i64::try_from(shortest).unwrap_or(i64::MAX));
-        let mut read = self.read().await?;
-        let waiting = alerts::waiting_since(read.conn(), since, PER_ROUND).await?;
-        drop(read);
+        let tiers = i64::try_from(tiers).unwrap_or(i64::MAX);
         let mut due = Vec::new();
-        for w in waiting {
-            let Some(e) = policy.escalation_for(&w.tool_name, &w.domain) else {
-                continue;
+        let mut after = 0;
+        loop {
+            let mut read = self.read().await?;
+            let page = alerts::waiting_since(read.conn(), since, tiers, after, PER_ROUND).await?;
+            drop(read);
+            let Some(last) = page.last().map(|w| w.seq) else {
+                break;
             };
-            let raised = usize::try_from(w.raised).unwrap_or(usize::MAX);
-            for tier in raised + 1..=e.tiers_due(w.created_at, now) {
-                if let Some(to) = e.tier(tier) {
-                    due.push((w.id, tier, to.to_owned(), e.after_secs));
+            after = last;
+            for w in page {
+                let Some(e) = policy.escalation_for(&w.tool_name, &w.domain) else {
+                    continue;
+                };
+                let raised = usize::try_from(w.raised).unwrap_or(usize::MAX);
+                for tier in raised + 1..=e.tiers_due(w.created_at, now) {
+                    if let Some(to) = e.tier(tier) {
+                        due.push((w.id, tier, to.to_owned(), e.after_secs));
+                    }
                 }
             }
         }

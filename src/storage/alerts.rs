@@ -84,6 +84,8 @@ pub async fn expiring_unwarned(
 /// A waiting proposal, with the escalation tiers raised for it so far.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct Waiting {
+    /// Its place in submission order (the next page starts after it).
+    pub seq: i64,
     /// The proposal.
     pub id: Uuid,
     /// Its tool.
@@ -96,25 +98,32 @@ pub struct Waiting {
     pub raised: i64,
 }
 
-/// Waiting proposals submitted by `before` (the shortest escalation window ago), oldest
-/// first, with how many tiers each has had.
+/// Waiting proposals submitted by `before` (the shortest escalation window ago) with fewer
+/// than `tiers` escalations raised, after `after_seq` in submission order, with how many
+/// tiers each has had.
 pub async fn waiting_since(
     conn: Conn<'_>,
     before: OffsetDateTime,
+    tiers: i64,
+    after_seq: i64,
     limit: i64,
 ) -> Result<Vec<Waiting>> {
     let sql = conn.pick(
-        "select p.id, p.tool_name, p.domain, p.created_at, (select count(*) from \
-         proposal_alerts a where a.proposal_id = p.id and a.kind = 'escalated') as raised \
-         from proposals p where p.status = 'pending' \
-         and julianday(p.created_at) <= julianday($1) order by p.seq limit $2",
-        "select p.id, p.tool_name, p.domain, p.created_at, (select count(*) from \
-         proposal_alerts a where a.proposal_id = p.id and a.kind = 'escalated') as raised \
-         from proposals p where p.status = 'pending' and p.created_at <= $1 \
-         order by p.seq limit $2",
+        "select * from (select p.seq, p.id, p.tool_name, p.domain, p.created_at, \
+         (select count(*) from proposal_alerts a where a.proposal_id = p.id \
+         and a.kind = 'escalated') as raised from proposals p where p.status = 'pending' \
+         and p.seq > $3 and julianday(p.created_at) <= julianday($1) order by p.seq) \
+         where raised < $2 limit $4",
+        "select * from (select p.seq, p.id, p.tool_name, p.domain, p.created_at, \
+         (select count(*) from proposal_alerts a where a.proposal_id = p.id \
+         and a.kind = 'escalated') as raised from proposals p where p.status = 'pending' \
+         and p.seq > $3 and p.created_at <= $1 order by p.seq) w \
+         where raised < $2 order by seq limit $4",
     );
     let rows = on!(conn, |c| sqlx::query_as(sql)
         .bind(before)
+        .bind(tiers)
+        .bind(after_seq)
         .bind(limit)
         .fetch_all(c)
         .await)?;
@@ -134,10 +143,10 @@ pub struct Reachable {
     pub email: String,
 }
 
-/// Every enabled person with an email address.
+/// Every enabled person with a role and an email address.
 pub async fn reachable(conn: Conn<'_>) -> Result<Vec<Reachable>> {
-    let sql = "select username, role, domains, email from users \
-               where email is not null and disabled_at is null order by username";
+    let sql = "select username, role, domains, email from users where email is not null \
+               and role is not null and disabled_at is null order by username";
     let rows = on!(conn, |c| sqlx::query_as(sql).fetch_all(c).await)?;
     Ok(rows)
 }

@@ -308,11 +308,11 @@ pub struct NotificationListing {
     pub last_error: Option<String>,
 }
 
-/// The newest notifications, newest first.
+/// The newest notifications, newest first (ids are UUIDv7: time-ordered).
 pub async fn recent(conn: Conn<'_>, limit: i64) -> Result<Vec<NotificationListing>> {
     let sql = "select id, channel, recipient, reason, proposal_id, state, message_id, attempts, created_at, \
                last_attempt_at, last_status, last_error from notifications \
-               order by created_at desc, id desc limit $1";
+               order by id desc limit $1";
     let rows = on!(conn, |c| sqlx::query_as(sql).bind(limit).fetch_all(c).await)?;
     Ok(rows)
 }

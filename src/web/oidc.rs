@@ -93,7 +93,8 @@ async fn callback(
             if let Err(e) = port.0.sign_in(&user.username).await {
                 return internal(e);
             }
-            tracing::info!(user = %user.username, role = ?user.role, "signed in through single sign-on");
+            let role = user.role.map_or("none", |r| r.as_str());
+            tracing::info!(user = %user.username, role, "signed in through single sign-on");
             let to = if user.role.is_some() { "/" } else { "/no-role" };
             Redirect::to(to).into_response()
         }

@@ -1,7 +1,10 @@
 //! The reviewer pages through plain HTTP, as a browser without JavaScript uses them: sign-in,
 //! CSRF, roles, separation of duties, and decisions that happen once.
 
+use countersign::audit::Actor;
 use countersign::domain::principal::Role;
+use countersign::domain::sso::SsoIdentity;
+use countersign::service::SsoSignIn;
 use reqwest::StatusCode;
 
 use crate::helpers::{PASSWORD, TestApp, location};
@@ -181,5 +184,58 @@ async fn a_disabled_or_demoted_account_must_sign_in_again() {
     assert_eq!(
         location(&browser.login("rev", PASSWORD).await),
         "/login?error=invalid_credentials"
+    );
+}
+
+#[tokio::test]
+async fn an_account_without_a_role_signs_in_to_be_told_so_and_may_do_nothing() {
+    let app = TestApp::spawn("sqlite").await;
+    let agent = app.agent_token("a1").await;
+    let id = app.propose_ok(&agent, "a1").await;
+    // Made at its first single sign-on with no role; an admin then gave it a password.
+    let identity = SsoIdentity {
+        issuer: "https://idp.example.com".into(),
+        subject: "s-1".into(),
+        preferred_username: Some("nemo".into()),
+        email: None,
+        role_claim: None,
+    };
+    let made = app.services.sso_sign_in(identity).await.expect("signs in");
+    assert!(matches!(made, SsoSignIn::SignedIn(u) if u.role.is_none()));
+    app.services
+        .reset_password("nemo", PASSWORD.into(), &Actor::system("test"))
+        .await
+        .expect("password");
+    let browser = app.browser();
+    assert_eq!(location(&browser.login("nemo", PASSWORD).await), "/no-role");
+    assert!(
+        browser
+            .page("/no-role")
+            .await
+            .contains("data-testid=\"no-role\"")
+    );
+    for page in ["/", &format!("/proposals/{id}"), "/audit", "/admin/users"] {
+        let r = browser.get(page).await;
+        assert_eq!(
+            (r.status(), location(&r)),
+            (StatusCode::FOUND, "/login".into()),
+            "{page}"
+        );
+    }
+    assert_eq!(location(&browser.get("/login").await), "/no-role");
+    // Nor does a decision posted with the session's own token.
+    let csrf = browser.csrf("/no-role").await;
+    let form = [
+        ("csrf_token", csrf.as_str()),
+        ("id", &id),
+        ("verdict", "approved"),
+    ];
+    let r = browser
+        .post_form("/fn/decide_proposal", &format!("/proposals/{id}"), &form)
+        .await;
+    assert_eq!(location(&r), "/login");
+    assert_eq!(
+        app.poll(&agent, &id).await.1["proposal"]["status"],
+        "pending"
     );
 }

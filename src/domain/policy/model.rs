@@ -481,16 +481,24 @@ impl Policy {
             .or(self.defaults.escalation.as_ref())
     }
 
-    /// The shortest `escalate_after` anywhere in the policy, in seconds; `None`: nothing
-    /// escalates.
-    pub fn shortest_escalation(&self) -> Option<u64> {
+    /// Every escalation the policy sets: the tools', the domains' and the defaults'.
+    fn escalations(&self) -> impl Iterator<Item = &Escalation> {
         let tools = self.tools.iter().filter_map(|t| t.escalation.as_ref());
         let domains = self.domains.values().filter_map(|d| d.escalation.as_ref());
         tools
             .chain(domains)
             .chain(self.defaults.escalation.as_ref())
-            .map(|e| e.after_secs)
-            .min()
+    }
+
+    /// The shortest `escalate_after` anywhere in the policy, in seconds; `None`: nothing
+    /// escalates.
+    pub fn shortest_escalation(&self) -> Option<u64> {
+        self.escalations().map(|e| e.after_secs).min()
+    }
+
+    /// The most tiers any escalation in the policy has; `None`: nothing escalates.
+    pub fn most_tiers(&self) -> Option<usize> {
+        self.escalations().map(|e| e.to.len()).max()
     }
 
     /// The approval expiry for `tool_name`, in seconds.
