@@ -202,7 +202,10 @@ async fn set_email(
     username: &str,
     email: Option<&str>,
 ) -> Result<(), String> {
-    services.set_email(username, email).await.map_err(words)?;
+    services
+        .set_email(username, email, &Actor::system("cli"))
+        .await
+        .map_err(words)?;
     match email {
         Some(email) => eprintln!("`{username}` is emailed at {}", email.trim()),
         None => eprintln!("`{username}` is not emailed"),
@@ -210,39 +213,47 @@ async fn set_email(
     Ok(())
 }
 
+/// `user add`: the account, then its domains, Slack id and email address when given.
+async fn add_user(command: UserCommand, cli: &Actor) -> Result<(), String> {
+    let UserCommand::Add {
+        db,
+        username,
+        role,
+        password_stdin,
+        domains,
+        slack_id,
+        email,
+    } = command
+    else {
+        return Ok(());
+    };
+    let password = read_password(password_stdin)?;
+    let services = services(&db.database_url).await?;
+    services
+        .add_user(&username, role, password, cli)
+        .await
+        .map_err(words)?;
+    eprintln!("added {role} `{username}`");
+    if let Some(DomainList(domains)) = domains {
+        limit_domains(&services, &username, Some(domains), cli).await?;
+    }
+    if let Some(slack_id) = slack_id {
+        services
+            .set_slack_id(&username, &slack_id)
+            .await
+            .map_err(words)?;
+        eprintln!("`{username}` is Slack user `{slack_id}`");
+    }
+    if let Some(email) = email {
+        set_email(&services, &username, Some(&email)).await?;
+    }
+    Ok(())
+}
+
 pub(crate) async fn user_command(command: UserCommand) -> Result<(), String> {
     let cli = Actor::system("cli");
     match command {
-        UserCommand::Add {
-            db,
-            username,
-            role,
-            password_stdin,
-            domains,
-            slack_id,
-            email,
-        } => {
-            let password = read_password(password_stdin)?;
-            let services = services(&db.database_url).await?;
-            services
-                .add_user(&username, role, password, &cli)
-                .await
-                .map_err(words)?;
-            eprintln!("added {role} `{username}`");
-            if let Some(DomainList(domains)) = domains {
-                limit_domains(&services, &username, Some(domains), &cli).await?;
-            }
-            if let Some(slack_id) = slack_id {
-                services
-                    .set_slack_id(&username, &slack_id)
-                    .await
-                    .map_err(words)?;
-                eprintln!("`{username}` is Slack user `{slack_id}`");
-            }
-            if let Some(email) = email {
-                set_email(&services, &username, Some(&email)).await?;
-            }
-        }
+        add @ UserCommand::Add { .. } => add_user(add, &cli).await?,
         UserCommand::Email {
             db,
             username,

@@ -51,8 +51,11 @@ pub struct Grant {
     /// The role; `None`: the claim grants none.
     pub role: Option<Role>,
     /// The domains the person is limited to (`None`: every domain). Meaningful only with a
-    /// role.
+    /// role, and only when `says_domains`.
     pub domains: Option<Vec<String>>,
+    /// Whether the claim speaks of domains at all (a `domain:` entry). When it does not, the
+    /// domains an admin set are kept.
+    pub says_domains: bool,
 }
 
 /// Reads the role claim's value (`None`: the token has no such claim).
@@ -71,7 +74,13 @@ pub fn grant_from_claim(claim: Option<&Value>) -> Grant {
         .filter_map(|e| Role::parse(&e.to_ascii_lowercase()))
         .max_by_key(|r| rank(*r));
     let mut domains: Vec<String> = Vec::new();
+    let mut says_domains = false;
     for entry in &entries {
+        if entry.len() >= DOMAIN_PREFIX.len()
+            && entry[..DOMAIN_PREFIX.len()].eq_ignore_ascii_case(DOMAIN_PREFIX)
+        {
+            says_domains = true;
+        }
         let Some(name) = strip_prefix_ignore_case(entry, DOMAIN_PREFIX) else {
             continue;
         };
@@ -84,9 +93,13 @@ pub fn grant_from_claim(claim: Option<&Value>) -> Grant {
         }
     }
     domains.sort();
+    // Domain entries none of which is valid (an empty `domain:` from a mapping template) grant
+    // nothing: read as "every domain" they would widen what the provider meant to limit.
+    let role = role.filter(|_| !says_domains || !domains.is_empty());
     Grant {
         role,
         domains: (role.is_some() && !domains.is_empty()).then_some(domains),
+        says_domains,
     }
 }
 
@@ -111,16 +124,22 @@ fn rank(role: Role) -> u8 {
     }
 }
 
-/// What a later sign-in changes on the account: the claim's role and domains when it grants
-/// a role that differs from what the account has; nothing when it grants none (the account
-/// keeps what an admin granted).
+/// What a later sign-in changes on the account: the claim's role (and its domains, when the
+/// claim speaks of domains) when they differ from what the account has; nothing when it
+/// grants no role (the account keeps what an admin granted). A claim without `domain:`
+/// entries keeps the domains an admin limited the person to.
 pub fn role_update(
     stored: (Option<Role>, Option<&[String]>),
     grant: &Grant,
 ) -> Option<(Role, Option<Vec<String>>)> {
     let role = grant.role?;
-    let same = stored.0 == Some(role) && stored.1 == grant.domains.as_deref();
-    (!same).then(|| (role, grant.domains.clone()))
+    let domains = if grant.says_domains {
+        grant.domains.clone()
+    } else {
+        stored.1.map(<[String]>::to_vec)
+    };
+    let same = stored.0 == Some(role) && stored.1 == domains.as_deref();
+    (!same).then_some((role, domains))
 }
 
 /// The username for a new account: `preferred_username`, else the e-mail address's local part,
@@ -199,7 +218,7 @@ mod tests {
         assert_eq!(grant(json!(42)), Grant::default());
         assert_eq!(grant(json!({"role": "admin"})), Grant::default());
         // Domains without a role grant nothing either.
-        assert_eq!(grant(json!(["domain:payments"])), Grant::default());
+        assert_eq!(grant(json!(["domain:payments"])).role, None);
     }
 
     #[test]
@@ -216,7 +235,9 @@ mod tests {
             Some(vec!["crm".to_owned(), "payments".to_owned()])
         );
         assert_eq!(grant(json!(["reviewer"])).domains, None);
-        assert_eq!(grant(json!(["reviewer", "domain:"])).domains, None);
+        // Domain entries none of which is valid grant nothing: never "every domain".
+        let empty = grant(json!(["reviewer", "domain:"]));
+        assert_eq!((empty.role, empty.domains), (None, None));
     }
 
     #[test]
@@ -241,6 +262,16 @@ mod tests {
         assert_eq!(
             role_update((Some(Role::Reviewer), None), &limited),
             Some((Role::Reviewer, Some(vec!["crm".to_owned()])))
+        );
+        // A claim that says nothing of domains keeps those an admin limited the person to.
+        let crm = ["crm".to_owned()];
+        assert_eq!(
+            role_update((Some(Role::Reviewer), Some(&crm)), &reviewer),
+            None
+        );
+        assert_eq!(
+            role_update((Some(Role::Admin), Some(&crm)), &reviewer),
+            Some((Role::Reviewer, Some(crm.to_vec())))
         );
         // No role in the claim: what an admin granted stays.
         assert_eq!(

@@ -92,9 +92,6 @@ impl NotifySettings {
     /// The channels configured, by their stored names.
     pub fn channels(&self) -> Vec<&'static str> {
         let mut channels = Vec::new();
-        if self.mailer.is_some() {
-            channels.push("email");
-        }
         if self.slack.is_some() {
             channels.push("slack");
         }
@@ -103,6 +100,10 @@ impl NotifySettings {
         }
         if self.webhook.is_some() {
             channels.push("webhook");
+        }
+        // Last: a slow mail server holds up no shared channel.
+        if self.mailer.is_some() {
+            channels.push("email");
         }
         channels
     }
@@ -301,7 +302,11 @@ impl Services {
         };
         let address = match self.email_of(username).await {
             Ok(Some(address)) => address,
-            Ok(None) => return Err(format!("`{username}` has no email address any more")),
+            Ok(None) => {
+                return Err(format!(
+                    "`{username}` has no email address, role or enabled account any more"
+                ));
+            }
             Err(e) => return Err(format!("the address could not be read ({e})")),
         };
         let (subject, body) = message.email(self.now());

@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use uuid::Uuid;
 
 use super::{AccountError, ServiceError, Services};
-use crate::audit::{Actor, AuditEvent, ProposalEscalated, ProposalFacets};
+use crate::audit::{Actor, AuditEvent, EmailChanged, ProposalEscalated, ProposalFacets};
 use crate::domain::notify::{Reason, is_told};
 use crate::storage::alerts::{self, Alert, Reachable};
 use crate::storage::notifications::{self, Notice, Unexpanded};
@@ -63,37 +63,54 @@ impl Services {
         Ok(queued)
     }
 
-    /// Everyone who can be emailed, by username.
+    /// The people with email due now (one read, not one claim per person).
     pub(super) async fn emailed_people(&self) -> Result<Vec<String>, ServiceError> {
         let mut read = self.read().await?;
-        let people = alerts::reachable(read.conn()).await?;
-        Ok(people.into_iter().map(|p| p.username).collect())
+        let now = self.now();
+        Ok(notifications::recipients_due(read.conn(), "email", now).await?)
     }
 
-    /// `username`'s email address, if they have one.
+    /// `username`'s email address, while they are enabled and hold a role (otherwise their
+    /// rows fail, retried until given up, and are listed for admins).
     pub(super) async fn email_of(&self, username: &str) -> Result<Option<String>, ServiceError> {
         let mut read = self.read().await?;
         Ok(alerts::email_of(read.conn(), username).await?)
     }
 
-    /// Sets (or with `None` removes) the address `username` is emailed at.
-    pub async fn set_email(&self, username: &str, email: Option<&str>) -> Result<(), AccountError> {
+    /// Sets (or with `None` removes) the address `username` is emailed at; audited (without
+    /// the address).
+    pub async fn set_email(
+        &self,
+        username: &str,
+        email: Option<&str>,
+        actor: &Actor,
+    ) -> Result<(), AccountError> {
         let email = email
             .map(super::mail::check_address)
             .transpose()
             .map_err(AccountError::Invalid)?;
-        let name = username.to_owned();
-        let set = self
-            .store()
+        let user = self
+            .user(username)
+            .await?
+            .ok_or_else(|| AccountError::Missing(format!("user `{username}`")))?;
+        let (now, actor) = (self.now(), actor.clone());
+        self.store()
             .write(move |tx| {
                 Box::pin(async move {
-                    let set = alerts::set_email(tx.conn(), &name, email.as_deref()).await?;
-                    Ok::<_, ServiceError>(set)
+                    let name = user.username.clone();
+                    if alerts::set_email(tx.conn(), &name, email.as_deref()).await? {
+                        let event = EmailChanged {
+                            user_id: user.id,
+                            username: name,
+                            has_email: email.is_some(),
+                        };
+                        tx.record(now, &actor, AuditEvent::EmailChanged(event));
+                    }
+                    Ok::<_, ServiceError>(())
                 })
             })
             .await?;
-        set.then_some(())
-            .ok_or_else(|| AccountError::Missing(format!("user `{username}`")))
+        Ok(())
     }
 
     /// The expiry warnings and escalations raised for proposal `id`, oldest first.
@@ -136,7 +153,7 @@ impl Services {
         let now = self.now();
         let until = now + self.notify.expiry_warning();
         let mut read = self.read().await?;
-        let due = alerts::expiring_unwarned(read.conn(), until, PER_ROUND).await?;
+        let due = alerts::expiring_unwarned(read.conn(), now, until, PER_ROUND).await?;
         drop(read);
         if due.is_empty() {
             return Ok(0);

@@ -24,7 +24,8 @@ pub struct Alert {
     pub at: OffsetDateTime,
 }
 
-/// Records an alert; `false` if it was raised before (by this or another instance).
+/// Records an alert while the proposal still waits; `false` if it was raised before (by this
+/// or another instance) or the proposal was decided meanwhile.
 pub async fn raise(
     conn: Conn<'_>,
     proposal: Uuid,
@@ -34,7 +35,8 @@ pub async fn raise(
     at: OffsetDateTime,
 ) -> Result<bool> {
     let sql = "insert into proposal_alerts (proposal_id, kind, tier, audience, at) \
-               values ($1, $2, $3, $4, $5) on conflict do nothing";
+               select $1, $2, $3, $4, $5 where exists (select 1 from proposals \
+               where id = $1 and status = 'pending') on conflict do nothing";
     let n = on!(conn, |c| sqlx::query(sql)
         .bind(proposal)
         .bind(kind)
@@ -58,24 +60,27 @@ pub async fn raised(conn: Conn<'_>, proposal: Uuid) -> Result<Vec<Alert>> {
     Ok(rows)
 }
 
-/// Waiting proposals that expire by `until` and were not warned about yet, soonest first.
+/// Waiting proposals that expire after `now` but by `until` and were not warned about yet,
+/// soonest first (those already past their deadline are the expiry sweep's).
 pub async fn expiring_unwarned(
     conn: Conn<'_>,
+    now: OffsetDateTime,
     until: OffsetDateTime,
     limit: i64,
 ) -> Result<Vec<Uuid>> {
     let sql = conn.pick(
         "select p.id from proposals p where p.status = 'pending' and p.expires_at is not null \
-         and julianday(p.expires_at) <= julianday($1) and not exists (select 1 from \
-         proposal_alerts a where a.proposal_id = p.id and a.kind = 'expiring') \
-         order by p.expires_at limit $2",
+         and julianday(p.expires_at) <= julianday($1) and julianday(p.expires_at) > \
+         julianday($3) and not exists (select 1 from proposal_alerts a \
+         where a.proposal_id = p.id and a.kind = 'expiring') order by p.expires_at limit $2",
         "select p.id from proposals p where p.status = 'pending' and p.expires_at <= $1 \
-         and not exists (select 1 from proposal_alerts a where a.proposal_id = p.id \
-         and a.kind = 'expiring') order by p.expires_at limit $2",
+         and p.expires_at > $3 and not exists (select 1 from proposal_alerts a \
+         where a.proposal_id = p.id and a.kind = 'expiring') order by p.expires_at limit $2",
     );
     let rows: Vec<(Uuid,)> = on!(conn, |c| sqlx::query_as(sql)
         .bind(until)
         .bind(limit)
+        .bind(now)
         .fetch_all(c)
         .await)?;
     Ok(rows.into_iter().map(|(id,)| id).collect())
@@ -112,8 +117,8 @@ pub async fn waiting_since(
         "select * from (select p.seq, p.id, p.tool_name, p.domain, p.created_at, \
          (select count(*) from proposal_alerts a where a.proposal_id = p.id \
          and a.kind = 'escalated') as raised from proposals p where p.status = 'pending' \
-         and p.seq > $3 and julianday(p.created_at) <= julianday($1) order by p.seq) \
-         where raised < $2 limit $4",
+         and p.seq > $3 and julianday(p.created_at) <= julianday($1)) \
+         where raised < $2 order by seq limit $4",
         "select * from (select p.seq, p.id, p.tool_name, p.domain, p.created_at, \
          (select count(*) from proposal_alerts a where a.proposal_id = p.id \
          and a.kind = 'escalated') as raised from proposals p where p.status = 'pending' \
@@ -163,9 +168,10 @@ pub async fn set_email(conn: Conn<'_>, username: &str, email: Option<&str>) -> R
     Ok(n > 0)
 }
 
-/// The email address of `username`, if they have one.
+/// The email address of `username`, if they have one and are enabled with a role.
 pub async fn email_of(conn: Conn<'_>, username: &str) -> Result<Option<String>> {
-    let sql = "select email from users where username = $1";
+    let sql = "select email from users where username = $1 and disabled_at is null \
+               and role is not null";
     let row: Option<(Option<String>,)> = on!(conn, |c| sqlx::query_as(sql)
         .bind(username)
         .fetch_optional(c)

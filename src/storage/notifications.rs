@@ -176,6 +176,26 @@ pub async fn expand(
     Ok(rows.len())
 }
 
+/// The people with rows on per-person `channel` due at `now`.
+pub async fn recipients_due(
+    conn: Conn<'_>,
+    channel: &str,
+    now: OffsetDateTime,
+) -> Result<Vec<String>> {
+    let sql = conn.pick(
+        "select distinct recipient from notifications where channel = $1 and recipient <> '' \
+         and state = 'pending' and julianday(next_attempt_at) <= julianday($2)",
+        "select distinct recipient from notifications where channel = $1 and recipient <> '' \
+         and state = 'pending' and next_attempt_at <= $2",
+    );
+    let rows: Vec<(String,)> = on!(conn, |c| sqlx::query_as(sql)
+        .bind(channel)
+        .bind(now)
+        .fetch_all(c)
+        .await)?;
+    Ok(rows.into_iter().map(|(r,)| r).collect())
+}
+
 /// When `channel` last sent `recipient` a message, if it ever did.
 pub async fn last_sent(
     conn: Conn<'_>,

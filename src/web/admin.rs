@@ -187,7 +187,8 @@ impl AccountsAdmin {
                     s.set_domains(username.trim(), domains, actor).await?;
                 }
                 if email.is_some() {
-                    s.set_email(username.trim(), email.as_deref()).await?;
+                    s.set_email(username.trim(), email.as_deref(), actor)
+                        .await?;
                 }
                 let label = format!("user {}", username.trim());
                 (Notice::UserAdded, Some(Made::one(label, password)))
@@ -217,7 +218,7 @@ impl AccountsAdmin {
             }
             UserChange::Email { username, email } => {
                 let email = email.filter(|e| !e.trim().is_empty());
-                s.set_email(&username, email.as_deref()).await?;
+                s.set_email(&username, email.as_deref(), actor).await?;
                 (Notice::EmailChanged, None)
             }
         })

@@ -166,6 +166,9 @@ async fn disabling_a_person_ends_their_open_session(backend: &str) {
     let (to, html) = post(&admin, "/admin/users", "/fn/change_user", &form).await;
     assert_eq!(to, "/admin/users?notice=email_changed");
     assert!(html.contains("rita@example.com"), "{html}");
+    let audited = "select count(*) from audit_events where action = 'user.email_changed' \
+                   and actor = 'boss'";
+    assert_eq!(app.count(audited).await, 1);
     let form = [
         ("action", "email"),
         ("username", "rita"),

@@ -152,7 +152,7 @@ async fn person(app: &TestApp, name: &str, role: Role, domains: Option<&[&str]>)
     }
     let address = format!("{name}@example.com");
     app.services
-        .set_email(name, Some(&address))
+        .set_email(name, Some(&address), &actor)
         .await
         .expect("email");
 }

@@ -29,6 +29,7 @@ pub const EVENT_KINDS: &[&str] = &[
     "user.created",
     "user.role_changed",
     "user.domains_changed",
+    "user.email_changed",
     "user.disabled",
     "user.enabled",
     "user.password_reset",

@@ -376,6 +376,28 @@ impl Payload for TokenRevoked {
     }
 }
 
+/// Payload of `user.email_changed`: where a person's notifications go changed. The address
+/// itself is personal data and stays out of the trail.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EmailChanged {
+    /// The account.
+    #[serde(skip)]
+    pub user_id: Uuid,
+    /// Username.
+    pub username: String,
+    /// Whether they have an address now.
+    pub has_email: bool,
+}
+
+impl Payload for EmailChanged {
+    fn kind(&self) -> &'static str {
+        "user.email_changed"
+    }
+    fn subject(&self) -> (&'static str, String) {
+        ("user", self.user_id.to_string())
+    }
+}
+
 /// Payload of `user.domains_changed`: the domains a person sees and decides.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DomainsChanged {

@@ -124,6 +124,8 @@ audit_events! {
     RoleChanged,
     /// The domains a person reviews changed (`user.domains_changed`).
     DomainsChanged,
+    /// Where a person is emailed changed (`user.email_changed`; never the address).
+    EmailChanged,
     /// An account was disabled (`user.disabled`).
     UserDisabled,
     /// A disabled account was enabled again (`user.enabled`).

@@ -54,9 +54,17 @@ impl Escalation {
     }
 }
 
+/// Every role name: a tier naming one means the role, never a person who happens to have that
+/// username.
+const ROLE_NAMES: &[&str] = &["reviewer", "admin", "compliance"];
+
 /// Whether an escalation tier naming `audience` reaches `username` holding `role`.
 pub fn reaches(audience: &str, username: &str, role: &str) -> bool {
-    audience == username || (audience == role && DECIDING_ROLES.contains(&role))
+    if ROLE_NAMES.contains(&audience) {
+        audience == role && DECIDING_ROLES.contains(&role)
+    } else {
+        audience == username
+    }
 }
 
 #[cfg(test)]
@@ -93,5 +101,9 @@ mod tests {
         assert!(reaches("admin", "ann", "admin"));
         assert!(!reaches("admin", "rob", "reviewer"));
         assert!(!reaches("compliance", "cora", "compliance"));
+        assert!(
+            !reaches("admin", "admin", "reviewer"),
+            "a role's name is the role, not a person so named"
+        );
     }
 }

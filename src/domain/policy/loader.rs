@@ -651,28 +651,35 @@ impl Loader<'_> {
                     _ => rule.allow_phi = self.boolean(f).unwrap_or(false),
                 }
             }
-            if rule.category == ActionCategory::A {
-                let at = |key: &str| fields.iter().find(|f| f.key == key);
-                if rule.risk != RiskLevel::Low {
-                    let f = at("risk");
-                    self.error(
-                        f.map_or(value, |f| f.value),
-                        &format!("{id}.risk"),
-                        "Category A (auto-executable) requires `risk = \"low\"`",
-                    );
-                }
-                if rule.tool_category == Some(ToolCategory::Unknown) {
-                    let f = at("tool_category");
-                    self.error(
-                        f.map_or(value, |f| f.value),
-                        &format!("{id}.tool_category"),
-                        "Category A cannot be `unknown`: unclassified tools never execute",
-                    );
-                }
-            }
+            self.category_a(&rule, &fields, value);
             tools.push(rule);
         }
         tools
+    }
+
+    /// A Category A rule must be low risk and of a known tool category.
+    fn category_a(&mut self, rule: &ToolRule, fields: &[Field<'_>], value: &Located) {
+        if rule.category != ActionCategory::A {
+            return;
+        }
+        let id = &rule.id;
+        let at = |key: &str| fields.iter().find(|f| f.key == key);
+        if rule.risk != RiskLevel::Low {
+            let f = at("risk");
+            self.error(
+                f.map_or(value, |f| f.value),
+                &format!("{id}.risk"),
+                "Category A (auto-executable) requires `risk = \"low\"`",
+            );
+        }
+        if rule.tool_category == Some(ToolCategory::Unknown) {
+            let f = at("tool_category");
+            self.error(
+                f.map_or(value, |f| f.value),
+                &format!("{id}.tool_category"),
+                "Category A cannot be `unknown`: unclassified tools never execute",
+            );
+        }
     }
 }
 
