@@ -125,10 +125,16 @@ pub async fn insert_user(conn: Conn<'_>, user: &UserRecord, now: OffsetDateTime)
     Ok(added > 0)
 }
 
+/// The columns of a [`UserRecord`], for each query that reads one.
+macro_rules! select_user {
+    () => {
+        "select id, username, password_hash, role, disabled_at, session_epoch from users "
+    };
+}
+
 /// A user by name.
 pub async fn user_by_username(conn: Conn<'_>, username: &str) -> Result<Option<UserRecord>> {
-    let sql = "select id, username, password_hash, role, disabled_at, session_epoch from users \
-               where username = $1";
+    let sql = concat!(select_user!(), "where username = $1");
     let row: Option<UserRow> = on!(conn, |c| sqlx::query_as(sql)
         .bind(username)
         .fetch_optional(c)
@@ -142,8 +148,10 @@ pub async fn user_by_oidc_subject(
     issuer: &str,
     subject: &str,
 ) -> Result<Option<UserRecord>> {
-    let sql = "select id, username, password_hash, role, disabled_at, session_epoch from users \
-               where oidc_issuer = $1 and oidc_subject = $2";
+    let sql = concat!(
+        select_user!(),
+        "where oidc_issuer = $1 and oidc_subject = $2"
+    );
     let row: Option<UserRow> = on!(conn, |c| sqlx::query_as(sql)
         .bind(issuer)
         .bind(subject)
