@@ -23,7 +23,7 @@ use crate::auth::session::AnySessionStore;
 use crate::config::{Settings, redact_url};
 use crate::domain::policy::model::Policy;
 use crate::service::Services;
-use crate::storage::changes::PROPOSAL_CHANNEL;
+use crate::storage::changes::{CREDENTIALS_CHANNEL, PROPOSAL_CHANNEL};
 use crate::storage::{self, Store};
 use crate::web::ReviewDesk;
 use crate::web::ledger::AuditLedger;
@@ -397,11 +397,12 @@ async fn sweep_queue(services: Services) {
 }
 
 /// PostgreSQL: wakes this instance's waiting leases when another instance queues a command
-/// (`NOTIFY countersign_queue`, sent at commit), and its agents waiting on a proposal when
-/// another instance changes its status (`NOTIFY countersign_proposal, '<id>'`). Reconnects
-/// after a lost connection.
+/// (`NOTIFY countersign_queue`, sent at commit), its agents waiting on a proposal when
+/// another instance changes its status (`NOTIFY countersign_proposal, '<id>'`), and drops the
+/// API tokens it trusts when one is revoked anywhere (`NOTIFY countersign_credentials`).
+/// Reconnects after a lost connection, trusting no cached token from before.
 async fn listen_for_changes(url: String, services: Services) {
-    let channels = ["countersign_queue", PROPOSAL_CHANNEL];
+    let channels = ["countersign_queue", PROPOSAL_CHANNEL, CREDENTIALS_CHANNEL];
     loop {
         match sqlx::postgres::PgListener::connect(&url).await {
             Ok(mut listener) => {
@@ -413,6 +414,9 @@ async fn listen_for_changes(url: String, services: Services) {
                             Ok(n) if n.channel() == PROPOSAL_CHANNEL => {
                                 let id = uuid::Uuid::parse_str(n.payload()).ok();
                                 services.store().changes().proposals_changed(id);
+                            }
+                            Ok(n) if n.channel() == CREDENTIALS_CHANNEL => {
+                                services.credentials_revoked();
                             }
                             Ok(_) => services.queue_signal().wake(),
                             Err(e) => {
@@ -428,8 +432,10 @@ async fn listen_for_changes(url: String, services: Services) {
             }
         }
         // Whatever was queued meanwhile is found by the waiting leases' own periodic look;
-        // waiting agents look again when their wait ends.
+        // waiting agents look again when their wait ends; a revocation missed meanwhile must
+        // not stay trusted.
         services.queue_signal().wake();
+        services.credentials_revoked();
         tokio::time::sleep(std::time::Duration::from_secs(1)).await;
     }
 }

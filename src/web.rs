@@ -23,10 +23,10 @@ use app::dto::{
     self, AppError, Notice, ProposalView, QueueParams, QueueView, SecurityEvent, Viewer,
 };
 use app::ports::{ClientAddr, DecideOutcome, Desk, SignInOutcome};
+use app::time::Moment;
 use async_trait::async_trait;
 use serde_json::Value;
 use time::OffsetDateTime;
-use time::format_description::well_known::Rfc3339;
 use uuid::Uuid;
 
 use crate::audit::{self as trail, Actor, AuditEvent};
@@ -89,8 +89,9 @@ fn may_view(viewer: &Viewer) -> Result<Role, AppError> {
     }
 }
 
-fn rfc3339(t: OffsetDateTime) -> String {
-    t.format(&Rfc3339).unwrap_or_default()
+/// `t` as the pages show it (`<When at=…/>`): seen from `now`, the time the page renders.
+fn moment(t: OffsetDateTime, now: OffsetDateTime) -> Moment {
+    Moment::new(t.unix_timestamp(), now.unix_timestamp())
 }
 
 /// "12 s", "4 min", "3 h", "2 d".

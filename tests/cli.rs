@@ -367,6 +367,39 @@ fn tokens_are_listed_and_users_enabled_and_reset_from_the_shell() {
         ] {
             assert!(!list.contains(secret), "never a secret");
         }
+        // A webhook's secret is rotated without a new token: a new one, printed once.
+        let rotated = run(
+            &[
+                "token",
+                "rotate-webhook-secret",
+                "--agent",
+                "hooked",
+                "--overlap",
+                "1h",
+            ],
+            None,
+        );
+        let rotated = rotated.trim();
+        assert!(
+            rotated.starts_with("csw_") && rotated != hooked_lines[1],
+            "{rotated}"
+        );
+        assert!(
+            !run(&["token", "list"], None).contains(rotated),
+            "never a secret"
+        );
+        for (args, why) in [
+            (["--agent", "bot", "--overlap", "1h"], "with a webhook"),
+            (["--agent", "hooked", "--overlap", "8d"], "overlap"),
+        ] {
+            let refused = countersign(&db)
+                .args(["token", "rotate-webhook-secret"])
+                .args(args)
+                .assert()
+                .failure();
+            let stderr = String::from_utf8_lossy(&refused.get_output().stderr).into_owned();
+            assert!(stderr.contains(why), "{args:?}: {stderr}");
+        }
         // A private-range callback is refused, naming the rule; plain http only to loopback.
         for url in ["https://10.0.0.5/hook", "http://hooks.example.com/hook"] {
             let refused = countersign(&db)

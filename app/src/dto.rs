@@ -198,6 +198,8 @@ pub enum Notice {
     TokenCreated,
     /// A token was revoked.
     TokenRevoked,
+    /// An agent token's webhook got a new signing secret (shown once).
+    WebhookSecretRotated,
     /// The change would leave no enabled admin.
     LastAdmin,
     /// Bad account or token input.
@@ -211,7 +213,7 @@ pub enum Notice {
 }
 
 impl Notice {
-    const ALL: [Notice; 53] = [
+    const ALL: [Notice; 54] = [
         Notice::SsoFailed,
         Notice::SsoRefused,
         Notice::OperatesAgent,
@@ -224,6 +226,7 @@ impl Notice {
         Notice::EmailChanged,
         Notice::TokenCreated,
         Notice::TokenRevoked,
+        Notice::WebhookSecretRotated,
         Notice::LastAdmin,
         Notice::AccountInvalid,
         Notice::UsernameTaken,
@@ -318,6 +321,7 @@ impl Notice {
             Notice::EmailChanged => "email_changed",
             Notice::TokenCreated => "token_created",
             Notice::TokenRevoked => "token_revoked",
+            Notice::WebhookSecretRotated => "webhook_secret_rotated",
             Notice::LastAdmin => "last_admin",
             Notice::AccountInvalid => "account_invalid",
             Notice::UsernameTaken => "username_taken",
@@ -428,6 +432,9 @@ impl Notice {
                 "Token created. It is shown below, once: copy it now; only its hash is stored."
             }
             Notice::TokenRevoked => "Token revoked: its next request is refused.",
+            Notice::WebhookSecretRotated => {
+                "Webhook signing secret rotated: the old one signs deliveries too for 24 h."
+            }
             Notice::LastAdmin => {
                 "Refused: that is the last enabled admin. Make another admin first."
             }

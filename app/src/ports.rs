@@ -232,6 +232,8 @@ pub enum TokenChange {
     },
     /// Revoke the token with this id.
     Revoke(String),
+    /// Give the webhook of the agent token with this id a new signing secret (shown once).
+    RotateWebhookSecret(String),
 }
 
 /// What an admin's change came to.

@@ -1,5 +1,5 @@
 // A reviewer clears a long queue: filters by the query string's public names, keyset pages,
-// live updates without reload, the keyboard, domain limits, and a request for changes answered
+// live updates without reload (the queue, and an open proposal page), the keyboard, domain limits, and a request for changes answered
 // by a linked revision. Each test works in a domain of its own, so what other specs leave in the
 // shared server's queue never shows in its filtered view.
 import { randomUUID } from 'node:crypto';
@@ -98,6 +98,31 @@ test.describe('clear the queue', () => {
     }
     await expect(queueRow(page, first.id)).toHaveCount(0);
     await expect(queueRow(page, second.id)).toBeVisible();
+  });
+
+  test('an open proposal page shows a colleague decision without reload', async ({ page, browser, api, server }) => {
+    const domain = freshDomain();
+    const { id } = await api.proposeOk(server.agentToken, { ...QUIET, domain });
+    await login(page, server.reviewer);
+    await page.goto(`/proposals/${id}`);
+    await expect(page.locator('button[data-testid=approve]')).toBeVisible();
+    // The page listens once hydrated (its stream is open).
+    await expect(page.locator('[data-testid=proposal-back][data-live="1"]')).toBeVisible();
+
+    const colleague = await newSession(browser, server);
+    try {
+      await login(colleague.page, server.reviewer2);
+      await colleague.page.goto(`/proposals/${id}`);
+      await colleague.page.locator('form.reject textarea[name=reason]').fill('Not this week.');
+      await colleague.page.locator('button[data-testid=reject]').click();
+      await expect(colleague.page.getByTestId('proposal-status')).toHaveText('rejected');
+    } finally {
+      await colleague.context.close();
+    }
+    // This page follows by itself: the new status, who decided, and no forms to decide again.
+    await expect(page.getByTestId('proposal-status')).toHaveText('rejected');
+    await expect(page.locator('button[data-testid=approve]')).toHaveCount(0);
+    await expect(page.locator('article.proposal')).toContainText(server.reviewer2.username);
   });
 
   test('keyboard: j selects, a opens the approve form, Enter approves', async ({ page, api, server }) => {

@@ -10,7 +10,7 @@ use super::{Database, parse_role, services};
 use crate::audit::Actor;
 use crate::domain::command::scope::ToolScope;
 use crate::domain::principal::{Role, TokenKind};
-use crate::service::{AccountError, TokenRequest};
+use crate::service::{AccountError, RotateWhich, TokenRequest};
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum UserCommand {
@@ -155,6 +155,21 @@ pub(crate) enum TokenCommand {
         #[command(flatten)]
         db: Database,
     },
+    /// Give an agent's webhook a new signing secret: every active token of the agent that has
+    /// a callback gets one, printed once per token. The replaced secret keeps signing beside
+    /// it (a second `v1=` in `Countersign-Signature`) for `--overlap`, so receivers switch over
+    /// without refusing a delivery.
+    RotateWebhookSecret {
+        #[command(flatten)]
+        db: Database,
+        /// The agent.
+        #[arg(long)]
+        agent: String,
+        /// How long the replaced secret signs too: `24h` by default (as on the admin page,
+        /// `domain::webhook::DEFAULT_OVERLAP`), `0s` to stop it at once, at most `7d`.
+        #[arg(long, default_value = "24h", value_parser = parse_overlap)]
+        overlap: time::Duration,
+    },
     /// Revoke every active token of an agent or executor.
     #[command(group(clap::ArgGroup::new("principal").required(true).args(["agent", "executor"])))]
     Revoke {
@@ -167,6 +182,17 @@ pub(crate) enum TokenCommand {
         #[arg(long)]
         executor: Option<String>,
     },
+}
+
+/// `24h`, `30m`, `7d`, or `0s`/`0` for no overlap.
+fn parse_overlap(s: &str) -> Result<time::Duration, String> {
+    if s == "0" || s == "0s" {
+        return Ok(time::Duration::ZERO);
+    }
+    let secs = crate::domain::policy::loader::parse_duration(s)?;
+    Ok(time::Duration::seconds(
+        i64::try_from(secs).unwrap_or(i64::MAX),
+    ))
 }
 
 /// Domain names given as one comma-separated argument.
@@ -394,6 +420,26 @@ pub(crate) async fn token_command(command: TokenCommand) -> Result<(), String> {
             eprintln!("revoked {n} token(s) of {kind} `{name}`");
         }
         TokenCommand::List { db } => list_tokens(&db).await?,
+        TokenCommand::RotateWebhookSecret { db, agent, overlap } => {
+            let services = services(&db.database_url).await?;
+            let rotated = services
+                .rotate_webhook_secrets(RotateWhich::Agent(&agent), overlap, &cli)
+                .await
+                .map_err(words)?;
+            eprintln!(
+                "{} webhook secret(s) of agent `{agent}` rotated; the old ones sign too for {}; \
+                 the new ones are shown once, below, one per token:",
+                rotated.len(),
+                if overlap.is_zero() {
+                    "no longer".to_owned()
+                } else {
+                    format!("{overlap}")
+                }
+            );
+            for r in rotated {
+                println!("{}", r.secret.expose());
+            }
+        }
     }
     Ok(())
 }

@@ -8,7 +8,9 @@
 //!   refused then (DNS rebinding).
 //! - **Signature.** `Countersign-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 over
 //!   "<t>.<body>">`, keyed by the token's webhook secret ([`signature`]). Receivers check the
-//!   MAC in constant time and refuse a `t` far from their clock.
+//!   MAC in constant time and refuse a `t` far from their clock. After the secret is rotated,
+//!   the old one signs too for an overlap (a second `v1=`, [`signing_secrets`]), so a receiver
+//!   accepts a delivery whose `v1` values include one made with a secret it knows.
 //! - **Retries.** A failed attempt is tried again after 5 s, 10 s, 20 s … (doubling, at most
 //!   one hour apart) until the delivery is [`Retries::give_up_after`] old ([`next_attempt`]).
 
@@ -198,7 +200,18 @@ impl StatusChanged {
 
 /// The `Countersign-Signature` value for `body` sent at unix time `t`.
 pub fn signature(secret: &str, t: i64, body: &str) -> String {
-    format!("t={t},v1={}", mac_hex(secret, t, body))
+    signature_by(&[secret], t, body)
+}
+
+/// The same, signed by each of `secrets` in turn (`t=…,v1=…,v1=…`): while a rotated secret's
+/// overlap lasts, the new and the old one sign, and a receiver that knows either accepts.
+pub fn signature_by(secrets: &[&str], t: i64, body: &str) -> String {
+    let mut header = format!("t={t}");
+    for secret in secrets {
+        header.push_str(",v1=");
+        header.push_str(&mac_hex(secret, t, body));
+    }
+    header
 }
 
 fn mac_hex(secret: &str, t: i64, body: &str) -> String {
@@ -212,26 +225,54 @@ fn mac_hex(secret: &str, t: i64, body: &str) -> String {
     hex::encode(mac.finalize().into_bytes())
 }
 
-/// Checks a `Countersign-Signature` header as a receiver does: its MAC (constant time) and a
-/// timestamp within `tolerance_secs` of `now`.
+/// Checks a `Countersign-Signature` header as a receiver does: a timestamp within
+/// `tolerance_secs` of `now`, and one of its `v1` MACs (there are two while a rotated secret's
+/// overlap lasts) made with `secret`, compared in constant time.
 pub fn verify(secret: &str, header: &str, body: &str, now: i64, tolerance_secs: i64) -> bool {
     let mut t = None;
-    let mut v1 = None;
+    let mut macs = Vec::new();
     for part in header.split(',') {
         match part.trim().split_once('=') {
             Some(("t", value)) => t = value.parse::<i64>().ok(),
-            Some(("v1", value)) => v1 = Some(value),
+            Some(("v1", value)) => macs.push(value),
             _ => {}
         }
     }
-    let (Some(t), Some(v1)) = (t, v1) else {
+    let Some(t) = t else {
         return false;
     };
-    if (now - t).abs() > tolerance_secs {
+    if macs.is_empty() || (now - t).abs() > tolerance_secs {
         return false;
     }
     let expected = mac_hex(secret, t, body);
-    subtle::ConstantTimeEq::ct_eq(expected.as_bytes(), v1.as_bytes()).into()
+    macs.iter().fold(false, |found, mac| {
+        let same: bool = subtle::ConstantTimeEq::ct_eq(expected.as_bytes(), mac.as_bytes()).into();
+        found | same
+    })
+}
+
+/// How long a rotated secret keeps signing beside its successor unless told otherwise (the
+/// admin page's rotation; the CLI's `--overlap` default).
+pub const DEFAULT_OVERLAP: time::Duration = time::Duration::hours(24);
+
+/// Longest overlap a rotated secret may keep signing.
+pub const MAX_OVERLAP: time::Duration = time::Duration::days(7);
+
+/// The secrets that sign a delivery at `now`: the current one, then the one it replaced while
+/// its overlap lasts (`previous_until` after `now`).
+pub fn signing_secrets<'a>(
+    current: &'a str,
+    previous: Option<&'a str>,
+    previous_until: Option<OffsetDateTime>,
+    now: OffsetDateTime,
+) -> Vec<&'a str> {
+    let mut secrets = vec![current];
+    if let (Some(old), Some(until)) = (previous, previous_until)
+        && now < until
+    {
+        secrets.push(old);
+    }
+    secrets
 }
 
 /// How failed deliveries are tried again.
@@ -394,6 +435,25 @@ mod tests {
         assert!(!verify("whsec_1", &header, "{\"a\":2}", 1_700_000_100, 300));
         assert!(!verify("whsec_1", &header, "{\"a\":1}", 1_700_001_000, 300));
         assert!(!verify("whsec_1", "v1=00", "{\"a\":1}", 1_700_000_000, 300));
+    }
+
+    #[test]
+    fn during_an_overlap_both_secrets_sign_and_either_verifies() {
+        let t0 = OffsetDateTime::UNIX_EPOCH + time::Duration::days(20_000);
+        let until = Some(t0 + time::Duration::hours(1));
+        let both = signing_secrets("new", Some("old"), until, t0);
+        assert_eq!(both, ["new", "old"]);
+        let header = signature_by(&both, 1_700_000_000, "{}");
+        assert_eq!(header.matches(",v1=").count(), 2);
+        assert!(verify("new", &header, "{}", 1_700_000_000, 300));
+        assert!(verify("old", &header, "{}", 1_700_000_000, 300));
+        assert!(!verify("other", &header, "{}", 1_700_000_000, 300));
+        // Once the overlap ends, only the new secret signs.
+        let after = signing_secrets("new", Some("old"), until, t0 + time::Duration::hours(1));
+        assert_eq!(after, ["new"]);
+        let header = signature_by(&after, 1_700_000_000, "{}");
+        assert!(!verify("old", &header, "{}", 1_700_000_000, 300));
+        assert_eq!(signing_secrets("new", None, None, t0), ["new"]);
     }
 
     #[test]

@@ -439,6 +439,9 @@ impl Services {
             .write(move |tx| {
                 Box::pin(async move {
                     let ids = accounts::revoke_tokens(tx.conn(), kind, &owner, now).await?;
+                    if !ids.is_empty() {
+                        accounts::announce_revocation(tx.conn()).await?;
+                    }
                     for token_id in &ids {
                         let event = TokenRevoked {
                             token_id: *token_id,

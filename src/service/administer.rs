@@ -71,6 +71,7 @@ impl Services {
                         name,
                     };
                     tx.record(now, &actor, AuditEvent::TokenRevoked(event));
+                    accounts::announce_revocation(tx.conn()).await?;
                     Ok::<_, ServiceError>(true)
                 })
             })

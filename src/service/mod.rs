@@ -57,7 +57,7 @@ pub use slack::SlackReply;
 pub use sso::SsoSignIn;
 pub use submit::Submitted;
 pub use wait::{AgentView, MAX_WAIT};
-pub use webhooks::WebhookSettings;
+pub use webhooks::{RotateWhich, RotatedSecret, WebhookSettings};
 
 use crate::domain::FieldError;
 use crate::domain::command::{CommandSpec, CommandStatus};
@@ -169,6 +169,12 @@ impl Services {
     /// The executor queue's wake-up signal (long-polling leases wait on it).
     pub fn queue_signal(&self) -> &Arc<QueueSignal> {
         &self.queue
+    }
+
+    /// API tokens were revoked elsewhere (another instance, the CLI): trust none of the
+    /// cached ones; the next request reads the table.
+    pub fn credentials_revoked(&self) {
+        self.tokens.clear();
     }
 
     /// The store.

@@ -1,8 +1,10 @@
 //! A short-lived cache of valid API tokens, so the hot paths (pre-tool-check, submission,
 //! lease) do not read the token table on every request. Only active tokens are cached, for at
-//! most [`TTL`]; a revocation made through this instance clears the cache at once, one made
-//! elsewhere (the CLI, another instance) takes effect within [`TTL`]. Unknown or revoked
-//! tokens are never cached, so guessing cannot fill it.
+//! most [`TTL`]. A revocation made through this instance clears the cache at once; on
+//! PostgreSQL one made anywhere (another instance, the CLI) does too, as its commit notifies
+//! every instance (`countersign_credentials`). Only a CLI revocation of a SQLite file served by
+//! another process waits out the [`TTL`]. Unknown or revoked tokens are never cached, so
+//! guessing cannot fill it.
 
 use std::collections::HashMap;
 use std::sync::Mutex;

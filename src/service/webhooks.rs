@@ -18,7 +18,9 @@ use futures_util::StreamExt;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::{ServiceError, Services};
+use super::{AccountError, ServiceError, Services};
+use crate::audit::{Actor, AuditEvent, WebhookSecretRotated};
+use crate::auth::token::{self, Secret};
 use crate::domain::webhook::{
     self, AfterAttempt, DELIVERY_HEADER, Retries, SIGNATURE_HEADER, TargetPolicy, check_url,
 };
@@ -107,7 +109,7 @@ impl reqwest::dns::Resolve for GuardedResolver {
 /// A delivery with its secret, ready to send.
 struct Ready {
     due: DueDelivery,
-    secret: Option<String>,
+    secret: Option<webhooks::Signers>,
 }
 
 /// An attempt with what follows from it: the delivery's new state, its next try, the error.
@@ -207,7 +209,7 @@ impl Services {
             .write(move |tx| {
                 Box::pin(async move {
                     let due = webhooks::claim_due(tx.conn(), now, hold_until, ROUND as i64).await?;
-                    let mut secrets: HashMap<Uuid, Option<String>> = HashMap::new();
+                    let mut secrets: HashMap<Uuid, Option<webhooks::Signers>> = HashMap::new();
                     let mut ready = Vec::with_capacity(due.len());
                     for d in due {
                         let secret = match secrets.entry(d.token_id) {
@@ -258,10 +260,15 @@ impl Services {
             .client
             .post(url)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .header(
-                SIGNATURE_HEADER,
-                webhook::signature(&secret, at.unix_timestamp(), &due.body),
-            )
+            .header(SIGNATURE_HEADER, {
+                let signers = webhook::signing_secrets(
+                    &secret.current,
+                    secret.previous.as_deref(),
+                    secret.previous_until,
+                    at,
+                );
+                webhook::signature_by(&signers, at.unix_timestamp(), &due.body)
+            })
             .header(DELIVERY_HEADER, due.id.to_string())
             .body(due.body)
             .send()
@@ -326,6 +333,109 @@ impl Services {
                 (d, tried)
             })
             .collect())
+    }
+}
+
+/// Which agent tokens' signing secrets to rotate.
+#[derive(Debug, Clone, Copy)]
+pub enum RotateWhich<'a> {
+    /// One token, by id (the admin page).
+    Token(Uuid),
+    /// Every active token of this agent that has a callback (the CLI).
+    Agent(&'a str),
+}
+
+/// A rotated signing secret, to show once.
+pub struct RotatedSecret {
+    /// The token.
+    pub token_id: Uuid,
+    /// Its agent.
+    pub agent: String,
+    /// The new secret.
+    pub secret: Secret,
+    /// Until when the replaced secret signs too.
+    pub previous_until: OffsetDateTime,
+}
+
+impl Services {
+    /// Gives the chosen agent tokens' callbacks new signing secrets, each replaced one signing
+    /// too for `overlap` (at most [`webhook::MAX_OVERLAP`]; zero ends it at once), audited
+    /// without either secret. Returns the new secrets, to show once.
+    pub async fn rotate_webhook_secrets(
+        &self,
+        which: RotateWhich<'_>,
+        overlap: time::Duration,
+        actor: &Actor,
+    ) -> Result<Vec<RotatedSecret>, AccountError> {
+        if overlap.is_negative() || overlap > webhook::MAX_OVERLAP {
+            return Err(AccountError::Invalid(format!(
+                "the overlap must be between 0 and {} days",
+                webhook::MAX_OVERLAP.whole_days()
+            )));
+        }
+        let agent = match which {
+            RotateWhich::Token(_) => None,
+            RotateWhich::Agent(name) => Some(name.to_owned()),
+        };
+        let token = which_id(which);
+        let (now, actor) = (self.now(), actor.clone());
+        let previous_until = now + overlap;
+        let rotated = self
+            .store()
+            .write(move |tx| {
+                Box::pin(async move {
+                    let ids = match (token, &agent) {
+                        (Some(id), _) => vec![id],
+                        (None, Some(name)) => webhooks::webhook_tokens_of(tx.conn(), name).await?,
+                        (None, None) => Vec::new(),
+                    };
+                    let mut rotated = Vec::with_capacity(ids.len());
+                    for token_id in ids {
+                        let secret = token::new_webhook_secret();
+                        let Some(agent) = webhooks::rotate_secret(
+                            tx.conn(),
+                            token_id,
+                            secret.expose(),
+                            previous_until,
+                        )
+                        .await?
+                        else {
+                            continue;
+                        };
+                        let event = WebhookSecretRotated {
+                            token_id,
+                            name: agent.clone(),
+                            previous_until: previous_until
+                                .format(&time::format_description::well_known::Rfc3339)
+                                .unwrap_or_default(),
+                        };
+                        tx.record(now, &actor, AuditEvent::WebhookSecretRotated(event));
+                        rotated.push(RotatedSecret {
+                            token_id,
+                            agent,
+                            secret,
+                            previous_until,
+                        });
+                    }
+                    Ok::<_, ServiceError>(rotated)
+                })
+            })
+            .await?;
+        if rotated.is_empty() {
+            let what = match which {
+                RotateWhich::Token(id) => format!("agent token {id} with a webhook"),
+                RotateWhich::Agent(name) => format!("agent token of `{name}` with a webhook"),
+            };
+            return Err(AccountError::Missing(what));
+        }
+        Ok(rotated)
+    }
+}
+
+fn which_id(which: RotateWhich<'_>) -> Option<Uuid> {
+    match which {
+        RotateWhich::Token(id) => Some(id),
+        RotateWhich::Agent(_) => None,
     }
 }
 

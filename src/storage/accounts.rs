@@ -396,9 +396,19 @@ pub async fn enable_user(conn: Conn<'_>, username: &str) -> Result<Option<Uuid>>
     Ok(row.map(|(id,)| id))
 }
 
-/// How many enabled admins there are.
+/// How many enabled admins there are, their rows locked until the transaction ends.
+///
+/// On PostgreSQL two instances may each take away one of the last two admins at once: each
+/// would count two and go ahead. Locking the rows makes the second wait for the first, then
+/// re-read the row it changed (read committed re-checks the condition on the new version), so
+/// it counts one and is refused. SQLite has one writer (`begin immediate`), so nothing can
+/// change between the count and the write.
 pub async fn count_enabled_admins(conn: Conn<'_>) -> Result<i64> {
-    let sql = "select count(*) from users where role = 'admin' and disabled_at is null";
+    let sql = conn.pick(
+        "select count(*) from users where role = 'admin' and disabled_at is null",
+        "select count(*) from (select id from users where role = 'admin' \
+         and disabled_at is null for update) admins",
+    );
     let (n,): (i64,) = on!(conn, |c| sqlx::query_as(sql).fetch_one(c).await)?;
     Ok(n)
 }
@@ -418,6 +428,18 @@ pub async fn revoke_token(
         .await)?;
     row.map(|(kind, name)| Ok((parse("token kind", &kind, TokenKind::parse)?, name)))
         .transpose()
+}
+
+/// Tells every instance listening on PostgreSQL that API credentials were revoked (delivered
+/// at commit, [`super::changes::CREDENTIALS_CHANNEL`]), so each drops the tokens it trusts
+/// without reading; SQLite has one serving process, which its own revocations clear directly.
+pub async fn announce_revocation(conn: Conn<'_>) -> Result<()> {
+    if let Conn::Postgres(c) = conn {
+        sqlx::query("select pg_notify('countersign_credentials', '')")
+            .execute(c)
+            .await?;
+    }
+    Ok(())
 }
 
 /// The people named operators of an agent's tokens, revoked ones included (they operated it

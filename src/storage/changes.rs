@@ -26,6 +26,9 @@ use uuid::Uuid;
 /// The channel other instances hear proposal changes on (PostgreSQL).
 pub const PROPOSAL_CHANNEL: &str = "countersign_proposal";
 
+/// The channel other instances hear revocations of API tokens on (PostgreSQL).
+pub const CREDENTIALS_CHANNEL: &str = "countersign_credentials";
+
 /// Waiters, by the proposal they wait on.
 pub struct Changes {
     waiting: Mutex<HashMap<Uuid, watch::Sender<u64>>>,

@@ -159,14 +159,71 @@ pub async fn claim_due(
     Ok(rows)
 }
 
-/// The signing secret of a token's callback (`None`: the token was revoked, or has none).
-pub async fn secret_of(conn: Conn<'_>, token_id: Uuid) -> Result<Option<String>> {
-    let sql = "select webhook_secret from api_tokens where id = $1 and revoked_at is null";
-    let row: Option<(Option<String>,)> = on!(conn, |c| sqlx::query_as(sql)
+/// What signs a token's deliveries: its secret, and the one a rotation replaced with the end
+/// of its overlap.
+#[derive(Clone)]
+pub struct Signers {
+    /// The current secret.
+    pub current: String,
+    /// The secret before the last rotation.
+    pub previous: Option<String>,
+    /// Until when the previous one signs too.
+    pub previous_until: Option<OffsetDateTime>,
+}
+
+impl std::fmt::Debug for Signers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Signers")
+            .field("previous_until", &self.previous_until)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The signing secrets of a token's callback (`None`: the token was revoked, or has none).
+pub async fn secret_of(conn: Conn<'_>, token_id: Uuid) -> Result<Option<Signers>> {
+    let sql = "select webhook_secret, webhook_previous_secret, webhook_previous_until \
+               from api_tokens where id = $1 and revoked_at is null";
+    type Row = (Option<String>, Option<String>, Option<OffsetDateTime>);
+    let row: Option<Row> = on!(conn, |c| sqlx::query_as(sql)
         .bind(token_id)
         .fetch_optional(c)
         .await)?;
-    Ok(row.and_then(|(s,)| s))
+    Ok(row.and_then(|(current, previous, previous_until)| {
+        current.map(|current| Signers {
+            current,
+            previous,
+            previous_until,
+        })
+    }))
+}
+
+/// The active tokens of `agent` that carry a callback, oldest first.
+pub async fn webhook_tokens_of(conn: Conn<'_>, agent: &str) -> Result<Vec<Uuid>> {
+    let sql = "select id from api_tokens where kind = 'agent' and name = $1 \
+               and revoked_at is null and webhook_secret is not null order by created_at, id";
+    let rows: Vec<(Uuid,)> = on!(conn, |c| sqlx::query_as(sql).bind(agent).fetch_all(c).await)?;
+    Ok(rows.into_iter().map(|(id,)| id).collect())
+}
+
+/// Gives active token `id` the signing secret `secret`; the one it had keeps signing until
+/// `previous_until`. The token's agent name, or `None` if it is revoked or has no callback.
+pub async fn rotate_secret(
+    conn: Conn<'_>,
+    id: Uuid,
+    secret: &str,
+    previous_until: OffsetDateTime,
+) -> Result<Option<String>> {
+    let sql = "update api_tokens set webhook_previous_secret = webhook_secret, \
+               webhook_previous_until = $3, webhook_secret = $2 \
+               where id = $1 and kind = 'agent' and revoked_at is null \
+               and webhook_secret is not null returning name";
+    let row: Option<(String,)> = on!(conn, |c| sqlx::query_as(sql)
+        .bind(id)
+        .bind(secret)
+        .bind(previous_until)
+        .fetch_optional(c)
+        .await)?;
+    Ok(row.map(|(name,)| name))
 }
 
 /// What one attempt came to.

@@ -18,12 +18,13 @@ use app::ports::{Admin, AdminOutcome, TokenChange, UserChange};
 use async_trait::async_trait;
 use uuid::Uuid;
 
-use super::{internal, rfc3339, role_of};
+use super::{internal, moment, role_of};
 use crate::audit::{AccessDenied, Actor, AuditEvent};
 use crate::auth::token;
 use crate::domain::command::scope::ToolScope;
 use crate::domain::principal::{Role, TokenKind};
-use crate::service::{AccountError, Services, TokenRequest};
+use crate::domain::webhook::DEFAULT_OVERLAP;
+use crate::service::{AccountError, RotateWhich, Services, TokenRequest};
 
 /// Deliveries the webhooks page lists.
 const DELIVERIES_SHOWN: i64 = 100;
@@ -264,6 +265,21 @@ impl AccountsAdmin {
                 self.services.revoke_token(id, actor).await?;
                 Ok((Notice::TokenRevoked, None))
             }
+            TokenChange::RotateWebhookSecret(id) => {
+                let id = Uuid::parse_str(id.trim())
+                    .map_err(|_| AccountError::Missing("token".into()))?;
+                let which = RotateWhich::Token(id);
+                let mut rotated = self
+                    .services
+                    .rotate_webhook_secrets(which, DEFAULT_OVERLAP, actor)
+                    .await?;
+                let made = rotated.pop().map(|r| {
+                    let label =
+                        format!("the webhook of agent {} (its new signing secret)", r.agent);
+                    Made::one(label, r.secret.expose().to_owned())
+                });
+                Ok((Notice::WebhookSecretRotated, made))
+            }
         }
     }
 
@@ -305,6 +321,7 @@ impl Admin for AccountsAdmin {
     async fn tokens(&self, viewer: &Viewer, shown: Option<&str>) -> Result<TokensView, AppError> {
         self.admin_only(viewer).await?;
         let tokens = self.services.list_tokens().await.map_err(internal)?;
+        let now = self.services.now();
         Ok(TokensView {
             tokens: tokens
                 .into_iter()
@@ -314,8 +331,8 @@ impl Admin for AccountsAdmin {
                     name: t.name,
                     scope: t.tool_scope,
                     operator: t.operator,
-                    created: rfc3339(t.created_at),
-                    revoked: t.revoked_at.map(rfc3339),
+                    created: moment(t.created_at, now),
+                    revoked: t.revoked_at.map(|r| moment(r, now)),
                     webhook: t.webhook_url,
                 })
                 .collect(),
@@ -325,6 +342,7 @@ impl Admin for AccountsAdmin {
 
     async fn webhooks(&self, viewer: &Viewer) -> Result<WebhooksView, AppError> {
         self.admin_only(viewer).await?;
+        let now = self.services.now();
         let deliveries = (self.services)
             .webhook_deliveries(DELIVERIES_SHOWN)
             .await
@@ -341,8 +359,8 @@ impl Admin for AccountsAdmin {
                 state: n.state,
                 message_id: n.message_id.map(|m| m.to_string()),
                 attempts: n.attempts,
-                created: rfc3339(n.created_at),
-                last_attempt: n.last_attempt_at.map(rfc3339),
+                created: moment(n.created_at, now),
+                last_attempt: n.last_attempt_at.map(|t| moment(t, now)),
                 last_status: n.last_status,
                 last_error: n.last_error,
             })
@@ -357,13 +375,13 @@ impl Admin for AccountsAdmin {
                     proposal_id: d.proposal_id.to_string(),
                     url: d.url,
                     state: d.state,
-                    created: rfc3339(d.created_at),
-                    next_attempt: d.next_attempt_at.map(rfc3339),
+                    created: moment(d.created_at, now),
+                    next_attempt: d.next_attempt_at.map(|t| moment(t, now)),
                     attempts: attempts
                         .into_iter()
                         .map(|a| WebhookAttempt {
                             attempt: a.attempt,
-                            at: rfc3339(a.at),
+                            at: moment(a.at, now),
                             status: a.status,
                             error: a.error,
                             took_ms: a.took_ms,

@@ -1,6 +1,7 @@
 //! The server's side of the compliance pages: the [`Ledger`] port over the trail's use cases.
 //! Every method checks that the viewer's role may audit ([`Role::can_audit`]). The last
 //! on-demand verification is kept in memory for the trail page; verifying records nothing.
+//! Times travel as [`app::time::Moment`]s seen from when the page renders.
 
 use std::sync::{Arc, Mutex};
 
@@ -9,12 +10,15 @@ use app::dto::{
     TallyView, TimelineView, TrailStatus, VerificationView, Viewer,
 };
 use app::ports::Ledger;
+use app::time::Moment;
 use async_trait::async_trait;
 use serde_json::Value;
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
 use uuid::Uuid;
 
 use super::filters::{cursor, selection};
-use super::{internal, rfc3339, role_of};
+use super::{internal, moment, role_of};
 use crate::audit::chain::ChainedEvent;
 use crate::service::{Charts, Cursor, Services, Tally, Verified, VerifyError};
 use crate::storage::audit_query::TrailEvent;
@@ -26,9 +30,26 @@ const MAX_VALUE: usize = 64;
 /// The compliance officer's ledger over the use cases.
 pub struct AuditLedger {
     services: Services,
-    last_verification: Mutex<Option<VerificationView>>,
+    last_verification: Mutex<Option<LastVerification>>,
     /// One verification at a time: a second request waits for the first and runs after it.
     verifying: tokio::sync::Mutex<()>,
+}
+
+/// The last verification and the instant it ran: its view's `at` is set from that instant
+/// each time the page renders, so it does not say "just now" forever.
+#[derive(Clone)]
+struct LastVerification {
+    at: OffsetDateTime,
+    view: VerificationView,
+}
+
+impl LastVerification {
+    fn seen_at(self, now: OffsetDateTime) -> VerificationView {
+        VerificationView {
+            at: moment(self.at, now),
+            ..self.view
+        }
+    }
 }
 
 impl AuditLedger {
@@ -41,24 +62,27 @@ impl AuditLedger {
         })
     }
 
-    fn last_verification(&self) -> Option<VerificationView> {
+    fn last_verification(&self) -> Option<LastVerification> {
         self.last_verification
             .lock()
             .map(|v| v.clone())
             .unwrap_or_else(|poisoned| poisoned.into_inner().clone())
     }
 
-    async fn status(&self) -> Result<TrailStatus, AppError> {
+    async fn status(&self, now: OffsetDateTime) -> Result<TrailStatus, AppError> {
         let state = self.services.chain_state().await.map_err(internal)?;
         Ok(TrailStatus {
             head_seq: state.head.seq,
             head_hash: state.head.hash,
             checkpoint: state.checkpoint.map(|c| CheckpointView {
                 seq: c.seq,
-                at: c.at,
+                // What was signed is a string; one that does not parse shows no time.
+                at: OffsetDateTime::parse(&c.at, &Rfc3339)
+                    .ok()
+                    .map(|t| moment(t, now)),
                 public_key: c.public_key,
             }),
-            verification: self.last_verification(),
+            verification: self.last_verification().map(|v| v.seen_at(now)),
         })
     }
 }
@@ -85,12 +109,17 @@ impl Ledger for AuditLedger {
             .trail_page(&sel, cursor)
             .await
             .map_err(internal)?;
+        let now = self.services.now();
         Ok(AuditPage {
-            events: page.events.into_iter().map(event_view).collect(),
+            events: page
+                .events
+                .into_iter()
+                .map(|e| event_view(e, now))
+                .collect(),
             older: page.older,
             newer: page.newer,
             searched_to: page.searched_to,
-            status: self.status().await?,
+            status: self.status(now).await?,
         })
     }
 
@@ -137,25 +166,23 @@ impl Ledger for AuditLedger {
             Some(rule) => format!("{route} by rule {rule}"),
             None => route,
         });
+        let now = s.now();
         Ok(TimelineView {
             id: id.to_string(),
             agent: p.agent,
             tool: p.contract.tool.name,
             domain: p.contract.domain,
             status: p.status.as_str().into(),
-            submitted_at: rfc3339(p.created_at),
+            submitted_at: moment(p.created_at, now),
             policy_version: detail("policy_version"),
             routing,
-            decided: p.review.map(|r| {
-                format!(
-                    "{} by {} at {}",
-                    r.verdict.as_str(),
-                    r.decided_by,
-                    rfc3339(r.decided_at)
-                )
-            }),
+            decided: (p.review.as_ref())
+                .map(|r| format!("{} by {}", r.verdict.as_str(), r.decided_by)),
+            decided_at: p.review.as_ref().map(|r| moment(r.decided_at, now)),
             command_id: command.map(|c| c.id.to_string()),
-            events: page.events.into_iter().rev().map(event_view).collect(),
+            events: (page.events.into_iter().rev())
+                .map(|e| event_view(e, now))
+                .collect(),
             earlier: page.older,
             later: page.newer,
         })
@@ -171,11 +198,12 @@ impl Ledger for AuditLedger {
         may_audit(viewer)?;
         let _one_at_a_time = self.verifying.lock().await;
         let outcome = self.services.verify_trail(None).await;
-        let at = rfc3339(self.services.now());
-        let view = verification_view(outcome, at, &viewer.username)?;
+        let at = self.services.now();
+        let view = verification_view(outcome, moment(at, at), &viewer.username)?;
+        let last = Some(LastVerification { at, view });
         match self.last_verification.lock() {
-            Ok(mut last) => *last = Some(view),
-            Err(poisoned) => *poisoned.into_inner() = Some(view),
+            Ok(mut kept) => *kept = last,
+            Err(poisoned) => *poisoned.into_inner() = last,
         }
         Ok(())
     }
@@ -185,11 +213,11 @@ impl Ledger for AuditLedger {
 /// verdict on the chain.
 fn verification_view(
     outcome: Result<Verified, VerifyError>,
-    at: String,
+    at: Moment,
     by: &str,
 ) -> Result<VerificationView, AppError> {
     let failed = |first_bad_seq: Option<i64>, message: String| VerificationView {
-        at: at.clone(),
+        at,
         by: by.to_owned(),
         ok: false,
         count: 0,
@@ -200,7 +228,7 @@ fn verification_view(
     };
     Ok(match outcome {
         Ok(v) => VerificationView {
-            at: at.clone(),
+            at,
             by: by.to_owned(),
             ok: true,
             count: v.count,
@@ -217,8 +245,8 @@ fn verification_view(
     })
 }
 
-/// One trail row as the pages show it.
-pub fn event_view(e: TrailEvent) -> AuditEventView {
+/// One trail row as the pages show it, for a page rendered at `now`.
+pub fn event_view(e: TrailEvent, now: OffsetDateTime) -> AuditEventView {
     let TrailEvent { event, facets, .. } = e;
     let timeline = timeline_of(&event);
     let facets = [
@@ -233,7 +261,7 @@ pub fn event_view(e: TrailEvent) -> AuditEventView {
     .collect();
     AuditEventView {
         seq: event.seq,
-        at: rfc3339(event.at),
+        at: moment(event.at, now),
         actor: format!("{}:{}", event.actor_kind, event.actor),
         subject: format!("{}:{}", event.subject_type, event.subject_id),
         timeline,
@@ -261,8 +289,9 @@ fn timeline_of(e: &ChainedEvent) -> Option<String> {
         .map(|id| format!("/audit/proposals/{id}"))
 }
 
-/// The details other than the facets, one `(key, value)` per top-level key, values cut short.
-/// The details are audit-safe already (names, hashes, counts); this only keeps rows compact.
+/// The details other than the facets, one `(key, value)` per top-level key, values cut short
+/// and times to the second (`2026-11-26 10:03:12 UTC`; the export keeps them whole). The
+/// details are audit-safe already (names, hashes, counts); this only keeps rows compact.
 pub fn compact_details(details: &Value) -> Vec<(String, String)> {
     use crate::audit::chain::FACETS;
     let Some(map) = details.as_object() else {
@@ -283,7 +312,10 @@ pub fn compact_details(details: &Value) -> Vec<(String, String)> {
 
 fn compact_value(v: &Value) -> String {
     match v {
-        Value::String(s) => s.clone(),
+        Value::String(s) => match OffsetDateTime::parse(s, &Rfc3339) {
+            Ok(t) => moment(t, t).exact(),
+            Err(_) => s.clone(),
+        },
         Value::Array(items) => items
             .iter()
             .map(compact_value)
@@ -347,13 +379,15 @@ mod tests {
             "rule": "x".repeat(100),
             "blockers": ["a", "b"],
             "intent": {"summary": {"len": 12, "hash": "ab"}},
+            "execute_by": "2026-11-26T10:03:12.123456789Z",
         });
         let shown = compact_details(&d);
         let keys: Vec<_> = shown.iter().map(|(k, _)| k.as_str()).collect();
-        assert_eq!(keys, vec!["blockers", "intent", "rule"]);
+        assert_eq!(keys, vec!["blockers", "execute_by", "intent", "rule"]);
         assert_eq!(shown[0].1, "a, b");
-        assert!(shown[2].1.ends_with('…'));
-        assert_eq!(shown[2].1.chars().count(), MAX_VALUE + 1);
+        assert_eq!(shown[1].1, "2026-11-26 10:03:12 UTC", "times to the second");
+        assert!(shown[3].1.ends_with('…'));
+        assert_eq!(shown[3].1.chars().count(), MAX_VALUE + 1);
     }
 
     #[test]

@@ -4,16 +4,15 @@
 //! reveal of a GDPR or HIPAA proposal's personal data.
 
 use app::dto::{
-    AppError, ApprovalView, AuditView, BlockerView, EscalationView, ExecutionView, HistoryItem,
-    HistoryView, Notice, ProposalView, ReviewView, RevisionView, Viewer,
+    AppError, ApprovalView, AuditView, BlockerView, ErasedView, EscalationView, ExecutionView,
+    HistoryItem, HistoryView, Notice, ProposalView, ReviewView, RevisionView, Viewer,
 };
 use app::ports::DecideOutcome;
-use app::time::Moment;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::sheet::{SheetOptions, command_sheet};
-use super::{internal, may_view, rfc3339, rollback_words};
+use super::{internal, may_view, moment, rollback_words};
 use crate::audit::Actor;
 use crate::domain::lifecycle::{
     self, DecisionError, ProposalStatus, ReviewVerdict, check_decision,
@@ -25,10 +24,6 @@ use crate::service::{AgentHistory, Cursor, Services, TrailPage, withholds_person
 use crate::storage::audit_query::TrailEvent;
 use crate::storage::commands::CommandRecord;
 use crate::storage::proposals::{ProposalRecord, Review};
-
-fn moment(t: OffsetDateTime, now: OffsetDateTime) -> Moment {
-    Moment::new(t.unix_timestamp(), now.unix_timestamp())
-}
 
 /// One proposal for `viewer`, recording the view of a GDPR or HIPAA proposal. With `reveal`,
 /// personal data the viewer revealed within [`crate::domain::review::disclosure::REVEAL_SECONDS`]
@@ -131,7 +126,7 @@ async fn revision(
 
 /// Proposal `id`, if `viewer`'s role may view proposals and their domains include its
 /// domain (a reviewer limited to domains does not see the others: not found), with the role.
-async fn reviewable(
+pub(super) async fn reviewable(
     s: &Services,
     viewer: &Viewer,
     id: &str,
@@ -419,10 +414,11 @@ impl Detail {
             history,
             now,
         } = self;
-        let erased = p
-            .erasure
-            .as_ref()
-            .map(|e| format!("Erased by {} at {}: {}", e.by, rfc3339(e.at), e.reason));
+        let erased = p.erasure.as_ref().map(|e| ErasedView {
+            by: e.by.clone(),
+            at: moment(e.at, now),
+            reason: e.reason.clone(),
+        });
         let (compliance, classification) = compliance_and_classification(&p);
         let (blockers, reasons) = blockers_and_reasons(&p);
         let texts = Texts::of(&p);

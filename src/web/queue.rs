@@ -2,10 +2,9 @@
 //! page within the viewer's domains, and shapes rows, filters and page links.
 
 use app::dto::{AppError, QueueFilterView, QueueItem, QueueParams, QueueView, percent_encode};
-use app::time::Moment;
 use time::OffsetDateTime;
 
-use super::{internal, keys_only, preview, rollback_words, targets};
+use super::{internal, keys_only, moment, preview, rollback_words, targets};
 use crate::domain::queue::{QueueKey, QueueQuery};
 use crate::service::{Facets, QueuePage, Services};
 use crate::storage::proposals::ProposalRecord;
@@ -122,10 +121,6 @@ fn filters(q: &QueueQuery, facets: &Facets) -> Vec<QueueFilterView> {
             compliance,
         ),
     ]
-}
-
-fn moment(t: OffsetDateTime, now: OffsetDateTime) -> Moment {
-    Moment::new(t.unix_timestamp(), now.unix_timestamp())
 }
 
 /// One row.

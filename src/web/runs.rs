@@ -5,7 +5,7 @@ use app::dto::{self, AppError, Notice, PausedView, RunItem, RunsView, Viewer};
 use app::ports::DecideOutcome;
 use uuid::Uuid;
 
-use super::{age, internal, may_view, rfc3339, role_of};
+use super::{age, internal, may_view, moment, role_of};
 use crate::audit::Actor;
 use crate::domain::command::Resolution;
 use crate::domain::principal::Role;
@@ -73,7 +73,7 @@ pub async fn runs(services: &Services, viewer: &Viewer) -> Result<RunsView, AppE
             .map(|p| PausedView {
                 pattern: p.pattern,
                 paused_by: p.paused_by,
-                paused_at: rfc3339(p.paused_at),
+                paused_at: moment(p.paused_at, now),
             })
             .collect(),
         can_act: role.can_decide(),

@@ -6,7 +6,6 @@
 //! ([`crate::domain::review`]).
 
 use app::dto::{CommandSheet, FieldRow, FieldValue};
-use app::time::Moment;
 use serde_json::{Map, Value};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
@@ -143,10 +142,7 @@ fn value(e: &Entry<'_>, o: &SheetOptions) -> (FieldValue, usize) {
         }
         (Disclosure::Shown, Value::String(s)) if e.pointer == "/approved_at" => {
             match OffsetDateTime::parse(s, &Rfc3339) {
-                Ok(t) => (
-                    FieldValue::Time(Moment::new(t.unix_timestamp(), o.now.unix_timestamp())),
-                    0,
-                ),
+                Ok(t) => (FieldValue::Time(super::moment(t, o.now)), 0),
                 Err(_) => text(s),
             }
         }
@@ -160,6 +156,7 @@ mod tests {
     use super::*;
     use crate::domain::contract::proposal::ToolProposal;
     use crate::domain::contract::vocab::AuthorizationState;
+    use app::time::Moment;
     use serde_json::json;
 
     fn spec(params: Value, gdpr: bool) -> CommandSpec {

@@ -1,7 +1,9 @@
 //! The account and token admin pages through plain HTTP, on both backends: only admins see
 //! `/admin/*` or use their forms; a token made on the page is shown once, works on the API and
 //! is refused on its very next request once revoked; disabling a person ends their open
-//! session; the last enabled admin stays; an agent's operator does not approve its proposals.
+//! session; the last enabled admin stays, also against two admins stepping down at once on two
+//! instances; a revocation holds at once on every instance (PostgreSQL's NOTIFY); an agent's
+//! operator does not approve its proposals.
 
 use countersign::domain::principal::Role;
 use reqwest::StatusCode;
@@ -14,6 +16,9 @@ on_both_backends!(
     a_token_made_on_the_page_is_shown_once_and_revoked_at_once,
     disabling_a_person_ends_their_open_session,
     the_last_admin_stays,
+    two_admins_stepping_down_on_two_instances_at_once_leave_one,
+    a_revocation_holds_on_every_instance_at_once,
+    an_admin_rotates_a_webhook_secret_on_the_page,
     an_operator_does_not_approve_their_agents_proposals,
 );
 
@@ -235,6 +240,147 @@ async fn the_last_admin_stays(backend: &str) {
         .disable_user("deputy", &countersign::audit::Actor::system("test"))
         .await;
     assert!(disabled.is_err(), "the shell keeps the last admin too");
+}
+
+async fn two_admins_stepping_down_on_two_instances_at_once_leave_one(backend: &str) {
+    let app = TestApp::spawn(backend).await;
+    let other = app.another_instance().await;
+    let admins = "select count(*) from users where role = 'admin' and disabled_at is null";
+    let system = countersign::audit::Actor::system("test");
+    app.user("ada", Role::Admin).await;
+    app.user("bo", Role::Admin).await;
+    // Each round, one admin is demoted on one instance while the other is disabled on the
+    // other, at the same moment: exactly one change may go through.
+    for round in 0..8 {
+        let (a, b) = tokio::join!(
+            app.services.set_role("ada", Role::Reviewer, &system),
+            other.services.disable_user("bo", &system),
+        );
+        assert_eq!(
+            usize::from(a.is_ok()) + usize::from(b.is_ok()),
+            1,
+            "round {round}: exactly one steps down ({a:?}, {b:?})"
+        );
+        assert_eq!(app.count(admins).await, 1, "round {round}");
+        // Both admins again for the next round.
+        if a.is_ok() {
+            app.services
+                .set_role("ada", Role::Admin, &system)
+                .await
+                .expect("re-grant");
+        } else {
+            app.services
+                .enable_user("bo", &system)
+                .await
+                .expect("re-enable");
+        }
+        assert_eq!(app.count(admins).await, 2, "round {round}");
+    }
+}
+
+/// On PostgreSQL a token revoked on one instance is refused on the very next request to any
+/// other, though that instance had just read (and cached) it; SQLite has one serving process.
+async fn a_revocation_holds_on_every_instance_at_once(backend: &str) {
+    if backend != "postgres" {
+        return;
+    }
+    let app = TestApp::spawn(backend).await;
+    let other = app.another_instance().await;
+    let token = app.agent_token("sales-bot").await;
+    let id = app.propose_ok(&token, "sales-bot").await;
+    assert_eq!(
+        other.poll(&token, &id).await.0,
+        StatusCode::OK,
+        "cached now"
+    );
+    let system = countersign::audit::Actor::system("test");
+    let revoked_at = std::time::Instant::now();
+    app.services
+        .revoke_tokens(
+            countersign::domain::principal::TokenKind::Agent,
+            "sales-bot",
+            &system,
+        )
+        .await
+        .expect("revoke");
+    // The NOTIFY travels after the commit, so the other instance may answer a request or two
+    // first; well inside the cache's 2 s lifetime it refuses.
+    loop {
+        let status = other.poll(&token, &id).await.0;
+        if status == StatusCode::UNAUTHORIZED {
+            break;
+        }
+        assert_eq!(status, StatusCode::OK);
+        assert!(
+            revoked_at.elapsed() < std::time::Duration::from_millis(500),
+            "still accepted {:?} after the revocation",
+            revoked_at.elapsed()
+        );
+    }
+}
+
+async fn an_admin_rotates_a_webhook_secret_on_the_page(backend: &str) {
+    let app = TestApp::spawn(backend).await;
+    let admin = signed_in(&app, "boss", Role::Admin).await;
+    let form = [
+        ("action", "create"),
+        ("kind", "agent"),
+        ("name", "hooked-bot"),
+        ("webhook", "http://127.0.0.1:9/hook"),
+    ];
+    let (_, html) = post(&admin, "/admin/tokens", "/fn/change_token", &form).await;
+    let first = html
+        .split("data-testid=\"webhook-secret\">")
+        .nth(1)
+        .and_then(|s| s.split('<').next())
+        .expect("the webhook secret is shown once")
+        .to_owned();
+    let listed = admin.page("/admin/tokens").await;
+    let row = listed
+        .split("data-testid=\"token-row\"")
+        .find(|r| r.contains("data-name=\"hooked-bot\""))
+        .expect("the token's row");
+    assert!(row.contains("data-testid=\"rotate-webhook-secret\""));
+    let id = row
+        .split("data-token-id=\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .expect("token id")
+        .to_owned();
+    let form = [("action", "rotate_webhook_secret"), ("id", id.as_str())];
+    let (to, html) = post(&admin, "/admin/tokens", "/fn/change_token", &form).await;
+    assert!(
+        to.starts_with("/admin/tokens?notice=webhook_secret_rotated&shown="),
+        "{to}"
+    );
+    let rotated = secret(&html).expect("the new secret is shown once");
+    assert!(rotated.starts_with("csw_") && rotated != first, "{rotated}");
+    assert!(secret(&admin.page(&to).await).is_none(), "shown once only");
+    let trail = "select count(*) from audit_events where action = \
+                 'token.webhook_secret_rotated' and actor = 'boss'";
+    assert_eq!(app.count(trail).await, 1);
+    // A token without a webhook has no such button, and the form refuses it.
+    let plain = app.agent_token("plain-bot").await;
+    drop(plain);
+    let listed = admin.page("/admin/tokens").await;
+    let plain_row = listed
+        .split("data-testid=\"token-row\"")
+        .find(|r| r.contains("data-name=\"plain-bot\""))
+        .expect("the plain token's row");
+    assert!(!plain_row.contains("rotate-webhook-secret"));
+    let plain_id = plain_row
+        .split("data-token-id=\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .expect("token id")
+        .to_owned();
+    let form = [
+        ("action", "rotate_webhook_secret"),
+        ("id", plain_id.as_str()),
+    ];
+    let (to, _) = post(&admin, "/admin/tokens", "/fn/change_token", &form).await;
+    assert!(to.starts_with("/admin/tokens?error="), "{to}");
+    assert_eq!(app.count(trail).await, 1);
 }
 
 async fn an_operator_does_not_approve_their_agents_proposals(backend: &str) {

@@ -3,7 +3,9 @@
 //! trail); filters narrow the trail and live in the query string; keyset pages visit every
 //! event once; the export downloads as one zip that verifies offline, fails after a one-byte
 //! edit and is itself recorded; a proposal's timeline tells its story; the proposal page shows
-//! its trail a page at a time; "Verify now" shows the chain's state.
+//! its trail a page at a time; "Verify now" shows the chain's state. Every time on these pages
+//! and on the admin's webhook page reads as people read it, in a `<time datetime>`, never a raw
+//! RFC 3339 string with fractional seconds.
 
 use std::collections::BTreeSet;
 use std::io::Read;
@@ -11,12 +13,18 @@ use std::io::Read;
 use countersign::audit::bundle;
 use countersign::audit::{Actor, AuditEvent, PreToolCheckRejected};
 use countersign::domain::contract::vocab::Route;
-use countersign::domain::principal::Role;
+use countersign::domain::principal::{Role, TokenKind};
+use countersign::service::TokenRequest;
 use reqwest::StatusCode;
 use serde_json::Value;
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
 
-use crate::common;
+use crate::common::{self, on_both_backends};
 use crate::helpers::{Browser, PASSWORD, TestApp, location};
+use crate::webhooks::{receiver, recorded};
+
+on_both_backends!(times_read_as_people_read_them);
 
 /// Every `data-seq` on a page, in order.
 fn seqs(html: &str) -> Vec<i64> {
@@ -460,9 +468,16 @@ async fn verify_now_shows_the_head_checkpoint_and_result() {
         .split("</dd>")
         .next()
         .expect("its text");
+    // The signed time, to the second, in the `<time datetime>` (its words say how long ago).
+    let signed = OffsetDateTime::parse(&cp.at, &Rfc3339).expect("the signed time");
     assert!(
-        shown.contains(&cp.seq.to_string()) && shown.contains(&cp.at),
+        shown.contains(&cp.seq.to_string())
+            && shown.contains(&format!("<time datetime=\"{}\"", to_the_second(signed))),
         "{shown}"
+    );
+    assert!(
+        !shown.contains(&cp.at),
+        "never the raw signed string: {shown}"
     );
     let r = auditor
         .post_form(
@@ -548,4 +563,111 @@ async fn edge_values_in_the_query_string_never_break_the_page() {
         );
     }
     assert_eq!(auditor.get("/audit").await.status(), StatusCode::OK);
+}
+
+/// `2026-11-26T10:03:12Z`: `t` in UTC, to the second.
+fn to_the_second(t: OffsetDateTime) -> String {
+    let format =
+        time::macros::format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]Z");
+    t.to_offset(time::UtcOffset::UTC)
+        .format(&format)
+        .expect("formats")
+}
+
+/// The first `hh:mm:ss.f` in `html` (a time with fractional seconds), with what follows it.
+fn fractional_seconds(html: &str) -> Option<&str> {
+    let b = html.as_bytes();
+    let digit = |i: usize| b.get(i).is_some_and(u8::is_ascii_digit);
+    (0..b.len()).find_map(|i| {
+        let shape = [0, 1, 3, 4, 6, 7, 9].into_iter().all(|d| digit(i + d))
+            && b.get(i + 2) == Some(&b':')
+            && b.get(i + 5) == Some(&b':')
+            && b.get(i + 8) == Some(&b'.');
+        shape.then(|| &html[i.saturating_sub(300)..(i + 40).min(html.len())])
+    })
+}
+
+/// Each part of `html` from one `data-testid="{testid}"` to the next `</{end}>`.
+fn parts<'a>(html: &'a str, testid: &str, end: &str) -> Vec<&'a str> {
+    html.split(&format!("data-testid=\"{testid}\""))
+        .skip(1)
+        .map(|rest| rest.split(&format!("</{end}>")).next().unwrap_or(rest))
+        .collect()
+}
+
+/// Every part `testid` marks carries a `<time datetime>`, and the page shows no time with
+/// fractional seconds.
+fn times_are_readable(html: &str, page: &str, marked: &[(&str, &str)]) {
+    for (testid, end) in marked {
+        let found = parts(html, testid, end);
+        assert!(!found.is_empty(), "{page}: no {testid}");
+        for part in found {
+            assert!(
+                part.contains("<time datetime=\""),
+                "{page}: {testid} without a <time>: {part}"
+            );
+        }
+    }
+    assert_eq!(fractional_seconds(html), None, "{page}: a raw time");
+}
+
+async fn times_read_as_people_read_them(backend: &str) {
+    let app = TestApp::spawn(backend).await;
+    // A proposal from an agent whose webhook fails once: a delivery with an attempt and a
+    // next try.
+    let mut attempts = app.services.store().changes().webhook_attempts();
+    let (url, mut rx) = receiver(vec![500]).await;
+    let request = TokenRequest {
+        webhook: Some(&url),
+        ..TokenRequest::new(TokenKind::Agent, "hooked")
+    };
+    let created = (app.services)
+        .create_operated_token(request, &Actor::system("test"))
+        .await
+        .expect("token with a webhook");
+    let id = app.propose_ok(created.token.expose(), "hooked").await;
+    crate::webhooks::next(&mut rx).await;
+    recorded(&mut attempts, 1).await;
+    let rev = signed_in(&app, "rev", Role::Reviewer).await;
+    rev.decide(&id, "approved", Some("fine")).await;
+    // A signed checkpoint and a verification, for the chain's box.
+    let dir = tempfile::tempdir().expect("dir");
+    let key = countersign::audit::checkpoint::CheckpointKey::load_or_create(
+        &dir.path().join("audit.key"),
+    )
+    .expect("key");
+    app.services.sign_checkpoint(&key).await.expect("sign");
+    let auditor = signed_in(&app, "auditor", Role::Compliance).await;
+    let csrf = auditor.csrf("/audit").await;
+    auditor
+        .post_form("/fn/verify_audit_trail", "/audit", &[("csrf_token", &csrf)])
+        .await;
+
+    let trail = auditor.page("/audit").await;
+    let marked = [
+        ("audit-row", "tr"),
+        ("audit-checkpoint", "dd"),
+        ("audit-verification", "dd"),
+    ];
+    times_are_readable(&trail, "/audit", &marked);
+    let timeline = auditor.page(&format!("/audit/proposals/{id}")).await;
+    let marked = [("audit-row", "tr"), ("timeline-decision", "dd")];
+    times_are_readable(&timeline, "timeline", &marked);
+    assert!(timeline.contains("data-testid=\"timeline-decision\">approved by rev"));
+
+    app.user("root", Role::Admin).await;
+    let admin = app.browser();
+    admin.login("root", PASSWORD).await;
+    let webhooks = admin.page("/admin/webhooks").await;
+    let marked = [("delivery-row", "tr"), ("delivery-attempt", "li")];
+    times_are_readable(&webhooks, "/admin/webhooks", &marked);
+    // The failed delivery waits for its next try (a delivered one has none).
+    assert!(
+        parts(&webhooks, "delivery-next", "td")
+            .iter()
+            .any(|next| next.contains("<time datetime=\"")),
+        "{webhooks}"
+    );
+    let tokens = admin.page("/admin/tokens").await;
+    times_are_readable(&tokens, "/admin/tokens", &[("token-row", "tr")]);
 }

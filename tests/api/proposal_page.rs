@@ -391,4 +391,57 @@ on_both_backends!(
     high_risk_approval_needs_the_targets_name,
     a_reveal_is_audited_personal_and_short_lived,
     the_agents_record_with_the_tool_is_on_the_page,
+    an_open_page_hears_when_its_proposal_moves,
 );
+
+/// `GET /events/proposals/{id}`: only people who may open the proposal get its stream, and a
+/// colleague's decision sends a `change` the page refetches on.
+async fn an_open_page_hears_when_its_proposal_moves(backend: &str) {
+    let app = TestApp::spawn(backend).await;
+    let agent = app.agent_token("sales-agent").await;
+    let id = propose(&app, &agent, &common::proposal_body("sales-agent")).await;
+    let path = format!("/events/proposals/{id}");
+    assert_eq!(
+        app.browser().get(&path).await.status(),
+        StatusCode::UNAUTHORIZED
+    );
+    let outsider = reviewer(&app, "bill").await;
+    app.services
+        .set_domains(
+            "bill",
+            Some(vec!["billing".into()]),
+            &countersign::audit::Actor::system("test"),
+        )
+        .await
+        .expect("domains");
+    assert_eq!(outsider.get(&path).await.status(), StatusCode::NOT_FOUND);
+    let unknown = format!("/events/proposals/{}", uuid::Uuid::now_v7());
+    let watcher = reviewer(&app, "rita").await;
+    assert_eq!(watcher.get(&unknown).await.status(), StatusCode::NOT_FOUND);
+
+    let mut stream = watcher.get(&path).await;
+    assert_eq!(stream.status(), StatusCode::OK);
+    assert!(
+        stream.headers()["content-type"]
+            .to_str()
+            .expect("type")
+            .starts_with("text/event-stream")
+    );
+    let colleague = reviewer(&app, "sam").await;
+    colleague
+        .decide(&id, "rejected", Some("Not this week."))
+        .await;
+    assert_eq!(
+        app.poll(&agent, &id).await.1["proposal"]["status"],
+        "rejected"
+    );
+    let mut text = String::new();
+    while !text.contains("event: change") {
+        let chunk = tokio::time::timeout(std::time::Duration::from_secs(10), stream.chunk())
+            .await
+            .expect("a change in time")
+            .expect("chunk")
+            .expect("the stream stays open");
+        text.push_str(std::str::from_utf8(&chunk).expect("utf-8"));
+    }
+}

@@ -26,6 +26,7 @@ on_both_backends!(
     a_failing_receiver_is_retried_with_backoff_and_every_attempt_is_shown,
     a_delivery_is_given_up_after_its_time_and_a_revoked_token_hears_nothing_more,
     private_and_plain_http_callbacks_are_refused,
+    a_rotated_secret_signs_beside_the_old_one_until_the_overlap_ends,
 );
 
 /// One request the receiver got.
@@ -87,18 +88,31 @@ async fn hooked_token(app: &TestApp, agent: &str, url: &str) -> CreatedToken {
         .expect("token with a webhook")
 }
 
-/// Checks a signature the way a receiver would, with nothing of Countersign's code.
+/// Checks a signature the way a receiver would, with nothing of Countersign's code: a fresh
+/// `t` and one of the `v1` MACs made with `secret`.
 pub(crate) fn verifies(secret: &str, header: &str, body: &str) -> bool {
-    let Some((t, v1)) = header
+    let Some(t) = header
         .strip_prefix("t=")
-        .and_then(|rest| rest.split_once(",v1="))
+        .and_then(|rest| rest.split(',').next())
     else {
         return false;
     };
-    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).expect("key");
-    mac.update(format!("{t}.{body}").as_bytes());
     let age = time::OffsetDateTime::now_utc().unix_timestamp() - t.parse::<i64>().expect("t");
-    mac.verify_slice(&hex::decode(v1).expect("hex")).is_ok() && age.abs() < 300
+    signed_by(secret, header, body) && age.abs() < 300
+}
+
+/// Whether one of the header's `v1` MACs over `t.body` was made with `secret` (the time
+/// aside: tests that move the app's clock check it themselves).
+fn signed_by(secret: &str, header: &str, body: &str) -> bool {
+    let mut parts = header.split(',');
+    let Some(t) = parts.next().and_then(|p| p.strip_prefix("t=")) else {
+        return false;
+    };
+    parts.filter_map(|p| p.strip_prefix("v1=")).any(|v1| {
+        let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).expect("key");
+        mac.update(format!("{t}.{body}").as_bytes());
+        hex::decode(v1).is_ok_and(|v1| mac.verify_slice(&v1).is_ok())
+    })
 }
 
 /// Waits until this instance has recorded `n` attempts in all.
@@ -335,4 +349,78 @@ async fn private_and_plain_http_callbacks_are_refused(backend: &str) {
         )
         .await;
     assert_eq!(origin, 1);
+}
+
+async fn a_rotated_secret_signs_beside_the_old_one_until_the_overlap_ends(backend: &str) {
+    use countersign::service::RotateWhich;
+    let app = TestApp::spawn(backend).await;
+    let (url, mut rx) = receiver(vec![]).await;
+    let created = hooked_token(&app, "sales-agent", &url).await;
+    let old = created.webhook_secret.expect("secret");
+    let token = created.token.expose().to_owned();
+    submit(&app, &token, "sales-agent").await;
+    let first = next(&mut rx).await;
+    assert!(verifies(old.expose(), &first.signature, &first.body));
+    assert_eq!(first.signature.matches("v1=").count(), 1);
+
+    let system = Actor::system("test");
+    let hour = time::Duration::hours(1);
+    let rotated = app
+        .services
+        .rotate_webhook_secrets(RotateWhich::Agent("sales-agent"), hour, &system)
+        .await
+        .expect("rotated");
+    assert_eq!(rotated.len(), 1);
+    let new = rotated[0].secret.expose().to_owned();
+    assert!(new.starts_with("csw_") && new != old.expose());
+
+    // During the overlap both sign: a receiver that knows either accepts.
+    submit(&app, &token, "sales-agent").await;
+    let during = next(&mut rx).await;
+    assert_eq!(during.signature.matches("v1=").count(), 2);
+    assert!(verifies(&new, &during.signature, &during.body));
+    assert!(verifies(old.expose(), &during.signature, &during.body));
+
+    // After it, only the new one.
+    app.clock.advance(hour + time::Duration::seconds(1));
+    submit(&app, &token, "sales-agent").await;
+    let after = next(&mut rx).await;
+    assert_eq!(after.signature.matches("v1=").count(), 1);
+    assert!(signed_by(&new, &after.signature, &after.body));
+    assert!(!signed_by(old.expose(), &after.signature, &after.body));
+
+    // Audited, without either secret.
+    let rows = "select count(*) from audit_events where action = 'token.webhook_secret_rotated' \
+                and actor = 'test'";
+    assert_eq!(app.count(rows).await, 1);
+    let leaked = format!(
+        "select count(*) from audit_events where cast(details as text) like '%{}%' \
+         or cast(details as text) like '%{}%'",
+        &new[4..20],
+        &old.expose()[4..20]
+    );
+    assert_eq!(app.count(&leaked).await, 0);
+
+    // Nothing to rotate, or too long an overlap: refused, nothing written.
+    let none = app
+        .services
+        .rotate_webhook_secrets(RotateWhich::Agent("nobody"), hour, &system)
+        .await;
+    assert!(matches!(
+        none,
+        Err(countersign::service::AccountError::Missing(_))
+    ));
+    let long = app
+        .services
+        .rotate_webhook_secrets(
+            RotateWhich::Agent("sales-agent"),
+            time::Duration::days(8),
+            &system,
+        )
+        .await;
+    assert!(matches!(
+        long,
+        Err(countersign::service::AccountError::Invalid(_))
+    ));
+    assert_eq!(app.count(rows).await, 1);
 }

@@ -1,9 +1,11 @@
-//! The table of audit events the compliance pages share: seq, time, actor, kind, subject
-//! (linked to its proposal's timeline), status change, facets and compact details.
+//! The table of audit events the compliance pages share: seq, time (as people read it, the
+//! exact UTC time on hover), actor, kind, subject (linked to its proposal's timeline), status
+//! change, facets and compact details.
 
 use leptos::prelude::*;
 
 use crate::dto::AuditEventView;
+use crate::time::When;
 
 /// Audit events in the order given.
 #[component]
@@ -25,7 +27,7 @@ pub fn EventTable(
             <thead>
                 <tr>
                     <th>"Seq"</th>
-                    <th>"Time (UTC)"</th>
+                    <th>"Time"</th>
                     <th>"Actor"</th>
                     <th>"Event"</th>
                     <th>"Subject"</th>
@@ -87,12 +89,11 @@ fn EventRow(e: AuditEventView) -> impl IntoView {
         })
         .collect_view();
     let details = details_cell(e.details);
-    let at = e.at.replace('T', " ").trim_end_matches('Z').to_owned();
     let kind = e.kind.clone();
     view! {
         <tr data-testid="audit-row" data-seq=e.seq data-kind=kind>
             <td class="num seq">{e.seq}</td>
-            <td class="time">{at}</td>
+            <td class="time"><When at=e.at/></td>
             <td class="actor">{e.actor}</td>
             <td><code class="kind">{e.kind}</code></td>
             <td class="subject">{subject}</td>

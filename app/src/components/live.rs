@@ -1,30 +1,72 @@
-//! Live pages: a callback each time the server says the desk changed
-//! (`GET /events/desk`, server-sent events), so a page refetches what it shows. In the browser
-//! only; the server renders the page as it is, and without JavaScript a reload shows the
-//! same.
+//! Live pages: a callback each time the server says something a page shows changed
+//! (server-sent events), so the page refetches it. In the browser only; the server renders the
+//! page as it is, and without JavaScript a reload shows the same.
+//!
+//! - [`use_desk_changes`]: the queue, on `GET /events/desk` (anything on the desk moved).
+//! - [`use_proposal_changes`]: one proposal's page, on `GET /events/proposals/{id}` (its
+//!   status moved: a colleague decided, it expired, its command reported).
 
 #[cfg(feature = "hydrate")]
 use leptos::prelude::*;
+use leptos::prelude::{ReadSignal, signal};
 
 /// Calls `on_change` on every `change` event of the desk's event stream (in the browser, while
 /// the calling component is mounted), e.g. to refetch a resource.
 pub fn use_desk_changes(on_change: impl Fn() + Clone + Send + Sync + 'static) {
+    use_changes(|| Some("/events/desk".to_owned()), on_change);
+}
+
+/// Calls `on_change` each time the status of the proposal `id()` names moves (in the browser,
+/// while the calling component is mounted; a new id opens a new stream). The signal says
+/// whether the stream is open (never, on the server): a page may mark itself live with it.
+pub fn use_proposal_changes(
+    id: impl Fn() -> Option<String> + Send + Sync + 'static,
+    on_change: impl Fn() + Clone + Send + Sync + 'static,
+) -> ReadSignal<bool> {
+    use_changes(
+        move || {
+            id().filter(|id| !id.is_empty())
+                .map(|id| format!("/events/proposals/{id}"))
+        },
+        on_change,
+    )
+}
+
+/// Listens to the event stream at `path()` (none while it is `None`) for `change` events;
+/// the signal is `true` while the stream is open.
+fn use_changes(
+    path: impl Fn() -> Option<String> + Send + Sync + 'static,
+    on_change: impl Fn() + Clone + Send + Sync + 'static,
+) -> ReadSignal<bool> {
+    let (open, set_open) = signal(false);
     #[cfg(feature = "hydrate")]
     Effect::new(move |_| {
         use wasm_bindgen::JsCast;
         use wasm_bindgen::closure::Closure;
-        let Ok(source) = web_sys::EventSource::new("/events/desk") else {
+        set_open.set(false);
+        let Some(path) = path() else {
+            return;
+        };
+        let Ok(source) = web_sys::EventSource::new(&path) else {
             return;
         };
         let changed = on_change.clone();
         let on_change = Closure::<dyn FnMut(web_sys::Event)>::new(move |_| changed());
         let _ =
             source.add_event_listener_with_callback("change", on_change.as_ref().unchecked_ref());
-        // The listener lives as long as the source, which the cleanup closes.
+        let on_open = Closure::<dyn FnMut(web_sys::Event)>::new(move |_| set_open.set(true));
+        let _ = source.add_event_listener_with_callback("open", on_open.as_ref().unchecked_ref());
+        let on_error = Closure::<dyn FnMut(web_sys::Event)>::new(move |_| set_open.set(false));
+        let _ = source.add_event_listener_with_callback("error", on_error.as_ref().unchecked_ref());
+        // The listeners live as long as the source, which the cleanup closes (also before the
+        // effect runs again for another path).
         on_change.forget();
+        on_open.forget();
+        on_error.forget();
         let source = send_wrapper::SendWrapper::new(source);
         on_cleanup(move || source.close());
     });
     #[cfg(not(feature = "hydrate"))]
-    let _ = on_change;
+    let _ = (path, on_change, set_open);
+    open
 }

@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::time::Moment;
+
 /// A person, as the users page lists them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UserItem {
@@ -32,10 +34,10 @@ pub struct TokenItem {
     pub scope: Option<String>,
     /// An agent's operator.
     pub operator: Option<String>,
-    /// When it was created (RFC 3339).
-    pub created: String,
-    /// When it was revoked (RFC 3339), if it was.
-    pub revoked: Option<String>,
+    /// When it was created.
+    pub created: Moment,
+    /// When it was revoked, if it was.
+    pub revoked: Option<Moment>,
     /// An agent token's callback URL.
     pub webhook: Option<String>,
 }
@@ -81,10 +83,10 @@ pub struct WebhookDelivery {
     pub url: String,
     /// `pending`, `delivered` or `failed` (given up).
     pub state: String,
-    /// When it was queued (RFC 3339).
-    pub created: String,
-    /// The next try, while pending (RFC 3339).
-    pub next_attempt: Option<String>,
+    /// When it was queued.
+    pub created: Moment,
+    /// The next try, while pending.
+    pub next_attempt: Option<Moment>,
     /// Every attempt, first first.
     pub attempts: Vec<WebhookAttempt>,
 }
@@ -94,8 +96,8 @@ pub struct WebhookDelivery {
 pub struct WebhookAttempt {
     /// Its number (1 for the first).
     pub attempt: i32,
-    /// When (RFC 3339).
-    pub at: String,
+    /// When.
+    pub at: Moment,
     /// The receiver's status code, if it answered.
     pub status: Option<i32>,
     /// Why it failed, if it did.
@@ -119,10 +121,10 @@ pub struct NotificationItem {
     pub message_id: Option<String>,
     /// Attempts made.
     pub attempts: i32,
-    /// When it was queued (RFC 3339).
-    pub created: String,
-    /// The last attempt (RFC 3339).
-    pub last_attempt: Option<String>,
+    /// When it was queued.
+    pub created: Moment,
+    /// The last attempt.
+    pub last_attempt: Option<Moment>,
     /// The channel's last status code.
     pub last_status: Option<i32>,
     /// Why the last attempt failed.

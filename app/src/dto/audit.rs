@@ -5,6 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::time::Moment;
+
 /// Every kind of event the trail records, for the kind filter.
 pub const EVENT_KINDS: &[&str] = &[
     "proposal.submitted",
@@ -35,6 +37,7 @@ pub const EVENT_KINDS: &[&str] = &[
     "user.password_reset",
     "token.created",
     "token.revoked",
+    "token.webhook_secret_rotated",
     "auth.signed_in",
     "auth.sign_in_failed",
     "auth.sign_in_throttled",
@@ -180,8 +183,8 @@ pub fn percent_encode(s: &str) -> String {
 pub struct AuditEventView {
     /// Position in the chain.
     pub seq: i64,
-    /// When (RFC 3339, UTC).
-    pub at: String,
+    /// When it was recorded.
+    pub at: Moment,
     /// `kind:name` of the actor.
     pub actor: String,
     /// Event kind.
@@ -203,8 +206,9 @@ pub struct AuditEventView {
 pub struct CheckpointView {
     /// The head it signs.
     pub seq: i64,
-    /// When it was signed (RFC 3339).
-    pub at: String,
+    /// When it was signed; `None` if the signed time could not be read (no time rather than
+    /// a wrong one).
+    pub at: Option<Moment>,
     /// The signer's Ed25519 public key (hex).
     pub public_key: String,
 }
@@ -212,8 +216,8 @@ pub struct CheckpointView {
 /// The last on-demand verification of the chain.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VerificationView {
-    /// When it ran (RFC 3339).
-    pub at: String,
+    /// When it ran, seen from when the page renders.
+    pub at: Moment,
     /// Who ran it.
     pub by: String,
     /// Whether the chain held.
@@ -271,14 +275,16 @@ pub struct TimelineView {
     pub domain: String,
     /// Current status.
     pub status: String,
-    /// When it arrived (RFC 3339).
-    pub submitted_at: String,
+    /// When it arrived.
+    pub submitted_at: Moment,
     /// Policy version used (from its `proposal.submitted` event).
     pub policy_version: Option<String>,
     /// Route and rule, from the same event.
     pub routing: Option<String>,
-    /// "approved by … at …", once decided.
+    /// "approved by …", once decided.
     pub decided: Option<String>,
+    /// When it was decided.
+    pub decided_at: Option<Moment>,
     /// Its command, if one was queued.
     pub command_id: Option<String>,
     /// Events of the proposal and its command, oldest first.

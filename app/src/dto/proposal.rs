@@ -253,8 +253,8 @@ pub struct ProposalView {
     pub can_decide: bool,
     /// Why the viewer may not decide it, when the proposal is still pending.
     pub cannot_decide_because: Option<String>,
-    /// "Erased by … at …: reason", once erased.
-    pub erased: Option<String>,
+    /// Who erased its personal data, when and why, once erased.
+    pub erased: Option<ErasedView>,
     /// Whether the viewer (an admin) is offered the erase button.
     pub can_erase: bool,
     /// Every field of the command the executor receives (or would, on approval).
@@ -293,4 +293,15 @@ pub struct RevisionView {
     /// Parameters changed since the proposal it revises: `(path, before, after)`, `—` for
     /// absent, `••••` for personal data not revealed.
     pub changes: Vec<(String, String, String)>,
+}
+
+/// A proposal's erasure, as shown.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErasedView {
+    /// Who erased it.
+    pub by: String,
+    /// When.
+    pub at: Moment,
+    /// Why.
+    pub reason: String,
 }

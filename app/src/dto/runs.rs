@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::time::Moment;
+
 /// One command on the runs page.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunItem {
@@ -45,8 +47,8 @@ pub struct PausedView {
     pub pattern: String,
     /// Who paused it.
     pub paused_by: String,
-    /// When (RFC 3339).
-    pub paused_at: String,
+    /// When.
+    pub paused_at: Moment,
 }
 
 /// The runs page.

@@ -14,6 +14,7 @@ use crate::dto::{
 use crate::server::admin::{
     ChangeToken, ChangeUser, list_admin_tokens, list_admin_users, list_webhook_deliveries,
 };
+use crate::time::When;
 
 #[component]
 fn AdminNav(current: &'static str) -> impl IntoView {
@@ -245,6 +246,17 @@ fn TokenRow(token: TokenItem, csrf: String) -> impl IntoView {
         revoked,
         webhook,
     } = token;
+    let rotate = (revoked.is_none() && webhook.is_some()).then(|| {
+        let (id, csrf) = (id.clone(), csrf.clone());
+        view! {
+            <form method="post" action=ChangeToken::url() class="inline">
+                <input type="hidden" name="csrf_token" value=csrf/>
+                <input type="hidden" name="action" value="rotate_webhook_secret"/>
+                <input type="hidden" name="id" value=id/>
+                <button type="submit" data-testid="rotate-webhook-secret" title="A new signing secret, shown once; the old one signs too for 24 h">"Rotate signing secret"</button>
+            </form>
+        }
+    });
     let revoke = revoked.is_none().then(|| {
         let id = id.clone();
         view! {
@@ -264,9 +276,9 @@ fn TokenRow(token: TokenItem, csrf: String) -> impl IntoView {
             <td>{scope.unwrap_or_default()}</td>
             <td>{operator.unwrap_or_default()}</td>
             <td data-testid="token-webhook-url">{webhook.unwrap_or_default()}</td>
-            <td>{created}</td>
-            <td data-testid="token-revoked">{revoked.unwrap_or_default()}</td>
-            <td>{revoke}</td>
+            <td><When at=created/></td>
+            <td data-testid="token-revoked">{revoked.map(|at| view! { <When at/> })}</td>
+            <td>{rotate}{revoke}</td>
         </tr>
     }
 }
@@ -331,13 +343,13 @@ fn DeliveryRow(d: WebhookDelivery) -> impl IntoView {
     let state_attr = state.clone();
     view! {
         <tr data-testid="delivery-row" data-delivery-id=id data-state=state_attr>
-            <td>{created}</td>
+            <td><When at=created/></td>
             <td>{agent}</td>
             <td><a href=href>{proposal_id}</a></td>
             <td class="url">{url}</td>
             <td data-testid="delivery-state">{state}</td>
             <td><ol class="attempts">{attempts.into_iter().map(|a| view! { <AttemptItem a/> }).collect_view()}</ol></td>
-            <td data-testid="delivery-next">{next_attempt.unwrap_or_default()}</td>
+            <td data-testid="delivery-next">{next_attempt.map(|at| view! { <When at past_prefix="due "/> })}</td>
         </tr>
     }
 }
@@ -354,7 +366,7 @@ fn AttemptItem(a: WebhookAttempt) -> impl IntoView {
     let answer = status.map_or_else(|| "no answer".to_owned(), |s| format!("HTTP {s}"));
     view! {
         <li data-testid="delivery-attempt" data-status=status.map(|s| s.to_string())>
-            {format!("#{attempt} {at}: {answer} in {took_ms} ms")}
+            {format!("#{attempt} ")}<When at/>{format!(": {answer} in {took_ms} ms")}
             {error.map(|e| view! { <span class="error">{format!(" — {e}")}</span> })}
         </li>
     }
@@ -377,17 +389,17 @@ fn Notifications(notifications: Vec<NotificationItem>) -> impl IntoView {
                         (Some(s), None) => format!("HTTP {s}"),
                         (None, None) => String::new(),
                     };
-                    let when = n.last_attempt.unwrap_or_default();
+                    let when = n.last_attempt.map(|at| view! { " " <When at/> });
                     let state = n.state.clone();
                     view! {
                         <tr data-testid="notification-row" data-state=state>
-                            <td>{n.created}</td>
+                            <td><When at=n.created/></td>
                             <td>{n.channel}</td>
                             <td>{n.reason}</td>
                             <td><a href=href>{n.proposal_id}</a></td>
                             <td>{n.state}</td>
                             <td>{n.attempts}</td>
-                            <td>{format!("{answer} {when}")}</td>
+                            <td>{answer}{when}</td>
                         </tr>
                     }
                 }).collect_view()}

@@ -11,6 +11,7 @@ use super::{Flash, error_view, use_session};
 use crate::components::events::EventTable;
 use crate::dto::{AuditPage, AuditQuery, DECISIONS, EVENT_KINDS, RISKS, SessionView, TrailStatus};
 use crate::server::audit::{VerifyAuditTrail, get_audit_trail};
+use crate::time::When;
 
 /// Links between the compliance pages.
 #[component]
@@ -152,7 +153,8 @@ fn FilterForm(q: AuditQuery) -> impl IntoView {
 fn ChainStatus(status: TrailStatus, csrf: String) -> impl IntoView {
     let checkpoint = match status.checkpoint {
         Some(cp) => view! {
-            <dd data-testid="audit-checkpoint">"seq " {cp.seq} " at " {cp.at}
+            <dd data-testid="audit-checkpoint">"seq " {cp.seq}
+                {cp.at.map(|at| view! { ", signed " <When at/> })}
                 <br/>"public key " <code class="hash">{cp.public_key}</code></dd>
         }
         .into_any(),
@@ -161,14 +163,14 @@ fn ChainStatus(status: TrailStatus, csrf: String) -> impl IntoView {
     let verification = match status.verification {
         Some(v) if v.ok => view! {
             <dd class="verified ok" data-testid="audit-verification">
-                "Verified " {v.count} " events up to seq " {v.head_seq} " at " {v.at} " (by " {v.by} ")"
+                "Verified " {v.count} " events up to seq " {v.head_seq} " " <When at=v.at/> " (by " {v.by} ")"
                 <br/>"head " <code class="hash">{v.head_hash}</code>
             </dd>
         }
         .into_any(),
         Some(v) => view! {
             <dd class="verified bad" data-testid="audit-verification" role="alert">
-                "FAILED at " {v.at} " (by " {v.by} "): " {v.message}
+                "FAILED " <When at=v.at/> " (by " {v.by} "): " {v.message}
                 {v.first_bad_seq.map(|s| view! { <br/>"first bad seq " <strong data-testid="audit-first-bad">{s}</strong> })}
             </dd>
         }

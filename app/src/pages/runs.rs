@@ -8,6 +8,7 @@ use leptos::server_fn::ServerFn;
 use super::{Flash, error_view, use_session};
 use crate::dto::{PausedView, RunItem, RunsView, SessionView};
 use crate::server::runs::{DecideRollback, ResolveCommand, SwitchTool, list_runs};
+use crate::time::When;
 
 /// The runs page.
 #[component]
@@ -167,7 +168,7 @@ fn Paused(paused: Vec<PausedView>, csrf: String, can_pause: bool) -> impl IntoVi
                             let pattern = p.pattern.clone();
                             view! {
                                 <li data-testid="paused-tool">
-                                    <code>{p.pattern}</code> " paused by " {p.paused_by} " at " {p.paused_at}
+                                    <code>{p.pattern}</code> " paused by " {p.paused_by} " " <When at=p.paused_at/>
                                     {can_pause.then(|| view! {
                                         <form method="post" action=SwitchTool::url() class="inline">
                                             <input type="hidden" name="csrf_token" value=csrf.clone()/>

@@ -10,6 +10,7 @@ use super::error_view;
 use crate::components::events::EventTable;
 use crate::dto::TimelineView;
 use crate::server::audit::get_audit_timeline;
+use crate::time::When;
 
 /// The timeline page.
 #[component]
@@ -54,6 +55,7 @@ fn Timeline(t: TimelineView) -> impl IntoView {
     });
     let status_class = format!("status status-{}", t.status);
     let proposal_href = format!("/proposals/{}", t.id);
+    let decided_at = t.decided_at.map(|at| view! { ", " <When at/> });
     view! {
         <section class="timeline-facts" data-testid="timeline">
             <dl>
@@ -63,12 +65,12 @@ fn Timeline(t: TimelineView) -> impl IntoView {
                 <dd><span class=status_class data-testid="timeline-status">{t.status}</span></dd>
                 <dt>"Proposed by"</dt><dd>{t.agent}</dd>
                 <dt>"Tool"</dt><dd><code>{t.tool}</code> " · " {t.domain}</dd>
-                <dt>"Submitted"</dt><dd>{t.submitted_at}</dd>
+                <dt>"Submitted"</dt><dd><When at=t.submitted_at/></dd>
                 <dt>"Policy version"</dt>
                 <dd data-testid="timeline-policy"><code>{t.policy_version.unwrap_or_else(|| "not recorded".into())}</code></dd>
                 <dt>"Routing"</dt><dd>{t.routing.unwrap_or_else(|| "—".into())}</dd>
                 <dt>"Decision"</dt>
-                <dd data-testid="timeline-decision">{t.decided.unwrap_or_else(|| "none yet".into())}</dd>
+                <dd data-testid="timeline-decision">{t.decided.unwrap_or_else(|| "none yet".into())}{decided_at}</dd>
                 <dt>"Command"</dt>
                 <dd>{t.command_id.unwrap_or_else(|| "none".to_owned())}</dd>
             </dl>

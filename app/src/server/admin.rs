@@ -114,7 +114,8 @@ pub async fn change_user(
     Ok(())
 }
 
-/// Creates (`action` `create`) or revokes (`revoke`, by `id`) an API token.
+/// Creates (`action` `create`) or revokes (`revoke`, by `id`) an API token, or rotates an
+/// agent token's webhook signing secret (`rotate_webhook_secret`, by `id`).
 #[server(prefix = "/fn", endpoint = "change_token")]
 // One argument per form field. (The lint fires on the browser's build of this function, not on
 // the server's, so `expect` cannot say it for both.)
@@ -147,6 +148,7 @@ pub async fn change_token(
             webhook,
         },
         "revoke" => TokenChange::Revoke(id.unwrap_or_default()),
+        "rotate_webhook_secret" => TokenChange::RotateWebhookSecret(id.unwrap_or_default()),
         _ => return Err(AppError::Invalid("unknown action".into())),
     };
     let outcome = ssr::admin()?.change_token(&viewer, change).await?;

@@ -376,6 +376,28 @@ impl Payload for TokenRevoked {
     }
 }
 
+/// Payload of `token.webhook_secret_rotated`: an agent token's callback got a new signing
+/// secret; the old one signs too until `previous_until`. Neither secret enters the trail.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WebhookSecretRotated {
+    /// The token's id.
+    #[serde(skip)]
+    pub token_id: Uuid,
+    /// The agent.
+    pub name: String,
+    /// Until when the replaced secret signs too (RFC 3339).
+    pub previous_until: String,
+}
+
+impl Payload for WebhookSecretRotated {
+    fn kind(&self) -> &'static str {
+        "token.webhook_secret_rotated"
+    }
+    fn subject(&self) -> (&'static str, String) {
+        ("token", self.token_id.to_string())
+    }
+}
+
 /// Payload of `user.email_changed`: where a person's notifications go changed. The address
 /// itself is personal data and stays out of the trail.
 #[derive(Debug, Clone, PartialEq, Serialize)]

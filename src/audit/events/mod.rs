@@ -132,6 +132,8 @@ audit_events! {
     UserEnabled,
     /// An API token was revoked (`token.revoked`).
     TokenRevoked,
+    /// An agent token's webhook got a new signing secret (`token.webhook_secret_rotated`).
+    WebhookSecretRotated,
     /// Someone signed in (`auth.signed_in`).
     SignedIn,
     /// A sign-in was refused (`auth.sign_in_failed`).

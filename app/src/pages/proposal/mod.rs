@@ -18,6 +18,7 @@ use leptos::prelude::*;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
 use super::{Flash, error_view, use_session};
+use crate::components::live::use_proposal_changes;
 use crate::components::visible::Shown;
 use crate::dto::{ProposalView, Role, SessionView};
 use crate::server::get_proposal;
@@ -38,13 +39,17 @@ pub fn ProposalPage() -> impl IntoView {
         },
         |(id, trail_before, reveal)| get_proposal(id, trail_before, reveal),
     );
+    // Refetched when its status moves: a colleague's decision, its expiry, its command's
+    // outcome show without a reload (and the decision forms go once it is decided).
+    let live = use_proposal_changes(move || params.read().get("id"), move || proposal.refetch());
     let session = use_session();
     // `?act=approve` or `?act=reject` (the queue's `a` and `r` keys): focus that form.
     let act = query.read_untracked().get("act");
     view! {
-        <p class="back"><a href="/">"← Queue"</a></p>
+        <p class="back" data-testid="proposal-back" data-live=move || live.get().then_some("1")><a href="/">"← Queue"</a></p>
         <Flash/>
-        <Suspense fallback=|| view! { <p>"Loading…"</p> }>
+        // A transition keeps the page on screen while a live change refetches it.
+        <Transition fallback=|| view! { <p>"Loading…"</p> }>
             {move || {
                 let act = act.clone();
                 Suspend::new(async move {
@@ -67,7 +72,7 @@ pub fn ProposalPage() -> impl IntoView {
                     Err(e) => error_view(e),
                 }
             })}}
-        </Suspense>
+        </Transition>
     }
 }
 
@@ -201,7 +206,7 @@ fn outcome(p: &ProposalView, csrf: String) -> impl IntoView + use<> {
         view! {
             <section class="erasure">
                 <h2>"Personal data erased"</h2>
-                <p data-testid="proposal-erased">{e}</p>
+                <p data-testid="proposal-erased">"Erased by " {e.by} " " <When at=e.at/> ": " {e.reason}</p>
             </section>
         }
     });
