@@ -141,7 +141,9 @@ test.describe('approve a proposal', () => {
   }) => {
     const { id } = await api.proposeOk(server.agentToken);
     const first = await newSession(browser, server);
-    const second = await newSession(browser, server);
+    // Without JavaScript the page does not follow live (the clear_queue spec covers that), so it
+    // stays stale: the server must refuse the losing click and say who decided.
+    const second = await newSession(browser, server, { javaScriptEnabled: false });
     try {
       await login(first.page, server.reviewer);
       await login(second.page, server.reviewer2);
@@ -160,6 +162,7 @@ test.describe('approve a proposal', () => {
       // The second reviewer still sees the stale page and clicks approve.
       await second.page.locator('button[data-testid=approve]').click();
       await expect(second.page.getByTestId('flash-error')).toBeVisible();
+      await expect(second.page.locator('article.proposal')).toContainText(server.reviewer.username);
       await second.page.reload();
       await expect(second.page.getByTestId('proposal-status')).toHaveText('approved');
     } finally {

@@ -9,7 +9,7 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use uuid::Uuid;
 
-use super::jcs::write_str;
+use super::jcs::{Lite, write_str};
 use super::{ChainedEvent, trail_time};
 
 /// The facet columns: each holds the string under the `details` key of the same name, or NULL
@@ -172,13 +172,13 @@ fn facet_matches(key: Option<&RawValue>, column: Option<&str>) -> bool {
 
 /// The first facet column of `row` that is not the copy of its key in the parsed `details`.
 pub(super) fn first_facet_mismatch(
-    details: &Value,
+    details: &Lite<'_>,
     columns: &[Option<&str>; 5],
 ) -> Option<&'static str> {
     FACETS
         .into_iter()
         .zip(columns)
-        .find(|(name, column)| details.get(name).and_then(Value::as_str) != **column)
+        .find(|(name, column)| details.str_member(name) != **column)
         .map(|(name, _)| name)
 }
 
