@@ -83,11 +83,27 @@ impl ChainedEvent {
     /// the row says (`id`, `at`, `actor_kind`, `actor`, `kind`, `subject_type`, `subject_id`,
     /// `before_status`, `after_status`, `details`), canonicalised.
     pub fn canonical_payload(&self) -> String {
+        self.canonical_details()
+            .map(|details| self.canonical_payload_over(details.as_bytes()))
+            .unwrap_or_default()
+    }
+
+    /// The canonical (RFC 8785) text of `details`: what storage keeps, so that a verifier
+    /// reads the bytes the hash covers as they are (`None` only for a number RFC 8785 cannot
+    /// print, which a `Value` cannot hold).
+    pub fn canonical_details(&self) -> Option<String> {
         let mut details = Vec::with_capacity(512);
-        if jcs::write_value(&mut details, &self.details).is_err() {
-            // Only a non-finite number fails, and a `Value` cannot hold one.
-            return String::new();
-        }
+        jcs::write_value(&mut details, &self.details).ok()?;
+        String::from_utf8(details).ok()
+    }
+
+    /// The hash this row must carry after `previous`, its details' canonical text given.
+    pub fn link_hash_over(&self, previous: &str, canonical_details: &str) -> String {
+        let payload = self.canonical_payload_over(canonical_details.as_bytes());
+        link(self.seq, previous, &payload)
+    }
+
+    fn canonical_payload_over(&self, details: &[u8]) -> String {
         let row = RowRef {
             seq: self.seq,
             id: self.id,
@@ -104,7 +120,7 @@ impl ChainedEvent {
             facets: [None; 5],
         };
         let mut out = Vec::with_capacity(details.len() + 256);
-        write_payload(&mut out, &row, &details);
+        write_payload(&mut out, &row, details);
         String::from_utf8(out).unwrap_or_default()
     }
 

@@ -125,6 +125,7 @@ pub(super) async fn append(tx: &mut Tx, events: Vec<PendingEvent>) -> Result<Vec
     }
     let mut head = lock_head(tx.conn()).await?;
     let mut rows = Vec::with_capacity(events.len());
+    let mut texts = Vec::with_capacity(events.len());
     let mut moved = Vec::new();
     for e in events {
         let proposal = e.moved_proposal();
@@ -142,7 +143,11 @@ pub(super) async fn append(tx: &mut Tx, events: Vec<PendingEvent>) -> Result<Vec
             details: e.row.details,
             hash: String::new(),
         };
-        row.hash = link(&row, &head.hash);
+        // Kept as the canonical text the hash covers, so verifying reads it as it is.
+        let text = row.canonical_details().ok_or_else(|| {
+            StorageError::Corrupt(format!("{} details without a canonical form", row.kind))
+        })?;
+        row.hash = link(&row, &head.hash, &text);
         head = Head {
             seq: row.seq,
             hash: row.hash.clone(),
@@ -159,12 +164,13 @@ pub(super) async fn append(tx: &mut Tx, events: Vec<PendingEvent>) -> Result<Vec
             });
         }
         rows.push(row);
+        texts.push(text);
     }
-    let mut rest = rows.as_slice();
-    while !rest.is_empty() {
-        let n = chunk_len(rest.len());
-        insert_rows(tx.conn(), &rest[..n]).await?;
-        rest = &rest[n..];
+    let mut start = 0;
+    while start < rows.len() {
+        let end = start + chunk_len(rows.len() - start);
+        insert_rows(tx.conn(), &rows[start..end], &texts[start..end]).await?;
+        start = end;
     }
     set_head(tx.conn(), &head).await?;
     Ok(moved)
@@ -194,12 +200,12 @@ pub struct StatusChange {
 /// carry a constant instead), only to measure what the chain costs; such a build says so loudly
 /// at start and its trail never verifies.
 #[cfg(not(feature = "bench-unchained"))]
-fn link(row: &ChainedEvent, previous: &str) -> String {
-    row.link_hash(previous)
+fn link(row: &ChainedEvent, previous: &str, canonical_details: &str) -> String {
+    row.link_hash_over(previous, canonical_details)
 }
 
 #[cfg(feature = "bench-unchained")]
-fn link(_row: &ChainedEvent, _previous: &str) -> String {
+fn link(_row: &ChainedEvent, _previous: &str, _canonical_details: &str) -> String {
     "unchained".to_owned()
 }
 
@@ -224,14 +230,17 @@ async fn set_head(conn: Conn<'_>, head: &Head) -> Result<()> {
     Ok(())
 }
 
-async fn insert_rows(conn: Conn<'_>, rows: &[ChainedEvent]) -> Result<()> {
+/// Inserts `rows`, each with its details' canonical text (`texts`, in the same order). On
+/// PostgreSQL the column is `json`, which keeps the text as given (`jsonb` would re-print it).
+async fn insert_rows(conn: Conn<'_>, rows: &[ChainedEvent], texts: &[String]) -> Result<()> {
+    let as_json = conn.pick("", "::json");
     on!(conn, |c| {
         let mut q = sqlx::QueryBuilder::new(
             "insert into audit_events (seq, id, at, actor_kind, actor, action, subject_type, \
              subject_id, before_status, after_status, details, hash, agent, tool, domain, risk, \
              decision) ",
         );
-        q.push_values(rows, |mut b, r| {
+        q.push_values(rows.iter().zip(texts), |mut b, (r, text)| {
             b.push_bind(r.seq)
                 .push_bind(r.id)
                 .push_bind(r.at)
@@ -242,7 +251,8 @@ async fn insert_rows(conn: Conn<'_>, rows: &[ChainedEvent]) -> Result<()> {
                 .push_bind(&r.subject_id)
                 .push_bind(&r.before_status)
                 .push_bind(&r.after_status)
-                .push_bind(Json(&r.details))
+                .push_bind(text.as_str())
+                .push_unseparated(as_json)
                 .push_bind(&r.hash);
             for facet in FACETS {
                 b.push_bind(facet_of(&r.details, facet));

@@ -29,7 +29,8 @@ const SQLITE_PAGE: &str = "select seq, id, at, actor_kind, actor, action, subjec
      subject_id, before_status, after_status, details, hash, agent, tool, domain, risk, decision \
      from audit_events where seq > ?1 order by seq limit ?2";
 
-/// The same on PostgreSQL, `details` printed from `jsonb`.
+/// The same on PostgreSQL, `details` as stored (`json`: the text as written; rows from before
+/// it was `json` hold `jsonb`'s printing).
 const POSTGRES_PAGE: &str = "select seq, id, at, actor_kind, actor, action, subject_type, \
      subject_id, before_status, after_status, details::text as details, hash, agent, tool, \
      domain, risk, decision from audit_events where seq > $1 order by seq limit $2";
@@ -243,7 +244,7 @@ impl From<StoredRowSql> for StoredRow {
 }
 
 /// Up to `limit` rows of the chain after `after_seq`, in order, as stored: `details` as its
-/// JSON text (PostgreSQL's `jsonb` printed), with the facet columns.
+/// JSON text as stored, with the facet columns.
 pub async fn chain_page(conn: Conn<'_>, after_seq: i64, limit: i64) -> Result<Vec<StoredRow>> {
     let sql = conn.pick(SQLITE_PAGE, POSTGRES_PAGE);
     let rows: Vec<StoredRowSql> = on!(conn, |c| sqlx::query_as(sql)
