@@ -397,10 +397,13 @@ async fn sweep_queue(services: Services) {
 }
 
 /// PostgreSQL: wakes this instance's waiting leases when another instance queues a command
-/// (`NOTIFY countersign_queue`, sent at commit), its agents waiting on a proposal when
+/// (`NOTIFY countersign_queue`, sent at commit), its agents and pages waiting on a proposal when
 /// another instance changes its status (`NOTIFY countersign_proposal, '<id>'`), and drops the
 /// API tokens it trusts when one is revoked anywhere (`NOTIFY countersign_credentials`).
-/// Reconnects after a lost connection, trusting no cached token from before.
+///
+/// Notifications sent while the listening connection is down are lost, so each time it is
+/// (re)established this instance trusts no cached token, and every waiter and waiting lease
+/// looks again ([`after_a_gap`]).
 async fn listen_for_changes(url: String, services: Services) {
     let channels = ["countersign_queue", PROPOSAL_CHANNEL, CREDENTIALS_CHANNEL];
     loop {
@@ -409,35 +412,48 @@ async fn listen_for_changes(url: String, services: Services) {
                 if let Err(e) = listener.listen_all(channels).await {
                     tracing::error!(error = %e, "cannot listen for change notifications");
                 } else {
-                    loop {
-                        match listener.recv().await {
-                            Ok(n) if n.channel() == PROPOSAL_CHANNEL => {
-                                let id = uuid::Uuid::parse_str(n.payload()).ok();
-                                services.store().changes().proposals_changed(id);
-                            }
-                            Ok(n) if n.channel() == CREDENTIALS_CHANNEL => {
-                                services.credentials_revoked();
-                            }
-                            Ok(_) => services.queue_signal().wake(),
-                            Err(e) => {
-                                tracing::warn!(error = %e, "change notifications interrupted");
-                                break;
-                            }
-                        }
-                    }
+                    after_a_gap(&services);
+                    hear(&mut listener, &services).await;
                 }
             }
             Err(e) => {
                 tracing::error!(error = %e, "cannot connect to listen for change notifications")
             }
         }
-        // Whatever was queued meanwhile is found by the waiting leases' own periodic look;
-        // waiting agents look again when their wait ends; a revocation missed meanwhile must
-        // not stay trusted.
-        services.queue_signal().wake();
-        services.credentials_revoked();
         tokio::time::sleep(std::time::Duration::from_secs(1)).await;
     }
+}
+
+/// Hands each notification on until the connection fails. `try_recv` (unlike `recv`) says when
+/// the connection was lost: the listener reconnects on the next call, and what was sent
+/// meanwhile is gone.
+async fn hear(listener: &mut sqlx::postgres::PgListener, services: &Services) {
+    loop {
+        match listener.try_recv().await {
+            Ok(Some(n)) if n.channel() == PROPOSAL_CHANNEL => {
+                let id = uuid::Uuid::parse_str(n.payload()).ok();
+                services.store().changes().proposals_changed(id);
+            }
+            Ok(Some(n)) if n.channel() == CREDENTIALS_CHANNEL => services.credentials_revoked(),
+            Ok(Some(_)) => services.queue_signal().wake(),
+            Ok(None) => {
+                tracing::warn!("change notifications interrupted; reconnecting");
+                after_a_gap(services);
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "change notifications interrupted");
+                return;
+            }
+        }
+    }
+}
+
+/// What may have been missed while no notification could arrive: a revocation (trust no
+/// cached token), a queued command (waiting leases look), a status change (waiters look).
+fn after_a_gap(services: &Services) {
+    services.credentials_revoked();
+    services.queue_signal().wake();
+    services.store().changes().wake_all();
 }
 
 /// How often the dispatcher looks for due webhook deliveries (retries, and deliveries queued

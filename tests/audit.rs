@@ -456,7 +456,68 @@ macro_rules! on_both_backends {
     };
 }
 
+/// Details are kept as the canonical text the hash covers (PostgreSQL's column is `json`, kept as
+/// written), so verify reads them as they are; a row printed otherwise (as `jsonb` printed rows
+/// before) still verifies, and a change inside such a row is still named.
+async fn details_are_kept_as_their_canonical_text(backend: &str) {
+    let db = db(backend).await;
+    fill(&db.services, 20).await;
+    let spaced = "select count(*) from audit_events where cast(details as text) like '%\": %' \
+                  or cast(details as text) like '%, \"%'";
+    assert_eq!(count(&db, spaced).await, 0);
+    let first = "select count(*) from audit_events where seq = 1 and \
+                 cast(details as text) = '{\"agent\":\"agent-0\",\"fields\":[\"parameters.f0\"]}'";
+    assert_eq!(count(&db, first).await, 1);
+
+    // Row 7 printed the other way (spaces, as `jsonb` prints): the same JSON, still valid.
+    let respace = if backend == "postgres" {
+        "update audit_events set details = (details::jsonb)::text::json where seq = 7"
+    } else {
+        "update audit_events set details = replace(replace(details, '\":', '\": '), ',\"', ', \"') \
+         where seq = 7"
+    };
+    tamper(&db, respace).await;
+    assert_eq!(count(&db, spaced).await, 1);
+    let ok = db
+        .services
+        .verify_trail(None)
+        .await
+        .expect("still verifies");
+    assert_eq!(ok.count, 20);
+    // A change inside the spaced row is named.
+    let edit = if backend == "postgres" {
+        "update audit_events set details = replace(details::text, 'agent-6', 'agent-9')::json \
+         where seq = 7"
+    } else {
+        "update audit_events set details = replace(details, 'agent-6', 'agent-9') where seq = 7"
+    };
+    tamper(&db, edit).await;
+    assert_eq!(first_bad(&db).await, 7);
+}
+
+/// A count straight from the database.
+async fn count(db: &Db, sql: &str) -> i64 {
+    if db.url.starts_with("sqlite:") {
+        let mut c = <sqlx::SqliteConnection as sqlx::Connection>::connect(&db.url)
+            .await
+            .expect("connect");
+        sqlx::query_scalar(sql)
+            .fetch_one(&mut c)
+            .await
+            .expect("count")
+    } else {
+        let mut c = <sqlx::PgConnection as sqlx::Connection>::connect(&db.url)
+            .await
+            .expect("connect");
+        sqlx::query_scalar(sql)
+            .fetch_one(&mut c)
+            .await
+            .expect("count")
+    }
+}
+
 on_both_backends!(
+    details_are_kept_as_their_canonical_text,
     a_long_chain_verifies_and_every_edit_is_named,
     deleted_reordered_and_inserted_rows_are_named,
     signed_and_kept_checkpoints_catch_rewrites_and_cut_tails,

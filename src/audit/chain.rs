@@ -14,9 +14,10 @@
 //! keys. [`Verifier::push_stored`] first hashes the row with that text in place of the
 //! canonical form of `details`. The text is checked to be one whole JSON value first, so the
 //! payload it builds parses back, member by member, into the row's own fields: if its hash
-//! matches, the row holds exactly what was hashed. SQLite keeps `details` in the canonical form
-//! already, so this is the common case and costs one sha256; otherwise (PostgreSQL's `jsonb`
-//! text, numbers with fractions) the text is parsed and canonicalised the slow way.
+//! matches, the row holds exactly what was hashed. Both databases keep `details` as its
+//! canonical text (PostgreSQL in a `json` column, kept as written), so this is the common case
+//! and costs one sha256; otherwise (PostgreSQL rows written while the column was `jsonb`) the
+//! text is parsed into a value borrowed from it ([`jcs::write_text`]) and canonicalised.
 //!
 //! Canonical JSON is written by `jcs` (RFC 8785, byte for byte what `serde_json_canonicalizer`
 //! writes, which the tests hold it to, at a fifteenth of the cost); the writer's

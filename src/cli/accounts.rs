@@ -184,9 +184,10 @@ pub(crate) enum TokenCommand {
     },
 }
 
-/// `24h`, `30m`, `7d`, or `0s`/`0` for no overlap.
+/// `24h`, `30m`, `7d`, or zero (`0`, `0s`, `0h` …) for no overlap.
 fn parse_overlap(s: &str) -> Result<time::Duration, String> {
-    if s == "0" || s == "0s" {
+    let digits = s.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    if !digits.is_empty() && digits.bytes().all(|b| b == b'0') {
         return Ok(time::Duration::ZERO);
     }
     let secs = crate::domain::policy::loader::parse_duration(s)?;
@@ -421,25 +422,36 @@ pub(crate) async fn token_command(command: TokenCommand) -> Result<(), String> {
         }
         TokenCommand::List { db } => list_tokens(&db).await?,
         TokenCommand::RotateWebhookSecret { db, agent, overlap } => {
-            let services = services(&db.database_url).await?;
-            let rotated = services
-                .rotate_webhook_secrets(RotateWhich::Agent(&agent), overlap, &cli)
-                .await
-                .map_err(words)?;
-            eprintln!(
-                "{} webhook secret(s) of agent `{agent}` rotated; the old ones sign too for {}; \
-                 the new ones are shown once, below, one per token:",
-                rotated.len(),
-                if overlap.is_zero() {
-                    "no longer".to_owned()
-                } else {
-                    format!("{overlap}")
-                }
-            );
-            for r in rotated {
-                println!("{}", r.secret.expose());
-            }
+            rotate_webhook_secret(&db, agent, overlap, &cli).await?;
         }
+    }
+    Ok(())
+}
+
+/// `token rotate-webhook-secret`: each new secret once on stdout, one line per token, the
+/// token each belongs to named on stderr just before it.
+async fn rotate_webhook_secret(
+    db: &Database,
+    agent: String,
+    overlap: time::Duration,
+    cli: &Actor,
+) -> Result<(), String> {
+    let services = services(&db.database_url).await?;
+    let rotated = services
+        .rotate_webhook_secrets(RotateWhich::Agent(agent.clone()), overlap, cli)
+        .await
+        .map_err(words)?;
+    let old = match rotated.first().and_then(|r| r.previous_until) {
+        Some(until) => format!("the old ones sign too until {until}"),
+        None => "the old ones no longer sign".to_owned(),
+    };
+    eprintln!(
+        "{} webhook secret(s) of agent `{agent}` rotated; {old}; each new one is shown once:",
+        rotated.len()
+    );
+    for r in rotated {
+        eprintln!("token {}:", r.token_id);
+        println!("{}", r.secret.expose());
     }
     Ok(())
 }

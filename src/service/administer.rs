@@ -53,8 +53,8 @@ impl Services {
     }
 
     /// Revokes one token. This instance forgets its cached tokens at once, so the token's next
-    /// request here is refused; other instances read the table again within
-    /// [`super::tokens::TTL`].
+    /// request here is refused; on PostgreSQL the commit tells every other instance to forget
+    /// theirs too (`countersign_credentials`).
     pub async fn revoke_token(&self, id: Uuid, actor: &Actor) -> Result<(), AccountError> {
         let (now, actor) = (self.now(), actor.clone());
         let revoked = self

@@ -337,12 +337,22 @@ impl Services {
 }
 
 /// Which agent tokens' signing secrets to rotate.
-#[derive(Debug, Clone, Copy)]
-pub enum RotateWhich<'a> {
+#[derive(Debug, Clone)]
+pub enum RotateWhich {
     /// One token, by id (the admin page).
     Token(Uuid),
     /// Every active token of this agent that has a callback (the CLI).
-    Agent(&'a str),
+    Agent(String),
+}
+
+impl RotateWhich {
+    /// What none was found of, for the error.
+    fn missing(&self) -> String {
+        match self {
+            RotateWhich::Token(id) => format!("agent token {id} with a webhook"),
+            RotateWhich::Agent(name) => format!("agent token of `{name}` with a webhook"),
+        }
+    }
 }
 
 /// A rotated signing secret, to show once.
@@ -353,17 +363,21 @@ pub struct RotatedSecret {
     pub agent: String,
     /// The new secret.
     pub secret: Secret,
-    /// Until when the replaced secret signs too.
-    pub previous_until: OffsetDateTime,
+    /// Until when the replaced secret signs too (`None`: it stopped at once).
+    pub previous_until: Option<OffsetDateTime>,
 }
 
 impl Services {
     /// Gives the chosen agent tokens' callbacks new signing secrets, each replaced one signing
-    /// too for `overlap` (at most [`webhook::MAX_OVERLAP`]; zero ends it at once), audited
-    /// without either secret. Returns the new secrets, to show once.
+    /// too for `overlap` (at most [`webhook::MAX_OVERLAP`]; zero stops it at once and forgets
+    /// it), audited without either secret. Returns the new secrets, to show once.
+    ///
+    /// While an earlier rotation's overlap still runs, a rotation with an overlap is refused
+    /// (nothing written): it would silently drop the secret receivers may still use. A zero
+    /// overlap is always allowed, and stops every older secret at once (after a leak).
     pub async fn rotate_webhook_secrets(
         &self,
-        which: RotateWhich<'_>,
+        which: RotateWhich,
         overlap: time::Duration,
         actor: &Actor,
     ) -> Result<Vec<RotatedSecret>, AccountError> {
@@ -373,70 +387,71 @@ impl Services {
                 webhook::MAX_OVERLAP.whole_days()
             )));
         }
-        let agent = match which {
-            RotateWhich::Token(_) => None,
-            RotateWhich::Agent(name) => Some(name.to_owned()),
-        };
-        let token = which_id(which);
-        let (now, actor) = (self.now(), actor.clone());
-        let previous_until = now + overlap;
+        let (now, actor, chosen) = (self.now(), actor.clone(), which.clone());
+        let until = (!overlap.is_zero()).then_some(now + overlap);
         let rotated = self
             .store()
             .write(move |tx| {
                 Box::pin(async move {
-                    let ids = match (token, &agent) {
-                        (Some(id), _) => vec![id],
-                        (None, Some(name)) => webhooks::webhook_tokens_of(tx.conn(), name).await?,
-                        (None, None) => Vec::new(),
+                    let ids = match &chosen {
+                        RotateWhich::Token(id) => vec![*id],
+                        RotateWhich::Agent(name) => {
+                            webhooks::webhook_tokens_of(tx.conn(), name).await?
+                        }
                     };
                     let mut rotated = Vec::with_capacity(ids.len());
                     for token_id in ids {
+                        let Some(signers) = webhooks::secret_of(tx.conn(), token_id).await? else {
+                            continue;
+                        };
+                        if let (Some(_), Some(running)) = (until, signers.previous_until)
+                            && running > now
+                        {
+                            return Ok(Err(running));
+                        }
                         let secret = token::new_webhook_secret();
-                        let Some(agent) = webhooks::rotate_secret(
-                            tx.conn(),
-                            token_id,
-                            secret.expose(),
-                            previous_until,
-                        )
-                        .await?
+                        let kept = until.map(|t| (signers.current.as_str(), t));
+                        let rotation = webhooks::Rotation {
+                            id: token_id,
+                            secret: secret.expose(),
+                            previous: kept,
+                        };
+                        let Some(agent) = webhooks::rotate_secret(tx.conn(), &rotation).await?
                         else {
                             continue;
                         };
                         let event = WebhookSecretRotated {
                             token_id,
                             name: agent.clone(),
-                            previous_until: previous_until
-                                .format(&time::format_description::well_known::Rfc3339)
-                                .unwrap_or_default(),
+                            previous_until: until.map(rfc3339),
                         };
                         tx.record(now, &actor, AuditEvent::WebhookSecretRotated(event));
                         rotated.push(RotatedSecret {
                             token_id,
                             agent,
                             secret,
-                            previous_until,
+                            previous_until: until,
                         });
                     }
-                    Ok::<_, ServiceError>(rotated)
+                    Ok::<_, ServiceError>(Ok(rotated))
                 })
             })
             .await?;
-        if rotated.is_empty() {
-            let what = match which {
-                RotateWhich::Token(id) => format!("agent token {id} with a webhook"),
-                RotateWhich::Agent(name) => format!("agent token of `{name}` with a webhook"),
-            };
-            return Err(AccountError::Missing(what));
+        match rotated {
+            Err(running) => Err(AccountError::Invalid(format!(
+                "an earlier rotation's old secret signs until {}: rotate again then, or now with \
+                 no overlap (it stops every old secret at once)",
+                rfc3339(running)
+            ))),
+            Ok(rotated) if rotated.is_empty() => Err(AccountError::Missing(which.missing())),
+            Ok(rotated) => Ok(rotated),
         }
-        Ok(rotated)
     }
 }
 
-fn which_id(which: RotateWhich<'_>) -> Option<Uuid> {
-    match which {
-        RotateWhich::Token(id) => Some(id),
-        RotateWhich::Agent(_) => None,
-    }
+fn rfc3339(t: OffsetDateTime) -> String {
+    t.format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
 }
 
 /// An error and its causes, one line (the URL already taken out).

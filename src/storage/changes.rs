@@ -79,6 +79,16 @@ impl Changes {
         }
     }
 
+    /// Wakes every waiter, as if each proposal had changed: after this instance may have
+    /// missed other instances' changes (its PostgreSQL listener reconnected). Each waiter reads
+    /// its proposal again and sleeps on if nothing moved.
+    pub fn wake_all(&self) {
+        let waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
+        for sender in waiting.values() {
+            sender.send_modify(|n| *n = n.wrapping_add(1));
+        }
+    }
+
     /// A commit queued webhook deliveries: wakes the dispatcher.
     pub fn deliveries_queued(&self) {
         self.deliveries.notify_one();

@@ -205,22 +205,28 @@ pub async fn webhook_tokens_of(conn: Conn<'_>, agent: &str) -> Result<Vec<Uuid>>
     Ok(rows.into_iter().map(|(id,)| id).collect())
 }
 
-/// Gives active token `id` the signing secret `secret`; the one it had keeps signing until
-/// `previous_until`. The token's agent name, or `None` if it is revoked or has no callback.
-pub async fn rotate_secret(
-    conn: Conn<'_>,
-    id: Uuid,
-    secret: &str,
-    previous_until: OffsetDateTime,
-) -> Result<Option<String>> {
-    let sql = "update api_tokens set webhook_previous_secret = webhook_secret, \
-               webhook_previous_until = $3, webhook_secret = $2 \
+/// A new signing secret for a token, and what becomes of the one it replaces.
+pub struct Rotation<'a> {
+    /// The token.
+    pub id: Uuid,
+    /// Its new secret.
+    pub secret: &'a str,
+    /// The replaced secret and until when it signs too (`None`: forgotten at once).
+    pub previous: Option<(&'a str, OffsetDateTime)>,
+}
+
+/// Gives an active agent token with a callback its new signing secret. The token's agent
+/// name, or `None` if it is revoked or has no callback.
+pub async fn rotate_secret(conn: Conn<'_>, r: &Rotation<'_>) -> Result<Option<String>> {
+    let sql = "update api_tokens set webhook_secret = $2, webhook_previous_secret = $3, \
+               webhook_previous_until = $4 \
                where id = $1 and kind = 'agent' and revoked_at is null \
                and webhook_secret is not null returning name";
     let row: Option<(String,)> = on!(conn, |c| sqlx::query_as(sql)
-        .bind(id)
-        .bind(secret)
-        .bind(previous_until)
+        .bind(r.id)
+        .bind(r.secret)
+        .bind(r.previous.map(|(s, _)| s))
+        .bind(r.previous.map(|(_, t)| t))
         .fetch_optional(c)
         .await)?;
     Ok(row.map(|(name,)| name))

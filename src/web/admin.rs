@@ -268,10 +268,9 @@ impl AccountsAdmin {
             TokenChange::RotateWebhookSecret(id) => {
                 let id = Uuid::parse_str(id.trim())
                     .map_err(|_| AccountError::Missing("token".into()))?;
-                let which = RotateWhich::Token(id);
                 let mut rotated = self
                     .services
-                    .rotate_webhook_secrets(which, DEFAULT_OVERLAP, actor)
+                    .rotate_webhook_secrets(RotateWhich::Token(id), DEFAULT_OVERLAP, actor)
                     .await?;
                 let made = rotated.pop().map(|r| {
                     let label =

@@ -5,10 +5,11 @@
 //!   chain's head moving is the one signal, and reading it is one row (`audit_chain`). Each
 //!   open queue's stream reads it every [`TICK`] and sends a `change` event when it moved; that
 //!   works alike for changes made by this instance and by others on the same PostgreSQL.
-//! - `GET /events/proposals/{id}`, for one proposal's page: a `change` event each time that
-//!   proposal's status moves (a colleague's decision, its expiry, its command's outcome), woken
-//!   by the commit itself as agents' waits are (on PostgreSQL also other instances' commits,
-//!   by NOTIFY). The chain's head would not do here: opening a GDPR or HIPAA proposal records
+//! - `GET /events/proposals/{id}?seen=STATUS`, for one proposal's page: a `change` event each
+//!   time that proposal's status moves (a colleague's decision, its expiry, its command's
+//!   outcome), woken by the commit itself as agents' waits are (on PostgreSQL also other
+//!   instances' commits, by NOTIFY), and at once when the status differs from `seen`, the one
+//!   the page shows (it moved before the stream opened, or while the browser reconnected). The chain's head would not do here: opening a GDPR or HIPAA proposal records
 //!   a view, which moves the head, so a page refetching on the head would loop. Only people
 //!   who may open the proposal get its stream.
 //!
@@ -21,7 +22,7 @@ use std::time::Duration;
 use app::ports::SessionHandle;
 use axum::Extension;
 use axum::Router;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -30,6 +31,10 @@ use futures_util::stream::{self, Stream};
 
 use app::dto::AppError;
 
+use serde::Deserialize;
+use uuid::Uuid;
+
+use crate::domain::lifecycle::{ProposalStatus, status_at};
 use crate::domain::principal::Role;
 use crate::service::Services;
 use crate::storage::changes::Watching;
@@ -45,53 +50,107 @@ pub fn router(services: Services) -> Router {
         .with_state(services)
 }
 
+/// `?seen=STATUS`: the status the page shows; a stream opened after it moved says so at once.
+#[derive(Debug, Deserialize)]
+struct Seen {
+    seen: Option<String>,
+}
+
 async fn proposal_events(
     State(services): State<Services>,
     Extension(session): Extension<SessionHandle>,
     Path(id): Path<String>,
+    Query(Seen { seen }): Query<Seen>,
 ) -> Response {
-    let viewer = match session.0.viewer().await {
-        Ok(Some(v)) => v,
-        Ok(None) => return StatusCode::UNAUTHORIZED.into_response(),
-        Err(e) => {
-            tracing::error!(error = %e, "reading the session failed");
-            return StatusCode::INTERNAL_SERVER_ERROR.into_response();
-        }
+    let viewer = match signed_in(&session).await {
+        Ok(v) => v,
+        Err(code) => return code.into_response(),
     };
-    let id = match super::proposal::reviewable(&services, &viewer, &id).await {
-        Ok((_, p)) => p.id,
+    let Ok(uuid) = Uuid::parse_str(id.trim()) else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    // Watch first, then read: a change between the read and the stream is not missed.
+    let watching = services.store().changes().watch(uuid);
+    let p = match super::proposal::reviewable(&services, &viewer, &id).await {
+        Ok((_, p)) => p,
         Err(AppError::Forbidden(_)) => return StatusCode::FORBIDDEN.into_response(),
         Err(AppError::NotFound) => return StatusCode::NOT_FOUND.into_response(),
         Err(_) => return StatusCode::INTERNAL_SERVER_ERROR.into_response(),
     };
-    let watching = services.store().changes().watch(id);
-    Sse::new(status_moves(watching))
+    let now = status_at(p.status, p.expires_at, services.now());
+    // The page rendered another status (it moved before the stream opened, or while the
+    // browser reconnected): tell it at once.
+    let behind = seen.is_some_and(|s| s != now.as_str());
+    let moves = StatusMoves {
+        services,
+        id: uuid,
+        watching,
+        last: now,
+        behind,
+    };
+    Sse::new(status_moves(moves))
         .keep_alive(KeepAlive::default())
         .into_response()
 }
 
-/// A `change` event each time the watched proposal's status moves (its seq: how many moves
-/// this stream has seen).
-fn status_moves(watching: Watching) -> impl Stream<Item = Result<Event, Infallible>> {
-    stream::unfold((watching, 0_u64), |(mut watching, seen)| async move {
-        watching.changed().await;
-        let seen = seen.wrapping_add(1);
-        let event = Event::default().event("change").data(seen.to_string());
-        Some((Ok(event), (watching, seen)))
+/// The viewer of a signed-in session, or the status to answer.
+async fn signed_in(session: &SessionHandle) -> Result<app::dto::Viewer, StatusCode> {
+    match session.0.viewer().await {
+        Ok(Some(v)) => Ok(v),
+        Ok(None) => Err(StatusCode::UNAUTHORIZED),
+        Err(e) => {
+            tracing::error!(error = %e, "reading the session failed");
+            Err(StatusCode::INTERNAL_SERVER_ERROR)
+        }
+    }
+}
+
+/// One proposal page's stream: what it watches and the status it last told.
+struct StatusMoves {
+    services: Services,
+    id: Uuid,
+    watching: Watching,
+    last: ProposalStatus,
+    behind: bool,
+}
+
+/// A `change` event (data: the new status) each time the watched proposal's status moves
+/// from the one last told; a wake-up that moved nothing (another instance's reconnect) sends
+/// nothing.
+fn status_moves(moves: StatusMoves) -> impl Stream<Item = Result<Event, Infallible>> {
+    stream::unfold(moves, |mut m| async move {
+        if std::mem::take(&mut m.behind) {
+            return Some((Ok(change(m.last)), m));
+        }
+        loop {
+            m.watching.changed().await;
+            let status = match m.services.proposal(m.id).await {
+                Ok(Some(p)) => status_at(p.status, p.expires_at, m.services.now()),
+                Ok(None) => return None,
+                Err(e) => {
+                    tracing::warn!(error = %e, proposal.id = %m.id, "reading a watched proposal failed");
+                    continue;
+                }
+            };
+            if status != m.last {
+                m.last = status;
+                return Some((Ok(change(status)), m));
+            }
+        }
     })
+}
+
+fn change(status: ProposalStatus) -> Event {
+    Event::default().event("change").data(status.as_str())
 }
 
 async fn events(
     State(services): State<Services>,
     Extension(session): Extension<SessionHandle>,
 ) -> Response {
-    let viewer = match session.0.viewer().await {
-        Ok(Some(v)) => v,
-        Ok(None) => return StatusCode::UNAUTHORIZED.into_response(),
-        Err(e) => {
-            tracing::error!(error = %e, "reading the session failed");
-            return StatusCode::INTERNAL_SERVER_ERROR.into_response();
-        }
+    let viewer = match signed_in(&session).await {
+        Ok(v) => v,
+        Err(code) => return code.into_response(),
     };
     let role = super::role_of(&viewer);
     if !(role.can_view_proposals() || role == Role::Admin) {

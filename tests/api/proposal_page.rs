@@ -435,8 +435,23 @@ async fn an_open_page_hears_when_its_proposal_moves(backend: &str) {
         app.poll(&agent, &id).await.1["proposal"]["status"],
         "rejected"
     );
+    assert!(next_change(&mut stream).await.contains("data: rejected"));
+    // A page that still shows `pending` (it rendered before the decision, or its browser
+    // reconnected) hears at once; one showing the status as it is hears nothing yet.
+    let mut behind = watcher.get(&format!("{path}?seen=pending")).await;
+    assert_eq!(behind.status(), StatusCode::OK);
+    assert!(next_change(&mut behind).await.contains("data: rejected"));
+}
+
+/// The next `change` event of a page's stream, whole.
+async fn next_change(stream: &mut reqwest::Response) -> String {
     let mut text = String::new();
-    while !text.contains("event: change") {
+    loop {
+        if let Some(start) = text.find("event: change")
+            && let Some(end) = text[start..].find("\n\n")
+        {
+            return text[start..start + end].to_owned();
+        }
         let chunk = tokio::time::timeout(std::time::Duration::from_secs(10), stream.chunk())
             .await
             .expect("a change in time")

@@ -367,12 +367,24 @@ async fn a_rotated_secret_signs_beside_the_old_one_until_the_overlap_ends(backen
     let hour = time::Duration::hours(1);
     let rotated = app
         .services
-        .rotate_webhook_secrets(RotateWhich::Agent("sales-agent"), hour, &system)
+        .rotate_webhook_secrets(RotateWhich::Agent("sales-agent".into()), hour, &system)
         .await
         .expect("rotated");
     assert_eq!(rotated.len(), 1);
     let new = rotated[0].secret.expose().to_owned();
     assert!(new.starts_with("csw_") && new != old.expose());
+
+    // Another rotation with an overlap while this one's runs would drop the secret receivers
+    // may still use: refused, nothing written.
+    let again = app
+        .services
+        .rotate_webhook_secrets(RotateWhich::Agent("sales-agent".into()), hour, &system)
+        .await;
+    assert!(
+        matches!(&again, Err(countersign::service::AccountError::Invalid(why)) if why.contains("no overlap")),
+        "{:?}",
+        again.as_ref().err()
+    );
 
     // During the overlap both sign: a receiver that knows either accepts.
     submit(&app, &token, "sales-agent").await;
@@ -389,10 +401,31 @@ async fn a_rotated_secret_signs_beside_the_old_one_until_the_overlap_ends(backen
     assert!(signed_by(&new, &after.signature, &after.body));
     assert!(!signed_by(old.expose(), &after.signature, &after.body));
 
+    // A rotation with no overlap stops every older secret at once (after a leak), and the
+    // replaced one is forgotten.
+    let leaked = app
+        .services
+        .rotate_webhook_secrets(
+            RotateWhich::Agent("sales-agent".into()),
+            time::Duration::ZERO,
+            &system,
+        )
+        .await
+        .expect("rotated without overlap");
+    let newest = leaked[0].secret.expose().to_owned();
+    assert_eq!(leaked[0].previous_until, None);
+    submit(&app, &token, "sales-agent").await;
+    let cut = next(&mut rx).await;
+    assert_eq!(cut.signature.matches("v1=").count(), 1);
+    assert!(signed_by(&newest, &cut.signature, &cut.body));
+    assert!(!signed_by(&new, &cut.signature, &cut.body));
+    let kept = "select count(*) from api_tokens where webhook_previous_secret is not null";
+    assert_eq!(app.count(kept).await, 0);
+
     // Audited, without either secret.
     let rows = "select count(*) from audit_events where action = 'token.webhook_secret_rotated' \
                 and actor = 'test'";
-    assert_eq!(app.count(rows).await, 1);
+    assert_eq!(app.count(rows).await, 2);
     let leaked = format!(
         "select count(*) from audit_events where cast(details as text) like '%{}%' \
          or cast(details as text) like '%{}%'",
@@ -404,7 +437,7 @@ async fn a_rotated_secret_signs_beside_the_old_one_until_the_overlap_ends(backen
     // Nothing to rotate, or too long an overlap: refused, nothing written.
     let none = app
         .services
-        .rotate_webhook_secrets(RotateWhich::Agent("nobody"), hour, &system)
+        .rotate_webhook_secrets(RotateWhich::Agent("nobody".into()), hour, &system)
         .await;
     assert!(matches!(
         none,
@@ -413,7 +446,7 @@ async fn a_rotated_secret_signs_beside_the_old_one_until_the_overlap_ends(backen
     let long = app
         .services
         .rotate_webhook_secrets(
-            RotateWhich::Agent("sales-agent"),
+            RotateWhich::Agent("sales-agent".into()),
             time::Duration::days(8),
             &system,
         )
@@ -422,5 +455,5 @@ async fn a_rotated_secret_signs_beside_the_old_one_until_the_overlap_ends(backen
         long,
         Err(countersign::service::AccountError::Invalid(_))
     ));
-    assert_eq!(app.count(rows).await, 1);
+    assert_eq!(app.count(rows).await, 2);
 }

@@ -16,17 +16,22 @@ pub fn use_desk_changes(on_change: impl Fn() + Clone + Send + Sync + 'static) {
     use_changes(|| Some("/events/desk".to_owned()), on_change);
 }
 
-/// Calls `on_change` each time the status of the proposal `id()` names moves (in the browser,
-/// while the calling component is mounted; a new id opens a new stream). The signal says
-/// whether the stream is open (never, on the server): a page may mark itself live with it.
+/// Calls `on_change` each time the status of the proposal `shown()` names moves from the
+/// status it gives (the one the page shows: the server says at once when it already differs,
+/// e.g. after a reconnect), in the browser, while the calling component is mounted. A new id or
+/// status opens a new stream. The signal says whether the stream is open (never, on the
+/// server): a page may mark itself live with it.
 pub fn use_proposal_changes(
-    id: impl Fn() -> Option<String> + Send + Sync + 'static,
+    shown: impl Fn() -> Option<(String, Option<String>)> + Send + Sync + 'static,
     on_change: impl Fn() + Clone + Send + Sync + 'static,
 ) -> ReadSignal<bool> {
     use_changes(
         move || {
-            id().filter(|id| !id.is_empty())
-                .map(|id| format!("/events/proposals/{id}"))
+            let (id, seen) = shown().filter(|(id, _)| !id.is_empty())?;
+            Some(match seen {
+                Some(status) => format!("/events/proposals/{id}?seen={status}"),
+                None => format!("/events/proposals/{id}"),
+            })
         },
         on_change,
     )

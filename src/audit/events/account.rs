@@ -385,8 +385,8 @@ pub struct WebhookSecretRotated {
     pub token_id: Uuid,
     /// The agent.
     pub name: String,
-    /// Until when the replaced secret signs too (RFC 3339).
-    pub previous_until: String,
+    /// Until when the replaced secret signs too (RFC 3339; `None`: it stopped at once).
+    pub previous_until: Option<String>,
 }
 
 impl Payload for WebhookSecretRotated {

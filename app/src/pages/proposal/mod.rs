@@ -41,7 +41,12 @@ pub fn ProposalPage() -> impl IntoView {
     );
     // Refetched when its status moves: a colleague's decision, its expiry, its command's
     // outcome show without a reload (and the decision forms go once it is decided).
-    let live = use_proposal_changes(move || params.read().get("id"), move || proposal.refetch());
+    let shown = move || {
+        let id = params.read().get("id")?;
+        let status = proposal.get().and_then(Result::ok).map(|p| p.status);
+        Some((id, status))
+    };
+    let live = use_proposal_changes(shown, move || proposal.refetch());
     let session = use_session();
     // `?act=approve` or `?act=reject` (the queue's `a` and `r` keys): focus that form.
     let act = query.read_untracked().get("act");
