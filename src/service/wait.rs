@@ -44,7 +44,19 @@ impl Services {
         // Thousands of agents may wait at once: hold nothing of the proposal while waiting,
         // and read it again when the wait ends, whichever way it ends.
         drop(first);
-        let _woken = tokio::time::timeout(wait, watching.changed()).await;
+        let deadline = tokio::time::Instant::now() + wait;
+        while tokio::time::timeout_at(deadline, watching.changed())
+            .await
+            .is_ok()
+        {
+            // Woken by a move, or by a wake-up that moved nothing (after this instance's
+            // PostgreSQL listener reconnected, every waiter looks again): answer only a move.
+            let current = self.agent_proposal(agent, id).await?;
+            let status = status_at(current.0.status, current.0.expires_at, self.now());
+            if status != ProposalStatus::Pending {
+                return Ok(current);
+            }
+        }
         drop(watching);
         self.agent_proposal(agent, id).await
     }
