@@ -497,23 +497,7 @@ async fn details_are_kept_as_their_canonical_text(backend: &str) {
 
 /// A count straight from the database.
 async fn count(db: &Db, sql: &str) -> i64 {
-    if db.url.starts_with("sqlite:") {
-        let mut c = <sqlx::SqliteConnection as sqlx::Connection>::connect(&db.url)
-            .await
-            .expect("connect");
-        sqlx::query_scalar(sql)
-            .fetch_one(&mut c)
-            .await
-            .expect("count")
-    } else {
-        let mut c = <sqlx::PgConnection as sqlx::Connection>::connect(&db.url)
-            .await
-            .expect("connect");
-        sqlx::query_scalar(sql)
-            .fetch_one(&mut c)
-            .await
-            .expect("count")
-    }
+    common::count(&db.url, sql).await
 }
 
 on_both_backends!(

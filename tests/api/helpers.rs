@@ -194,38 +194,12 @@ impl TestApp {
 
     /// A count straight from the database, for checking what was (not) written.
     pub async fn count(&self, sql: &str) -> i64 {
-        if self.db_url.starts_with("sqlite:") {
-            let mut c = <sqlx::SqliteConnection as sqlx::Connection>::connect(&self.db_url)
-                .await
-                .expect("connect");
-            sqlx::query_scalar(sql)
-                .fetch_one(&mut c)
-                .await
-                .expect("count")
-        } else {
-            let mut c = <sqlx::PgConnection as sqlx::Connection>::connect(&self.db_url)
-                .await
-                .expect("connect");
-            sqlx::query_scalar(sql)
-                .fetch_one(&mut c)
-                .await
-                .expect("count")
-        }
+        common::count(&self.db_url, sql).await
     }
 
     /// Runs one SQL statement straight on the database (to simulate an operator's change).
     pub async fn exec(&self, sql: &str) {
-        if self.db_url.starts_with("sqlite:") {
-            let mut c = <sqlx::SqliteConnection as sqlx::Connection>::connect(&self.db_url)
-                .await
-                .expect("connect");
-            sqlx::query(sql).execute(&mut c).await.expect("exec");
-        } else {
-            let mut c = <sqlx::PgConnection as sqlx::Connection>::connect(&self.db_url)
-                .await
-                .expect("connect");
-            sqlx::query(sql).execute(&mut c).await.expect("exec");
-        }
+        common::exec_sql(&self.db_url, sql).await;
     }
 
     pub async fn pre_tool_check(&self, token: &str, body: &Value) -> (StatusCode, Value) {

@@ -189,6 +189,27 @@ pub async fn exec_sql(url: &str, sql: &str) {
     }
 }
 
+/// A count straight from the database at `url`, for checking what was (not) written.
+pub async fn count(url: &str, sql: &str) -> i64 {
+    if url.starts_with("sqlite:") {
+        let mut c = <sqlx::SqliteConnection as sqlx::Connection>::connect(url)
+            .await
+            .expect("connect");
+        sqlx::query_scalar(sql)
+            .fetch_one(&mut c)
+            .await
+            .expect("count")
+    } else {
+        let mut c = <sqlx::PgConnection as sqlx::Connection>::connect(url)
+            .await
+            .expect("connect");
+        sqlx::query_scalar(sql)
+            .fetch_one(&mut c)
+            .await
+            .expect("count")
+    }
+}
+
 /// Runs each named `async fn(backend: &str)` as two tests, `sqlite::NAME` and `postgres::NAME`.
 #[allow(unused_macros, reason = "each test binary uses a different subset")]
 macro_rules! on_both_backends {

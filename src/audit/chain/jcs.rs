@@ -39,14 +39,8 @@ pub(crate) fn write_value(out: &mut Vec<u8>, value: &Value) -> Result<(), serde_
 }
 
 fn write_object(out: &mut Vec<u8>, members: &Map<String, Value>) -> Result<(), serde_json::Error> {
-    let mut sorted: Vec<(&String, &Value)> = members.iter().collect();
-    // UTF-8 byte order is code point order, and that is UTF-16 order unless a character
-    // beyond U+FFFF meets one in U+E000..=U+FFFF (UTF-8 lead bytes 0xEE and up).
-    if members.keys().any(|k| k.bytes().any(|b| b >= 0xee)) {
-        sorted.sort_unstable_by(|a, b| utf16_order(a.0, b.0));
-    } else {
-        sorted.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-    }
+    let mut sorted: Vec<(&str, &Value)> = members.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    in_key_order(&mut sorted);
     out.push(b'{');
     for (i, (key, value)) in sorted.into_iter().enumerate() {
         if i > 0 {
@@ -58,6 +52,17 @@ fn write_object(out: &mut Vec<u8>, members: &Map<String, Value>) -> Result<(), s
     }
     out.push(b'}');
     Ok(())
+}
+
+/// Sorts object members as RFC 8785 orders them: by their keys' UTF-16 code units.
+fn in_key_order<V>(members: &mut [(&str, V)]) {
+    // UTF-8 byte order is code point order, and that is UTF-16 order unless a character
+    // beyond U+FFFF meets one in U+E000..=U+FFFF (UTF-8 lead bytes 0xEE and up).
+    if members.iter().any(|(k, _)| k.bytes().any(|b| b >= 0xee)) {
+        members.sort_unstable_by(|a, b| utf16_order(a.0, b.0));
+    } else {
+        members.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    }
 }
 
 fn utf16_order(a: &str, b: &str) -> Ordering {
@@ -152,12 +157,9 @@ fn write_lite(out: &mut Vec<u8>, value: &Lite<'_>) -> Result<(), Refused> {
             out.push(b']');
         }
         Lite::Obj(members) => {
-            let mut sorted: Vec<&(Cow<'_, str>, Lite<'_>)> = members.iter().collect();
-            if members.iter().any(|(k, _)| k.bytes().any(|b| b >= 0xee)) {
-                sorted.sort_unstable_by(|a, b| utf16_order(&a.0, &b.0));
-            } else {
-                sorted.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-            }
+            let mut sorted: Vec<(&str, &Lite<'_>)> =
+                members.iter().map(|(k, v)| (k.as_ref(), v)).collect();
+            in_key_order(&mut sorted);
             if sorted.windows(2).any(|w| w[0].0 == w[1].0) {
                 return Err(Refused);
             }
