@@ -18,7 +18,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use countersign::audit::chain::{
-    ChainedEvent, FACETS, GENESIS, Head, RowRef, Verifier, trail_time,
+    ChainedEvent, FACETS, GENESIS, Head, RowRef, Verifier, facet_of, trail_time,
 };
 use countersign::audit::safe::Salt;
 use countersign::domain::Policy;
@@ -64,10 +64,7 @@ impl Trail {
             .map(|(actor, row)| Template {
                 details: text(&row.details),
                 facets: FACETS.map(|f| {
-                    row.details
-                        .get(f)
-                        .and_then(Value::as_str)
-                        .map(str::to_owned)
+                    facet_of(&row.details, f, actor.kind.as_str(), &actor.name).map(str::to_owned)
                 }),
                 kind: row.kind,
                 subject_type: row.subject_type,

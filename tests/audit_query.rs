@@ -9,8 +9,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use countersign::audit::bundle;
-use countersign::audit::{Actor, AuditEvent, PreToolCheckRejected};
-use countersign::domain::contract::vocab::Route;
+use countersign::audit::{Actor, AuditEvent, ProposalInputRejected};
 use countersign::domain::policy::model::Policy;
 use countersign::service::{Cursor, SCAN_BUDGET, Services, TRAIL_PAGE, TrailPage};
 use countersign::storage;
@@ -52,11 +51,9 @@ async fn fill(services: &Services, n: usize) {
         let events = chunk
             .iter()
             .map(|&i| {
-                let event = AuditEvent::PreToolCheckRejected(PreToolCheckRejected {
-                    check_id: format!("check-{i}"),
+                // An event that names its agent: here another than its actor.
+                let event = AuditEvent::ProposalInputRejected(ProposalInputRejected {
                     agent: agent_of(i).to_owned(),
-                    decision: Route::Refuse,
-                    policy_version: "test".into(),
                     fields: vec!["tool.name".into()],
                 });
                 (

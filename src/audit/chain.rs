@@ -275,9 +275,7 @@ impl Verifier {
             .and_then(Result::ok);
         let facet = match keys {
             // One whole JSON object: try it as its own canonical form.
-            Some(keys) if self.links(row, row.details.as_bytes()) => {
-                keys.first_mismatch(&row.facets)
-            }
+            Some(keys) if self.links(row, row.details.as_bytes()) => keys.first_mismatch(row),
             _ => {
                 let mut canonical = std::mem::take(&mut self.canonical);
                 canonical.clear();
@@ -285,7 +283,7 @@ impl Verifier {
                 let links = written.is_ok() && self.links(row, &canonical);
                 self.canonical = canonical;
                 match written {
-                    Ok(details) if links => first_facet_mismatch(&details, &row.facets),
+                    Ok(details) if links => first_facet_mismatch(&details, row),
                     _ => return Err(bad),
                 }
             }

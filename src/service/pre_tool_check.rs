@@ -45,7 +45,6 @@ impl Services {
                 let refused = Decision::schema_invalid(&errors, self.policy());
                 let rejected = PreToolCheckRejected {
                     check_id,
-                    agent: safe::name(agent),
                     decision: refused.route,
                     policy_version: refused.policy_version,
                     fields: safe::bounded(
@@ -75,8 +74,7 @@ impl Services {
             None => event.agent_id = Some(agent.to_owned()),
         }
         let decision = gate::check(&event, self.policy());
-        let decided =
-            PreToolCheckDecided::new(self.store().salt(), &check_id, agent, &event, &decision);
+        let decided = PreToolCheckDecided::new(self.store().salt(), &check_id, &event, &decision);
         let record = (self.now(), actor, AuditEvent::PreToolCheckDecided(decided));
         self.store().record(vec![record]).await?;
         tracing::info!(tool = %event.tool_name, route = %decision.route, "pre-tool-check");

@@ -29,7 +29,10 @@ impl Services {
         wait: Duration,
     ) -> Result<AgentView, ServiceError> {
         let mut watching = self.store().changes().watch(id);
-        let first = self.agent_proposal(agent, id).await?;
+        // Each read is boxed: a future holds room for its largest await point, and a read's
+        // (database) future is many times the size of the wait's, which is what thousands of
+        // waiting agents hold for up to a minute.
+        let first = Box::pin(self.agent_proposal(agent, id)).await?;
         let now = self.now();
         if wait.is_zero()
             || status_at(first.0.status, first.0.expires_at, now) != ProposalStatus::Pending
@@ -51,14 +54,14 @@ impl Services {
         {
             // Woken by a move, or by a wake-up that moved nothing (after this instance's
             // PostgreSQL listener reconnected, every waiter looks again): answer only a move.
-            let current = self.agent_proposal(agent, id).await?;
+            let current = Box::pin(self.agent_proposal(agent, id)).await?;
             let status = status_at(current.0.status, current.0.expires_at, self.now());
             if status != ProposalStatus::Pending {
                 return Ok(current);
             }
         }
         drop(watching);
-        self.agent_proposal(agent, id).await
+        Box::pin(self.agent_proposal(agent, id)).await
     }
 
     /// The next change of `agent`'s proposal `id` after `seen` (its status when last sent),

@@ -255,7 +255,7 @@ async fn insert_rows(conn: Conn<'_>, rows: &[ChainedEvent], texts: &[String]) ->
                 .push_unseparated(as_json)
                 .push_bind(&r.hash);
             for facet in FACETS {
-                b.push_bind(facet_of(&r.details, facet));
+                b.push_bind(facet_of(&r.details, facet, &r.actor_kind, &r.actor));
             }
         });
         q.build().execute(c).await.map(|_| ())

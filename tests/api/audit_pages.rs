@@ -11,8 +11,7 @@ use std::collections::BTreeSet;
 use std::io::Read;
 
 use countersign::audit::bundle;
-use countersign::audit::{Actor, AuditEvent, PreToolCheckRejected};
-use countersign::domain::contract::vocab::Route;
+use countersign::audit::{Actor, AuditEvent, ProposalInputRejected};
 use countersign::domain::principal::{Role, TokenKind};
 use countersign::service::TokenRequest;
 use reqwest::StatusCode;
@@ -210,11 +209,8 @@ async fn keyset_pages_visit_every_event_exactly_once() {
     let now = app.services.now();
     let events = (0..130)
         .map(|i| {
-            let e = AuditEvent::PreToolCheckRejected(PreToolCheckRejected {
-                check_id: format!("c{i}"),
+            let e = AuditEvent::ProposalInputRejected(ProposalInputRejected {
                 agent: if i % 2 == 0 { "even" } else { "odd" }.into(),
-                decision: Route::Refuse,
-                policy_version: "v".into(),
                 fields: vec!["tool".into()],
             });
             (now, Actor::agent("bulk"), e)

@@ -13,13 +13,27 @@ use super::jcs::{Lite, write_str};
 use super::{ChainedEvent, trail_time};
 
 /// The facet columns: each holds the string under the `details` key of the same name, or NULL
-/// when that key is absent or not a string. Not hashed; [`Verifier::push_stored`] checks them.
+/// when that key is absent or not a string; except that an agent's own event (an agent is the
+/// actor) need not name the agent again: without an `agent` key, its `agent` column holds the
+/// actor. Not hashed; [`Verifier::push_stored`] checks them.
 pub const FACETS: [&str; 5] = ["agent", "tool", "domain", "risk", "decision"];
 
-/// A facet's value: the string under `name` in `details`, if any. The one rule for what a
-/// facet column holds, used where rows are appended and where they are verified.
-pub fn facet_of<'v>(details: &'v Value, name: &str) -> Option<&'v str> {
-    details.get(name).and_then(Value::as_str)
+/// A facet's value: the string under `name` in `details`, if any, else `name`'s fallback
+/// ([`fallback`]). The one rule for what a facet column holds, used where rows are appended
+/// and where they are verified.
+pub fn facet_of<'v>(
+    details: &'v Value,
+    name: &str,
+    actor_kind: &str,
+    actor: &'v str,
+) -> Option<&'v str> {
+    (details.get(name).and_then(Value::as_str)).or_else(|| fallback(name, actor_kind, actor))
+}
+
+/// What facet `name` holds when `details` has no string under it: the actor, for the `agent`
+/// facet of an event an agent made; else nothing.
+pub fn fallback<'a>(name: &str, actor_kind: &str, actor: &'a str) -> Option<&'a str> {
+    (name == "agent" && actor_kind == "agent").then_some(actor)
 }
 
 /// A row as the database holds it, owned (see [`RowRef`] for the borrowed view).
@@ -140,23 +154,27 @@ pub(super) struct FacetKeys<'a> {
 }
 
 impl FacetKeys<'_> {
-    /// The first facet column that is not the copy of its key.
-    pub(super) fn first_mismatch(&self, columns: &[Option<&str>; 5]) -> Option<&'static str> {
+    /// The first facet column of `row` that is not the copy of its key (or its fallback).
+    pub(super) fn first_mismatch(&self, row: &RowRef<'_>) -> Option<&'static str> {
         let keys = [self.agent, self.tool, self.domain, self.risk, self.decision];
         FACETS
             .into_iter()
             .zip(keys)
-            .zip(columns)
-            .find(|((_, key), column)| !facet_matches(*key, **column))
+            .zip(&row.facets)
+            .find(|((name, key), column)| {
+                let otherwise = fallback(name, row.actor_kind, row.actor);
+                !facet_matches(*key, **column, otherwise)
+            })
             .map(|((name, _), _)| name)
     }
 }
 
-/// Whether a facet column holds the string `key` is (NULL for any other JSON value).
-fn facet_matches(key: Option<&RawValue>, column: Option<&str>) -> bool {
+/// Whether a facet column holds the string `key` is (`otherwise` for any other JSON value, or
+/// none).
+fn facet_matches(key: Option<&RawValue>, column: Option<&str>, otherwise: Option<&str>) -> bool {
     let text = key.map(RawValue::get).filter(|t| t.starts_with('"'));
     match (text, column) {
-        (None, None) => true,
+        (None, column) => column == otherwise,
         (Some(t), Some(c)) => {
             // A string without escapes is its own content between the quotes.
             let inner = &t[1..t.len() - 1];
@@ -171,14 +189,15 @@ fn facet_matches(key: Option<&RawValue>, column: Option<&str>) -> bool {
 }
 
 /// The first facet column of `row` that is not the copy of its key in the parsed `details`.
-pub(super) fn first_facet_mismatch(
-    details: &Lite<'_>,
-    columns: &[Option<&str>; 5],
-) -> Option<&'static str> {
+pub(super) fn first_facet_mismatch(details: &Lite<'_>, row: &RowRef<'_>) -> Option<&'static str> {
     FACETS
         .into_iter()
-        .zip(columns)
-        .find(|(name, column)| details.str_member(name) != **column)
+        .zip(&row.facets)
+        .find(|(name, column)| {
+            let expected =
+                (details.str_member(name)).or_else(|| fallback(name, row.actor_kind, row.actor));
+            expected != **column
+        })
         .map(|(name, _)| name)
 }
 
@@ -251,7 +270,8 @@ mod tests {
             after_status: e.after_status.clone(),
             details: text(&e.details),
             hash: e.hash.clone(),
-            facets: FACETS.map(|f| facet_of(&e.details, f).map(str::to_owned)),
+            facets: FACETS
+                .map(|f| facet_of(&e.details, f, &e.actor_kind, &e.actor).map(str::to_owned)),
         }
     }
 
@@ -387,6 +407,48 @@ mod tests {
                 r.details = spaced(&serde_json::from_str(&r.details).expect("json"));
             }
             assert_eq!(verify_stored(&changed).map(|h| h.seq), facet(seq, name));
+        }
+    }
+
+    #[test]
+    fn an_agents_own_event_has_its_actor_as_agent_facet() {
+        let mut rows = odd_chain();
+        // Seq 2 and 3: an agent's own events, one naming no agent, one naming another.
+        rows[1].actor_kind = "agent".into();
+        rows[1].actor = "agent-7".into();
+        rows[2].actor_kind = "agent".into();
+        rows[2].actor = "agent-7".into();
+        rows[2].details["agent"] = json!("agent-9");
+        let mut prev = GENESIS.to_owned();
+        for e in &mut rows {
+            e.hash = e.link_hash(&prev);
+            prev = e.hash.clone();
+        }
+        let stored: Vec<_> = rows.iter().map(|e| stored(e, compact)).collect();
+        assert_eq!(stored[1].facets[0].as_deref(), Some("agent-7"));
+        assert_eq!(stored[2].facets[0].as_deref(), Some("agent-9"));
+        assert_eq!(stored[3].facets[0], None, "a person's event names no agent");
+        assert_eq!(verify_stored(&stored).map(|h| h.seq), Ok(5));
+        let facet = |seq| {
+            Err(ChainError::Facet {
+                seq,
+                facet: "agent",
+            })
+        };
+        for (i, value) in [
+            (1, None),
+            (1, Some("agent-8")),
+            (2, Some("agent-7")),
+            (3, Some("x")),
+        ] {
+            let mut changed = stored.clone();
+            changed[i].facets[0] = value.map(str::to_owned);
+            let seq = changed[i].seq;
+            assert_eq!(verify_stored(&changed).map(|h| h.seq), facet(seq));
+            for r in &mut changed {
+                r.details = spaced(&serde_json::from_str(&r.details).expect("json"));
+            }
+            assert_eq!(verify_stored(&changed).map(|h| h.seq), facet(seq));
         }
     }
 

@@ -1,6 +1,7 @@
 //! Pre-tool-check events: a decision, or an event that broke the contract. What the agent
-//! wrote freely (intent, request id, subject reference, evidence ids) is kept only as length
-//! and keyed hash; argument values only as hashes.
+//! wrote freely (intent, request id, subject reference) is kept only as length and keyed hash;
+//! evidence ids and argument values only as keyed hashes. The agent is the event's actor, so
+//! the payload does not name it again (the `agent` facet column holds the actor).
 
 use std::collections::BTreeMap;
 
@@ -17,8 +18,8 @@ use crate::domain::routing::gate::Decision;
 /// One evidence reference, as recorded.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct EvidenceDigest {
-    /// The source id, as length and hash.
-    pub source: TextDigest,
+    /// The source id's keyed hash (an identifier, so its length tells nothing worth keeping).
+    pub source: String,
     /// Structured evidence's metadata (absent for a plain string reference).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kind: Option<EvidenceKind>,
@@ -39,8 +40,6 @@ pub struct PreToolCheckDecided {
     /// The check's id, as answered.
     #[serde(skip)]
     pub check_id: String,
-    /// The asking agent (the token's).
-    pub agent: String,
     /// Tool name (audit-safe, bounded).
     pub tool: String,
     /// The route: accept, ask, defer or refuse. (AANA's `gate_decision` is `pass` exactly when
@@ -72,14 +71,8 @@ pub struct PreToolCheckDecided {
 }
 
 impl PreToolCheckDecided {
-    /// The record of `agent`'s check `event`, answered with `decision`.
-    pub fn new(
-        salt: &Salt,
-        check_id: &str,
-        agent: &str,
-        event: &Event,
-        decision: &Decision,
-    ) -> Self {
+    /// The record of check `event` (the asking agent is the event's actor), answered with `decision`.
+    pub fn new(salt: &Salt, check_id: &str, event: &Event, decision: &Decision) -> Self {
         let subject_ref = event
             .authorization_subject
             .as_ref()
@@ -94,7 +87,6 @@ impl PreToolCheckDecided {
         .collect();
         Self {
             check_id: check_id.to_owned(),
-            agent: safe::name(agent),
             tool: safe::safe_name(&event.tool_name),
             decision: decision.route,
             rule: safe::name(&decision.rule),
@@ -119,14 +111,14 @@ impl PreToolCheckDecided {
 fn evidence(salt: &Salt, r: &EvidenceRef) -> EvidenceDigest {
     match r {
         EvidenceRef::Plain(s) => EvidenceDigest {
-            source: salt.text(s),
+            source: salt.hash(s.as_bytes()),
             kind: None,
             trust_tier: None,
             redaction: None,
             freshness: None,
         },
         EvidenceRef::Structured(e) => EvidenceDigest {
-            source: salt.text(&e.source_id),
+            source: salt.hash(e.source_id.as_bytes()),
             kind: Some(e.kind),
             trust_tier: Some(e.trust_tier),
             redaction: Some(e.redaction_status),
@@ -150,8 +142,6 @@ pub struct PreToolCheckRejected {
     /// The check's id.
     #[serde(skip)]
     pub check_id: String,
-    /// The asking agent (the token's).
-    pub agent: String,
     /// Route (`refuse`).
     pub decision: Route,
     /// Policy version used.
@@ -195,11 +185,7 @@ mod tests {
         let decision = gate::check(&event, &policy);
         let salt = Salt::from_bytes(b"salt").expect("salt");
         let row = super::super::AuditEvent::PreToolCheckDecided(PreToolCheckDecided::new(
-            &salt,
-            "c1",
-            "support-agent",
-            &event,
-            &decision,
+            &salt, "c1", &event, &decision,
         ))
         .into_row();
         let text = row.details.to_string();
