@@ -165,7 +165,8 @@ struct NotifyArgs {
     #[arg(long, env = "COUNTERSIGN_NOTIFY_WINDOW", default_value = "1m", value_parser = parse_secs)]
     notify_window: std::time::Duration,
     /// Email reviewers over SMTP: `smtp://HOST:PORT` (plain), `smtp://HOST:PORT?tls=required`
-    /// (STARTTLS) or `smtps://HOST:PORT`; `user:password@` authenticates. Each reviewer with an
+    /// (STARTTLS) or `smtps://HOST:PORT`; `user:password@` authenticates (not over plain
+    /// `smtp://`, which would send it unencrypted). Each reviewer with an
     /// address (`user add --email`) who may decide the proposal gets one.
     #[arg(
         long,

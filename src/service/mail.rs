@@ -1,7 +1,8 @@
 //! Email over SMTP (`lettre`, rustls): the transport `serve --smtp-url` configures, and one
 //! plain-text send. `smtp://HOST:PORT` speaks plain SMTP (a relay on the same host or network),
 //! `smtp://HOST:PORT?tls=required` upgrades with STARTTLS, `smtps://HOST:PORT` is TLS from the
-//! start; `user:password@` in the URL authenticates. The URL is never printed.
+//! start; `user:password@` in the URL authenticates, and is refused over plain `smtp://` (the
+//! password would cross the network unencrypted). The URL is never printed.
 
 use std::time::Duration;
 
@@ -34,6 +35,17 @@ impl Mailer {
         let parsed = url::Url::parse(url.trim()).map_err(|e| format!("not a URL ({e})"))?;
         if !matches!(parsed.scheme(), "smtp" | "smtps") {
             return Err("must start with smtp:// or smtps://".into());
+        }
+        let authenticates = !parsed.username().is_empty() || parsed.password().is_some();
+        let starttls_required = parsed
+            .query_pairs()
+            .any(|(k, v)| k == "tls" && v == "required");
+        if authenticates && parsed.scheme() == "smtp" && !starttls_required {
+            return Err(
+                "`user:password@` over plain smtp:// would send the password \
+                        unencrypted: use smtps:// or add ?tls=required"
+                    .into(),
+            );
         }
         let server = format!(
             "{}://{}:{}",
@@ -103,7 +115,7 @@ mod tests {
     #[test]
     fn a_mailer_takes_smtp_urls_and_never_shows_credentials() {
         let m = Mailer::new(
-            "smtp://user:hunter2@127.0.0.1:2525",
+            "smtp://user:hunter2@127.0.0.1:2525?tls=required",
             "Countersign <cs@example.com>",
         )
         .expect("a mailer");
@@ -113,6 +125,17 @@ mod tests {
             "{shown}"
         );
         assert!(Mailer::new("http://x", "cs@example.com").is_err());
+        // Credentials never cross the network in the clear.
+        for plain in [
+            "smtp://user:hunter2@127.0.0.1:2525",
+            "smtp://user@127.0.0.1:2525",
+            "smtp://user:hunter2@127.0.0.1:2525?tls=opportunistic",
+        ] {
+            let refused = Mailer::new(plain, "cs@example.com").expect_err(plain);
+            assert!(refused.contains("unencrypted") && !refused.contains("hunter2"));
+        }
+        assert!(Mailer::new("smtps://user:hunter2@127.0.0.1:465", "cs@example.com").is_ok());
+        assert!(Mailer::new("smtp://127.0.0.1:25", "cs@example.com").is_ok());
         assert!(Mailer::new("smtp://127.0.0.1:25", "not an address").is_err());
         assert_eq!(
             check_address(" ann@example.com ").as_deref(),
