@@ -180,7 +180,8 @@ pub enum ChainError {
         /// The row.
         seq: i64,
     },
-    /// A facet column is not the copy of its `details` key it must be.
+    /// A facet column is not the copy of its `details` key it must be (or, for an agent's own
+    /// event without an `agent` key, of its actor).
     #[error("seq {seq}: facet `{facet}` does not match the row's details")]
     Facet {
         /// The row.

@@ -1,8 +1,8 @@
 //! Audit-safe forms of what agents and people send: the trail records *that* a value was
 //! there, how long it was and a keyed hash of it — never the value. A parameter becomes its
 //! key and the hash of its canonical JSON; free text (an intent, a request id, a subject
-//! reference, an evidence id, a reviewer's reason) becomes its length and hash; names are
-//! bounded. Anyone holding a value and the installation's salt can show it is the one
+//! reference, a reviewer's reason) becomes its length and hash, an identifier (an evidence
+//! id) its hash; names are bounded. Anyone holding a value and the installation's salt can show it is the one
 //! recorded; nobody reading the trail or an export learns it.
 //!
 //! The hash is HMAC-SHA256 keyed by the installation's salt (kept in the database, never in

@@ -37,9 +37,11 @@ impl Mailer {
             return Err("must start with smtp:// or smtps://".into());
         }
         let authenticates = !parsed.username().is_empty() || parsed.password().is_some();
+        // lettre reads the first `tls` pair only; so does this check.
         let starttls_required = parsed
             .query_pairs()
-            .any(|(k, v)| k == "tls" && v == "required");
+            .find(|(k, _)| k == "tls")
+            .is_some_and(|(_, v)| v == "required");
         if authenticates && parsed.scheme() == "smtp" && !starttls_required {
             return Err(
                 "`user:password@` over plain smtp:// would send the password \
@@ -130,6 +132,7 @@ mod tests {
             "smtp://user:hunter2@127.0.0.1:2525",
             "smtp://user@127.0.0.1:2525",
             "smtp://user:hunter2@127.0.0.1:2525?tls=opportunistic",
+            "smtp://user:hunter2@127.0.0.1:2525?tls=opportunistic&tls=required",
         ] {
             let refused = Mailer::new(plain, "cs@example.com").expect_err(plain);
             assert!(refused.contains("unencrypted") && !refused.contains("hunter2"));

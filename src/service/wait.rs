@@ -76,7 +76,7 @@ impl Services {
         let deadline = tokio::time::Instant::now() + wait;
         let mut watching = self.store().changes().watch(id);
         loop {
-            let view = self.agent_proposal(agent, id).await?;
+            let view = Box::pin(self.agent_proposal(agent, id)).await?;
             let now = self.now();
             if status_at(view.0.status, view.0.expires_at, now) != seen {
                 return Ok(Some(view));
@@ -90,6 +90,8 @@ impl Services {
                 let left = Duration::try_from(expires - now).unwrap_or(Duration::ZERO);
                 until = until.min(tokio::time::Instant::now() + left);
             }
+            // Hold nothing of the proposal while waiting (see `await_proposal`).
+            drop(view);
             if tokio::time::timeout_at(until, watching.changed())
                 .await
                 .is_err()
