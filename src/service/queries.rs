@@ -33,12 +33,13 @@ impl Services {
         agent: &str,
         id: Uuid,
     ) -> Result<(ProposalRecord, Option<CommandRecord>), ServiceError> {
-        let p = self
-            .proposal(id)
+        // One connection for both reads: agents poll this, and each acquire is a hand-off.
+        let mut read = self.read().await?;
+        let p = proposals::by_id(read.conn(), id)
             .await?
             .filter(|p| p.agent == agent)
             .ok_or(ServiceError::NotFound)?;
-        let command = self.command_for_proposal(id).await?;
+        let command = commands::for_proposal(read.conn(), id).await?;
         Ok((p, command))
     }
 

@@ -519,24 +519,24 @@ async fn connect_sqlite(url: &str) -> Result<(Store, AnySessionStore)> {
     // The writer never checkpoints the WAL itself (a checkpoint in its commit would stall
     // every change waiting behind it); a task on its own connection does, every
     // [`WAL_CHECKPOINT`].
-    let write = SqlitePoolOptions::new()
+    let write = sqlite_pool()
         .max_connections(1)
         .connect_with(options.clone().pragma("wal_autocheckpoint", "0"))
         .await?;
     sqlx::migrate!("./migrations/sqlite").run(&write).await?;
-    let checkpointer = SqlitePoolOptions::new()
+    let checkpointer = sqlite_pool()
         .max_connections(1)
         .connect_with(options.clone())
         .await?;
     tokio::spawn(checkpoint_wal(checkpointer));
     // Sessions get their own connection: a sign-in must not wait behind a write batch.
-    let session_pool = SqlitePoolOptions::new()
+    let session_pool = sqlite_pool()
         .max_connections(2)
         .connect_with(options.clone())
         .await?;
     let sessions = tower_sessions_sqlx_store::SqliteStore::new(session_pool);
     sessions.migrate().await?;
-    let read = SqlitePoolOptions::new()
+    let read = sqlite_pool()
         .max_connections(4)
         .connect_with(options.read_only(true))
         .await?;
@@ -560,6 +560,13 @@ async fn connect_sqlite(url: &str) -> Result<(Store, AnySessionStore)> {
         },
         AnySessionStore::Sqlite(sessions),
     ))
+}
+
+/// A pool of connections to the SQLite file. No ping before each acquire (sqlx's default): a
+/// connection to a local file does not go stale, and the ping is one more hand-off to the
+/// connection's thread on every read and every write batch.
+fn sqlite_pool() -> SqlitePoolOptions {
+    SqlitePoolOptions::new().test_before_acquire(false)
 }
 
 /// How often the SQLite WAL is copied back into the database file.
