@@ -30,8 +30,13 @@ async fn signed_in(app: &TestApp, name: &str, role: Role) -> Browser {
 
 /// The secret a page shows once, if it shows one.
 fn secret(html: &str) -> Option<String> {
-    let marker = "data-testid=\"secret\">";
-    let start = html.find(marker)? + marker.len();
+    shown(html, "secret")
+}
+
+/// The text of the element with test id `testid`, if the page has one.
+fn shown(html: &str, testid: &str) -> Option<String> {
+    let marker = format!("data-testid=\"{testid}\">");
+    let start = html.find(&marker)? + marker.len();
     Some(html[start..].split('<').next()?.to_owned())
 }
 
@@ -136,12 +141,7 @@ async fn a_token_made_on_the_page_is_shown_once_and_revoked_at_once(backend: &st
 
     let id = app.propose_ok(&token, "sales-bot").await;
     assert_eq!(app.poll(&token, &id).await.0, StatusCode::OK);
-    let token_id = listed
-        .split("data-token-id=\"")
-        .nth(1)
-        .and_then(|s| s.split('"').next())
-        .expect("token id")
-        .to_owned();
+    let (token_id, _) = token_row(&listed, "sales-bot");
     let form = [("action", "revoke"), ("id", token_id.as_str())];
     let (to, _) = post(&admin, "/admin/tokens", "/fn/change_token", &form).await;
     assert_eq!(to, "/admin/tokens?notice=token_revoked");
@@ -342,12 +342,7 @@ async fn an_admin_rotates_a_webhook_secret_on_the_page(backend: &str) {
         ("webhook", "http://127.0.0.1:9/hook"),
     ];
     let (_, html) = post(&admin, "/admin/tokens", "/fn/change_token", &form).await;
-    let first = html
-        .split("data-testid=\"webhook-secret\">")
-        .nth(1)
-        .and_then(|s| s.split('<').next())
-        .expect("the webhook secret is shown once")
-        .to_owned();
+    let first = shown(&html, "webhook-secret").expect("the webhook secret is shown once");
     let listed = admin.page("/admin/tokens").await;
     let (id, row) = token_row(&listed, "hooked-bot");
     assert!(row.contains("data-testid=\"rotate-webhook-secret\""));

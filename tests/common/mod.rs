@@ -173,41 +173,37 @@ impl LeaseAs for countersign::service::Services {
     }
 }
 
+/// Runs `$body` with `$c` a fresh connection to the database at `$url` (SQLite or PostgreSQL).
+macro_rules! on_connection {
+    ($url:expr, |$c:ident| $body:expr) => {
+        if $url.starts_with("sqlite:") {
+            let mut $c = <sqlx::SqliteConnection as sqlx::Connection>::connect($url)
+                .await
+                .expect("connect");
+            $body
+        } else {
+            let mut $c = <sqlx::PgConnection as sqlx::Connection>::connect($url)
+                .await
+                .expect("connect");
+            $body
+        }
+    };
+}
+
 /// Runs one SQL statement straight on the database at `url` (an operator's, or an attacker's,
 /// change behind Countersign's back).
 pub async fn exec_sql(url: &str, sql: &str) {
-    if url.starts_with("sqlite:") {
-        let mut c = <sqlx::SqliteConnection as sqlx::Connection>::connect(url)
-            .await
-            .expect("connect");
+    on_connection!(url, |c| {
         sqlx::query(sql).execute(&mut c).await.expect("exec");
-    } else {
-        let mut c = <sqlx::PgConnection as sqlx::Connection>::connect(url)
-            .await
-            .expect("connect");
-        sqlx::query(sql).execute(&mut c).await.expect("exec");
-    }
+    })
 }
 
 /// A count straight from the database at `url`, for checking what was (not) written.
 pub async fn count(url: &str, sql: &str) -> i64 {
-    if url.starts_with("sqlite:") {
-        let mut c = <sqlx::SqliteConnection as sqlx::Connection>::connect(url)
-            .await
-            .expect("connect");
-        sqlx::query_scalar(sql)
-            .fetch_one(&mut c)
-            .await
-            .expect("count")
-    } else {
-        let mut c = <sqlx::PgConnection as sqlx::Connection>::connect(url)
-            .await
-            .expect("connect");
-        sqlx::query_scalar(sql)
-            .fetch_one(&mut c)
-            .await
-            .expect("count")
-    }
+    on_connection!(url, |c| sqlx::query_scalar(sql)
+        .fetch_one(&mut c)
+        .await
+        .expect("count"))
 }
 
 /// Runs each named `async fn(backend: &str)` as two tests, `sqlite::NAME` and `postgres::NAME`.
