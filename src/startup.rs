@@ -214,14 +214,7 @@ pub fn router(
     api.merge(metrics)
         .merge(slack)
         .merge(web)
-        .layer(middleware::from_fn_with_state(
-            edge.clone(),
-            security::client_address,
-        ))
-        .layer(middleware::from_fn_with_state(
-            edge,
-            security::security_headers,
-        ))
+        .layer(security::EdgeLayer(edge))
         .layer(TraceLayer::new_for_http())
 }
 

@@ -876,33 +876,40 @@ async fn quorum_needs_distinct_approvers(backend: &str) {
     );
 }
 
-/// Many changes written at once (on SQLite the writer commits them in groups, each under its
-/// own savepoint): every third fails after writing a row and recording an event, and leaves
-/// neither behind; the others all commit, and the chain verifies.
+/// Many changes written at once (the writer commits them in groups, each under its own
+/// savepoint), with events-only records among them (no savepoint): every third change fails
+/// after writing a row and recording an event, and leaves neither behind; the other changes and
+/// every record commit, and the chain verifies.
 async fn a_failed_change_leaves_nothing_and_spares_the_rest(backend: &str) {
     use countersign::audit::{AuditEvent, PolicyLoaded};
-    use countersign::storage::accounts::{self, NewToken};
+    use countersign::storage::accounts;
 
     let db = db(backend).await;
     let store = db.services.store().clone();
     let now = db.clock.now();
     let mut writes = tokio::task::JoinSet::new();
     for i in 0..300_usize {
+        if i % 5 == 0 {
+            let store = store.clone();
+            writes.spawn(async move {
+                let event = AuditEvent::PolicyLoaded(PolicyLoaded {
+                    policy_version: format!("record-{i}"),
+                    source: "file",
+                    tool_rules: i,
+                });
+                let recorded = store
+                    .record(vec![(now, Actor::system("test"), event)])
+                    .await;
+                // Reported as a change that cannot fail (1 is never a multiple of 3).
+                (1, recorded)
+            });
+        }
         let store = store.clone();
         writes.spawn(async move {
             let written = store
                 .write(move |tx| {
                     Box::pin(async move {
-                        let new = NewToken {
-                            id: Uuid::now_v7(),
-                            kind: TokenKind::Agent,
-                            name: format!("batch-{i}"),
-                            token_hash: format!("hash-{i}"),
-                            tool_scope: None,
-                            operator: None,
-                            webhook_url: None,
-                            webhook_secret: None,
-                        };
+                        let new = agent_token(format!("batch-{i}"), format!("hash-{i}"));
                         accounts::insert_token(tx.conn(), &new, now).await?;
                         let event = AuditEvent::PolicyLoaded(PolicyLoaded {
                             policy_version: format!("v{i}"),
@@ -943,7 +950,82 @@ async fn a_failed_change_leaves_nothing_and_spares_the_rest(backend: &str) {
         .verify_trail(None)
         .await
         .expect("chain verifies");
-    assert_eq!(verified.count, 200, "one event per change that committed");
+    assert_eq!(
+        verified.count, 260,
+        "one event per change that committed, and each record"
+    );
+}
+
+/// A change that fails alone (a group of one, rolled back whole) leaves the writer's
+/// connection ready: the next change commits on it, and neither the failure's row nor its
+/// event is anywhere.
+async fn a_failed_change_alone_leaves_the_writer_ready(backend: &str) {
+    use countersign::storage::accounts;
+
+    let db = db(backend).await;
+    let store = db.services.store().clone();
+    let now = db.clock.now();
+    for (i, fail) in [(0_usize, true), (1, false), (2, true), (3, false)] {
+        let written = store
+            .write(move |tx| {
+                Box::pin(async move {
+                    let new = agent_token(format!("alone-{i}"), format!("alone-hash-{i}"));
+                    accounts::insert_token(tx.conn(), &new, now).await?;
+                    tx.record(now, &Actor::system("test"), token_event(i));
+                    if fail {
+                        return Err(storage::StorageError::Batch("planned".into()));
+                    }
+                    Ok(())
+                })
+            })
+            .await;
+        assert_eq!(written.is_err(), fail, "change {i}: {written:?}");
+    }
+    let mut read = store.read().await.expect("read");
+    for i in 0..4 {
+        let found = accounts::token_by_hash(read.conn(), &format!("alone-hash-{i}"))
+            .await
+            .expect("read");
+        assert_eq!(found.is_some(), i % 2 == 1, "token of change {i}");
+    }
+    drop(read);
+    let before = db
+        .services
+        .verify_trail(None)
+        .await
+        .expect("chain verifies");
+    store
+        .record(vec![(now, Actor::system("test"), token_event(9))])
+        .await
+        .expect("a record after the failures");
+    let after = db
+        .services
+        .verify_trail(None)
+        .await
+        .expect("chain verifies");
+    assert_eq!(after.count, before.count + 1);
+}
+
+/// An agent's token row, without scope, operator or webhook.
+fn agent_token(name: String, token_hash: String) -> countersign::storage::accounts::NewToken {
+    countersign::storage::accounts::NewToken {
+        id: Uuid::now_v7(),
+        kind: TokenKind::Agent,
+        name,
+        token_hash,
+        tool_scope: None,
+        operator: None,
+        webhook_url: None,
+        webhook_secret: None,
+    }
+}
+
+fn token_event(i: usize) -> countersign::audit::AuditEvent {
+    countersign::audit::AuditEvent::PolicyLoaded(countersign::audit::PolicyLoaded {
+        policy_version: format!("alone-{i}"),
+        source: "file",
+        tool_rules: i,
+    })
 }
 
 common::on_both_backends!(
@@ -963,4 +1045,5 @@ common::on_both_backends!(
     undecided_proposals_expire_and_are_never_approved,
     quorum_needs_distinct_approvers,
     a_failed_change_leaves_nothing_and_spares_the_rest,
+    a_failed_change_alone_leaves_the_writer_ready,
 );

@@ -1,5 +1,5 @@
 //! The audit trail's SQL: appending events as linked rows of the hash chain, and reading
-//! them back. Appends happen only at commit ([`super::db::Tx`]), after every other statement of
+//! them back. Appends happen only at commit ([`super::Tx`]), after every other statement of
 //! the change, so the chain head is held for as short a time as possible.
 //!
 //! The head lives in `audit_chain` (one row). Locking it (`for update` on PostgreSQL; SQLite's
@@ -11,7 +11,8 @@ use sqlx::types::Json;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::db::{Conn, Tx, on};
+use super::db::{Conn, on};
+use super::writer::Tx;
 use super::{Result, StorageError, parse};
 use crate::audit::chain::{self, ChainedEvent, FACETS, Head, facet_of};
 use crate::audit::checkpoint::Checkpoint;

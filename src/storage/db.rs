@@ -1,6 +1,7 @@
 //! The connection plumbing under every statement: one [`Store`] handle over either backend,
-//! read connections, write transactions ([`Tx`]) that collect the audit events of the change
-//! they carry, and SQLite's single writer task with group commit.
+//! read connections and snapshots, and the hand-over of changes to the writer
+//! ([`super::writer`]), whose write transactions ([`Tx`]) collect the audit events of the
+//! change they carry.
 //!
 //! ## One source of SQL for two backends
 //!
@@ -14,12 +15,9 @@
 //! ## The write path
 //!
 //! [`Store::write`] runs a change (a closure over a [`Tx`]) and commits it with the audit
-//! events it recorded, or not at all. On SQLite every change goes to one writer task, which
-//! takes everything waiting, runs each change under its own savepoint inside one `begin
-//! immediate` transaction, appends all their events, commits once (one fsync) and only then
-//! answers each caller. PostgreSQL works the same way, one writer task per instance on its own
-//! connection: instances share the database and are serialised where the audit trail's head is
-//! locked, so each instance's group pays for that lock and its commit once.
+//! events it recorded, or not at all: every change goes to one writer per instance, which
+//! commits everything waiting in one transaction and answers each caller once it is durable
+//! ([`super::writer`]).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -33,12 +31,12 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{PgConnection, PgPool, Postgres, Sqlite, SqliteConnection, SqlitePool};
 use tokio::sync::{mpsc, oneshot};
-use uuid::Uuid;
 
 use super::audit::{self, PendingEvent};
 use super::changes::Changes;
+use super::schema;
+use super::writer::{self, EventsJob, Job, Tx, TypedJob, WritePool, stopped};
 use super::{Result, StorageError};
-use super::{notifications, proposals, schema, webhooks};
 use crate::audit::safe::Salt;
 use crate::audit::{Actor, AuditEvent};
 use crate::auth::session::AnySessionStore;
@@ -115,245 +113,31 @@ impl ReadConn {
 /// PostgreSQL: `repeatable read, read only`. SQLite: a deferred transaction on a read-only WAL
 /// connection, whose first select fixes the snapshot until it ends.
 pub struct Snapshot {
-    inner: TxInner,
+    inner: SnapshotInner,
 }
 
 impl Snapshot {
     /// The connection, for a statement.
     pub fn conn(&mut self) -> Conn<'_> {
         match &mut self.inner {
-            TxInner::Sqlite(t) => Conn::Sqlite(t),
-            TxInner::Postgres(t) => Conn::Postgres(t),
+            SnapshotInner::Sqlite(t) => Conn::Sqlite(t),
+            SnapshotInner::Postgres(t) => Conn::Postgres(t),
         }
     }
 
     /// Ends the snapshot (it wrote nothing: rolled back).
     pub async fn end(self) -> Result<()> {
         match self.inner {
-            TxInner::Sqlite(t) => t.rollback().await?,
-            TxInner::Postgres(t) => t.rollback().await?,
+            SnapshotInner::Sqlite(t) => t.rollback().await?,
+            SnapshotInner::Postgres(t) => t.rollback().await?,
         }
         Ok(())
     }
 }
 
-enum TxInner {
+enum SnapshotInner {
     Sqlite(sqlx::Transaction<'static, Sqlite>),
     Postgres(sqlx::Transaction<'static, Postgres>),
-}
-
-/// A write transaction: the statements of one change, and the audit events it records.
-/// The events are appended to the trail when the transaction commits, in the same commit.
-pub struct Tx {
-    inner: TxInner,
-    events: Vec<PendingEvent>,
-    notices: Vec<notifications::Notice>,
-}
-
-impl Tx {
-    /// The connection, for a statement.
-    pub fn conn(&mut self) -> Conn<'_> {
-        match &mut self.inner {
-            TxInner::Sqlite(t) => Conn::Sqlite(t),
-            TxInner::Postgres(t) => Conn::Postgres(t),
-        }
-    }
-
-    /// Records an audit event; it is written with this transaction's commit, or never.
-    pub fn record(&mut self, at: time::OffsetDateTime, actor: &Actor, event: AuditEvent) {
-        self.events
-            .push(PendingEvent::new(at, actor.clone(), event));
-    }
-
-    /// Tells people something with this transaction's commit (on the channels configured), or
-    /// never.
-    pub fn notify(&mut self, notice: notifications::Notice) {
-        self.notices.push(notice);
-    }
-
-    /// Runs statements without parameters (several, separated by `;`), unprepared: PostgreSQL
-    /// takes several statements only in its simple protocol.
-    async fn execute(&mut self, sql: &'static str) -> Result<()> {
-        on!(self.conn(), |c| sqlx::Executor::execute(c, sql)
-            .await
-            .map(|_| ()))?;
-        Ok(())
-    }
-
-    /// Commits the change with its events, queueing the webhook deliveries and reviewers'
-    /// notifications its status changes call for; answers what it changed (for waking, after).
-    async fn commit(mut self, changed: &Changes) -> Result<Committed> {
-        let events = std::mem::take(&mut self.events);
-        let notices = std::mem::take(&mut self.notices);
-        let changes = audit::append(&mut self, events).await?;
-        let mut committed = Committed::default();
-        if !changes.is_empty() {
-            committed.moved = changes.iter().map(|c| c.proposal).collect();
-            proposals::notify_changed(self.conn(), &committed.moved).await?;
-            committed.deliveries = webhooks::queue_status_changes(self.conn(), &changes).await?;
-        }
-        let channels = changed.notify_channels();
-        if !channels.is_empty() && (!changes.is_empty() || !notices.is_empty()) {
-            committed.notifications =
-                notifications::queue(self.conn(), channels, &changes, &notices).await?;
-        }
-        match self.inner {
-            TxInner::Sqlite(t) => t.commit().await?,
-            TxInner::Postgres(t) => t.commit().await?,
-        }
-        Ok(committed)
-    }
-}
-
-/// What a commit changed, for those waiting on it.
-#[derive(Default)]
-struct Committed {
-    /// Proposals whose status moved.
-    moved: Vec<Uuid>,
-    /// Webhook deliveries queued.
-    deliveries: usize,
-    /// Reviewers' notifications queued.
-    notifications: usize,
-}
-
-/// A change's closure: runs against a [`Tx`]; an `Err` leaves nothing of it behind.
-type Change<R, E> = Box<dyn for<'t> FnOnce(&'t mut Tx) -> BoxFuture<'t, Result<R, E>> + Send>;
-
-/// A change waiting for the writer, its result type erased.
-trait Job: Send {
-    /// Runs the change; `true` if it succeeded (and its writes should stay).
-    fn run<'t>(&'t mut self, tx: &'t mut Tx) -> BoxFuture<'t, bool>;
-    /// Answers the caller once the batch is durable (`None`) or failed.
-    fn finish(self: Box<Self>, failure: Option<&str>);
-}
-
-struct TypedJob<R, E> {
-    change: Option<Change<R, E>>,
-    outcome: Option<Result<R, E>>,
-    reply: oneshot::Sender<Result<R, E>>,
-}
-
-impl<R: Send + 'static, E: From<StorageError> + Send + 'static> Job for TypedJob<R, E> {
-    fn run<'t>(&'t mut self, tx: &'t mut Tx) -> BoxFuture<'t, bool> {
-        Box::pin(async move {
-            let Some(change) = self.change.take() else {
-                return false;
-            };
-            let outcome = change(tx).await;
-            let ok = outcome.is_ok();
-            self.outcome = Some(outcome);
-            ok
-        })
-    }
-
-    fn finish(self: Box<Self>, failure: Option<&str>) {
-        let answer = match (failure, self.outcome) {
-            // A failed change keeps its own error even when the batch also failed.
-            (_, Some(Err(e))) => Err(e),
-            (None, Some(Ok(r))) => Ok(r),
-            (Some(why), _) => Err(StorageError::Batch(why.to_owned()).into()),
-            (None, None) => Err(StorageError::Batch("the change never ran".into()).into()),
-        };
-        // The caller may have gone away (request cancelled); the change stands regardless.
-        let _ = self.reply.send(answer);
-    }
-}
-
-/// Most changes one group transaction takes.
-const MAX_BATCH: usize = 512;
-/// How many changes may wait for the writer before callers wait to hand theirs over.
-const WRITER_QUEUE: usize = 4_096;
-
-/// Where the writer takes its connection from.
-#[derive(Clone)]
-enum WritePool {
-    Sqlite(SqlitePool),
-    Postgres(PgPool),
-}
-
-impl WritePool {
-    /// Opens the group's transaction. On SQLite `begin immediate` takes the write lock up
-    /// front, so a CLI writing the same file waits (busy timeout) instead of failing to upgrade
-    /// a read transaction.
-    async fn begin(&self) -> Result<Tx> {
-        let inner = match self {
-            WritePool::Sqlite(p) => TxInner::Sqlite(p.begin_with("begin immediate").await?),
-            WritePool::Postgres(p) => TxInner::Postgres(p.begin().await?),
-        };
-        Ok(Tx {
-            inner,
-            events: Vec::new(),
-            notices: Vec::new(),
-        })
-    }
-}
-
-/// The writer: commits changes in groups, one transaction (one fsync) per group, and wakes
-/// the waiters of every proposal a group moved once it is durable.
-async fn run_writer(
-    pool: WritePool,
-    mut jobs: mpsc::Receiver<Box<dyn Job>>,
-    changes: Arc<Changes>,
-) {
-    let mut batch: Vec<Box<dyn Job>> = Vec::with_capacity(MAX_BATCH);
-    while jobs.recv_many(&mut batch, MAX_BATCH).await > 0 {
-        let failure = match commit_batch(&pool, &mut batch, &changes).await {
-            Ok(committed) => {
-                changes.proposals_changed(committed.moved);
-                if committed.deliveries > 0 {
-                    changes.deliveries_queued();
-                }
-                if committed.notifications > 0 {
-                    changes.notifications_queued();
-                }
-                None
-            }
-            Err(e) => {
-                tracing::error!(error = %e, changes = batch.len(), "write batch failed");
-                Some(e.to_string())
-            }
-        };
-        for job in batch.drain(..) {
-            job.finish(failure.as_deref());
-        }
-    }
-}
-
-async fn commit_batch(
-    pool: &WritePool,
-    batch: &mut [Box<dyn Job>],
-    changed: &Changes,
-) -> Result<Committed> {
-    let mut tx = pool.begin().await?;
-    if let [only] = batch {
-        // A batch of one needs no savepoint: its failure rolls the transaction back.
-        if !only.run(&mut tx).await {
-            return Ok(Committed::default());
-        }
-        return tx.commit(changed).await;
-    }
-    // Each change runs under its own savepoint, so a failed one (on PostgreSQL also a failed
-    // statement, which would abort the whole transaction) rolls back alone. Releasing one and
-    // opening the next is one round trip, not two: the writer is the one serial path every
-    // change passes, so its statement count is its latency.
-    tx.execute("savepoint change").await?;
-    let last = batch.len() - 1;
-    for (i, job) in batch.iter_mut().enumerate() {
-        let (events_before, notices_before) = (tx.events.len(), tx.notices.len());
-        let ok = job.run(&mut tx).await;
-        if !ok {
-            tx.events.truncate(events_before);
-            tx.notices.truncate(notices_before);
-            tx.execute("rollback to change").await?;
-        }
-        let next = if i == last {
-            "release change"
-        } else {
-            "release change; savepoint change"
-        };
-        tx.execute(next).await?;
-    }
-    tx.commit(changed).await
 }
 
 enum Engine {
@@ -413,8 +197,8 @@ impl Store {
     /// A read-only snapshot: every statement on it sees the database as of its first read.
     pub async fn snapshot(&self) -> Result<Snapshot> {
         let inner = match &*self.engine {
-            Engine::Sqlite { read, .. } => TxInner::Sqlite(read.begin_with("begin").await?),
-            Engine::Postgres { pool, .. } => TxInner::Postgres(
+            Engine::Sqlite { read, .. } => SnapshotInner::Sqlite(read.begin_with("begin").await?),
+            Engine::Postgres { pool, .. } => SnapshotInner::Postgres(
                 pool.begin_with("begin isolation level repeatable read, read only")
                     .await?,
             ),
@@ -431,35 +215,29 @@ impl Store {
         F: for<'t> FnOnce(&'t mut Tx) -> BoxFuture<'t, Result<R, E>> + Send + 'static,
     {
         let (reply, answer) = oneshot::channel();
-        let job = TypedJob {
-            change: Some(Box::new(change) as Change<R, E>),
-            outcome: None,
-            reply,
-        };
-        self.engine
-            .writer()
-            .send(Box::new(job))
-            .await
-            .map_err(|_| StorageError::Batch("the writer has stopped".into()))?;
-        answer
-            .await
-            .map_err(|_| StorageError::Batch("the writer has stopped".into()))?
+        self.submit(Box::new(TypedJob::new(Box::new(change), reply)))
+            .await?;
+        answer.await.map_err(|_| stopped())?
     }
 
-    /// Writes audit events that change nothing else (a pre-tool-check, a rejected request).
+    /// Hands a change to the writer.
+    async fn submit(&self, job: Box<dyn Job>) -> Result<()> {
+        self.engine.writer().send(job).await.map_err(|_| stopped())
+    }
+
+    /// Writes audit events that change nothing else (a pre-tool-check, a rejected request);
+    /// answers once they are durable.
     pub async fn record(
         &self,
         events: Vec<(time::OffsetDateTime, Actor, AuditEvent)>,
     ) -> Result<()> {
-        self.write(move |tx| {
-            Box::pin(async move {
-                for (at, actor, event) in events {
-                    tx.record(at, &actor, event);
-                }
-                Ok::<_, StorageError>(())
-            })
-        })
-        .await
+        let (reply, answer) = oneshot::channel();
+        let events = events
+            .into_iter()
+            .map(|(at, actor, event)| PendingEvent::new(at, actor, event))
+            .collect();
+        self.submit(Box::new(EventsJob::new(events, reply))).await?;
+        answer.await.map_err(|_| stopped())?
     }
 
     /// Checks the database answers.
@@ -518,10 +296,16 @@ async fn connect_sqlite(url: &str) -> Result<(Store, AnySessionStore)> {
         .busy_timeout(Duration::from_secs(10));
     // The writer never checkpoints the WAL itself (a checkpoint in its commit would stall
     // every change waiting behind it); a task on its own connection does, every
-    // [`WAL_CHECKPOINT`].
+    // [`WAL_CHECKPOINT`]. Its statement journals (each change's savepoint in a group) stay in
+    // memory: spilled to a temporary file, they cost a file and hundreds of writes per group.
     let write = sqlite_pool()
         .max_connections(1)
-        .connect_with(options.clone().pragma("wal_autocheckpoint", "0"))
+        .connect_with(
+            options
+                .clone()
+                .pragma("wal_autocheckpoint", "0")
+                .pragma("temp_store", "memory"),
+        )
         .await?;
     sqlx::migrate!("./migrations/sqlite").run(&write).await?;
     let checkpointer = sqlite_pool()
@@ -544,13 +328,8 @@ async fn connect_sqlite(url: &str) -> Result<(Store, AnySessionStore)> {
         let mut c = write.acquire().await?;
         load_salt(Conn::Sqlite(&mut c)).await?
     };
-    let (writer, jobs) = mpsc::channel(WRITER_QUEUE);
     let changes = Arc::new(Changes::default());
-    tokio::spawn(run_writer(
-        WritePool::Sqlite(write),
-        jobs,
-        Arc::clone(&changes),
-    ));
+    let writer = writer::spawn(WritePool::Sqlite(write), Arc::clone(&changes))?;
     let engine = Engine::Sqlite { read, writer };
     Ok((
         Store {
@@ -637,7 +416,7 @@ async fn connect_postgres(url: &str) -> Result<(Store, AnySessionStore)> {
     let options = PgConnectOptions::from_str(url)?;
     let pool = PgPoolOptions::new()
         .max_connections(16)
-        .connect_with(options)
+        .connect_with(options.clone())
         .await?;
     let sessions = tower_sessions_sqlx_store::PostgresStore::new(pool.clone());
     migrate_postgres_if_pending(&pool, &sessions).await?;
@@ -645,13 +424,12 @@ async fn connect_postgres(url: &str) -> Result<(Store, AnySessionStore)> {
         let mut c = pool.acquire().await?;
         load_salt(Conn::Postgres(&mut c)).await?
     };
-    let (writer, jobs) = mpsc::channel(WRITER_QUEUE);
     let changes = Arc::new(Changes::default());
-    tokio::spawn(run_writer(
-        WritePool::Postgres(pool.clone()),
-        jobs,
-        Arc::clone(&changes),
-    ));
+    // The writer's own connection, opened on first use by the writer, on its own runtime.
+    let write = PgPoolOptions::new()
+        .max_connections(1)
+        .connect_lazy_with(options);
+    let writer = writer::spawn(WritePool::Postgres(write), Arc::clone(&changes))?;
     Ok((
         Store {
             engine: Arc::new(Engine::Postgres { pool, writer }),

@@ -29,9 +29,11 @@ pub mod slack;
 pub(crate) mod statement;
 pub mod throttle;
 pub mod webhooks;
+pub mod writer;
 
 pub use audit::AuditRecord;
-pub use db::{Backend, BoxFuture, Conn, ReadConn, Snapshot, Store, Tx, connect};
+pub use db::{Backend, BoxFuture, Conn, ReadConn, Snapshot, Store, connect};
+pub use writer::Tx;
 
 /// The storage layer's error.
 #[derive(Debug, thiserror::Error)]

@@ -1,5 +1,5 @@
 //! Reviewers' notifications: queued at the commit of every status change that needs a person
-//! ([`queue`], called by [`super::db::Tx`] for the channels the operator configured), and of
+//! ([`queue`], called by [`super::Tx`] for the channels the operator configured), and of
 //! every notice a change raised (an expiry warning, an escalation, a rollback task); taken by
 //! the dispatcher per channel and recipient ([`claim_due`]), and settled after each send
 //! ([`settle`]). Email is per person: its rows are queued for nobody (`recipient` `''`) and

@@ -1,5 +1,5 @@
 //! Agents' webhook deliveries: queued at the commit of every status change of a proposal whose
-//! token carries a callback URL ([`queue_status_changes`], called by [`super::db::Tx`]), claimed
+//! token carries a callback URL ([`queue_status_changes`], called by [`super::Tx`]), claimed
 //! by the dispatcher ([`claim_due`]), and their attempts recorded ([`record_attempt`]).
 //!
 //! A claim moves `next_attempt_at` past the attempt's time limit, so a dispatcher that dies

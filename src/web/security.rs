@@ -9,15 +9,18 @@
 //!   socket's peer, or, when the peer is a proxy the operator trusts
 //!   (`--trusted-proxies`), the nearest address in `X-Forwarded-For` that is not one of them.
 
+use std::future::Future;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use app::ports::ClientAddr;
-use axum::extract::{ConnectInfo, Request, State};
+use axum::extract::{ConnectInfo, Request};
 use axum::http::{HeaderMap, HeaderValue, header};
-use axum::middleware::Next;
 use axum::response::Response;
 use leptos::prelude::{provide_context, use_context};
+use tower::{Layer, Service};
 
 /// This response's CSP nonce: 128 random bits, hex.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,12 +53,90 @@ pub fn content_security_policy(nonce: &str) -> String {
     )
 }
 
-/// Middleware: a nonce for the request (rendering reads it), the headers on the response.
-pub async fn security_headers(State(edge): State<Edge>, mut req: Request, next: Next) -> Response {
-    let nonce = CspNonce::generate();
-    req.extensions_mut().insert(nonce.clone());
-    let mut res = next.run(req).await;
-    let headers = res.headers_mut();
+/// The edge as a tower layer, outermost but for tracing: on the way in, the request's CSP
+/// nonce (rendering reads it) and the client's address; on the way out, the security headers.
+///
+/// A plain layer, not `axum::middleware::from_fn`: a `from_fn` layer boxes the future of
+/// everything inside it, and an agent waiting on a long poll keeps that future for as long as
+/// it waits; this one adds a few bytes to the inner future instead.
+#[derive(Debug, Clone)]
+pub struct EdgeLayer(pub Edge);
+
+impl<S> Layer<S> for EdgeLayer {
+    type Service = EdgeService<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        EdgeService {
+            inner,
+            edge: self.0.clone(),
+        }
+    }
+}
+
+/// The service [`EdgeLayer`] wraps around the app.
+#[derive(Debug, Clone)]
+pub struct EdgeService<S> {
+    inner: S,
+    edge: Edge,
+}
+
+impl<S> Service<Request> for EdgeService<S>
+where
+    S: Service<Request, Response = Response>,
+{
+    type Response = Response;
+    type Error = S::Error;
+    type Future = EdgeFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut req: Request) -> Self::Future {
+        let nonce = CspNonce::generate();
+        let peer = req
+            .extensions()
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|ConnectInfo(addr)| addr.ip());
+        let client = client_ip(peer, req.headers(), &self.edge.trusted_proxies);
+        req.extensions_mut().insert(ClientAddr(client));
+        req.extensions_mut().insert(nonce.clone());
+        EdgeFuture {
+            inner: self.inner.call(req),
+            nonce: Some(nonce),
+            hsts: self.edge.hsts,
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A response on its way out through [`EdgeService`].
+    pub struct EdgeFuture<F> {
+        #[pin]
+        inner: F,
+        nonce: Option<CspNonce>,
+        hsts: bool,
+    }
+}
+
+impl<F, E> Future for EdgeFuture<F>
+where
+    F: Future<Output = Result<Response, E>>,
+{
+    type Output = Result<Response, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let mut res = std::task::ready!(this.inner.poll(cx))?;
+        if let Some(nonce) = this.nonce.take() {
+            security_headers(res.headers_mut(), &nonce, *this.hsts);
+        }
+        Poll::Ready(Ok(res))
+    }
+}
+
+/// The security headers of a response whose CSP names `nonce`.
+fn security_headers(headers: &mut HeaderMap, nonce: &CspNonce, hsts: bool) {
     if let Ok(csp) = HeaderValue::from_str(&content_security_policy(&nonce.0)) {
         headers.insert(header::CONTENT_SECURITY_POLICY, csp);
     }
@@ -68,13 +149,12 @@ pub async fn security_headers(State(edge): State<Edge>, mut req: Request, next: 
         header::REFERRER_POLICY,
         HeaderValue::from_static("same-origin"),
     );
-    if edge.hsts {
+    if hsts {
         headers.insert(
             header::STRICT_TRANSPORT_SECURITY,
             HeaderValue::from_static("max-age=63072000; includeSubDomains"),
         );
     }
-    res
 }
 
 /// For the Leptos context of a request: the nonce the response's CSP names, so the inline
@@ -85,17 +165,6 @@ pub fn provide_request_nonce() {
     if let Some(nonce) = nonce {
         provide_context(leptos::nonce::Nonce::from_value(nonce.0));
     }
-}
-
-/// Middleware: the client's address into the request's extensions.
-pub async fn client_address(State(edge): State<Edge>, mut req: Request, next: Next) -> Response {
-    let peer = req
-        .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|ConnectInfo(addr)| addr.ip());
-    let client = client_ip(peer, req.headers(), &edge.trusted_proxies);
-    req.extensions_mut().insert(ClientAddr(client));
-    next.run(req).await
 }
 
 /// The client behind `peer`: `peer` itself unless it is a trusted proxy; then, walking

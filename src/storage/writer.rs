@@ -1,0 +1,371 @@
+//! The one writer every change passes: group commit on its own thread.
+//!
+//! [`super::Store::write`] hands a change (a closure over a [`Tx`]) to the writer, which takes
+//! everything waiting, runs each change under its own savepoint inside one transaction,
+//! appends all their audit events, commits once (one fsync) and only then answers each caller.
+//! On SQLite that transaction is `begin immediate`; on PostgreSQL, each instance has one
+//! writer, and instances are serialised where the audit trail's head is locked, so each
+//! instance's group pays for that lock and its commit once.
+//!
+//! The writer is the one serial path, so every round trip it makes is latency for every change
+//! waiting behind it. Three things keep them few:
+//! - It runs on a thread of its own with a single-threaded runtime: on the server's shared
+//!   runtime, each wake-up between two statements would queue behind request handling.
+//! - It keeps its connection from one group to the next, in or out of a transaction as it
+//!   left it, instead of taking it from the pool and giving it back (sqlx pings a connection
+//!   on every return to its pool: one more round trip per group).
+//! - A change that only records events ([`super::Store::record`]) needs no savepoint.
+
+use std::sync::Arc;
+
+use sqlx::pool::PoolConnection;
+use sqlx::{PgPool, Postgres, Sqlite, SqlitePool};
+use tokio::sync::{mpsc, oneshot};
+use uuid::Uuid;
+
+use super::audit::{self, PendingEvent};
+use super::changes::Changes;
+use super::db::{BoxFuture, Conn, on};
+use super::{Result, StorageError};
+use super::{notifications, proposals, webhooks};
+use crate::audit::{Actor, AuditEvent};
+
+/// A write transaction: the statements of one change, and the audit events it records.
+/// The events are appended to the trail when the transaction commits, in the same commit.
+pub struct Tx {
+    held: Held,
+    events: Vec<PendingEvent>,
+    notices: Vec<notifications::Notice>,
+}
+
+impl Tx {
+    /// The connection, for a statement.
+    pub fn conn(&mut self) -> Conn<'_> {
+        match &mut self.held {
+            Held::Sqlite(c) => Conn::Sqlite(c),
+            Held::Postgres(c) => Conn::Postgres(c),
+        }
+    }
+
+    /// Records an audit event; it is written with this transaction's commit, or never.
+    pub fn record(&mut self, at: time::OffsetDateTime, actor: &Actor, event: AuditEvent) {
+        self.events
+            .push(PendingEvent::new(at, actor.clone(), event));
+    }
+
+    /// Tells people something with this transaction's commit (on the channels configured), or
+    /// never.
+    pub fn notify(&mut self, notice: notifications::Notice) {
+        self.notices.push(notice);
+    }
+
+    /// Runs statements without parameters (several, separated by `;`), unprepared: PostgreSQL
+    /// takes several statements only in its simple protocol.
+    async fn execute(&mut self, sql: &'static str) -> Result<()> {
+        self.held.execute(sql).await
+    }
+
+    /// Commits the change with its events, queueing the webhook deliveries and reviewers'
+    /// notifications its status changes call for; answers what it changed (for waking, after)
+    /// and the connection, out of its transaction.
+    async fn commit(mut self, changed: &Changes) -> Result<(Committed, Held)> {
+        let events = std::mem::take(&mut self.events);
+        let notices = std::mem::take(&mut self.notices);
+        let changes = audit::append(&mut self, events).await?;
+        let mut committed = Committed::default();
+        if !changes.is_empty() {
+            committed.moved = changes.iter().map(|c| c.proposal).collect();
+            proposals::notify_changed(self.conn(), &committed.moved).await?;
+            committed.deliveries = webhooks::queue_status_changes(self.conn(), &changes).await?;
+        }
+        let channels = changed.notify_channels();
+        if !channels.is_empty() && (!changes.is_empty() || !notices.is_empty()) {
+            committed.notifications =
+                notifications::queue(self.conn(), channels, &changes, &notices).await?;
+        }
+        self.held.execute("commit").await?;
+        Ok((committed, self.held))
+    }
+
+    /// Undoes everything; answers the connection, out of its transaction.
+    async fn rollback(mut self) -> Result<Held> {
+        self.held.execute("rollback").await?;
+        Ok(self.held)
+    }
+}
+
+/// The writer's connection. Taken from its pool marked to close when dropped, never to go
+/// back: one dropped inside a transaction (a group that failed half-way) is closed, which
+/// rolls the transaction back, and the writer takes a fresh one for its next group.
+enum Held {
+    Sqlite(PoolConnection<Sqlite>),
+    Postgres(PoolConnection<Postgres>),
+}
+
+impl Held {
+    fn conn(&mut self) -> Conn<'_> {
+        match self {
+            Held::Sqlite(c) => Conn::Sqlite(c),
+            Held::Postgres(c) => Conn::Postgres(c),
+        }
+    }
+
+    async fn execute(&mut self, sql: &'static str) -> Result<()> {
+        on!(self.conn(), |c| sqlx::Executor::execute(c, sql)
+            .await
+            .map(|_| ()))?;
+        Ok(())
+    }
+}
+
+/// What a commit changed, for those waiting on it.
+#[derive(Default)]
+struct Committed {
+    /// Proposals whose status moved.
+    moved: Vec<Uuid>,
+    /// Webhook deliveries queued.
+    deliveries: usize,
+    /// Reviewers' notifications queued.
+    notifications: usize,
+}
+
+/// A change's closure: runs against a [`Tx`]; an `Err` leaves nothing of it behind.
+pub(super) type Change<R, E> =
+    Box<dyn for<'t> FnOnce(&'t mut Tx) -> BoxFuture<'t, Result<R, E>> + Send>;
+
+/// A change waiting for the writer, its result type erased.
+pub(super) trait Job: Send {
+    /// Runs the change; `true` if it succeeded (and its writes should stay).
+    fn run<'t>(&'t mut self, tx: &'t mut Tx) -> BoxFuture<'t, bool>;
+    /// Answers the caller once the batch is durable (`None`) or failed.
+    fn finish(self: Box<Self>, failure: Option<&str>);
+    /// Whether the change runs statements of its own, and so needs a savepoint in a group to
+    /// undo them if it fails. A change that only records events has nothing to undo.
+    fn runs_statements(&self) -> bool {
+        true
+    }
+}
+
+/// A change and where its answer goes.
+pub(super) struct TypedJob<R, E> {
+    change: Option<Change<R, E>>,
+    outcome: Option<Result<R, E>>,
+    reply: oneshot::Sender<Result<R, E>>,
+}
+
+impl<R, E> TypedJob<R, E> {
+    /// `change`, answering on `reply`.
+    pub(super) fn new(change: Change<R, E>, reply: oneshot::Sender<Result<R, E>>) -> Self {
+        Self {
+            change: Some(change),
+            outcome: None,
+            reply,
+        }
+    }
+}
+
+impl<R: Send + 'static, E: From<StorageError> + Send + 'static> Job for TypedJob<R, E> {
+    fn run<'t>(&'t mut self, tx: &'t mut Tx) -> BoxFuture<'t, bool> {
+        Box::pin(async move {
+            let Some(change) = self.change.take() else {
+                return false;
+            };
+            let outcome = change(tx).await;
+            let ok = outcome.is_ok();
+            self.outcome = Some(outcome);
+            ok
+        })
+    }
+
+    fn finish(self: Box<Self>, failure: Option<&str>) {
+        let answer = match (failure, self.outcome) {
+            // A failed change keeps its own error even when the batch also failed.
+            (_, Some(Err(e))) => Err(e),
+            (None, Some(Ok(r))) => Ok(r),
+            (Some(why), _) => Err(StorageError::Batch(why.to_owned()).into()),
+            (None, None) => Err(StorageError::Batch("the change never ran".into()).into()),
+        };
+        // The caller may have gone away (request cancelled); the change stands regardless.
+        let _ = self.reply.send(answer);
+    }
+}
+
+/// Audit events that change nothing else ([`super::Store::record`]): appended with the
+/// group, no statement of their own, so no savepoint either.
+pub(super) struct EventsJob {
+    events: Vec<PendingEvent>,
+    reply: oneshot::Sender<Result<()>>,
+}
+
+impl EventsJob {
+    /// `events`, answering on `reply` once they are durable.
+    pub(super) fn new(events: Vec<PendingEvent>, reply: oneshot::Sender<Result<()>>) -> Self {
+        Self { events, reply }
+    }
+}
+
+impl Job for EventsJob {
+    fn run<'t>(&'t mut self, tx: &'t mut Tx) -> BoxFuture<'t, bool> {
+        tx.events.append(&mut self.events);
+        Box::pin(std::future::ready(true))
+    }
+
+    fn finish(self: Box<Self>, failure: Option<&str>) {
+        let answer = failure.map_or(Ok(()), |why| Err(StorageError::Batch(why.to_owned())));
+        // As for any change: the events stand even if the caller has gone away.
+        let _ = self.reply.send(answer);
+    }
+
+    fn runs_statements(&self) -> bool {
+        false
+    }
+}
+
+/// The writer task is gone (the server is shutting down).
+pub(super) fn stopped() -> StorageError {
+    StorageError::Batch("the writer has stopped".into())
+}
+
+/// Most changes one group transaction takes.
+const MAX_BATCH: usize = 512;
+/// How many changes may wait for the writer before callers wait to hand theirs over.
+const WRITER_QUEUE: usize = 4_096;
+
+/// Where the writer takes its connection from: a pool of its own, of one connection.
+pub(super) enum WritePool {
+    /// The SQLite file's write connection (`wal_autocheckpoint` off).
+    Sqlite(SqlitePool),
+    /// A PostgreSQL connection; opened by the writer, on its runtime.
+    Postgres(PgPool),
+}
+
+/// The writer's state between groups: its pool, and the connection it keeps.
+struct Writer {
+    pool: WritePool,
+    idle: Option<Held>,
+}
+
+impl Writer {
+    /// Opens the group's transaction, on the connection kept from the last group or a fresh
+    /// one. On SQLite `begin immediate` takes the write lock up front, so a CLI writing the
+    /// same file waits (busy timeout) instead of failing to upgrade a read transaction.
+    async fn begin(&mut self) -> Result<Tx> {
+        let mut held = match self.idle.take() {
+            Some(held) => held,
+            None => match &self.pool {
+                WritePool::Sqlite(p) => Held::Sqlite(p.acquire().await?),
+                WritePool::Postgres(p) => Held::Postgres(p.acquire().await?),
+            },
+        };
+        match &mut held {
+            Held::Sqlite(c) => c.close_on_drop(),
+            Held::Postgres(c) => c.close_on_drop(),
+        }
+        let begin = match held {
+            Held::Sqlite(_) => "begin immediate",
+            Held::Postgres(_) => "begin",
+        };
+        held.execute(begin).await?;
+        Ok(Tx {
+            held,
+            events: Vec::new(),
+            notices: Vec::new(),
+        })
+    }
+}
+
+/// Starts the writer on a thread of its own; answers where to send it changes. It stops once
+/// every sender is gone.
+pub(super) fn spawn(pool: WritePool, changes: Arc<Changes>) -> Result<mpsc::Sender<Box<dyn Job>>> {
+    let (sender, jobs) = mpsc::channel(WRITER_QUEUE);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| StorageError::Batch(format!("cannot start the writer: {e}")))?;
+    let writer = Writer { pool, idle: None };
+    std::thread::Builder::new()
+        .name("countersign-writer".into())
+        .spawn(move || runtime.block_on(run(writer, jobs, changes)))
+        .map_err(|e| StorageError::Batch(format!("cannot start the writer: {e}")))?;
+    Ok(sender)
+}
+
+/// The writer: commits changes in groups, one transaction (one fsync) per group, and wakes
+/// the waiters of every proposal a group moved once it is durable.
+async fn run(mut writer: Writer, mut jobs: mpsc::Receiver<Box<dyn Job>>, changes: Arc<Changes>) {
+    let mut batch: Vec<Box<dyn Job>> = Vec::with_capacity(MAX_BATCH);
+    while jobs.recv_many(&mut batch, MAX_BATCH).await > 0 {
+        let failure = match commit_batch(&mut writer, &mut batch, &changes).await {
+            Ok(committed) => {
+                changes.proposals_changed(committed.moved);
+                if committed.deliveries > 0 {
+                    changes.deliveries_queued();
+                }
+                if committed.notifications > 0 {
+                    changes.notifications_queued();
+                }
+                None
+            }
+            Err(e) => {
+                tracing::error!(error = %e, changes = batch.len(), "write batch failed");
+                Some(e.to_string())
+            }
+        };
+        for job in batch.drain(..) {
+            job.finish(failure.as_deref());
+        }
+    }
+}
+
+/// Runs one group and commits it; the writer keeps its connection only if the group ended
+/// cleanly (committed or rolled back).
+async fn commit_batch(
+    writer: &mut Writer,
+    batch: &mut [Box<dyn Job>],
+    changed: &Changes,
+) -> Result<Committed> {
+    let mut tx = writer.begin().await?;
+    if let [only] = batch {
+        // A batch of one needs no savepoint: its failure rolls the transaction back.
+        if !only.run(&mut tx).await {
+            writer.idle = Some(tx.rollback().await?);
+            return Ok(Committed::default());
+        }
+    } else {
+        run_under_savepoints(&mut tx, batch).await?;
+    }
+    let (committed, held) = tx.commit(changed).await?;
+    writer.idle = Some(held);
+    Ok(committed)
+}
+
+/// Runs a group's changes, each that runs statements under its own savepoint, so a failed one
+/// (on PostgreSQL also a failed statement, which would abort the whole transaction) rolls back
+/// alone. Releasing one and opening the next is one round trip, not two, and a change that
+/// only records events opens none.
+async fn run_under_savepoints(tx: &mut Tx, batch: &mut [Box<dyn Job>]) -> Result<()> {
+    let mut open = false;
+    for job in batch.iter_mut() {
+        if !job.runs_statements() {
+            job.run(tx).await;
+            continue;
+        }
+        tx.execute(if open {
+            "release change; savepoint change"
+        } else {
+            "savepoint change"
+        })
+        .await?;
+        open = true;
+        let (events_before, notices_before) = (tx.events.len(), tx.notices.len());
+        if !job.run(tx).await {
+            tx.events.truncate(events_before);
+            tx.notices.truncate(notices_before);
+            tx.execute("rollback to change").await?;
+        }
+    }
+    if open {
+        tx.execute("release change").await?;
+    }
+    Ok(())
+}
