@@ -3,6 +3,7 @@
 //! signed grant. A report from anyone but the current lease holder changes nothing and is
 //! recorded as drift; what follows a failure is [`crate::domain::command::retry`]'s call.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use ed25519_dalek::Signer;
@@ -126,9 +127,13 @@ impl Services {
             now: self.now(),
             expires_at: self.now() + seconds(request.lease_seconds),
         };
+        let lease = Arc::new(lease);
         let taken = self
             .store()
-            .write(move |tx| Box::pin(async move { take_lease(tx, &lease).await }))
+            .write_repeatable(move |tx| {
+                let lease = Arc::clone(&lease);
+                Box::pin(async move { take_lease(tx, &lease).await })
+            })
             .await?;
         let Some((command, lease_expires_at)) = taken else {
             return Ok(None);
@@ -200,15 +205,16 @@ impl Services {
         report: Report,
     ) -> Result<CommandRecord, ServiceError> {
         let now = self.now();
-        let executor_name = executor.to_owned();
         let outcome = report.outcome;
-        let policy = self.policy().clone();
+        let inputs = Arc::new((executor.to_owned(), report, self.policy().clone()));
         let result = self
             .store()
-            .write(move |tx| {
-                Box::pin(
-                    async move { write_report(tx, &executor_name, report, &policy, now).await },
-                )
+            .write_repeatable(move |tx| {
+                let inputs = Arc::clone(&inputs);
+                Box::pin(async move {
+                    let (executor, report, policy) = &*inputs;
+                    write_report(tx, executor, report, policy, now).await
+                })
             })
             .await?;
         let command = result?;
@@ -315,7 +321,7 @@ async fn refuse_drifted(
 async fn write_report(
     tx: &mut Tx,
     executor: &str,
-    report: Report,
+    report: &Report,
     policy: &crate::domain::policy::model::Policy,
     now: OffsetDateTime,
 ) -> Result<Result<CommandRecord, ServiceError>, ServiceError> {
@@ -352,7 +358,7 @@ async fn write_report(
         )));
     }
     let token_hash = token::hash(&report.lease_token);
-    let (status, available_at, interruption) = what_follows(policy, &current, &report, now);
+    let (status, available_at, interruption) = what_follows(policy, &current, report, now);
     let (result, error) = match report.outcome {
         Outcome::Succeeded => (Some(&report.body), None),
         Outcome::Failed => (None, Some(&report.body)),
@@ -383,7 +389,7 @@ async fn write_report(
     let side_effect = settle.side_effect;
     let actor = Actor::executor(executor);
     let late = current.lease_expires_at.is_some_and(|t| t < now);
-    record_reported(tx, &command, &report, late, side_effect, &actor, now);
+    record_reported(tx, &command, report, late, side_effect, &actor, now);
     after_run(tx, &command, &actor, side_effect, now).await?;
     Ok(Ok(command))
 }

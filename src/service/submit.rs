@@ -2,6 +2,8 @@
 //! it with its audit event (and, when the policy accepts it outright, its command). A replay of
 //! the same request returns the original.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 use uuid::Uuid;
 
@@ -108,9 +110,13 @@ impl Services {
             &routed.routing,
             &routed.request_hash,
         ));
+        let routed = Arc::new(routed);
         let submitted = self
             .store()
-            .write(move |tx| Box::pin(async move { store_proposal(tx, routed, now).await }))
+            .write_repeatable(move |tx| {
+                let routed = Arc::clone(&routed);
+                Box::pin(async move { store_proposal(tx, &routed, now).await })
+            })
             .await?;
         let p = submitted.record();
         if matches!(submitted, Submitted::Created(_)) && p.status == ProposalStatus::Pending {
@@ -204,7 +210,7 @@ impl Services {
 
 async fn store_proposal(
     tx: &mut Tx,
-    r: Routed,
+    r: &Routed,
     now: time::OffsetDateTime,
 ) -> Result<Submitted, ServiceError> {
     let new = NewProposal {
@@ -228,7 +234,7 @@ async fn store_proposal(
         };
     };
     let agent = Actor::agent(&r.agent);
-    if let Some(mut submitted) = r.submitted_event {
+    if let Some(mut submitted) = r.submitted_event.clone() {
         submitted.proposal_id = record.id;
         submitted.status = record.status;
         tx.record(now, &agent, AuditEvent::ProposalSubmitted(submitted));

@@ -220,6 +220,23 @@ impl Store {
         answer.await.map_err(|_| stopped())?
     }
 
+    /// As [`Store::write`], for a change that may run more than once: its only effects are
+    /// its statements and what it records on the [`Tx`], and each run starts from what the
+    /// closure holds (so it takes its inputs by reference or clones them). A group of such
+    /// changes commits without a savepoint for each; should one fail, the writer runs the
+    /// others again.
+    pub async fn write_repeatable<R, E, F>(&self, change: F) -> Result<R, E>
+    where
+        R: Send + 'static,
+        E: From<StorageError> + Send + 'static,
+        F: for<'t> Fn(&'t mut Tx) -> BoxFuture<'t, Result<R, E>> + Send + 'static,
+    {
+        let (reply, answer) = oneshot::channel();
+        self.submit(Box::new(TypedJob::repeatable(Box::new(change), reply)))
+            .await?;
+        answer.await.map_err(|_| stopped())?
+    }
+
     /// Hands a change to the writer.
     async fn submit(&self, job: Box<dyn Job>) -> Result<()> {
         self.engine.writer().send(job).await.map_err(|_| stopped())

@@ -12,7 +12,11 @@
 //! - It keeps its connection from one group to the next, out of a transaction as it left it,
 //!   instead of taking it from the pool and giving it back (sqlx pings a connection on every
 //!   return to its pool: one more round trip per group).
-//! - A change that only records events ([`super::Store::record`]) needs no savepoint.
+//! - A change that only records events ([`super::Store::record`]) needs no savepoint, and
+//!   neither does a group whose every change may run again
+//!   ([`super::Store::write_repeatable`]): it runs straight, and should one of it fail, the
+//!   writer rolls the group back and runs the rest again under savepoints, without the one
+//!   that failed (whose failure stands: it saw the state the others leave).
 //!
 //! (A writer on a thread of its own, with its own runtime, measured no better: on two busy
 //! cores its every wake-up waited for the scheduler instead of for a runtime worker.)
@@ -134,22 +138,43 @@ struct Committed {
 pub(super) type Change<R, E> =
     Box<dyn for<'t> FnOnce(&'t mut Tx) -> BoxFuture<'t, Result<R, E>> + Send>;
 
+/// A change that may run more than once: its only effects are its statements and what it
+/// records, and every run starts from its own inputs.
+pub(super) type Repeatable<R, E> =
+    Box<dyn for<'t> Fn(&'t mut Tx) -> BoxFuture<'t, Result<R, E>> + Send>;
+
+/// What a job does, which decides how a group can run it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Runs {
+    /// Statements, once: a savepoint in a group undoes them if it fails.
+    Once,
+    /// Statements, and it may run again: a group of such runs without savepoints.
+    Again,
+    /// Only audit events: nothing to undo.
+    Events,
+}
+
 /// A change waiting for the writer, its result type erased.
 pub(super) trait Job: Send {
     /// Runs the change; `true` if it succeeded (and its writes should stay).
     fn run<'t>(&'t mut self, tx: &'t mut Tx) -> BoxFuture<'t, bool>;
     /// Answers the caller once the batch is durable (`None`) or failed.
     fn finish(self: Box<Self>, failure: Option<&str>);
-    /// Whether the change runs statements of its own, and so needs a savepoint in a group to
-    /// undo them if it fails. A change that only records events has nothing to undo.
-    fn runs_statements(&self) -> bool {
-        true
+    /// What the change does.
+    fn runs(&self) -> Runs {
+        Runs::Once
     }
+}
+
+/// A change's closure, to run once or as often as a group needs.
+enum Body<R, E> {
+    Once(Option<Change<R, E>>),
+    Again(Repeatable<R, E>),
 }
 
 /// A change and where its answer goes.
 pub(super) struct TypedJob<R, E> {
-    change: Option<Change<R, E>>,
+    body: Body<R, E>,
     outcome: Option<Result<R, E>>,
     reply: oneshot::Sender<Result<R, E>>,
 }
@@ -157,8 +182,20 @@ pub(super) struct TypedJob<R, E> {
 impl<R, E> TypedJob<R, E> {
     /// `change`, answering on `reply`.
     pub(super) fn new(change: Change<R, E>, reply: oneshot::Sender<Result<R, E>>) -> Self {
+        Self::with(Body::Once(Some(change)), reply)
+    }
+
+    /// `change`, which may run more than once, answering on `reply`.
+    pub(super) fn repeatable(
+        change: Repeatable<R, E>,
+        reply: oneshot::Sender<Result<R, E>>,
+    ) -> Self {
+        Self::with(Body::Again(change), reply)
+    }
+
+    fn with(body: Body<R, E>, reply: oneshot::Sender<Result<R, E>>) -> Self {
         Self {
-            change: Some(change),
+            body,
             outcome: None,
             reply,
         }
@@ -168,14 +205,24 @@ impl<R, E> TypedJob<R, E> {
 impl<R: Send + 'static, E: From<StorageError> + Send + 'static> Job for TypedJob<R, E> {
     fn run<'t>(&'t mut self, tx: &'t mut Tx) -> BoxFuture<'t, bool> {
         Box::pin(async move {
-            let Some(change) = self.change.take() else {
-                return false;
+            let outcome = match &mut self.body {
+                Body::Once(change) => match change.take() {
+                    Some(change) => change(tx).await,
+                    None => return false,
+                },
+                Body::Again(change) => change(tx).await,
             };
-            let outcome = change(tx).await;
             let ok = outcome.is_ok();
             self.outcome = Some(outcome);
             ok
         })
+    }
+
+    fn runs(&self) -> Runs {
+        match self.body {
+            Body::Once(_) => Runs::Once,
+            Body::Again(_) => Runs::Again,
+        }
     }
 
     fn finish(self: Box<Self>, failure: Option<&str>) {
@@ -217,8 +264,8 @@ impl Job for EventsJob {
         let _ = self.reply.send(answer);
     }
 
-    fn runs_statements(&self) -> bool {
-        false
+    fn runs(&self) -> Runs {
+        Runs::Events
     }
 }
 
@@ -324,22 +371,52 @@ async fn commit_batch(
             writer.idle = Some(tx.rollback().await?);
             return Ok(Committed::default());
         }
+    } else if batch.iter().all(|job| job.runs() != Runs::Once) {
+        if let Some(failed) = run_straight(&mut tx, batch).await {
+            // Start over from before the group, without the change that failed.
+            writer.idle = Some(tx.rollback().await?);
+            tx = writer.begin().await?;
+            run_under_savepoints(&mut tx, batch, Some(failed)).await?;
+        }
     } else {
-        run_under_savepoints(&mut tx, batch).await?;
+        run_under_savepoints(&mut tx, batch, None).await?;
     }
     let (committed, held) = tx.commit(changed).await?;
     writer.idle = Some(held);
     Ok(committed)
 }
 
-/// Runs a group's changes, each that runs statements under its own savepoint, so a failed one
-/// (on PostgreSQL also a failed statement, which would abort the whole transaction) rolls back
-/// alone. Releasing one and opening the next is one round trip, not two, and a change that
-/// only records events opens none.
-async fn run_under_savepoints(tx: &mut Tx, batch: &mut [Box<dyn Job>]) -> Result<()> {
+/// Runs a group of changes that may all run again, without savepoints: first those that run
+/// statements, then, once they all succeeded, those that only record events (which so never
+/// run twice). Answers the first that failed, if one did; the transaction must then be rolled
+/// back.
+async fn run_straight(tx: &mut Tx, batch: &mut [Box<dyn Job>]) -> Option<usize> {
+    for (i, job) in batch.iter_mut().enumerate() {
+        if job.runs() == Runs::Again && !job.run(tx).await {
+            return Some(i);
+        }
+    }
+    for job in batch.iter_mut().filter(|job| job.runs() == Runs::Events) {
+        job.run(tx).await;
+    }
+    None
+}
+
+/// Runs a group's changes but `skip` (one that already failed), each that runs statements
+/// under its own savepoint, so a failed one (on PostgreSQL also a failed statement, which
+/// would abort the whole transaction) rolls back alone. Releasing one and opening the next is
+/// one round trip, not two, and a change that only records events opens none.
+async fn run_under_savepoints(
+    tx: &mut Tx,
+    batch: &mut [Box<dyn Job>],
+    skip: Option<usize>,
+) -> Result<()> {
     let mut open = false;
-    for job in batch.iter_mut() {
-        if !job.runs_statements() {
+    for (i, job) in batch.iter_mut().enumerate() {
+        if Some(i) == skip {
+            continue;
+        }
+        if job.runs() == Runs::Events {
             job.run(tx).await;
             continue;
         }

@@ -1,0 +1,346 @@
+//! The one writer every change passes, on both backends: changes handed over at once commit
+//! in groups; a failed change leaves nothing behind and spares the rest of its group, whether
+//! the group ran it under a savepoint or (every change in it repeatable) straight, rolled back
+//! and ran the others again.
+
+mod common;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Context, Poll, Waker};
+
+use countersign::audit::Actor;
+use countersign::domain::Policy;
+use countersign::domain::principal::TokenKind;
+use countersign::service::Services;
+use countersign::storage::{self, StorageError, Store, accounts};
+use time::OffsetDateTime;
+use tokio::sync::oneshot;
+use uuid::Uuid;
+
+struct Db {
+    services: Services,
+    url: String,
+    now: OffsetDateTime,
+    _dir: Option<tempfile::TempDir>,
+}
+
+async fn db(backend: &str) -> Db {
+    let (url, dir) = common::fresh_database(backend);
+    let (store, _) = storage::connect(&url)
+        .await
+        .unwrap_or_else(|e| panic!("cannot open {backend} test database {url}: {e}"));
+    Db {
+        services: Services::new(store, Arc::new(Policy::builtin())),
+        url,
+        now: OffsetDateTime::now_utc(),
+        _dir: dir,
+    }
+}
+
+/// Many changes written at once (the writer commits them in groups, each under its own
+/// savepoint), with events-only records among them (no savepoint): every third change fails
+/// after writing a row and recording an event, and leaves neither behind; the other changes and
+/// every record commit, and the chain verifies.
+async fn a_failed_change_leaves_nothing_and_spares_the_rest(backend: &str) {
+    use countersign::audit::{AuditEvent, PolicyLoaded};
+    let db = db(backend).await;
+    let store = db.services.store().clone();
+    let now = db.now;
+    let mut writes = tokio::task::JoinSet::new();
+    for i in 0..300_usize {
+        if i % 5 == 0 {
+            let store = store.clone();
+            writes.spawn(async move {
+                let event = AuditEvent::PolicyLoaded(PolicyLoaded {
+                    policy_version: format!("record-{i}"),
+                    source: "file",
+                    tool_rules: i,
+                });
+                let recorded = store
+                    .record(vec![(now, Actor::system("test"), event)])
+                    .await;
+                // Reported as a change that cannot fail (1 is never a multiple of 3).
+                (1, recorded)
+            });
+        }
+        let store = store.clone();
+        writes.spawn(async move {
+            let written = store
+                .write(move |tx| {
+                    Box::pin(async move {
+                        let new = agent_token(format!("batch-{i}"), format!("hash-{i}"));
+                        accounts::insert_token(tx.conn(), &new, now).await?;
+                        let event = AuditEvent::PolicyLoaded(PolicyLoaded {
+                            policy_version: format!("v{i}"),
+                            source: "file",
+                            tool_rules: i,
+                        });
+                        tx.record(now, &Actor::system("test"), event);
+                        if i % 3 == 0 {
+                            return Err(StorageError::Batch("planned".into()));
+                        }
+                        Ok(())
+                    })
+                })
+                .await;
+            (i, written)
+        });
+    }
+    while let Some(done) = writes.join_next().await {
+        let (i, written) = done.expect("task");
+        match written {
+            Ok(()) => assert!(i % 3 != 0, "change {i} should have failed"),
+            Err(e) => {
+                assert_eq!(i % 3, 0, "change {i} failed: {e}");
+                assert!(e.to_string().contains("planned"), "{e}");
+            }
+        }
+    }
+    let mut read = store.read().await.expect("read");
+    for i in 0..300_usize {
+        let found = accounts::token_by_hash(read.conn(), &format!("hash-{i}"))
+            .await
+            .expect("read");
+        assert_eq!(found.is_some(), i % 3 != 0, "token of change {i}");
+    }
+    drop(read);
+    let verified = db
+        .services
+        .verify_trail(None)
+        .await
+        .expect("chain verifies");
+    assert_eq!(
+        verified.count, 260,
+        "one event per change that committed, and each record"
+    );
+}
+
+/// A change that fails alone (a group of one, rolled back whole) leaves the writer's
+/// connection ready: the next change commits on it, and neither the failure's row nor its
+/// event is anywhere.
+async fn a_failed_change_alone_leaves_the_writer_ready(backend: &str) {
+    let db = db(backend).await;
+    let store = db.services.store().clone();
+    let now = db.now;
+    for (i, fail) in [(0_usize, true), (1, false), (2, true), (3, false)] {
+        let written = store
+            .write(move |tx| {
+                Box::pin(async move {
+                    let new = agent_token(format!("alone-{i}"), format!("alone-hash-{i}"));
+                    accounts::insert_token(tx.conn(), &new, now).await?;
+                    tx.record(now, &Actor::system("test"), token_event(i));
+                    if fail {
+                        return Err(StorageError::Batch("planned".into()));
+                    }
+                    Ok(())
+                })
+            })
+            .await;
+        assert_eq!(written.is_err(), fail, "change {i}: {written:?}");
+    }
+    let mut read = store.read().await.expect("read");
+    for i in 0..4 {
+        let found = accounts::token_by_hash(read.conn(), &format!("alone-hash-{i}"))
+            .await
+            .expect("read");
+        assert_eq!(found.is_some(), i % 2 == 1, "token of change {i}");
+    }
+    drop(read);
+    let before = db
+        .services
+        .verify_trail(None)
+        .await
+        .expect("chain verifies");
+    store
+        .record(vec![(now, Actor::system("test"), token_event(9))])
+        .await
+        .expect("a record after the failures");
+    let after = db
+        .services
+        .verify_trail(None)
+        .await
+        .expect("chain verifies");
+    assert_eq!(after.count, before.count + 1);
+}
+
+/// An agent's token row, without scope, operator or webhook.
+fn agent_token(name: String, token_hash: String) -> countersign::storage::accounts::NewToken {
+    countersign::storage::accounts::NewToken {
+        id: Uuid::now_v7(),
+        kind: TokenKind::Agent,
+        name,
+        token_hash,
+        tool_scope: None,
+        operator: None,
+        webhook_url: None,
+        webhook_secret: None,
+    }
+}
+
+fn token_event(i: usize) -> countersign::audit::AuditEvent {
+    countersign::audit::AuditEvent::PolicyLoaded(countersign::audit::PolicyLoaded {
+        policy_version: format!("alone-{i}"),
+        source: "file",
+        tool_rules: i,
+    })
+}
+
+/// A group whose every change may run again commits without a savepoint for each; when one
+/// fails, the writer rolls the group back and runs the others again without it. A change that
+/// waits holds the writer while 300 repeatable changes (and 60 events-only records) are handed
+/// over, so they form one group: the first two ran straight, the third failed, and the 299
+/// others ran again. Then a group that all succeeds runs each change once. Every committed
+/// change's row and event are there once, no failed change's, and the chain verifies.
+async fn a_failure_in_a_repeatable_group_runs_the_others_again(backend: &str) {
+    let db = db(backend).await;
+    let store = db.services.store().clone();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let writes = (0..300_usize).flat_map(|i| {
+        let record = (i % 5 == 0).then(|| record_one(&store, i, db.now));
+        let change = repeatable_token(&store, i, i % 3 == 2, &runs, db.now);
+        record.into_iter().chain([change])
+    });
+    for (i, written) in as_one_group(&store, writes.collect())
+        .await
+        .into_iter()
+        .enumerate()
+    {
+        let planned = written.as_ref().err().map(ToString::to_string);
+        assert!(
+            planned.as_deref().is_none_or(|e| e.contains("planned")),
+            "write {i}: {planned:?}"
+        );
+    }
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        2 + 1 + 299,
+        "two straight, one failed, 299 again"
+    );
+
+    let writes = (300..400_usize)
+        .map(|i| repeatable_token(&store, i, false, &runs, db.now))
+        .collect();
+    assert!(as_one_group(&store, writes).await.iter().all(Result::is_ok));
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        302 + 100,
+        "a group that succeeds runs once"
+    );
+
+    let mut read = store.read().await.expect("read");
+    for i in 0..400_usize {
+        let found = accounts::token_by_hash(read.conn(), &format!("again-hash-{i}"))
+            .await
+            .expect("read");
+        assert_eq!(
+            found.is_some(),
+            i >= 300 || i % 3 != 2,
+            "token of change {i}"
+        );
+    }
+    drop(read);
+    let tokens = common::count(&db.url, "select count(*) from api_tokens").await;
+    assert_eq!(tokens, 200 + 100, "each committed change's row, once");
+    let verified = db
+        .services
+        .verify_trail(None)
+        .await
+        .expect("chain verifies");
+    assert_eq!(
+        verified.count,
+        200 + 60 + 100,
+        "each committed change's event, once"
+    );
+}
+
+type Write = Pin<Box<dyn Future<Output = Result<(), StorageError>> + Send>>;
+
+/// Hands every write to the writer while a change that waits holds it, then lets it go: the
+/// writes, handed over in order, form the writer's next group. Answers each write's result.
+async fn as_one_group(store: &Store, writes: Vec<Write>) -> Vec<Result<(), StorageError>> {
+    let (started, writer_busy) = oneshot::channel();
+    let (release, released) = oneshot::channel::<()>();
+    let holder = tokio::spawn({
+        let store = store.clone();
+        async move {
+            store
+                .write(move |_tx| {
+                    Box::pin(async move {
+                        let _ = started.send(());
+                        released
+                            .await
+                            .map_err(|_| StorageError::Batch("never released".into()))
+                    })
+                })
+                .await
+        }
+    });
+    writer_busy.await.expect("the writer runs the holder");
+    // A write hands its change over on its first poll (the writer's queue has room), then
+    // waits for its answer; unconstrained, or tokio's cooperative budget would make the writes
+    // after the first hundred or so wait for a later poll, and so for a later group.
+    let mut writes: Vec<_> = writes
+        .into_iter()
+        .map(|write| Box::pin(tokio::task::unconstrained(write)))
+        .collect();
+    let mut cx = Context::from_waker(Waker::noop());
+    for write in &mut writes {
+        assert!(
+            matches!(write.as_mut().poll(&mut cx), Poll::Pending),
+            "answered before its group"
+        );
+    }
+    release.send(()).expect("the holder waits");
+    holder
+        .await
+        .expect("holder task")
+        .expect("the holder commits");
+    futures_util::future::join_all(writes).await
+}
+
+/// A repeatable change that writes token `i` and its event, then fails if `fail`; counts its
+/// runs in `runs`.
+fn repeatable_token(
+    store: &Store,
+    i: usize,
+    fail: bool,
+    runs: &Arc<AtomicUsize>,
+    now: OffsetDateTime,
+) -> Write {
+    let (store, runs) = (store.clone(), Arc::clone(runs));
+    Box::pin(async move {
+        store
+            .write_repeatable(move |tx| {
+                runs.fetch_add(1, Ordering::SeqCst);
+                Box::pin(async move {
+                    let new = agent_token(format!("again-{i}"), format!("again-hash-{i}"));
+                    accounts::insert_token(tx.conn(), &new, now).await?;
+                    tx.record(now, &Actor::system("test"), token_event(i));
+                    if fail {
+                        return Err(StorageError::Batch("planned".into()));
+                    }
+                    Ok(())
+                })
+            })
+            .await
+    })
+}
+
+/// An events-only record.
+fn record_one(store: &Store, i: usize, now: OffsetDateTime) -> Write {
+    let store = store.clone();
+    Box::pin(async move {
+        store
+            .record(vec![(now, Actor::system("test"), token_event(i))])
+            .await
+    })
+}
+
+common::on_both_backends!(
+    a_failed_change_leaves_nothing_and_spares_the_rest,
+    a_failed_change_alone_leaves_the_writer_ready,
+    a_failure_in_a_repeatable_group_runs_the_others_again,
+);
