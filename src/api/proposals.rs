@@ -69,11 +69,12 @@ async fn submit(
         Submitted::Created(r) => (StatusCode::CREATED, r),
         Submitted::Replayed(r) => (StatusCode::OK, r),
     };
-    // A new proposal has a command only when the policy accepted it outright.
-    let command = if status == StatusCode::CREATED && record.status != ProposalStatus::Accepted {
-        None
-    } else {
+    // A new proposal has a command only when the policy accepted it outright; a replayed one
+    // only once it was approved or accepted.
+    let command = if record.status.may_have_command() {
         state.services.command_for_proposal(record.id).await?
+    } else {
+        None
     };
     let view = AgentProposal::new(record, command);
     Ok((status, Json(json!({ "proposal": view }))))

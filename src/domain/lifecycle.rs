@@ -46,6 +46,20 @@ impl ProposalStatus {
         self == ProposalStatus::Pending
     }
 
+    /// Whether a proposal in this status may have a command: one was queued when it was
+    /// approved or accepted, and a command's end sets the statuses that follow. A proposal
+    /// still pending, or one that never executes for a decision (`rejected`, `refused`,
+    /// `changes_requested`), has none, so reading its status needs no command read.
+    pub fn may_have_command(self) -> bool {
+        !matches!(
+            self,
+            ProposalStatus::Pending
+                | ProposalStatus::Rejected
+                | ProposalStatus::Refused
+                | ProposalStatus::ChangesRequested
+        )
+    }
+
     /// Whether nothing follows this status: it never executes (`rejected`, `refused`,
     /// `expired`, `changes_requested`) or its run has ended (`succeeded`, `failed`). An
     /// `approved`, `accepted`, `outcome_unknown` or `timed_out` proposal still moves (a run, a
@@ -209,6 +223,19 @@ pub fn quorum_met(approvals: i64, required: u8) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::command::CommandStatus;
+    use crate::domain::contract::wire::WireEnum;
+
+    #[test]
+    fn every_status_a_command_sets_may_have_a_command() {
+        let set_by_commands = CommandStatus::ALL
+            .iter()
+            .filter_map(|c| c.proposal_status());
+        for s in set_by_commands.chain([ProposalStatus::Approved, ProposalStatus::Accepted]) {
+            assert!(s.may_have_command(), "{s}");
+        }
+        assert!(!ProposalStatus::Pending.may_have_command());
+    }
 
     #[test]
     fn reviewer_approves_a_pending_proposal() {

@@ -39,7 +39,12 @@ impl Services {
             .await?
             .filter(|p| p.agent == agent)
             .ok_or(ServiceError::NotFound)?;
-        let command = commands::for_proposal(read.conn(), id).await?;
+        // A pending proposal (what agents poll) has no command to read.
+        let command = if p.status.may_have_command() {
+            commands::for_proposal(read.conn(), id).await?
+        } else {
+            None
+        };
         Ok((p, command))
     }
 
