@@ -25,12 +25,9 @@ struct Db {
 }
 
 async fn db(backend: &str) -> Db {
-    let (url, dir) = common::fresh_database(backend);
-    let (store, _) = storage::connect(&url)
-        .await
-        .unwrap_or_else(|e| panic!("cannot open {backend} test database {url}: {e}"));
+    let (services, url, dir) = common::fresh_services(backend).await;
     Db {
-        services: Services::new(store, Arc::new(Policy::builtin())),
+        services,
         url,
         _dir: dir,
     }

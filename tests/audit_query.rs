@@ -6,13 +6,10 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
 
 use countersign::audit::bundle;
 use countersign::audit::{Actor, AuditEvent, ProposalInputRejected};
-use countersign::domain::policy::model::Policy;
 use countersign::service::{Cursor, SCAN_BUDGET, Services, TRAIL_PAGE, TrailPage};
-use countersign::storage;
 use countersign::storage::audit_query::Selection;
 use time::{Duration, OffsetDateTime};
 
@@ -22,12 +19,9 @@ struct Db {
 }
 
 async fn db(backend: &str) -> Db {
-    let (url, dir) = common::fresh_database(backend);
-    let (store, _) = storage::connect(&url)
-        .await
-        .unwrap_or_else(|e| panic!("cannot open {backend} test database {url}: {e}"));
+    let (services, _, dir) = common::fresh_services(backend).await;
     Db {
-        services: Services::new(store, Arc::new(Policy::builtin())),
+        services,
         _dir: dir,
     }
 }

@@ -12,7 +12,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll, Waker};
 
 use countersign::audit::Actor;
-use countersign::domain::Policy;
 use countersign::domain::principal::TokenKind;
 use countersign::service::Services;
 use countersign::storage::{self, StorageError, Store, accounts};
@@ -20,35 +19,15 @@ use time::OffsetDateTime;
 use tokio::sync::oneshot;
 use uuid::Uuid;
 
-struct Db {
-    services: Services,
-    url: String,
-    now: OffsetDateTime,
-    _dir: Option<tempfile::TempDir>,
-}
-
-async fn db(backend: &str) -> Db {
-    let (url, dir) = common::fresh_database(backend);
-    let (store, _) = storage::connect(&url)
-        .await
-        .unwrap_or_else(|e| panic!("cannot open {backend} test database {url}: {e}"));
-    Db {
-        services: Services::new(store, Arc::new(Policy::builtin())),
-        url,
-        now: OffsetDateTime::now_utc(),
-        _dir: dir,
-    }
-}
-
 /// Many changes written at once (the writer commits them in groups, each under its own
 /// savepoint), with events-only records among them (no savepoint): every third change fails
 /// after writing a row and recording an event, and leaves neither behind; the other changes and
 /// every record commit, and the chain verifies.
 async fn a_failed_change_leaves_nothing_and_spares_the_rest(backend: &str) {
     use countersign::audit::{AuditEvent, PolicyLoaded};
-    let db = db(backend).await;
-    let store = db.services.store().clone();
-    let now = db.now;
+    let (services, _, _dir) = common::fresh_services(backend).await;
+    let store = services.store().clone();
+    let now = OffsetDateTime::now_utc();
     let mut writes = tokio::task::JoinSet::new();
     for i in 0..300_usize {
         if i % 5 == 0 {
@@ -107,13 +86,9 @@ async fn a_failed_change_leaves_nothing_and_spares_the_rest(backend: &str) {
         assert_eq!(found.is_some(), i % 3 != 0, "token of change {i}");
     }
     drop(read);
-    let verified = db
-        .services
-        .verify_trail(None)
-        .await
-        .expect("chain verifies");
+    let verified = trail_len(&services).await;
     assert_eq!(
-        verified.count, 260,
+        verified, 260,
         "one event per change that committed, and each record"
     );
 }
@@ -122,22 +97,12 @@ async fn a_failed_change_leaves_nothing_and_spares_the_rest(backend: &str) {
 /// connection ready: the next change commits on it, and neither the failure's row nor its
 /// event is anywhere.
 async fn a_failed_change_alone_leaves_the_writer_ready(backend: &str) {
-    let db = db(backend).await;
-    let store = db.services.store().clone();
-    let now = db.now;
+    let (services, _, _dir) = common::fresh_services(backend).await;
+    let store = services.store().clone();
+    let now = OffsetDateTime::now_utc();
     for (i, fail) in [(0_usize, true), (1, false), (2, true), (3, false)] {
         let written = store
-            .write(move |tx| {
-                Box::pin(async move {
-                    let new = agent_token(format!("alone-{i}"), format!("alone-hash-{i}"));
-                    accounts::insert_token(tx.conn(), &new, now).await?;
-                    tx.record(now, &Actor::system("test"), token_event(i));
-                    if fail {
-                        return Err(StorageError::Batch("planned".into()));
-                    }
-                    Ok(())
-                })
-            })
+            .write(move |tx| Box::pin(token_change(tx, "alone", i, fail, now)))
             .await;
         assert_eq!(written.is_err(), fail, "change {i}: {written:?}");
     }
@@ -149,21 +114,13 @@ async fn a_failed_change_alone_leaves_the_writer_ready(backend: &str) {
         assert_eq!(found.is_some(), i % 2 == 1, "token of change {i}");
     }
     drop(read);
-    let before = db
-        .services
-        .verify_trail(None)
-        .await
-        .expect("chain verifies");
+    let before = trail_len(&services).await;
     store
         .record(vec![(now, Actor::system("test"), token_event(9))])
         .await
         .expect("a record after the failures");
-    let after = db
-        .services
-        .verify_trail(None)
-        .await
-        .expect("chain verifies");
-    assert_eq!(after.count, before.count + 1);
+    let after = trail_len(&services).await;
+    assert_eq!(after, before + 1);
 }
 
 /// An agent's token row, without scope, operator or webhook.
@@ -195,12 +152,13 @@ fn token_event(i: usize) -> countersign::audit::AuditEvent {
 /// others ran again. Then a group that all succeeds runs each change once. Every committed
 /// change's row and event are there once, no failed change's, and the chain verifies.
 async fn a_failure_in_a_repeatable_group_runs_the_others_again(backend: &str) {
-    let db = db(backend).await;
-    let store = db.services.store().clone();
+    let (services, url, _dir) = common::fresh_services(backend).await;
+    let store = services.store().clone();
+    let now = OffsetDateTime::now_utc();
     let runs = Arc::new(AtomicUsize::new(0));
     let writes = (0..300_usize).flat_map(|i| {
-        let record = (i % 5 == 0).then(|| record_one(&store, i, db.now));
-        let change = repeatable_token(&store, i, i % 3 == 2, &runs, db.now);
+        let record = (i % 5 == 0).then(|| record_one(&store, i, now));
+        let change = repeatable_token(&store, i, i % 3 == 2, &runs, now);
         record.into_iter().chain([change])
     });
     for (i, written) in as_one_group(&store, writes.collect())
@@ -221,7 +179,7 @@ async fn a_failure_in_a_repeatable_group_runs_the_others_again(backend: &str) {
     );
 
     let writes = (300..400_usize)
-        .map(|i| repeatable_token(&store, i, false, &runs, db.now))
+        .map(|i| repeatable_token(&store, i, false, &runs, now))
         .collect();
     assert!(as_one_group(&store, writes).await.iter().all(Result::is_ok));
     assert_eq!(
@@ -242,15 +200,11 @@ async fn a_failure_in_a_repeatable_group_runs_the_others_again(backend: &str) {
         );
     }
     drop(read);
-    let tokens = common::count(&db.url, "select count(*) from api_tokens").await;
+    let tokens = common::count(&url, "select count(*) from api_tokens").await;
     assert_eq!(tokens, 200 + 100, "each committed change's row, once");
-    let verified = db
-        .services
-        .verify_trail(None)
-        .await
-        .expect("chain verifies");
+    let verified = trail_len(&services).await;
     assert_eq!(
-        verified.count,
+        verified,
         200 + 60 + 100,
         "each committed change's event, once"
     );
@@ -315,18 +269,37 @@ fn repeatable_token(
         store
             .write_repeatable(move |tx| {
                 runs.fetch_add(1, Ordering::SeqCst);
-                Box::pin(async move {
-                    let new = agent_token(format!("again-{i}"), format!("again-hash-{i}"));
-                    accounts::insert_token(tx.conn(), &new, now).await?;
-                    tx.record(now, &Actor::system("test"), token_event(i));
-                    if fail {
-                        return Err(StorageError::Batch("planned".into()));
-                    }
-                    Ok(())
-                })
+                Box::pin(token_change(tx, "again", i, fail, now))
             })
             .await
     })
+}
+
+/// A change that writes token `{prefix}-{i}` (hash `{prefix}-hash-{i}`) and its event, then
+/// fails if `fail`.
+async fn token_change(
+    tx: &mut storage::Tx,
+    prefix: &'static str,
+    i: usize,
+    fail: bool,
+    now: OffsetDateTime,
+) -> Result<(), StorageError> {
+    let new = agent_token(format!("{prefix}-{i}"), format!("{prefix}-hash-{i}"));
+    accounts::insert_token(tx.conn(), &new, now).await?;
+    tx.record(now, &Actor::system("test"), token_event(i));
+    if fail {
+        return Err(StorageError::Batch("planned".into()));
+    }
+    Ok(())
+}
+
+/// The number of events in the trail, once it verifies.
+async fn trail_len(services: &Services) -> i64 {
+    services
+        .verify_trail(None)
+        .await
+        .expect("chain verifies")
+        .count
 }
 
 /// An events-only record.

@@ -121,6 +121,24 @@ pub fn fresh_database(backend: &str) -> (String, Option<tempfile::TempDir>) {
     }
 }
 
+/// A fresh database on `backend` and the services over it, with the built-in policy and the
+/// real clock: the services, the database URL, and the guard of a SQLite file's directory.
+#[allow(dead_code, reason = "each test binary uses a different subset")]
+pub async fn fresh_services(
+    backend: &str,
+) -> (
+    countersign::service::Services,
+    String,
+    Option<tempfile::TempDir>,
+) {
+    let (url, dir) = fresh_database(backend);
+    let (store, _) = countersign::storage::connect(&url)
+        .await
+        .unwrap_or_else(|e| panic!("cannot open {backend} test database {url}: {e}"));
+    let policy = Arc::new(countersign::domain::Policy::builtin());
+    (countersign::service::Services::new(store, policy), url, dir)
+}
+
 /// A valid seed 004 proposal body from `agent`.
 pub fn proposal_body(agent: &str) -> Value {
     json!({
