@@ -102,7 +102,10 @@ async fn a_failed_change_alone_leaves_the_writer_ready(backend: &str) {
     let now = OffsetDateTime::now_utc();
     for (i, fail) in [(0_usize, true), (1, false), (2, true), (3, false)] {
         let written = store
-            .write(move |tx| Box::pin(token_change(tx, "alone", i, fail, now)))
+            .write(move |tx| {
+                let fail = if fail { Fail::Planned } else { Fail::No };
+                Box::pin(token_change(tx, "alone", i, fail, now))
+            })
             .await;
         assert_eq!(written.is_err(), fail, "change {i}: {written:?}");
     }
@@ -148,29 +151,31 @@ fn token_event(i: usize) -> countersign::audit::AuditEvent {
 /// A group whose every change may run again commits without a savepoint for each; when one
 /// fails, the writer rolls the group back and runs the others again without it. A change that
 /// waits holds the writer while 300 repeatable changes (and 60 events-only records) are handed
-/// over, so they form one group: the first two ran straight, the third failed, and the 299
-/// others ran again. Then a group that all succeeds runs each change once. Every committed
-/// change's row and event are there once, no failed change's, and the chain verifies.
+/// over, so they form one group: the first two ran straight, the third failed (a failing
+/// statement, which on PostgreSQL aborts the transaction), and the 299 others ran again, where
+/// every third fails too (a statement or an error). Then a group that all succeeds runs each
+/// change once. Every committed change's row and event are there once, no failed change's,
+/// and the chain verifies.
 async fn a_failure_in_a_repeatable_group_runs_the_others_again(backend: &str) {
     let (services, url, _dir) = common::fresh_services(backend).await;
     let store = services.store().clone();
     let now = OffsetDateTime::now_utc();
     let runs = Arc::new(AtomicUsize::new(0));
-    let writes = (0..300_usize).flat_map(|i| {
-        let record = (i % 5 == 0).then(|| record_one(&store, i, now));
-        let change = repeatable_token(&store, i, i % 3 == 2, &runs, now);
-        record.into_iter().chain([change])
-    });
-    for (i, written) in as_one_group(&store, writes.collect())
-        .await
-        .into_iter()
-        .enumerate()
-    {
-        let planned = written.as_ref().err().map(ToString::to_string);
-        assert!(
-            planned.as_deref().is_none_or(|e| e.contains("planned")),
-            "write {i}: {planned:?}"
-        );
+    let fail = |i: usize| match i % 6 {
+        2 => Fail::Statement,
+        5 => Fail::Planned,
+        _ => Fail::No,
+    };
+    let (expected, writes): (Vec<_>, Vec<_>) = (0..300_usize)
+        .flat_map(|i| {
+            let record = (i % 5 == 0).then(|| (false, record_one(&store, i, now)));
+            let change = repeatable_token(&store, i, fail(i), &runs, now);
+            record.into_iter().chain([(i % 3 == 2, change)])
+        })
+        .unzip();
+    let written = as_one_group(&store, writes).await;
+    for (n, (written, fails)) in written.iter().zip(expected).enumerate() {
+        assert_eq!(written.is_err(), fails, "write {n}: {written:?}");
     }
     assert_eq!(
         runs.load(Ordering::SeqCst),
@@ -179,7 +184,7 @@ async fn a_failure_in_a_repeatable_group_runs_the_others_again(backend: &str) {
     );
 
     let writes = (300..400_usize)
-        .map(|i| repeatable_token(&store, i, false, &runs, now))
+        .map(|i| repeatable_token(&store, i, Fail::No, &runs, now))
         .collect();
     assert!(as_one_group(&store, writes).await.iter().all(Result::is_ok));
     assert_eq!(
@@ -255,12 +260,12 @@ async fn as_one_group(store: &Store, writes: Vec<Write>) -> Vec<Result<(), Stora
     futures_util::future::join_all(writes).await
 }
 
-/// A repeatable change that writes token `i` and its event, then fails if `fail`; counts its
-/// runs in `runs`.
+/// A repeatable change that writes token `i` and its event, then fails as `fail` says; counts
+/// its runs in `runs`.
 fn repeatable_token(
     store: &Store,
     i: usize,
-    fail: bool,
+    fail: Fail,
     runs: &Arc<AtomicUsize>,
     now: OffsetDateTime,
 ) -> Write {
@@ -275,22 +280,37 @@ fn repeatable_token(
     })
 }
 
+/// Whether and how a test change fails, after writing its row and recording its event.
+#[derive(Clone, Copy)]
+enum Fail {
+    No,
+    /// It returns an error.
+    Planned,
+    /// A statement fails: it inserts its token again (on PostgreSQL this aborts the whole
+    /// transaction).
+    Statement,
+}
+
 /// A change that writes token `{prefix}-{i}` (hash `{prefix}-hash-{i}`) and its event, then
-/// fails if `fail`.
+/// fails as `fail` says.
 async fn token_change(
     tx: &mut storage::Tx,
     prefix: &'static str,
     i: usize,
-    fail: bool,
+    fail: Fail,
     now: OffsetDateTime,
 ) -> Result<(), StorageError> {
     let new = agent_token(format!("{prefix}-{i}"), format!("{prefix}-hash-{i}"));
     accounts::insert_token(tx.conn(), &new, now).await?;
     tx.record(now, &Actor::system("test"), token_event(i));
-    if fail {
-        return Err(StorageError::Batch("planned".into()));
+    match fail {
+        Fail::No => Ok(()),
+        Fail::Planned => Err(StorageError::Batch("planned".into())),
+        Fail::Statement => {
+            let again = agent_token(format!("{prefix}-{i}-again"), new.token_hash);
+            accounts::insert_token(tx.conn(), &again, now).await
+        }
     }
-    Ok(())
 }
 
 /// The number of events in the trail, once it verifies.

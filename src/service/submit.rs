@@ -117,7 +117,7 @@ impl Services {
                 let routed = Arc::clone(&routed);
                 Box::pin(async move { store_proposal(tx, &routed, now).await })
             })
-            .await?;
+            .await??;
         let p = submitted.record();
         if matches!(submitted, Submitted::Created(_)) && p.status == ProposalStatus::Pending {
             self.queue_changed();
@@ -208,11 +208,14 @@ impl Services {
     }
 }
 
+/// Stores a routed proposal. A conflict (the idempotency key or the proposal id already taken)
+/// is the inner `Err`: it wrote nothing, so the change succeeds and its group runs on, where a
+/// failed change would make the writer roll the group back and run the others again.
 async fn store_proposal(
     tx: &mut Tx,
     r: &Routed,
     now: time::OffsetDateTime,
-) -> Result<Submitted, ServiceError> {
+) -> Result<Result<Submitted, ServiceError>, ServiceError> {
     let new = NewProposal {
         agent: &r.agent,
         token: r.token,
@@ -227,11 +230,11 @@ async fn store_proposal(
     let Some(record) = proposals::insert(tx.conn(), &new).await? else {
         let existing =
             proposals::by_agent_key(tx.conn(), &r.agent, &r.contract.idempotency_key).await?;
-        return match existing {
+        return Ok(match existing {
             Some(p) if p.request_hash == r.request_hash => Ok(Submitted::Replayed(p)),
             Some(_) => Err(ServiceError::Conflict(Conflict::IdempotencyKeyReused)),
             None => Err(ServiceError::Conflict(Conflict::ProposalIdTaken)),
-        };
+        });
     };
     let agent = Actor::agent(&r.agent);
     if let Some(mut submitted) = r.submitted_event.clone() {
@@ -242,7 +245,7 @@ async fn store_proposal(
     if let Some(command) = &r.command {
         queue_command(tx, record.id, command, &Actor::system("policy"), now).await?;
     }
-    Ok(Submitted::Created(record))
+    Ok(Ok(Submitted::Created(record)))
 }
 
 /// Queues the command of an approved or accepted proposal, with its audit event.

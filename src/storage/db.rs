@@ -224,7 +224,8 @@ impl Store {
     /// its statements and what it records on the [`Tx`], and each run starts from what the
     /// closure holds (so it takes its inputs by reference or clones them). A group of such
     /// changes commits without a savepoint for each; should one fail, the writer runs the
-    /// others again.
+    /// others again. (A log line written inside the change is written again on such a rerun;
+    /// log outside it, after the write.)
     pub async fn write_repeatable<R, E, F>(&self, change: F) -> Result<R, E>
     where
         R: Send + 'static,

@@ -16,7 +16,10 @@
 //!   neither does a group whose every change may run again
 //!   ([`super::Store::write_repeatable`]): it runs straight, and should one of it fail, the
 //!   writer rolls the group back and runs the rest again under savepoints, without the one
-//!   that failed (whose failure stands: it saw the state the others leave).
+//!   that failed (whose failure stands: it saw the state the changes before it leave). In
+//!   such a group, events-only records are appended after the changes' own events. A change
+//!   whose failure is an answer rather than an error (a conflict that wrote nothing) should
+//!   return it inside `Ok`, so the group is not run twice for it.
 //!
 //! (A writer on a thread of its own, with its own runtime, measured no better: on two busy
 //! cores its every wake-up waited for the scheduler instead of for a runtime worker.)
