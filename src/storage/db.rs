@@ -214,10 +214,8 @@ impl Store {
         E: From<StorageError> + Send + 'static,
         F: for<'t> FnOnce(&'t mut Tx) -> BoxFuture<'t, Result<R, E>> + Send + 'static,
     {
-        let (reply, answer) = oneshot::channel();
-        self.submit(Box::new(TypedJob::new(Box::new(change), reply)))
-            .await?;
-        answer.await.map_err(|_| stopped())?
+        self.hand_over(|reply| Box::new(TypedJob::new(Box::new(change), reply)))
+            .await
     }
 
     /// As [`Store::write`], for a change that may run more than once: its only effects are
@@ -232,15 +230,22 @@ impl Store {
         E: From<StorageError> + Send + 'static,
         F: for<'t> Fn(&'t mut Tx) -> BoxFuture<'t, Result<R, E>> + Send + 'static,
     {
-        let (reply, answer) = oneshot::channel();
-        self.submit(Box::new(TypedJob::repeatable(Box::new(change), reply)))
-            .await?;
-        answer.await.map_err(|_| stopped())?
+        self.hand_over(|reply| Box::new(TypedJob::repeatable(Box::new(change), reply)))
+            .await
     }
 
-    /// Hands a change to the writer.
-    async fn submit(&self, job: Box<dyn Job>) -> Result<()> {
-        self.engine.writer().send(job).await.map_err(|_| stopped())
+    /// Hands the writer the job `job` makes around where its answer goes, and waits for that
+    /// answer.
+    async fn hand_over<R, E>(
+        &self,
+        job: impl FnOnce(oneshot::Sender<Result<R, E>>) -> Box<dyn Job>,
+    ) -> Result<R, E>
+    where
+        E: From<StorageError>,
+    {
+        let (reply, answer) = oneshot::channel();
+        (self.engine.writer().send(job(reply)).await).map_err(|_| stopped())?;
+        answer.await.map_err(|_| stopped())?
     }
 
     /// Writes audit events that change nothing else (a pre-tool-check, a rejected request);
@@ -249,13 +254,12 @@ impl Store {
         &self,
         events: Vec<(time::OffsetDateTime, Actor, AuditEvent)>,
     ) -> Result<()> {
-        let (reply, answer) = oneshot::channel();
         let events = events
             .into_iter()
             .map(|(at, actor, event)| PendingEvent::new(at, actor, event))
             .collect();
-        self.submit(Box::new(EventsJob::new(events, reply))).await?;
-        answer.await.map_err(|_| stopped())?
+        self.hand_over(|reply| Box::new(EventsJob::new(events, reply)))
+            .await
     }
 
     /// Checks the database answers.
@@ -347,7 +351,7 @@ async fn connect_sqlite(url: &str) -> Result<(Store, AnySessionStore)> {
         load_salt(Conn::Sqlite(&mut c)).await?
     };
     let changes = Arc::new(Changes::default());
-    let writer = writer::spawn(WritePool::Sqlite(write), Arc::clone(&changes))?;
+    let writer = writer::spawn(WritePool::Sqlite(write), Arc::clone(&changes));
     let engine = Engine::Sqlite { read, writer };
     Ok((
         Store {
@@ -443,11 +447,11 @@ async fn connect_postgres(url: &str) -> Result<(Store, AnySessionStore)> {
         load_salt(Conn::Postgres(&mut c)).await?
     };
     let changes = Arc::new(Changes::default());
-    // The writer's own connection, opened on first use by the writer, on its own runtime.
+    // The writer's own connection, opened when the writer takes its first group.
     let write = PgPoolOptions::new()
         .max_connections(1)
         .connect_lazy_with(options);
-    let writer = writer::spawn(WritePool::Postgres(write), Arc::clone(&changes))?;
+    let writer = writer::spawn(WritePool::Postgres(write), Arc::clone(&changes));
     Ok((
         Store {
             engine: Arc::new(Engine::Postgres { pool, writer }),

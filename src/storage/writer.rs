@@ -286,7 +286,7 @@ const WRITER_QUEUE: usize = 4_096;
 pub(super) enum WritePool {
     /// The SQLite file's write connection (`wal_autocheckpoint` off).
     Sqlite(SqlitePool),
-    /// A PostgreSQL connection; opened by the writer, on its runtime.
+    /// A PostgreSQL connection, opened when the writer first needs it.
     Postgres(PgPool),
 }
 
@@ -326,11 +326,11 @@ impl Writer {
 }
 
 /// Starts the writer; answers where to send it changes. It stops once every sender is gone.
-pub(super) fn spawn(pool: WritePool, changes: Arc<Changes>) -> Result<mpsc::Sender<Box<dyn Job>>> {
+pub(super) fn spawn(pool: WritePool, changes: Arc<Changes>) -> mpsc::Sender<Box<dyn Job>> {
     let (sender, jobs) = mpsc::channel(WRITER_QUEUE);
     let writer = Writer { pool, idle: None };
     tokio::spawn(run(writer, jobs, changes));
-    Ok(sender)
+    sender
 }
 
 /// The writer: commits changes in groups, one transaction (one fsync) per group, and wakes
