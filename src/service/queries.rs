@@ -33,15 +33,16 @@ impl Services {
         agent: &str,
         id: Uuid,
     ) -> Result<(ProposalRecord, Option<CommandRecord>), ServiceError> {
-        // One connection for both reads: agents poll this, and each acquire is a hand-off.
-        let mut read = self.read().await?;
-        let p = proposals::by_id(read.conn(), id)
+        // One connection for both reads, on this thread when it can be: agents poll this.
+        let mut read = self.store().point_read().await?;
+        let p = read
+            .proposal(id)
             .await?
             .filter(|p| p.agent == agent)
             .ok_or(ServiceError::NotFound)?;
         // A pending proposal (what agents poll) has no command to read.
         let command = if p.status.may_have_command() {
-            commands::for_proposal(read.conn(), id).await?
+            read.command_for_proposal(id).await?
         } else {
             None
         };

@@ -11,8 +11,6 @@
 //! A page runs to its end without yielding (10,000 rows: some 25 ms), then hands the connection
 //! back to sqlx.
 
-use std::io;
-
 use futures_util::TryStreamExt;
 use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, Row, SqliteConnection};
@@ -21,6 +19,7 @@ use time::format_description::well_known::Rfc3339;
 use uuid::Uuid;
 
 use super::db::{Conn, Snapshot, on};
+use super::direct::sqlite;
 use super::{Result, StorageError};
 use crate::audit::chain::{RowRef, StoredRow};
 
@@ -195,10 +194,6 @@ fn row_ref<'r>(row: &'r rusqlite::Row<'_>) -> Result<RowRef<'r>> {
             optional(16, "decision")?,
         ],
     })
-}
-
-fn sqlite(e: rusqlite::Error) -> StorageError {
-    StorageError::Database(sqlx::Error::Io(io::Error::other(e)))
 }
 
 /// A chain row as sqlx reads it.

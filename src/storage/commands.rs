@@ -8,7 +8,8 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::db::{Conn, on};
-use super::{Result, parse};
+use super::direct::{self, Cols};
+use super::{Result, StorageError, parse};
 use crate::domain::command::retry::SideEffect;
 use crate::domain::command::{CommandKind, CommandSpec, CommandStatus, Resolution};
 
@@ -167,6 +168,37 @@ struct CommandRow {
 }
 
 impl CommandRow {
+    /// The row as a direct read stepped it (see [`super::direct`]).
+    fn from_direct(c: &Cols<'_, '_>) -> Result<Self> {
+        let attempts = c.int("attempts")?;
+        Ok(Self {
+            id: c.uuid("id")?,
+            proposal_id: c.uuid("proposal_id")?,
+            kind: c.text("kind")?,
+            rollback_of: c.opt_uuid("rollback_of")?,
+            status: c.text("status")?,
+            spec: Json(c.json("spec")?),
+            attempts: i32::try_from(attempts)
+                .map_err(|_| StorageError::Corrupt(format!("attempts {attempts}")))?,
+            leased_by: c.opt_text("leased_by")?,
+            lease_token_hash: c.opt_text("lease_token_hash")?,
+            lease_expires_at: c.opt_time("lease_expires_at")?,
+            available_at: c.time("available_at")?,
+            execute_by: c.opt_time("execute_by")?,
+            run_deadline: c.opt_time("run_deadline")?,
+            interruption: c.opt_text("interruption")?,
+            side_effect: c.opt_text("side_effect")?,
+            result: c.opt_json("result")?.map(Json),
+            error: c.opt_json("error")?.map(Json),
+            resolution: c.opt_text("resolution")?,
+            resolved_by: c.opt_text("resolved_by")?,
+            resolved_at: c.opt_time("resolved_at")?,
+            resolution_reason: c.opt_text("resolution_reason")?,
+            created_at: c.time("created_at")?,
+            completed_at: c.opt_time("completed_at")?,
+        })
+    }
+
     fn into_record(self) -> Result<CommandRecord> {
         Ok(CommandRecord {
             id: self.id,
@@ -573,14 +605,26 @@ pub async fn by_id(conn: Conn<'_>, id: Uuid) -> Result<Option<CommandRecord>> {
     record(row)
 }
 
+/// The command running a proposal (not its rollbacks), read on this thread (SQLite; see
+/// [`super::direct`]).
+pub(super) fn for_proposal_direct(
+    db: &rusqlite::Connection,
+    proposal_id: Uuid,
+) -> Result<Option<CommandRecord>> {
+    direct::one(db, FOR_PROPOSAL, proposal_id, |c| {
+        CommandRow::from_direct(c)?.into_record()
+    })
+}
+
+const FOR_PROPOSAL: &str = concat!(
+    "select ",
+    cols!(),
+    " from commands where proposal_id = $1 and kind = 'action'"
+);
+
 /// The command running a proposal (not its rollbacks).
 pub async fn for_proposal(conn: Conn<'_>, proposal_id: Uuid) -> Result<Option<CommandRecord>> {
-    let sql = concat!(
-        "select ",
-        cols!(),
-        " from commands where proposal_id = $1 and kind = 'action'"
-    );
-    let row: Option<CommandRow> = on!(conn, |c| sqlx::query_as(sql)
+    let row: Option<CommandRow> = on!(conn, |c| sqlx::query_as(FOR_PROPOSAL)
         .bind(proposal_id)
         .fetch_optional(c)
         .await)?;

@@ -34,6 +34,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::audit::{self, PendingEvent};
 use super::changes::Changes;
+use super::direct::{self, DirectReads, PointRead};
 use super::schema;
 use super::writer::{self, EventsJob, Job, Tx, TypedJob, WritePool, stopped};
 use super::{Result, StorageError};
@@ -143,6 +144,7 @@ enum SnapshotInner {
 enum Engine {
     Sqlite {
         read: SqlitePool,
+        direct: DirectReads,
         writer: mpsc::Sender<Box<dyn Job>>,
     },
     Postgres {
@@ -192,6 +194,16 @@ impl Store {
             Engine::Sqlite { read, .. } => ReadConn::Sqlite(read.acquire().await?),
             Engine::Postgres { pool, .. } => ReadConn::Postgres(pool.acquire().await?),
         })
+    }
+
+    /// A connection for an agent's point reads: on SQLite one read on this thread when a
+    /// connection of [`super::direct`] is free; else a pooled one.
+    pub async fn point_read(&self) -> Result<PointRead<'_>> {
+        let direct = match &*self.engine {
+            Engine::Sqlite { direct, .. } => Some(direct),
+            Engine::Postgres { .. } => None,
+        };
+        direct::point_read(direct, self.read()).await
     }
 
     /// A read-only snapshot: every statement on it sees the database as of its first read.
@@ -316,6 +328,7 @@ async fn connect_sqlite(url: &str) -> Result<(Store, AnySessionStore)> {
         .synchronous(SqliteSynchronous::Full)
         .foreign_keys(true)
         .busy_timeout(Duration::from_secs(10));
+    let path = options.get_filename().to_owned();
     // The writer never checkpoints the WAL itself (a checkpoint in its commit would stall
     // every change waiting behind it); a task on its own connection does, every
     // [`WAL_CHECKPOINT`]. Its statement journals (each change's savepoint in a group) stay in
@@ -350,9 +363,14 @@ async fn connect_sqlite(url: &str) -> Result<(Store, AnySessionStore)> {
         let mut c = write.acquire().await?;
         load_salt(Conn::Sqlite(&mut c)).await?
     };
+    let direct = DirectReads::open(&path, DIRECT_READS)?;
     let changes = Arc::new(Changes::default());
     let writer = writer::spawn(WritePool::Sqlite(write), Arc::clone(&changes));
-    let engine = Engine::Sqlite { read, writer };
+    let engine = Engine::Sqlite {
+        read,
+        direct,
+        writer,
+    };
     Ok((
         Store {
             engine: Arc::new(engine),
@@ -362,6 +380,10 @@ async fn connect_sqlite(url: &str) -> Result<(Store, AnySessionStore)> {
         AnySessionStore::Sqlite(sessions),
     ))
 }
+
+/// How many read-only connections agents' point reads keep ([`super::direct`]): more than
+/// runtime workers, so a read rarely finds them all lent.
+const DIRECT_READS: usize = 8;
 
 /// A pool of connections to the SQLite file. No ping before each acquire (sqlx's default): a
 /// connection to a local file does not go stale, and the ping is one more hand-off to the

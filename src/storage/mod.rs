@@ -19,6 +19,7 @@ pub mod changes;
 pub mod charts;
 pub mod commands;
 pub mod db;
+pub mod direct;
 pub mod history;
 pub mod notifications;
 pub mod paused;
@@ -33,6 +34,7 @@ pub mod writer;
 
 pub use audit::AuditRecord;
 pub use db::{Backend, BoxFuture, Conn, ReadConn, Snapshot, Store, connect};
+pub use direct::PointRead;
 pub use writer::Tx;
 
 /// The storage layer's error.

@@ -5,6 +5,7 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::db::{Conn, on};
+use super::direct::{self, Cols};
 use super::{Result, parse};
 use crate::domain::contract::proposal::ToolProposal;
 use crate::domain::contract::vocab::AuthorizationState;
@@ -129,6 +130,30 @@ pub(super) struct ProposalRow {
 }
 
 impl ProposalRow {
+    /// The row as a direct read stepped it (see [`super::direct`]).
+    fn from_direct(c: &Cols<'_, '_>) -> Result<Self> {
+        Ok(Self {
+            seq: c.int("seq")?,
+            id: c.uuid("id")?,
+            agent: c.text("agent")?,
+            status: c.text("status")?,
+            authorization_state: c.text("authorization_state")?,
+            request_hash: c.text("request_hash")?,
+            routing: Json(c.json("routing")?),
+            contract: Json(c.json("contract")?),
+            created_at: c.time("created_at")?,
+            updated_at: c.time("updated_at")?,
+            expires_at: c.opt_time("expires_at")?,
+            decision: c.opt_text("decision")?,
+            decided_by: c.opt_text("decided_by")?,
+            decided_at: c.opt_time("decided_at")?,
+            decision_reason: c.opt_text("decision_reason")?,
+            erased_at: c.opt_time("erased_at")?,
+            erased_by: c.opt_text("erased_by")?,
+            erasure_reason: c.opt_text("erasure_reason")?,
+        })
+    }
+
     fn into_record(self) -> Result<ProposalRecord> {
         let review = match (self.decision, self.decided_by, self.decided_at) {
             (Some(d), Some(by), Some(at)) => Some(Review {
@@ -266,10 +291,18 @@ pub async fn by_agent_key(
     record(row)
 }
 
+/// A proposal by id, read on this thread (SQLite; see [`super::direct`]).
+pub(super) fn by_id_direct(db: &rusqlite::Connection, id: Uuid) -> Result<Option<ProposalRecord>> {
+    direct::one(db, BY_ID, id, |c| {
+        ProposalRow::from_direct(c)?.into_record()
+    })
+}
+
+const BY_ID: &str = concat!("select ", cols!(), " from proposals where id = $1");
+
 /// A proposal by id.
 pub async fn by_id(conn: Conn<'_>, id: Uuid) -> Result<Option<ProposalRecord>> {
-    let sql = concat!("select ", cols!(), " from proposals where id = $1");
-    let row: Option<ProposalRow> = on!(conn, |c| sqlx::query_as(sql)
+    let row: Option<ProposalRow> = on!(conn, |c| sqlx::query_as(BY_ID)
         .bind(id)
         .fetch_optional(c)
         .await)?;

@@ -1,0 +1,233 @@
+//! Point reads on the caller's own thread (SQLite): what agents poll.
+//!
+//! sqlx runs each SQLite connection on a thread of its own and hands every statement to it
+//! and every row back through channels: for a read by primary key, which SQLite answers from
+//! its page cache in microseconds, those hand-offs (a futex wake each way, and a thread
+//! switch on two busy cores) cost more than the read. The few reads agents make over and over
+//! (their proposal and its command, `GET /api/v1/proposals/{id}` and every wait's look) go
+//! instead through a handful of read-only connections of our own (rusqlite, on the same
+//! SQLite library), stepped right where the request runs. Each read is one indexed lookup,
+//! short enough to run on a runtime worker; anything longer stays on sqlx's pool.
+//!
+//! A connection is taken from the set for one read and put back after it, so a read never
+//! waits for another: when every one is busy, the read goes to the pool instead. On
+//! PostgreSQL, reads are network round trips anyway and always use the pool.
+
+use std::path::Path;
+use std::sync::Mutex;
+
+use rusqlite::types::ValueRef;
+use rusqlite::{Connection, OpenFlags, Row};
+use serde::de::DeserializeOwned;
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+use uuid::Uuid;
+
+use super::commands::{self, CommandRecord};
+use super::db::ReadConn;
+use super::proposals::{self, ProposalRecord};
+use super::{Result, StorageError};
+
+/// The read-only connections of one SQLite file, each lent for one read at a time.
+pub(super) struct DirectReads {
+    idle: Mutex<Vec<Connection>>,
+}
+
+impl DirectReads {
+    /// Opens `count` read-only connections to the database file at `path`.
+    pub(super) fn open(path: &Path, count: usize) -> Result<Self> {
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let idle = (0..count)
+            .map(|_| {
+                let db = Connection::open_with_flags(path, flags).map_err(sqlite)?;
+                db.busy_timeout(std::time::Duration::from_secs(10))
+                    .map_err(sqlite)?;
+                Ok(db)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Self {
+            idle: Mutex::new(idle),
+        })
+    }
+
+    /// An idle connection, if one is free.
+    fn take(&self) -> Option<Lent<'_>> {
+        let db = self.idle.lock().ok()?.pop()?;
+        Some(Lent {
+            db: Some(db),
+            home: self,
+        })
+    }
+}
+
+/// A connection lent for one read; it goes back to its set when dropped.
+pub struct Lent<'a> {
+    db: Option<Connection>,
+    home: &'a DirectReads,
+}
+
+impl Lent<'_> {
+    fn db(&self) -> Result<&Connection> {
+        self.db
+            .as_ref()
+            .ok_or_else(|| StorageError::Batch("a lent connection was given back".into()))
+    }
+}
+
+impl Drop for Lent<'_> {
+    fn drop(&mut self) {
+        if let (Some(db), Ok(mut idle)) = (self.db.take(), self.home.idle.lock()) {
+            idle.push(db);
+        }
+    }
+}
+
+/// A connection for an agent's point reads: one of our own when one is free (SQLite), or
+/// one from the pool.
+pub enum PointRead<'a> {
+    /// Read on this thread.
+    Direct(Lent<'a>),
+    /// Read through sqlx's pool.
+    Pooled(ReadConn),
+}
+
+impl PointRead<'_> {
+    /// A proposal by id.
+    pub async fn proposal(&mut self, id: Uuid) -> Result<Option<ProposalRecord>> {
+        match self {
+            PointRead::Direct(lent) => proposals::by_id_direct(lent.db()?, id),
+            PointRead::Pooled(read) => proposals::by_id(read.conn(), id).await,
+        }
+    }
+
+    /// The command running a proposal.
+    pub async fn command_for_proposal(&mut self, id: Uuid) -> Result<Option<CommandRecord>> {
+        match self {
+            PointRead::Direct(lent) => commands::for_proposal_direct(lent.db()?, id),
+            PointRead::Pooled(read) => commands::for_proposal(read.conn(), id).await,
+        }
+    }
+}
+
+/// A [`PointRead`] on `direct`'s connections if one is free, else on `pool`.
+pub(super) async fn point_read<'a, F>(
+    direct: Option<&'a DirectReads>,
+    pool: F,
+) -> Result<PointRead<'a>>
+where
+    F: Future<Output = Result<ReadConn>>,
+{
+    if let Some(lent) = direct.and_then(DirectReads::take) {
+        return Ok(PointRead::Direct(lent));
+    }
+    Ok(PointRead::Pooled(pool.await?))
+}
+
+/// The one row `sql` (parameter `$1` = `id`) selects, read by `read`; the statement is
+/// prepared once per connection.
+pub(super) fn one<T>(
+    db: &Connection,
+    sql: &str,
+    id: Uuid,
+    read: impl FnOnce(&Cols<'_, '_>) -> Result<T>,
+) -> Result<Option<T>> {
+    let mut statement = db.prepare_cached(sql).map_err(sqlite)?;
+    let mut rows = statement
+        .query([id.as_bytes().as_slice()])
+        .map_err(sqlite)?;
+    match rows.next().map_err(sqlite)? {
+        Some(row) => read(&Cols(row)).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// A stepped row's columns by name, decoded as sqlx stores them on SQLite: UUIDs as 16-byte
+/// blobs, times as RFC 3339 text, JSON as text. A value of another type is corrupt.
+pub(super) struct Cols<'r, 's>(&'r Row<'s>);
+
+impl Cols<'_, '_> {
+    fn value(&self, name: &str) -> Result<ValueRef<'_>> {
+        self.0.get_ref(name).map_err(sqlite)
+    }
+
+    fn corrupt(name: &str, what: &str) -> StorageError {
+        StorageError::Corrupt(format!("`{name}` is not {what}"))
+    }
+
+    /// An integer.
+    pub(super) fn int(&self, name: &str) -> Result<i64> {
+        self.value(name)?
+            .as_i64()
+            .map_err(|_| Self::corrupt(name, "an integer"))
+    }
+
+    /// Text or null.
+    pub(super) fn opt_text(&self, name: &str) -> Result<Option<String>> {
+        let value = self.value(name)?;
+        let text = value
+            .as_str_or_null()
+            .map_err(|_| Self::corrupt(name, "text"))?;
+        Ok(text.map(str::to_owned))
+    }
+
+    /// Text.
+    pub(super) fn text(&self, name: &str) -> Result<String> {
+        self.opt_text(name)?
+            .ok_or_else(|| Self::corrupt(name, "text"))
+    }
+
+    /// A UUID or null.
+    pub(super) fn opt_uuid(&self, name: &str) -> Result<Option<Uuid>> {
+        let value = self.value(name)?;
+        let blob = value
+            .as_blob_or_null()
+            .map_err(|_| Self::corrupt(name, "a UUID"))?;
+        blob.map(|b| Uuid::from_slice(b).map_err(|_| Self::corrupt(name, "a UUID")))
+            .transpose()
+    }
+
+    /// A UUID.
+    pub(super) fn uuid(&self, name: &str) -> Result<Uuid> {
+        self.opt_uuid(name)?
+            .ok_or_else(|| Self::corrupt(name, "a UUID"))
+    }
+
+    /// A time or null.
+    pub(super) fn opt_time(&self, name: &str) -> Result<Option<OffsetDateTime>> {
+        let value = self.value(name)?;
+        let text = value
+            .as_str_or_null()
+            .map_err(|_| Self::corrupt(name, "a time"))?;
+        text.map(|t| OffsetDateTime::parse(t, &Rfc3339).map_err(|_| Self::corrupt(name, "a time")))
+            .transpose()
+    }
+
+    /// A time.
+    pub(super) fn time(&self, name: &str) -> Result<OffsetDateTime> {
+        self.opt_time(name)?
+            .ok_or_else(|| Self::corrupt(name, "a time"))
+    }
+
+    /// JSON text, parsed, or null.
+    pub(super) fn opt_json<T: DeserializeOwned>(&self, name: &str) -> Result<Option<T>> {
+        let value = self.value(name)?;
+        let text = value
+            .as_str_or_null()
+            .map_err(|_| Self::corrupt(name, "JSON text"))?;
+        text.map(|t| {
+            serde_json::from_str(t).map_err(|e| Self::corrupt(name, &format!("valid JSON ({e})")))
+        })
+        .transpose()
+    }
+
+    /// JSON text, parsed.
+    pub(super) fn json<T: DeserializeOwned>(&self, name: &str) -> Result<T> {
+        self.opt_json(name)?
+            .ok_or_else(|| Self::corrupt(name, "JSON text"))
+    }
+}
+
+/// rusqlite's errors as sqlx's I/O kind: an internal failure like any other.
+pub(super) fn sqlite(e: rusqlite::Error) -> StorageError {
+    StorageError::Database(sqlx::Error::Io(std::io::Error::other(e)))
+}
