@@ -1,7 +1,8 @@
 //! Agents' point reads, on both backends: what [`Store::point_read`] answers (on SQLite from
 //! connections of its own, stepped on the caller's thread) is exactly what the pooled read
-//! answers, at every stage of a proposal's life, and a read still gets an answer when every
-//! such connection is lent.
+//! answers, at every stage of a proposal's life and for every column; a value stored in a
+//! form only sqlx decodes is read through the pool; and a read still gets an answer when every
+//! direct connection is lent.
 
 mod common;
 
@@ -13,12 +14,13 @@ use countersign::domain::command::{CommandStatus, Outcome};
 use countersign::domain::lifecycle::ReviewVerdict;
 use countersign::domain::principal::Role;
 use countersign::service::{Report, Reviewer, Services, Submitted};
-use countersign::storage::{PointRead, Store, commands, proposals};
-use serde_json::json;
+use countersign::storage::{Backend, Store, commands, proposals};
+use serde_json::{Value, json};
+use time::format_description::well_known::Rfc3339;
 use uuid::Uuid;
 
 /// Asserts that the point read of proposal `id` and of its command equals the pooled read, and
-/// that on SQLite it was read directly.
+/// that on SQLite both were read directly.
 async fn same_as_pooled(store: &Store, id: Uuid) {
     let mut read = store.read().await.expect("pooled read");
     let proposal = proposals::by_id(read.conn(), id).await.expect("proposal");
@@ -26,40 +28,81 @@ async fn same_as_pooled(store: &Store, id: Uuid) {
         .await
         .expect("command");
     let mut point = store.point_read().await.expect("point read");
-    if store.backend() == countersign::storage::Backend::Sqlite {
-        assert!(
-            matches!(point, PointRead::Direct(_)),
-            "SQLite reads directly"
-        );
-    }
     assert_eq!(point.proposal(id).await.expect("point proposal"), proposal);
     assert_eq!(
         point.command_for_proposal(id).await.expect("point command"),
         command
     );
+    assert_eq!(
+        point.is_direct(),
+        store.backend() == Backend::Sqlite,
+        "SQLite reads directly, PostgreSQL through the pool"
+    );
 }
 
-async fn submit(services: &Services, body: &serde_json::Value) -> Uuid {
+async fn submit(services: &Services, body: &Value) -> Uuid {
     match services.submit("agent-a", body).await {
         Ok(Submitted::Created(p)) => p.id,
         other => panic!("expected a new proposal, got {other:?}"),
     }
 }
 
-/// Every column a point read decodes, filled in turn: a pending proposal (no command), one
-/// approved (its command queued), leased, failed with an error body and an expiry, then
-/// erased; and one rejected with a reason.
-async fn a_point_read_answers_what_the_pool_answers(backend: &str) {
-    let (services, _, _dir) = common::fresh_services(backend).await;
-    let store = services.store().clone();
-    let reviewer = Reviewer {
+fn reviewer() -> Reviewer {
+    Reviewer {
         username: "rev".into(),
         role: Role::Reviewer,
-    };
+    }
+}
+
+/// Approves `body`'s proposal and leases its command: the proposal's id and the lease.
+async fn approved_and_leased(
+    services: &Services,
+    body: &Value,
+) -> (Uuid, countersign::service::Leased) {
+    let id = submit(services, body).await;
+    services
+        .decide(
+            &reviewer(),
+            id,
+            ReviewVerdict::Approved,
+            Some("looks right"),
+        )
+        .await
+        .expect("approve");
+    let leased = services
+        .lease_as("exec", 60)
+        .await
+        .expect("lease")
+        .expect("a command");
+    (id, leased)
+}
+
+fn report(leased: &countersign::service::Leased, outcome: Outcome, body: Value) -> Report {
+    Report {
+        command_id: leased.command.id,
+        lease_token: leased.lease_token.expose().into(),
+        outcome,
+        body,
+        side_effect: SideEffect::Done,
+    }
+}
+
+/// A proposal pending (no command), approved (its command queued), leased, failed with an
+/// error body, then erased; one rejected with a reason; one with a run time limit (a run
+/// deadline) that succeeds with a result, then is resolved by hand (written straight to the
+/// row: no resolution path reaches a succeeded command).
+async fn a_point_read_answers_what_the_pool_answers(backend: &str) {
+    let (services, url, _dir) = common::fresh_services(backend).await;
+    let store = services.store().clone();
     let id = submit(&services, &common::proposal_body("agent-a")).await;
     same_as_pooled(&store, id).await;
     services
-        .decide(&reviewer, id, ReviewVerdict::Approved, Some("looks right"))
+        .decide(
+            &reviewer(),
+            id,
+            ReviewVerdict::Approved,
+            Some("looks right"),
+        )
         .await
         .expect("approve");
     same_as_pooled(&store, id).await;
@@ -69,14 +112,11 @@ async fn a_point_read_answers_what_the_pool_answers(backend: &str) {
         .expect("lease")
         .expect("a command");
     same_as_pooled(&store, id).await;
-    let report = Report {
-        command_id: leased.command.id,
-        lease_token: leased.lease_token.expose().into(),
-        outcome: Outcome::Failed,
-        body: json!({"error": "the CRM said no", "code": 503}),
-        side_effect: SideEffect::Done,
-    };
-    let settled = services.report("exec", report).await.expect("report");
+    let failure = json!({"error": "the CRM said no", "code": 503});
+    let settled = services
+        .report("exec", report(&leased, Outcome::Failed, failure))
+        .await
+        .expect("report");
     assert_eq!(settled.status, CommandStatus::Failed);
     same_as_pooled(&store, id).await;
     services
@@ -87,60 +127,117 @@ async fn a_point_read_answers_what_the_pool_answers(backend: &str) {
 
     let rejected = submit(&services, &common::proposal_body("agent-a")).await;
     services
-        .decide(&reviewer, rejected, ReviewVerdict::Rejected, Some("no"))
+        .decide(&reviewer(), rejected, ReviewVerdict::Rejected, Some("no"))
         .await
         .expect("reject");
     same_as_pooled(&store, rejected).await;
 
+    let mut timed = common::proposal_body("agent-a");
+    timed["execution"] = json!({"timeout_ms": 30_000});
+    let (timed, leased) = approved_and_leased(&services, &timed).await;
+    let running = services.command_for_proposal(timed).await.expect("read");
+    assert!(running.and_then(|c| c.run_deadline).is_some(), "a run deadline");
+    same_as_pooled(&store, timed).await;
+    let done = services
+        .report(
+            "exec",
+            report(&leased, Outcome::Succeeded, json!({"rows": 1})),
+        )
+        .await
+        .expect("report");
+    assert_eq!(done.result, Some(json!({"rows": 1})));
+    same_as_pooled(&store, timed).await;
+    let at = time::OffsetDateTime::now_utc()
+        .replace_nanosecond(0)
+        .expect("time");
+    let stamp = at.format(&Rfc3339).expect("format");
+    // As sqlx writes a time on SQLite (RFC 3339 text); a `timestamptz` literal on PostgreSQL.
+    let sql = format!(
+        "update commands set resolution = 'succeeded', resolved_by = 'rev', \
+         resolved_at = '{stamp}', resolution_reason = 'checked the CRM' \
+         where status = 'succeeded'"
+    );
+    common::exec_sql(&url, &sql).await;
+    let mut read = store.point_read().await.expect("point read");
+    let resolved = read
+        .command_for_proposal(timed)
+        .await
+        .expect("read")
+        .expect("command");
+    assert_eq!(
+        (resolved.resolved_by.as_deref(), resolved.resolved_at),
+        (Some("rev"), Some(at))
+    );
+    drop(read);
+    same_as_pooled(&store, timed).await;
+
     let mut point = store.point_read().await.expect("point read");
     assert_eq!(point.proposal(Uuid::new_v4()).await.expect("read"), None);
-    assert_eq!(
-        point
-            .command_for_proposal(Uuid::new_v4())
-            .await
-            .expect("read"),
-        None
-    );
+    let none = point.command_for_proposal(Uuid::new_v4()).await;
+    assert_eq!(none.expect("read"), None);
 }
 
-/// Reads taken while every direct connection is lent go to the pool and still answer; the
+/// A time an operator wrote by hand in SQLite's own format (`datetime('now')`), which sqlx
+/// decodes and the direct read does not: the read goes to the pool and answers the same.
+async fn a_value_only_sqlx_decodes_is_read_through_the_pool(backend: &str) {
+    let (services, url, _dir) = common::fresh_services(backend).await;
+    let store = services.store().clone();
+    let body = common::proposal_body("agent-a");
+    let (id, _leased) = approved_and_leased(&services, &body).await;
+    let later = match store.backend() {
+        Backend::Sqlite => "datetime('now', '+1 hour')",
+        Backend::Postgres => "now() + interval '1 hour'",
+    };
+    let sql = format!("update commands set execute_by = {later} where status = 'leased'");
+    common::exec_sql(&url, &sql).await;
+    let mut read = store.read().await.expect("pooled read");
+    let pooled = commands::for_proposal(read.conn(), id)
+        .await
+        .expect("sqlx decodes it");
+    assert!(pooled.as_ref().and_then(|c| c.execute_by).is_some());
+    let mut point = store.point_read().await.expect("point read");
+    assert_eq!(point.command_for_proposal(id).await.expect("read"), pooled);
+    assert!(!point.is_direct(), "the read went to the pool");
+}
+
+/// Reads taken while every direct connection is lent go to the pool and answer the same; the
 /// connections come back once those reads end.
 async fn a_read_with_every_connection_lent_uses_the_pool(backend: &str) {
     let (services, _, _dir) = common::fresh_services(backend).await;
     let store = services.store().clone();
     let id = submit(&services, &common::proposal_body("agent-a")).await;
+    let expected = services.proposal(id).await.expect("read");
+    assert!(expected.is_some());
     let mut held = Vec::new();
     loop {
         let mut point = store.point_read().await.expect("point read");
-        let direct = matches!(point, PointRead::Direct(_));
-        assert_eq!(
-            point.proposal(id).await.expect("read").map(|p| p.id),
-            Some(id)
-        );
+        let direct = point.is_direct();
+        assert_eq!(point.proposal(id).await.expect("read"), expected);
         held.push(point);
         if !direct {
             break;
         }
         assert!(
-            held.len() <= 64,
+            held.len() <= 1024,
             "direct connections are a small, fixed set"
         );
     }
     let lent = held.len() - 1;
-    assert!(
-        backend == "postgres" && lent == 0 || backend == "sqlite" && lent > 0,
-        "{backend}: {lent} direct reads before the pool"
-    );
+    match store.backend() {
+        Backend::Sqlite => assert!(lent > 0, "SQLite lends direct connections"),
+        Backend::Postgres => assert_eq!(lent, 0, "PostgreSQL reads through the pool"),
+    }
     drop(held);
     let point = store.point_read().await.expect("point read");
     assert_eq!(
-        matches!(point, PointRead::Direct(_)),
-        backend == "sqlite",
+        point.is_direct(),
+        store.backend() == Backend::Sqlite,
         "lent connections come back"
     );
 }
 
 common::on_both_backends!(
     a_point_read_answers_what_the_pool_answers,
+    a_value_only_sqlx_decodes_is_read_through_the_pool,
     a_read_with_every_connection_lent_uses_the_pool,
 );

@@ -203,7 +203,7 @@ impl Store {
             Engine::Sqlite { direct, .. } => Some(direct),
             Engine::Postgres { .. } => None,
         };
-        direct::point_read(direct, self.read()).await
+        direct::point_read(self, direct).await
     }
 
     /// A read-only snapshot: every statement on it sees the database as of its first read.
@@ -363,7 +363,9 @@ async fn connect_sqlite(url: &str) -> Result<(Store, AnySessionStore)> {
         let mut c = write.acquire().await?;
         load_salt(Conn::Sqlite(&mut c)).await?
     };
-    let direct = DirectReads::open(&path, DIRECT_READS)?;
+    // Each runtime worker runs one read at a time; a few more for the threads outside it.
+    let workers = std::thread::available_parallelism().map_or(4, std::num::NonZero::get);
+    let direct = DirectReads::open(&path, workers + 2)?;
     let changes = Arc::new(Changes::default());
     let writer = writer::spawn(WritePool::Sqlite(write), Arc::clone(&changes));
     let engine = Engine::Sqlite {
@@ -380,10 +382,6 @@ async fn connect_sqlite(url: &str) -> Result<(Store, AnySessionStore)> {
         AnySessionStore::Sqlite(sessions),
     ))
 }
-
-/// How many read-only connections agents' point reads keep ([`super::direct`]): more than
-/// runtime workers, so a read rarely finds them all lent.
-const DIRECT_READS: usize = 8;
 
 /// A pool of connections to the SQLite file. No ping before each acquire (sqlx's default): a
 /// connection to a local file does not go stale, and the ping is one more hand-off to the

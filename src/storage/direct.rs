@@ -4,17 +4,20 @@
 //! and every row back through channels: for a read by primary key, which SQLite answers from
 //! its page cache in microseconds, those hand-offs (a futex wake each way, and a thread
 //! switch on two busy cores) cost more than the read. The few reads agents make over and over
-//! (their proposal and its command, `GET /api/v1/proposals/{id}` and every wait's look) go
+//! (their proposal and its command: `Services::agent_proposal`, behind
+//! `GET /api/v1/proposals/{id}`, its waits and its event stream) go
 //! instead through a handful of read-only connections of our own (rusqlite, on the same
 //! SQLite library), stepped right where the request runs. Each read is one indexed lookup,
 //! short enough to run on a runtime worker; anything longer stays on sqlx's pool.
 //!
 //! A connection is taken from the set for one read and put back after it, so a read never
-//! waits for another: when every one is busy, the read goes to the pool instead. On
-//! PostgreSQL, reads are network round trips anyway and always use the pool.
+//! waits for another: when every one is busy, the read goes to the pool instead, and so does a
+//! read that fails (it never waits for a lock here). A page SQLite does not have cached is read
+//! from the file right there: a local disk's wait, on a runtime worker. On PostgreSQL, reads
+//! are network round trips anyway and always use the pool.
 
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Mutex, PoisonError};
 
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags, Row};
@@ -24,7 +27,7 @@ use time::format_description::well_known::Rfc3339;
 use uuid::Uuid;
 
 use super::commands::{self, CommandRecord};
-use super::db::ReadConn;
+use super::db::{ReadConn, Store};
 use super::proposals::{self, ProposalRecord};
 use super::{Result, StorageError};
 
@@ -34,14 +37,15 @@ pub(super) struct DirectReads {
 }
 
 impl DirectReads {
-    /// Opens `count` read-only connections to the database file at `path`.
+    /// Opens `count` read-only connections to the database file at `path`. They never wait
+    /// for a lock (no busy timeout): a read that finds the file busy goes to the pool, whose
+    /// threads may wait.
     pub(super) fn open(path: &Path, count: usize) -> Result<Self> {
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let idle = (0..count)
             .map(|_| {
                 let db = Connection::open_with_flags(path, flags).map_err(sqlite)?;
-                db.busy_timeout(std::time::Duration::from_secs(10))
-                    .map_err(sqlite)?;
+                db.busy_timeout(std::time::Duration::ZERO).map_err(sqlite)?;
                 Ok(db)
             })
             .collect::<Result<Vec<_>>>()?;
@@ -52,75 +56,106 @@ impl DirectReads {
 
     /// An idle connection, if one is free.
     fn take(&self) -> Option<Lent<'_>> {
-        let db = self.idle.lock().ok()?.pop()?;
+        let db = self.idle().pop()?;
         Some(Lent {
             db: Some(db),
             home: self,
         })
     }
+
+    /// The idle set. A read that panicked cannot leave it half-changed (a push or a pop), so
+    /// a poisoned lock is taken as it is.
+    fn idle(&self) -> std::sync::MutexGuard<'_, Vec<Connection>> {
+        self.idle.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 /// A connection lent for one read; it goes back to its set when dropped.
-pub struct Lent<'a> {
+struct Lent<'a> {
+    /// Always `Some` until dropped.
     db: Option<Connection>,
     home: &'a DirectReads,
 }
 
-impl Lent<'_> {
-    fn db(&self) -> Result<&Connection> {
-        self.db
-            .as_ref()
-            .ok_or_else(|| StorageError::Batch("a lent connection was given back".into()))
-    }
-}
-
 impl Drop for Lent<'_> {
     fn drop(&mut self) {
-        if let (Some(db), Ok(mut idle)) = (self.db.take(), self.home.idle.lock()) {
-            idle.push(db);
+        if let Some(db) = self.db.take() {
+            self.home.idle().push(db);
         }
     }
 }
 
-/// A connection for an agent's point reads: one of our own when one is free (SQLite), or
-/// one from the pool.
-pub enum PointRead<'a> {
-    /// Read on this thread.
-    Direct(Lent<'a>),
-    /// Read through sqlx's pool.
-    Pooled(ReadConn),
+/// A connection for an agent's point reads: on SQLite one of [`DirectReads`] when one is
+/// free, else (and on PostgreSQL) one from the pool. A direct read that fails for any reason
+/// (a busy file, a value stored in a form only sqlx decodes) is read again through the pool,
+/// so it answers exactly what the pool would.
+pub struct PointRead<'a> {
+    direct: Option<Lent<'a>>,
+    pooled: Option<ReadConn>,
+    store: &'a Store,
 }
 
 impl PointRead<'_> {
+    /// Whether reads run on this thread (a direct connection was free).
+    pub fn is_direct(&self) -> bool {
+        self.direct.is_some()
+    }
+
     /// A proposal by id.
     pub async fn proposal(&mut self, id: Uuid) -> Result<Option<ProposalRecord>> {
-        match self {
-            PointRead::Direct(lent) => proposals::by_id_direct(lent.db()?, id),
-            PointRead::Pooled(read) => proposals::by_id(read.conn(), id).await,
+        if let Some(found) = self.direct(|db| proposals::by_id_direct(db, id)) {
+            return Ok(found);
         }
+        proposals::by_id(self.pooled().await?.conn(), id).await
     }
 
     /// The command running a proposal.
     pub async fn command_for_proposal(&mut self, id: Uuid) -> Result<Option<CommandRecord>> {
-        match self {
-            PointRead::Direct(lent) => commands::for_proposal_direct(lent.db()?, id),
-            PointRead::Pooled(read) => commands::for_proposal(read.conn(), id).await,
+        if let Some(found) = self.direct(|db| commands::for_proposal_direct(db, id)) {
+            return Ok(found);
         }
+        commands::for_proposal(self.pooled().await?.conn(), id).await
+    }
+
+    /// `read`'s answer on the direct connection; `None` without one, or if it failed (the
+    /// connection is then given back, and the pool reads from here on).
+    fn direct<T>(&mut self, read: impl FnOnce(&Connection) -> Result<T>) -> Option<T> {
+        let db = self.direct.as_ref()?.db.as_ref()?;
+        match read(db) {
+            Ok(found) => Some(found),
+            Err(e) => {
+                tracing::warn!(error = %e, "direct SQLite read failed; reading through the pool");
+                self.direct = None;
+                None
+            }
+        }
+    }
+
+    /// The pooled connection, taken on first use.
+    async fn pooled(&mut self) -> Result<&mut ReadConn> {
+        let read = match self.pooled.take() {
+            Some(read) => read,
+            None => self.store.read().await?,
+        };
+        Ok(self.pooled.insert(read))
     }
 }
 
-/// A [`PointRead`] on `direct`'s connections if one is free, else on `pool`.
-pub(super) async fn point_read<'a, F>(
+/// A [`PointRead`] on `direct`'s connections if one is free, else on `store`'s pool.
+pub(super) async fn point_read<'a>(
+    store: &'a Store,
     direct: Option<&'a DirectReads>,
-    pool: F,
-) -> Result<PointRead<'a>>
-where
-    F: Future<Output = Result<ReadConn>>,
-{
-    if let Some(lent) = direct.and_then(DirectReads::take) {
-        return Ok(PointRead::Direct(lent));
-    }
-    Ok(PointRead::Pooled(pool.await?))
+) -> Result<PointRead<'a>> {
+    let direct = direct.and_then(DirectReads::take);
+    let pooled = match direct {
+        Some(_) => None,
+        None => Some(store.read().await?),
+    };
+    Ok(PointRead {
+        direct,
+        pooled,
+        store,
+    })
 }
 
 /// The one row `sql` (parameter `$1` = `id`) selects, read by `read`; the statement is
