@@ -54,27 +54,28 @@ fn reviewer() -> Reviewer {
     }
 }
 
-/// Approves `body`'s proposal and leases its command: the proposal's id and the lease.
+/// A reviewer approves proposal `id`.
+async fn approve(services: &Services, id: Uuid) {
+    let (by, verdict) = (reviewer(), ReviewVerdict::Approved);
+    let decided = services.decide(&by, id, verdict, Some("looks right"));
+    decided.await.expect("approve");
+}
+
+/// Leases the next command.
+async fn lease(services: &Services) -> countersign::service::Leased {
+    let leased = services.lease_as("exec", 60).await.expect("lease");
+    leased.expect("a command")
+}
+
+/// Submits and approves `body`'s proposal and leases its command: the proposal's id and the
+/// lease.
 async fn approved_and_leased(
     services: &Services,
     body: &Value,
 ) -> (Uuid, countersign::service::Leased) {
     let id = submit(services, body).await;
-    services
-        .decide(
-            &reviewer(),
-            id,
-            ReviewVerdict::Approved,
-            Some("looks right"),
-        )
-        .await
-        .expect("approve");
-    let leased = services
-        .lease_as("exec", 60)
-        .await
-        .expect("lease")
-        .expect("a command");
-    (id, leased)
+    approve(services, id).await;
+    (id, lease(services).await)
 }
 
 fn report(leased: &countersign::service::Leased, outcome: Outcome, body: Value) -> Report {
@@ -96,21 +97,9 @@ async fn a_point_read_answers_what_the_pool_answers(backend: &str) {
     let store = services.store().clone();
     let id = submit(&services, &common::proposal_body("agent-a")).await;
     same_as_pooled(&store, id).await;
-    services
-        .decide(
-            &reviewer(),
-            id,
-            ReviewVerdict::Approved,
-            Some("looks right"),
-        )
-        .await
-        .expect("approve");
+    approve(&services, id).await;
     same_as_pooled(&store, id).await;
-    let leased = services
-        .lease_as("exec", 60)
-        .await
-        .expect("lease")
-        .expect("a command");
+    let leased = lease(&services).await;
     same_as_pooled(&store, id).await;
     let failure = json!({"error": "the CRM said no", "code": 503});
     let settled = services
@@ -136,7 +125,10 @@ async fn a_point_read_answers_what_the_pool_answers(backend: &str) {
     timed["execution"] = json!({"timeout_ms": 30_000});
     let (timed, leased) = approved_and_leased(&services, &timed).await;
     let running = services.command_for_proposal(timed).await.expect("read");
-    assert!(running.and_then(|c| c.run_deadline).is_some(), "a run deadline");
+    assert!(
+        running.and_then(|c| c.run_deadline).is_some(),
+        "a run deadline"
+    );
     same_as_pooled(&store, timed).await;
     let done = services
         .report(
