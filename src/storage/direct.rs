@@ -189,6 +189,18 @@ impl Cols<'_, '_> {
         StorageError::Corrupt(format!("`{name}` is not {what}"))
     }
 
+    /// Column `name`'s text, or null; anything else is not `what`.
+    fn opt_str(&self, name: &str, what: &str) -> Result<Option<&str>> {
+        self.value(name)?
+            .as_str_or_null()
+            .map_err(|_| Self::corrupt(name, what))
+    }
+
+    /// `value` of column `name`, which may not be null (it is then not `what`).
+    fn required<T>(value: Option<T>, name: &str, what: &str) -> Result<T> {
+        value.ok_or_else(|| Self::corrupt(name, what))
+    }
+
     /// An integer.
     pub(super) fn int(&self, name: &str) -> Result<i64> {
         self.value(name)?
@@ -198,17 +210,12 @@ impl Cols<'_, '_> {
 
     /// Text or null.
     pub(super) fn opt_text(&self, name: &str) -> Result<Option<String>> {
-        let value = self.value(name)?;
-        let text = value
-            .as_str_or_null()
-            .map_err(|_| Self::corrupt(name, "text"))?;
-        Ok(text.map(str::to_owned))
+        Ok(self.opt_str(name, "text")?.map(str::to_owned))
     }
 
     /// Text.
     pub(super) fn text(&self, name: &str) -> Result<String> {
-        self.opt_text(name)?
-            .ok_or_else(|| Self::corrupt(name, "text"))
+        Self::required(self.opt_text(name)?, name, "text")
     }
 
     /// A UUID or null.
@@ -223,42 +230,32 @@ impl Cols<'_, '_> {
 
     /// A UUID.
     pub(super) fn uuid(&self, name: &str) -> Result<Uuid> {
-        self.opt_uuid(name)?
-            .ok_or_else(|| Self::corrupt(name, "a UUID"))
+        Self::required(self.opt_uuid(name)?, name, "a UUID")
     }
 
     /// A time or null.
     pub(super) fn opt_time(&self, name: &str) -> Result<Option<OffsetDateTime>> {
-        let value = self.value(name)?;
-        let text = value
-            .as_str_or_null()
-            .map_err(|_| Self::corrupt(name, "a time"))?;
-        text.map(|t| OffsetDateTime::parse(t, &Rfc3339).map_err(|_| Self::corrupt(name, "a time")))
-            .transpose()
+        let parse =
+            |t| OffsetDateTime::parse(t, &Rfc3339).map_err(|_| Self::corrupt(name, "a time"));
+        self.opt_str(name, "a time")?.map(parse).transpose()
     }
 
     /// A time.
     pub(super) fn time(&self, name: &str) -> Result<OffsetDateTime> {
-        self.opt_time(name)?
-            .ok_or_else(|| Self::corrupt(name, "a time"))
+        Self::required(self.opt_time(name)?, name, "a time")
     }
 
     /// JSON text, parsed, or null.
     pub(super) fn opt_json<T: DeserializeOwned>(&self, name: &str) -> Result<Option<T>> {
-        let value = self.value(name)?;
-        let text = value
-            .as_str_or_null()
-            .map_err(|_| Self::corrupt(name, "JSON text"))?;
-        text.map(|t| {
+        let parse = |t| {
             serde_json::from_str(t).map_err(|e| Self::corrupt(name, &format!("valid JSON ({e})")))
-        })
-        .transpose()
+        };
+        self.opt_str(name, "JSON text")?.map(parse).transpose()
     }
 
     /// JSON text, parsed.
     pub(super) fn json<T: DeserializeOwned>(&self, name: &str) -> Result<T> {
-        self.opt_json(name)?
-            .ok_or_else(|| Self::corrupt(name, "JSON text"))
+        Self::required(self.opt_json(name)?, name, "JSON text")
     }
 }
 
