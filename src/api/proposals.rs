@@ -13,7 +13,6 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 use futures_util::stream::{self, Stream};
-use serde_json::json;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
@@ -22,7 +21,7 @@ use super::ApiState;
 use super::error::ApiError;
 use super::extract::{Agent, JsonBody, PathId};
 use super::openapi::{ErrorBody, ProposalAnswer, ToolProposalBody};
-use super::views::AgentProposal;
+use super::views::{AgentProposal, ProposalEnvelope};
 use crate::domain::lifecycle::{ProposalStatus, status_at};
 use crate::service::{AgentView, MAX_WAIT, Services, Submitted};
 
@@ -76,8 +75,8 @@ async fn submit(
     } else {
         None
     };
-    let view = AgentProposal::new(record, command);
-    Ok((status, Json(json!({ "proposal": view }))))
+    let view = ProposalEnvelope::from(AgentProposal::new(record, command));
+    Ok((status, Json(view)))
 }
 
 /// `wait` from the query string: whole seconds, 0..60; anything else names the field.
@@ -135,9 +134,9 @@ async fn poll(
         false => Some(state.limits.waiting_place(agent.1)?),
     };
     let (record, command) = state.services.await_proposal(&agent.0, id, wait).await?;
-    Ok(Json(
-        json!({ "proposal": AgentProposal::new(record, command) }),
-    ))
+    Ok(Json(ProposalEnvelope::from(AgentProposal::new(
+        record, command,
+    ))))
 }
 
 /// Server-sent events: a `status` event with the proposal now, then one per status change;
@@ -200,8 +199,8 @@ fn status_events(
                     Next::Send(view) => {
                         let (record, command) = *view;
                         let status = status_at(record.status, record.expires_at, services.now());
-                        let view = AgentProposal::new(record, command);
-                        let data = json!({ "proposal": view }).to_string();
+                        let view = ProposalEnvelope::from(AgentProposal::new(record, command));
+                        let data = serde_json::to_string(&view).unwrap_or_default();
                         let event = Event::default().event("status").data(data);
                         let after = if status.is_final() {
                             Next::Done

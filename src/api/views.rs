@@ -14,6 +14,20 @@ use crate::domain::routing::verdict::Blocker;
 use crate::storage::commands::CommandRecord;
 use crate::storage::proposals::ProposalRecord;
 
+/// `{"proposal": …}`, how the agent API answers with one proposal: serialized as it stands,
+/// not built as a `serde_json::Value` first (a tree of maps and strings per answer).
+#[derive(Serialize)]
+pub struct ProposalEnvelope {
+    /// The proposal.
+    pub proposal: AgentProposal,
+}
+
+impl From<AgentProposal> for ProposalEnvelope {
+    fn from(proposal: AgentProposal) -> Self {
+        Self { proposal }
+    }
+}
+
 /// A proposal as its agent sees it.
 #[derive(Serialize)]
 pub struct AgentProposal {

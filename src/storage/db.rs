@@ -35,9 +35,9 @@ use tokio::sync::{mpsc, oneshot};
 use super::audit::{self, PendingEvent};
 use super::changes::Changes;
 use super::direct::{self, DirectReads, PointRead};
-use super::schema;
 use super::writer::{self, EventsJob, Job, Tx, TypedJob, WritePool, stopped};
 use super::{Result, StorageError};
+use super::{schema, wal};
 use crate::audit::safe::Salt;
 use crate::audit::{Actor, AuditEvent};
 use crate::auth::session::AnySessionStore;
@@ -329,25 +329,33 @@ async fn connect_sqlite(url: &str) -> Result<(Store, AnySessionStore)> {
         .foreign_keys(true)
         .busy_timeout(Duration::from_secs(10));
     let path = options.get_filename().to_owned();
-    // The writer never checkpoints the WAL itself (a checkpoint in its commit would stall
-    // every change waiting behind it); a task on its own connection does, every
-    // [`WAL_CHECKPOINT`]. Its statement journals (each change's savepoint in a group) stay in
-    // memory: spilled to a temporary file, they cost a file and hundreds of writes per group.
+    // The writer never checkpoints the WAL in its commits; a task on its own connection does,
+    // and asks the writer to rewind a long log between two groups (see [`super::wal`]). Its
+    // statement journals (each change's savepoint in a group) stay in memory: spilled to a
+    // temporary file, they cost a file and hundreds of writes per group.
+    let limit = wal::WAL_SIZE_LIMIT.to_string();
     let write = sqlite_pool()
         .max_connections(1)
         .connect_with(
             options
                 .clone()
                 .pragma("wal_autocheckpoint", "0")
+                .pragma("journal_size_limit", limit.clone())
                 .pragma("temp_store", "memory"),
         )
         .await?;
     sqlx::migrate!("./migrations/sqlite").run(&write).await?;
     let checkpointer = sqlite_pool()
         .max_connections(1)
-        .connect_with(options.clone())
+        .connect_with(options.clone().pragma("journal_size_limit", limit))
         .await?;
-    tokio::spawn(checkpoint_wal(checkpointer));
+    let rewind = Arc::new(wal::Rewind::default());
+    tokio::spawn(wal::checkpoint_task(
+        checkpointer,
+        Arc::clone(&rewind),
+        wal::WAL_CHECKPOINT,
+        wal::WAL_RESTART_FRAMES,
+    ));
     // Sessions get their own connection: a sign-in must not wait behind a write batch.
     let session_pool = sqlite_pool()
         .max_connections(2)
@@ -367,7 +375,7 @@ async fn connect_sqlite(url: &str) -> Result<(Store, AnySessionStore)> {
     let workers = std::thread::available_parallelism().map_or(4, std::num::NonZero::get);
     let direct = DirectReads::open(&path, workers + 2)?;
     let changes = Arc::new(Changes::default());
-    let writer = writer::spawn(WritePool::Sqlite(write), Arc::clone(&changes));
+    let writer = writer::spawn(WritePool::Sqlite(write, rewind), Arc::clone(&changes));
     let engine = Engine::Sqlite {
         read,
         direct,
@@ -388,25 +396,6 @@ async fn connect_sqlite(url: &str) -> Result<(Store, AnySessionStore)> {
 /// connection's thread on every read and every write batch.
 fn sqlite_pool() -> SqlitePoolOptions {
     SqlitePoolOptions::new().test_before_acquire(false)
-}
-
-/// How often the SQLite WAL is copied back into the database file.
-pub const WAL_CHECKPOINT: Duration = Duration::from_millis(500);
-
-/// Copies committed WAL frames into the database file, without blocking the writer or
-/// readers (`PASSIVE`), so the WAL stays short while the writer never pauses for it.
-async fn checkpoint_wal(pool: SqlitePool) {
-    let mut tick = tokio::time::interval(WAL_CHECKPOINT);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tick.tick().await;
-        if let Err(e) = sqlx::query("pragma wal_checkpoint(passive)")
-            .execute(&pool)
-            .await
-        {
-            tracing::warn!(error = %e, "WAL checkpoint failed");
-        }
-    }
 }
 
 /// Countersign's PostgreSQL migrations.

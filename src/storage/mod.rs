@@ -29,6 +29,7 @@ pub mod schema;
 pub mod slack;
 pub(crate) mod statement;
 pub mod throttle;
+pub mod wal;
 pub mod webhooks;
 pub mod writer;
 

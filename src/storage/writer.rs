@@ -35,7 +35,7 @@ use super::audit::{self, PendingEvent};
 use super::changes::Changes;
 use super::db::{BoxFuture, Conn, on};
 use super::{Result, StorageError};
-use super::{notifications, proposals, webhooks};
+use super::{notifications, proposals, wal, webhooks};
 use crate::audit::{Actor, AuditEvent};
 
 /// A write transaction: the statements of one change, and the audit events it records.
@@ -284,8 +284,9 @@ const WRITER_QUEUE: usize = 4_096;
 
 /// Where the writer takes its connection from: a pool of its own, of one connection.
 pub(super) enum WritePool {
-    /// The SQLite file's write connection (`wal_autocheckpoint` off).
-    Sqlite(SqlitePool),
+    /// The SQLite file's write connection (`wal_autocheckpoint` off), and the checkpoint
+    /// task's requests to rewind the log ([`wal`]).
+    Sqlite(SqlitePool, Arc<wal::Rewind>),
     /// A PostgreSQL connection, opened when the writer first needs it.
     Postgres(PgPool),
 }
@@ -304,10 +305,17 @@ impl Writer {
         let mut held = match self.idle.take() {
             Some(held) => held,
             None => match &self.pool {
-                WritePool::Sqlite(p) => Held::Sqlite(p.acquire().await?),
+                WritePool::Sqlite(p, _) => Held::Sqlite(p.acquire().await?),
                 WritePool::Postgres(p) => Held::Postgres(p.acquire().await?),
             },
         };
+        if let (WritePool::Sqlite(_, rewind), Held::Sqlite(c)) = (&self.pool, &mut held)
+            && rewind.take()
+            && let Err(e) = wal::rewind(c).await
+        {
+            // The log stays long until the next request; the group goes on regardless.
+            tracing::warn!(error = %e, "WAL rewind failed");
+        }
         match &mut held {
             Held::Sqlite(c) => c.close_on_drop(),
             Held::Postgres(c) => c.close_on_drop(),

@@ -2,7 +2,9 @@
 //!
 //! - **Security headers** on every response: a `Content-Security-Policy` whose scripts must be
 //!   same-origin or carry this response's nonce (no `'unsafe-inline'`; Leptos puts the nonce on
-//!   the inline scripts it writes, see [`provide_request_nonce`]), `frame-ancestors 'none'`,
+//!   the inline scripts it writes, see [`provide_request_nonce`]), `frame-ancestors 'none'`;
+//!   under the machines' paths (the API, AANA's bridge, MCP, the health check), which serve
+//!   no scripts, a fixed policy that allows none, and no nonce to make for each request;
 //!   `X-Content-Type-Options: nosniff`, `Referrer-Policy: same-origin`, and
 //!   `Strict-Transport-Security` when cookies are `Secure` (the site is served over HTTPS).
 //! - **The client's address** ([`ClientAddr`]), which sign-in throttling counts by: the
@@ -44,7 +46,21 @@ pub struct Edge {
     pub trusted_proxies: Arc<[IpAddr]>,
 }
 
-/// The policy for a response with `nonce`.
+/// The policy for a response under the machines' paths ([`serves_machines`]): JSON, and the
+/// API's documentation page, which has a stylesheet and no scripts.
+pub const MACHINE_POLICY: &str = "default-src 'self'; script-src 'none'; style-src 'self'; \
+     img-src 'self' data:; connect-src 'self'; font-src 'self'; object-src 'none'; \
+     base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+/// Whether `path` is under the paths machines call (agents, executors, MCP clients, health
+/// checks), where no page is rendered and so no response needs a nonce.
+pub fn serves_machines(path: &str) -> bool {
+    ["/api/", "/aana/", "/mcp", "/healthz"]
+        .iter()
+        .any(|prefix| path.starts_with(prefix))
+}
+
+/// The policy for a page with `nonce`.
 pub fn content_security_policy(nonce: &str) -> String {
     format!(
         "default-src 'self'; script-src 'self' 'nonce-{nonce}' 'wasm-unsafe-eval'; \
@@ -93,17 +109,19 @@ where
     }
 
     fn call(&mut self, mut req: Request) -> Self::Future {
-        let nonce = CspNonce::generate();
+        let nonce = (!serves_machines(req.uri().path())).then(CspNonce::generate);
         let peer = req
             .extensions()
             .get::<ConnectInfo<SocketAddr>>()
             .map(|ConnectInfo(addr)| addr.ip());
         let client = client_ip(peer, req.headers(), &self.edge.trusted_proxies);
         req.extensions_mut().insert(ClientAddr(client));
-        req.extensions_mut().insert(nonce.clone());
+        if let Some(nonce) = &nonce {
+            req.extensions_mut().insert(nonce.clone());
+        }
         EdgeFuture {
             inner: self.inner.call(req),
-            nonce: Some(nonce),
+            nonce,
             hsts: self.edge.hsts,
         }
     }
@@ -114,6 +132,7 @@ pin_project_lite::pin_project! {
     pub struct EdgeFuture<F> {
         #[pin]
         inner: F,
+        // A page's nonce; `None` under the machines' paths.
         nonce: Option<CspNonce>,
         hsts: bool,
     }
@@ -128,16 +147,19 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         let mut res = std::task::ready!(this.inner.poll(cx))?;
-        if let Some(nonce) = this.nonce.take() {
-            security_headers(res.headers_mut(), &nonce, *this.hsts);
-        }
+        security_headers(res.headers_mut(), this.nonce.as_ref(), *this.hsts);
         Poll::Ready(Ok(res))
     }
 }
 
-/// The security headers of a response whose CSP names `nonce`.
-fn security_headers(headers: &mut HeaderMap, nonce: &CspNonce, hsts: bool) {
-    if let Ok(csp) = HeaderValue::from_str(&content_security_policy(&nonce.0)) {
+/// The security headers of a page whose CSP names `nonce`, or (`None`) of a response under the
+/// machines' paths.
+fn security_headers(headers: &mut HeaderMap, nonce: Option<&CspNonce>, hsts: bool) {
+    let csp = match nonce {
+        Some(nonce) => HeaderValue::from_str(&content_security_policy(&nonce.0)).ok(),
+        None => Some(HeaderValue::from_static(MACHINE_POLICY)),
+    };
+    if let Some(csp) = csp {
         headers.insert(header::CONTENT_SECURITY_POLICY, csp);
     }
     headers.insert(
@@ -235,5 +257,31 @@ mod tests {
         assert!(csp.contains("script-src 'self' 'nonce-abc'"));
         assert!(!csp.contains("unsafe-inline"));
         assert!(csp.contains("frame-ancestors 'none'"));
+    }
+
+    #[test]
+    fn machines_paths_get_a_policy_that_allows_no_script() {
+        for path in [
+            "/api/v1/proposals/x",
+            "/api/v1/docs",
+            "/aana/tool-precheck",
+            "/mcp",
+            "/healthz",
+        ] {
+            assert!(serves_machines(path), "{path}");
+        }
+        for path in [
+            "/",
+            "/login",
+            "/audit",
+            "/proposals/x",
+            "/apiary",
+            "/pkg/countersign.js",
+        ] {
+            assert!(!serves_machines(path), "{path}");
+        }
+        assert!(MACHINE_POLICY.contains("script-src 'none'"));
+        assert!(MACHINE_POLICY.contains("frame-ancestors 'none'"));
+        assert!(HeaderValue::from_str(MACHINE_POLICY).is_ok());
     }
 }

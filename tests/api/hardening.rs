@@ -133,6 +133,16 @@ async fn every_page_carries_the_security_headers_and_its_scripts_the_nonce(backe
         .await
         .expect("healthz");
     assert_eq!(health.headers()["x-content-type-options"], "nosniff");
+    // The machines' paths serve no scripts: their policy allows none, and needs no nonce.
+    let machine_csp = health.headers()["content-security-policy"]
+        .to_str()
+        .expect("csp");
+    assert!(machine_csp.contains("script-src 'none'"), "{machine_csp}");
+    assert!(
+        machine_csp.contains("frame-ancestors 'none'"),
+        "{machine_csp}"
+    );
+    assert!(!machine_csp.contains("nonce-"), "{machine_csp}");
 }
 
 async fn hsts_is_sent_only_when_cookies_are_secure(backend: &str) {
