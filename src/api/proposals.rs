@@ -200,7 +200,14 @@ fn status_events(
                         let (record, command) = *view;
                         let status = status_at(record.status, record.expires_at, services.now());
                         let view = ProposalEnvelope::from(AgentProposal::new(record, command));
-                        let data = serde_json::to_string(&view).unwrap_or_default();
+                        let data = match serde_json::to_string(&view) {
+                            Ok(data) => data,
+                            Err(e) => {
+                                // Never an event an agent cannot parse: the stream ends.
+                                tracing::error!(error = %e, "status event not serializable");
+                                return None;
+                            }
+                        };
                         let event = Event::default().event("status").data(data);
                         let after = if status.is_final() {
                             Next::Done

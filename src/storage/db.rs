@@ -146,6 +146,9 @@ enum Engine {
         read: SqlitePool,
         direct: DirectReads,
         writer: mpsc::Sender<Box<dyn Job>>,
+        /// The checkpoint task's requests to the writer (kept here for tests).
+        #[cfg_attr(not(test), expect(dead_code))]
+        rewind: Arc<wal::Rewind>,
     },
     Postgres {
         pool: PgPool,
@@ -375,11 +378,15 @@ async fn connect_sqlite(url: &str) -> Result<(Store, AnySessionStore)> {
     let workers = std::thread::available_parallelism().map_or(4, std::num::NonZero::get);
     let direct = DirectReads::open(&path, workers + 2)?;
     let changes = Arc::new(Changes::default());
-    let writer = writer::spawn(WritePool::Sqlite(write, rewind), Arc::clone(&changes));
+    let writer = writer::spawn(
+        WritePool::Sqlite(write, Arc::clone(&rewind)),
+        Arc::clone(&changes),
+    );
     let engine = Engine::Sqlite {
         read,
         direct,
         writer,
+        rewind,
     };
     Ok((
         Store {
@@ -469,4 +476,66 @@ async fn connect_postgres(url: &str) -> Result<(Store, AnySessionStore)> {
         },
         AnySessionStore::Postgres(sessions),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Frames in the log after `writes` changes through the store's writer, each of which lets
+    /// a checkpoint on another connection copy what was committed before it while its own
+    /// transaction is open (a writer that never stops, in slow motion); with `rewinding`, the
+    /// writer is asked to rewind before each, as the checkpoint task asks it once the log is
+    /// long.
+    async fn frames_after(writes: usize, rewinding: bool) -> i64 {
+        let dir = tempfile::tempdir().expect("dir");
+        let url = format!("sqlite://{}", dir.path().join("wal.db").display());
+        let (store, _) = connect(&url).await.expect("store");
+        let side = SqlitePool::connect(&url).await.expect("side");
+        let Engine::Sqlite { rewind, .. } = &*store.engine else {
+            panic!("a SQLite store");
+        };
+        for _ in 0..writes {
+            if rewinding {
+                rewind.ask();
+            }
+            let side = side.clone();
+            store
+                .write(move |tx| -> BoxFuture<'_, Result<()>> {
+                    Box::pin(async move {
+                        let Conn::Sqlite(c) = tx.conn() else {
+                            panic!("a SQLite connection");
+                        };
+                        sqlx::query("create table if not exists wal_test (x blob)")
+                            .execute(&mut *c)
+                            .await?;
+                        sqlx::query("insert into wal_test values (zeroblob(3000))")
+                            .execute(&mut *c)
+                            .await?;
+                        sqlx::query("pragma wal_checkpoint(passive)")
+                            .execute(&side)
+                            .await?;
+                        Ok(())
+                    })
+                })
+                .await
+                .expect("write");
+        }
+        let (_, log, _): (i64, i64, i64) = sqlx::query_as("pragma wal_checkpoint(passive)")
+            .fetch_one(&side)
+            .await
+            .expect("log");
+        log
+    }
+
+    #[tokio::test]
+    async fn the_writer_rewinds_the_log_when_asked() {
+        let long = frames_after(40, false).await;
+        let short = frames_after(40, true).await;
+        assert!(
+            long >= 80,
+            "without rewinding the log only grows: {long} frames"
+        );
+        assert!(short < 40, "rewound before each group: {short} frames");
+    }
 }

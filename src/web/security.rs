@@ -55,9 +55,10 @@ pub const MACHINE_POLICY: &str = "default-src 'self'; script-src 'none'; style-s
 /// Whether `path` is under the paths machines call (agents, executors, MCP clients, health
 /// checks), where no page is rendered and so no response needs a nonce.
 pub fn serves_machines(path: &str) -> bool {
-    ["/api/", "/aana/", "/mcp", "/healthz"]
-        .iter()
-        .any(|prefix| path.starts_with(prefix))
+    ["/api", "/aana", "/mcp", "/healthz"].iter().any(|root| {
+        path.strip_prefix(root)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+    })
 }
 
 /// The policy for a page with `nonce`.
