@@ -56,10 +56,12 @@ impl Rewind {
     }
 }
 
-/// Checkpoint passes the task runs back to back before it asks for a rewind, until one ends
-/// with fewer than [`CATCH_UP_FRAMES`] of the frames it found left uncopied (a reader holding
-/// an old snapshot can keep frames from being copied): what the writer then copies, and the
-/// time it stalls, is mostly what came in during the last pass.
+/// Checkpoint passes the task runs back to back before it asks for a rewind, until one copies
+/// fewer than [`CATCH_UP_FRAMES`]: each pass copies what came in during the one before, so
+/// they shorten, and what the writer then copies, and the time it stalls, is only what came
+/// in during the last short pass. (A pass copies everything committed when it began, unless a
+/// reader holds an older snapshot; then it copies little, and the passes stop at once, since
+/// the writer could not start the log over either.)
 const CATCH_UP_PASSES: usize = 8;
 /// See [`CATCH_UP_PASSES`].
 const CATCH_UP_FRAMES: i64 = 256;
@@ -99,16 +101,17 @@ async fn copy_and_ask(pool: &SqlitePool, rewind: &Rewind, restart_frames: i64) {
 }
 
 async fn try_copy_and_ask(pool: &SqlitePool, rewind: &Rewind, restart_frames: i64) -> Result<()> {
-    let (mut log, mut copied) = checkpoint(pool).await?;
+    let (log, mut copied) = checkpoint(pool).await?;
     if log <= restart_frames {
         return Ok(());
     }
     for _ in 0..CATCH_UP_PASSES {
-        let left = log - copied;
-        if left < CATCH_UP_FRAMES {
+        let (_, now) = checkpoint(pool).await?;
+        let this_pass = now - copied;
+        copied = now;
+        if this_pass < CATCH_UP_FRAMES {
             break;
         }
-        (log, copied) = checkpoint(pool).await?;
     }
     rewind.ask();
     Ok(())
