@@ -342,6 +342,28 @@ async fn two_instances_on_one_database_write_one_chain(backend: &str) {
     assert_eq!(ok.head.seq, 400);
 }
 
+/// Each writer remembers the head it last committed; when the other instance has moved it
+/// since, its next group must link after the head in the database, not the one it remembers.
+async fn a_writer_links_after_a_head_another_instance_moved(backend: &str) {
+    let first = db(backend).await;
+    let (store, _) = storage::connect(&first.url).await.expect("second instance");
+    let second = Services::new(store, Arc::new(Policy::builtin()));
+    for i in 0..6 {
+        let services = if i % 2 == 0 { &first.services } else { &second };
+        let events = (0..3)
+            .map(|j| (services.now(), Actor::agent("agent-a"), event(i * 3 + j)))
+            .collect();
+        services.store().record(events).await.expect("record");
+    }
+    let ok = first
+        .services
+        .verify_trail(None)
+        .await
+        .expect("one valid chain");
+    assert_eq!(ok.head.seq, 18);
+    assert_eq!(head_seq(&first).await, 18);
+}
+
 /// The head as the database records it now.
 async fn head_seq(db: &Db) -> i64 {
     let mut read = db.services.store().read().await.expect("read");
@@ -504,6 +526,7 @@ on_both_backends!(
     signed_and_kept_checkpoints_catch_rewrites_and_cut_tails,
     an_export_verifies_offline_and_fails_after_one_byte,
     two_instances_on_one_database_write_one_chain,
+    a_writer_links_after_a_head_another_instance_moved,
     verify_reads_one_snapshot_while_writers_append,
     a_facet_that_differs_from_its_details_is_named,
 );

@@ -553,10 +553,37 @@ async fn drift_is_refused_and_listed(backend: &str) {
     // Both queued commands were edited: neither is handed out.
     assert!(any(&db.services, "exec").await.is_none());
     assert_eq!(status_of(&db.services, edited).await, CommandStatus::Failed);
+    // A report, with the right token, on a command whose proposal is no longer approved (a
+    // database edit after the lease): refused, and nothing moves.
+    let third = approved(&db.services, common::proposal_body("agent-a")).await;
+    let l = any(&db.services, "exec").await.expect("the third command");
+    assert_eq!(l.command.id, third);
+    common::exec_sql(
+        &db.url,
+        "update proposals set status = 'pending' where status = 'approved'",
+    )
+    .await;
+    match db
+        .services
+        .report("exec", report(&l, Outcome::Succeeded, SideEffect::Done))
+        .await
+    {
+        Err(ServiceError::Forbidden { code, .. }) => assert_eq!(code, "never_approved"),
+        other => panic!("expected 403 never_approved, got {other:?}"),
+    }
+    assert_eq!(status_of(&db.services, third).await, CommandStatus::Leased);
     let drift = of_kind(&db.services, "executor.drift").await;
     let mut reasons: Vec<&str> = drift.iter().filter_map(|d| d["reason"].as_str()).collect();
     reasons.sort_unstable();
-    assert_eq!(reasons, ["not_held", "spec_mismatch", "spec_mismatch"]);
+    assert_eq!(
+        reasons,
+        [
+            "never_approved",
+            "not_held",
+            "spec_mismatch",
+            "spec_mismatch"
+        ]
+    );
 }
 
 async fn the_grant_verifies_and_fails_after_any_change(backend: &str) {

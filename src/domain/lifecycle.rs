@@ -46,6 +46,12 @@ impl ProposalStatus {
         self == ProposalStatus::Pending
     }
 
+    /// Whether its command may run: a person approved it, or policy accepted it, and no run
+    /// has ended yet.
+    pub fn is_executable(self) -> bool {
+        matches!(self, ProposalStatus::Approved | ProposalStatus::Accepted)
+    }
+
     /// Whether a proposal in this status may have a command: one was queued when it was
     /// approved or accepted, and a command's end sets the statuses that follow. A proposal
     /// still pending, or one that never executes for a decision (`rejected`, `refused`,

@@ -20,8 +20,9 @@ use crate::domain::command::grant::{GrantClaims, spec_sha256};
 use crate::domain::command::retry::{Interruption, SideEffect};
 use crate::domain::command::scope::ToolScope;
 use crate::domain::command::{CommandKind, CommandStatus, Outcome};
+use crate::domain::lifecycle::ProposalStatus;
+use crate::storage::Tx;
 use crate::storage::commands::{self, CommandRecord, NewLease, Settle};
-use crate::storage::{Tx, proposals};
 
 /// Most commands refused at one lease for a spec that no longer matches its approval, before
 /// the lease answers "nothing for you now".
@@ -252,10 +253,11 @@ async fn take_lease(
         expires_at: lease.expires_at,
     };
     for _ in 0..MAX_DRIFTED_PER_LEASE {
-        let Some(command) = commands::claim_next(tx.conn(), &row).await? else {
+        let Some(claimed) = commands::claim_next(tx.conn(), &row).await? else {
             return Ok(None);
         };
-        let approved = commands::approved_spec_hash(tx.conn(), command.id).await?;
+        let command = claimed.command;
+        let approved = claimed.approved_spec_sha256;
         if approved.is_some_and(|h| h != spec_sha256(&command.spec)) {
             refuse_drifted(tx, &command, lease).await?;
             continue;
@@ -330,7 +332,7 @@ async fn write_report(
         Outcome::Failed => "fail",
     };
     let id = report.command_id;
-    let Some(current) = commands::by_id(tx.conn(), id).await? else {
+    let Some((current, proposal)) = commands::with_proposal_status(tx.conn(), id).await? else {
         return Ok(Err(drift(
             tx,
             executor,
@@ -342,9 +344,7 @@ async fn write_report(
         )));
     };
     if current.kind == CommandKind::Action
-        && proposals::executable_status(tx.conn(), current.proposal_id)
-            .await?
-            .is_none()
+        && !proposal.is_some_and(ProposalStatus::is_executable)
         && current.status == CommandStatus::Leased
     {
         return Ok(Err(drift(

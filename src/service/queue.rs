@@ -158,9 +158,8 @@ pub(super) async fn after_run(
         return Ok(());
     }
     if let Some(after) = command.status.proposal_status() {
-        let before = proposals::status_of(tx.conn(), command.proposal_id).await?;
-        if let Some(before) = before.filter(|b| *b != after) {
-            proposals::set_status(tx.conn(), command.proposal_id, after, now).await?;
+        let moved = proposals::move_status(tx.conn(), command.proposal_id, after, now).await?;
+        if let Some(before) = moved {
             let finished = ProposalFinished {
                 proposal_id: command.proposal_id,
                 before,

@@ -2,9 +2,11 @@
 //! them back. Appends happen only at commit ([`super::Tx`]), after every other statement of
 //! the change, so the chain head is held for as short a time as possible.
 //!
-//! The head lives in `audit_chain` (one row). Locking it (`for update` on PostgreSQL; SQLite's
+//! The head lives in `audit_chain` (one row). Locking it (a row lock on PostgreSQL; SQLite's
 //! `begin immediate` already holds the only write lock) serialises appends across instances,
-//! so two servers on one database still write one chain.
+//! so two servers on one database still write one chain. A writer moves the head from the one
+//! it last committed in one conditional statement, and reads it under lock only when another
+//! writer moved it meanwhile ([`append`]).
 
 use serde_json::Value;
 use sqlx::types::Json;
@@ -120,18 +122,28 @@ pub(super) fn chunk_len(remaining: usize) -> usize {
 }
 
 /// Appends `events` to the chain, linked after the current head, and moves the head.
-pub(super) async fn append(tx: &mut Tx, events: Vec<PendingEvent>) -> Result<Vec<StatusChange>> {
+///
+/// The writer remembers the head it last committed (`known`). When given, the events are
+/// linked after it and the head is moved only if it is still there: one statement, which on
+/// PostgreSQL also takes the head's row lock. When another writer moved the head meanwhile
+/// (a second instance, or the CLI on the same SQLite file), nothing was changed, and the
+/// events are linked again after the head read under lock, as without a known head.
+/// Answers the status changes appended and the head the events end at.
+pub(super) async fn append(
+    tx: &mut Tx,
+    events: Vec<PendingEvent>,
+    known: Option<Head>,
+) -> Result<(Vec<StatusChange>, Option<Head>)> {
     if events.is_empty() {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), known));
     }
-    let mut head = lock_head(tx.conn()).await?;
+    let mut proposals = Vec::with_capacity(events.len());
     let mut rows = Vec::with_capacity(events.len());
     let mut texts = Vec::with_capacity(events.len());
-    let mut moved = Vec::new();
     for e in events {
-        let proposal = e.moved_proposal();
-        let mut row = ChainedEvent {
-            seq: head.seq + 1,
+        proposals.push(e.moved_proposal());
+        let row = ChainedEvent {
+            seq: 0,
             id: Uuid::now_v7(),
             at: e.at,
             actor_kind: e.actor.kind.as_str().to_owned(),
@@ -148,33 +160,69 @@ pub(super) async fn append(tx: &mut Tx, events: Vec<PendingEvent>) -> Result<Vec
         let text = row.canonical_details().ok_or_else(|| {
             StorageError::Corrupt(format!("{} details without a canonical form", row.kind))
         })?;
-        row.hash = link(&row, &head.hash, &text);
-        head = Head {
-            seq: row.seq,
-            hash: row.hash.clone(),
-        };
-        if let (Some(proposal), Some(after)) = (proposal, &row.after_status) {
-            moved.push(StatusChange {
-                proposal,
-                before: row.before_status.clone(),
-                after: after.clone(),
-                event_id: row.id,
-                seq: row.seq,
-                kind: row.kind.clone(),
-                at: row.at,
-            });
-        }
         rows.push(row);
         texts.push(text);
     }
+    let head = match known {
+        Some(known) => {
+            let head = link_all(&mut rows, &texts, &known);
+            if move_head(tx.conn(), &known, &head).await? {
+                head
+            } else {
+                relink_under_lock(tx, &mut rows, &texts).await?
+            }
+        }
+        None => relink_under_lock(tx, &mut rows, &texts).await?,
+    };
     let mut start = 0;
     while start < rows.len() {
         let end = start + chunk_len(rows.len() - start);
         insert_rows(tx.conn(), &rows[start..end], &texts[start..end]).await?;
         start = end;
     }
+    let moved = rows
+        .iter()
+        .zip(proposals)
+        .filter_map(|(row, proposal)| {
+            Some(StatusChange {
+                proposal: proposal?,
+                before: row.before_status.clone(),
+                after: row.after_status.clone()?,
+                event_id: row.id,
+                seq: row.seq,
+                kind: row.kind.clone(),
+                at: row.at,
+            })
+        })
+        .collect();
+    Ok((moved, Some(head)))
+}
+
+/// Links `rows` (with their canonical details, `texts`) one after another from `from`;
+/// answers the head after the last.
+fn link_all(rows: &mut [ChainedEvent], texts: &[String], from: &Head) -> Head {
+    let mut head = from.clone();
+    for (row, text) in rows.iter_mut().zip(texts) {
+        row.seq = head.seq + 1;
+        row.hash = link(row, &head.hash, text);
+        head = Head {
+            seq: row.seq,
+            hash: row.hash.clone(),
+        };
+    }
+    head
+}
+
+/// Locks the head as it is in the database, links `rows` after it and moves it.
+async fn relink_under_lock(
+    tx: &mut Tx,
+    rows: &mut [ChainedEvent],
+    texts: &[String],
+) -> Result<Head> {
+    let current = lock_head(tx.conn()).await?;
+    let head = link_all(rows, texts, &current);
     set_head(tx.conn(), &head).await?;
-    Ok(moved)
+    Ok(head)
 }
 
 /// A proposal's status change, as its event was appended to the chain: what wakes waiters and
@@ -218,6 +266,21 @@ async fn lock_head(conn: Conn<'_>) -> Result<Head> {
     );
     let (seq, hash): (i64, String) = on!(conn, |c| sqlx::query_as(sql).fetch_one(c).await)?;
     Ok(Head { seq, hash })
+}
+
+/// Moves the head from `from` to `to` if it is still at `from`; `false` (nothing changed) if
+/// it is not.
+async fn move_head(conn: Conn<'_>, from: &Head, to: &Head) -> Result<bool> {
+    let sql = "update audit_chain set seq = $1, hash = $2 where id = 1 and seq = $3 and hash = $4";
+    let moved = on!(conn, |c| sqlx::query(sql)
+        .bind(to.seq)
+        .bind(&to.hash)
+        .bind(from.seq)
+        .bind(&from.hash)
+        .execute(c)
+        .await
+        .map(|r| r.rows_affected()))?;
+    Ok(moved == 1)
 }
 
 async fn set_head(conn: Conn<'_>, head: &Head) -> Result<()> {

@@ -12,6 +12,7 @@ use super::direct::{self, Cols};
 use super::{Result, StorageError, parse};
 use crate::domain::command::retry::SideEffect;
 use crate::domain::command::{CommandKind, CommandSpec, CommandStatus, Resolution};
+use crate::domain::lifecycle::ProposalStatus;
 
 /// A command in the executor queue.
 #[derive(Debug, Clone, PartialEq)]
@@ -82,6 +83,16 @@ pub struct NewCommand<'a> {
     pub execute_by: Option<OffsetDateTime>,
     /// Now.
     pub now: OffsetDateTime,
+}
+
+/// A command just leased.
+#[derive(Debug)]
+pub struct Claimed {
+    /// The command, as leased.
+    pub command: CommandRecord,
+    /// The sha256 of its spec as approved, from the chained `command.queued` event; `None` for
+    /// a command queued before the hash was recorded.
+    pub approved_spec_sha256: Option<String>,
 }
 
 /// A lease to take.
@@ -165,6 +176,22 @@ struct CommandRow {
     resolution_reason: Option<String>,
     created_at: OffsetDateTime,
     completed_at: Option<OffsetDateTime>,
+}
+
+/// A command row and the hash of its spec as approved.
+#[derive(sqlx::FromRow)]
+struct WithApproval {
+    #[sqlx(flatten)]
+    row: CommandRow,
+    approved_spec_sha256: Option<String>,
+}
+
+/// A command row and its proposal's status.
+#[derive(sqlx::FromRow)]
+struct WithProposal {
+    #[sqlx(flatten)]
+    row: CommandRow,
+    proposal_status: Option<String>,
 }
 
 impl CommandRow {
@@ -295,8 +322,10 @@ macro_rules! claim_set {
 /// Leases the oldest queued command this executor may run: available (backoff over), inside
 /// its approval window (or already run once), covered by the executor's scope and the
 /// policy's `allowed_executors` (see [`crate::domain::command::scope::may_run`]), among the
-/// tools it asks for, and not paused.
-pub async fn claim_next(conn: Conn<'_>, lease: &NewLease<'_>) -> Result<Option<CommandRecord>> {
+/// tools it asks for, and not paused. The same statement reads the hash of the command's spec
+/// as approved, from its chained `command.queued` event (one round trip, not two, on the
+/// writer's serial path); the chain's subject id is the command id as hyphenated text.
+pub async fn claim_next(conn: Conn<'_>, lease: &NewLease<'_>) -> Result<Option<Claimed>> {
     let sql = conn.pick(
         concat!(
             claim_set!(),
@@ -312,7 +341,13 @@ pub async fn claim_next(conn: Conn<'_>, lease: &NewLease<'_>) -> Result<Option<C
                   exists (select 1 from json_each($6) w where c.tool_name glob w.value)) \
              and not exists (select 1 from paused_tools p where c.tool_name glob p.pattern) \
              order by c.seq limit 1) returning ",
-            cols!()
+            cols!(),
+            ", (select cast(json_extract(a.details, '$.spec_sha256') as text) \
+             from audit_events a where a.subject_type = 'command' and a.action = 'command.queued' \
+             and a.subject_id = lower(substr(hex(commands.id), 1, 8) || '-' || \
+             substr(hex(commands.id), 9, 4) || '-' || substr(hex(commands.id), 13, 4) || '-' || \
+             substr(hex(commands.id), 17, 4) || '-' || substr(hex(commands.id), 21)) \
+             order by a.seq limit 1) as approved_spec_sha256"
         ),
         concat!(
             claim_set!(),
@@ -338,10 +373,13 @@ pub async fn claim_next(conn: Conn<'_>, lease: &NewLease<'_>) -> Result<Option<C
             like!("p.pattern"),
             ") \
              order by c.seq limit 1 for update skip locked) returning ",
-            cols!()
+            cols!(),
+            ", (select a.details->>'spec_sha256' from audit_events a \
+             where a.subject_type = 'command' and a.subject_id = commands.id::text \
+             and a.action = 'command.queued' order by a.seq limit 1) as approved_spec_sha256"
         ),
     );
-    let row: Option<CommandRow> = on!(conn, |c| sqlx::query_as(sql)
+    let row: Option<WithApproval> = on!(conn, |c| sqlx::query_as(sql)
         .bind(lease.executor)
         .bind(lease.lease_token_hash)
         .bind(lease.expires_at)
@@ -350,7 +388,13 @@ pub async fn claim_next(conn: Conn<'_>, lease: &NewLease<'_>) -> Result<Option<C
         .bind(lease.wanted.as_ref().map(Json))
         .fetch_optional(c)
         .await)?;
-    record(row)
+    row.map(|r| {
+        Ok(Claimed {
+            command: r.row.into_record()?,
+            approved_spec_sha256: r.approved_spec_sha256,
+        })
+    })
+    .transpose()
 }
 
 /// Sets the running attempt's deadline and (shortened) lease end.
@@ -568,22 +612,6 @@ pub async fn decide_rollback(
     record(row)
 }
 
-/// The hash of the spec as approved, from the chained `command.queued` event; `None` for a
-/// command queued before the hash was recorded.
-pub async fn approved_spec_hash(conn: Conn<'_>, id: Uuid) -> Result<Option<String>> {
-    let sql = "select details from audit_events where subject_type = 'command' \
-               and subject_id = $1 and action = 'command.queued' order by seq limit 1";
-    let row: Option<(Json<Value>,)> = on!(conn, |c| sqlx::query_as(sql)
-        .bind(id.to_string())
-        .fetch_optional(c)
-        .await)?;
-    Ok(row.and_then(|(d,)| {
-        d.0.get("spec_sha256")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-    }))
-}
-
 /// Tells every instance listening on PostgreSQL that the queue changed (at commit); SQLite
 /// has one process, told directly.
 pub async fn notify_queue(conn: Conn<'_>) -> Result<()> {
@@ -603,6 +631,32 @@ pub async fn by_id(conn: Conn<'_>, id: Uuid) -> Result<Option<CommandRecord>> {
         .fetch_optional(c)
         .await)?;
     record(row)
+}
+
+/// A command by id, with its proposal's status (`None` if the proposal is gone), read in one
+/// statement for a report.
+pub async fn with_proposal_status(
+    conn: Conn<'_>,
+    id: Uuid,
+) -> Result<Option<(CommandRecord, Option<ProposalStatus>)>> {
+    let sql = concat!(
+        "select ",
+        cols!(),
+        ", (select p.status from proposals p where p.id = commands.proposal_id) \
+         as proposal_status from commands where id = $1"
+    );
+    let row: Option<WithProposal> = on!(conn, |c| sqlx::query_as(sql)
+        .bind(id)
+        .fetch_optional(c)
+        .await)?;
+    row.map(|r| {
+        let status = r
+            .proposal_status
+            .map(|s| parse("proposal status", &s, ProposalStatus::parse))
+            .transpose()?;
+        Ok((r.row.into_record()?, status))
+    })
+    .transpose()
 }
 
 /// The command running a proposal (not its rollbacks), read on this thread (SQLite; see

@@ -422,18 +422,6 @@ pub async fn expire_due(conn: Conn<'_>, now: OffsetDateTime) -> Result<Vec<Propo
     records(rows)
 }
 
-/// The status of a proposal whose command may report (`approved` or `accepted`), if it is one.
-pub async fn executable_status(conn: Conn<'_>, id: Uuid) -> Result<Option<ProposalStatus>> {
-    let sql = "select status from proposals where id = $1 and status in ('approved', 'accepted')";
-    let status: Option<(String,)> = on!(conn, |c| sqlx::query_as(sql)
-        .bind(id)
-        .fetch_optional(c)
-        .await)?;
-    status
-        .map(|(s,)| parse("proposal status", &s, ProposalStatus::parse))
-        .transpose()
-}
-
 /// A proposal's status.
 pub async fn status_of(conn: Conn<'_>, id: Uuid) -> Result<Option<ProposalStatus>> {
     let sql = "select status from proposals where id = $1";
@@ -462,6 +450,45 @@ pub async fn set_status(
         .await
         .map(|_| ()))?;
     Ok(())
+}
+
+/// Moves a proposal to `status` unless it is there already; answers the status it moved from
+/// (`None`: already there, or no such proposal). One statement on PostgreSQL, which reads the
+/// old status under the row lock it updates with; two on SQLite, whose one writer already
+/// holds the database's write lock.
+pub async fn move_status(
+    conn: Conn<'_>,
+    id: Uuid,
+    status: ProposalStatus,
+    now: OffsetDateTime,
+) -> Result<Option<ProposalStatus>> {
+    let before = match conn {
+        Conn::Sqlite(c) => {
+            let Some(before) = status_of(Conn::Sqlite(&mut *c), id).await? else {
+                return Ok(None);
+            };
+            if before == status {
+                return Ok(None);
+            }
+            set_status(Conn::Sqlite(c), id, status, now).await?;
+            return Ok(Some(before));
+        }
+        Conn::Postgres(c) => {
+            let sql = "update proposals p set status = $1, updated_at = $2 \
+                       from (select id, status from proposals where id = $3 for update) old \
+                       where p.id = old.id and old.status <> $1 returning old.status";
+            let row: Option<(String,)> = sqlx::query_as(sql)
+                .bind(status.as_str())
+                .bind(now)
+                .bind(id)
+                .fetch_optional(c)
+                .await?;
+            row
+        }
+    };
+    before
+        .map(|(s,)| parse("proposal status", &s, ProposalStatus::parse))
+        .transpose()
 }
 
 /// Records one reviewer's approval; `false` if they had already approved.

@@ -36,6 +36,7 @@ use super::changes::Changes;
 use super::db::{BoxFuture, Conn, on};
 use super::{Result, StorageError};
 use super::{notifications, proposals, wal, webhooks};
+use crate::audit::chain::Head;
 use crate::audit::{Actor, AuditEvent};
 
 /// A write transaction: the statements of one change, and the audit events it records.
@@ -44,6 +45,8 @@ pub struct Tx {
     held: Held,
     events: Vec<PendingEvent>,
     notices: Vec<notifications::Notice>,
+    /// The chain head as this writer last committed it, if it knows it ([`audit::append`]).
+    head: Option<Head>,
 }
 
 impl Tx {
@@ -79,8 +82,12 @@ impl Tx {
     async fn commit(mut self, changed: &Changes) -> Result<(Committed, Held)> {
         let events = std::mem::take(&mut self.events);
         let notices = std::mem::take(&mut self.notices);
-        let changes = audit::append(&mut self, events).await?;
-        let mut committed = Committed::default();
+        let known = self.head.take();
+        let (changes, head) = audit::append(&mut self, events, known).await?;
+        let mut committed = Committed {
+            head,
+            ..Committed::default()
+        };
         if !changes.is_empty() {
             committed.moved = changes.iter().map(|c| c.proposal).collect();
             proposals::notify_changed(self.conn(), &committed.moved).await?;
@@ -95,7 +102,8 @@ impl Tx {
         Ok((committed, self.held))
     }
 
-    /// Undoes everything; answers the connection, out of its transaction.
+    /// Undoes everything; answers the connection, out of its transaction. The head it knew is
+    /// forgotten: the next group reads it under lock.
     async fn rollback(mut self) -> Result<Held> {
         self.held.execute("rollback").await?;
         Ok(self.held)
@@ -135,6 +143,8 @@ struct Committed {
     deliveries: usize,
     /// Reviewers' notifications queued.
     notifications: usize,
+    /// The chain head the commit left, if known.
+    head: Option<Head>,
 }
 
 /// A change's closure: runs against a [`Tx`]; an `Err` leaves nothing of it behind.
@@ -295,6 +305,8 @@ pub(super) enum WritePool {
 struct Writer {
     pool: WritePool,
     idle: Option<Held>,
+    /// The chain head as the last group committed it.
+    head: Option<Head>,
 }
 
 impl Writer {
@@ -329,6 +341,7 @@ impl Writer {
             held,
             events: Vec::new(),
             notices: Vec::new(),
+            head: self.head.take(),
         })
     }
 }
@@ -336,7 +349,11 @@ impl Writer {
 /// Starts the writer; answers where to send it changes. It stops once every sender is gone.
 pub(super) fn spawn(pool: WritePool, changes: Arc<Changes>) -> mpsc::Sender<Box<dyn Job>> {
     let (sender, jobs) = mpsc::channel(WRITER_QUEUE);
-    let writer = Writer { pool, idle: None };
+    let writer = Writer {
+        pool,
+        idle: None,
+        head: None,
+    };
     tokio::spawn(run(writer, jobs, changes));
     sender
 }
@@ -392,8 +409,9 @@ async fn commit_batch(
     } else {
         run_under_savepoints(&mut tx, batch, None).await?;
     }
-    let (committed, held) = tx.commit(changed).await?;
+    let (mut committed, held) = tx.commit(changed).await?;
     writer.idle = Some(held);
+    writer.head = committed.head.take();
     Ok(committed)
 }
 
