@@ -166,13 +166,12 @@ pub(super) async fn append(
     let head = match known {
         Some(known) => {
             let head = link_all(&mut rows, &texts, &known);
-            if move_head(tx.conn(), &known, &head).await? {
-                head
-            } else {
-                relink_under_lock(tx, &mut rows, &texts).await?
+            match move_head(tx.conn(), &known, &head).await? {
+                Moved::Yes => head,
+                Moved::Elsewhere(current) => relink(tx, &mut rows, &texts, current).await?,
             }
         }
-        None => relink_under_lock(tx, &mut rows, &texts).await?,
+        None => relink(tx, &mut rows, &texts, None).await?,
     };
     let mut start = 0;
     while start < rows.len() {
@@ -213,13 +212,18 @@ fn link_all(rows: &mut [ChainedEvent], texts: &[String], from: &Head) -> Head {
     head
 }
 
-/// Locks the head as it is in the database, links `rows` after it and moves it.
-async fn relink_under_lock(
+/// Links `rows` after the head as it is in the database (`current`, if it was read under lock
+/// already; else read under lock now) and moves it.
+async fn relink(
     tx: &mut Tx,
     rows: &mut [ChainedEvent],
     texts: &[String],
+    current: Option<Head>,
 ) -> Result<Head> {
-    let current = lock_head(tx.conn()).await?;
+    let current = match current {
+        Some(current) => current,
+        None => lock_head(tx.conn()).await?,
+    };
     let head = link_all(rows, texts, &current);
     set_head(tx.conn(), &head).await?;
     Ok(head)
@@ -268,19 +272,58 @@ async fn lock_head(conn: Conn<'_>) -> Result<Head> {
     Ok(Head { seq, hash })
 }
 
-/// Moves the head from `from` to `to` if it is still at `from`; `false` (nothing changed) if
-/// it is not.
-async fn move_head(conn: Conn<'_>, from: &Head, to: &Head) -> Result<bool> {
-    let sql = "update audit_chain set seq = $1, hash = $2 where id = 1 and seq = $3 and hash = $4";
-    let moved = on!(conn, |c| sqlx::query(sql)
-        .bind(to.seq)
-        .bind(&to.hash)
-        .bind(from.seq)
-        .bind(&from.hash)
-        .execute(c)
-        .await
-        .map(|r| r.rows_affected()))?;
-    Ok(moved == 1)
+/// Whether [`move_head`] moved the head.
+enum Moved {
+    /// It did.
+    Yes,
+    /// It was elsewhere, and did not move: here it is, already locked (PostgreSQL), or `None`
+    /// (SQLite, where the caller reads it under the write lock it holds).
+    Elsewhere(Option<Head>),
+}
+
+/// Moves the head from `from` to `to` if it is still at `from`. On PostgreSQL the statement
+/// locks the head either way and answers it as it was, so a head another instance moved costs
+/// one more statement (relinked, set), not two.
+async fn move_head(conn: Conn<'_>, from: &Head, to: &Head) -> Result<Moved> {
+    match conn {
+        Conn::Sqlite(c) => {
+            let sql = "update audit_chain set seq = $1, hash = $2 \
+                       where id = 1 and seq = $3 and hash = $4";
+            let moved = sqlx::query(sql)
+                .bind(to.seq)
+                .bind(&to.hash)
+                .bind(from.seq)
+                .bind(&from.hash)
+                .execute(c)
+                .await?
+                .rows_affected();
+            Ok(if moved == 1 {
+                Moved::Yes
+            } else {
+                Moved::Elsewhere(None)
+            })
+        }
+        Conn::Postgres(c) => {
+            let sql = "update audit_chain n \
+                       set seq = case when o.seq = $3 and o.hash = $4 then $1 else o.seq end, \
+                       hash = case when o.seq = $3 and o.hash = $4 then $2 else o.hash end \
+                       from (select seq, hash from audit_chain where id = 1 for update) o \
+                       where n.id = 1 returning o.seq, o.hash";
+            let (seq, hash): (i64, String) = sqlx::query_as(sql)
+                .bind(to.seq)
+                .bind(&to.hash)
+                .bind(from.seq)
+                .bind(&from.hash)
+                .fetch_one(c)
+                .await?;
+            let was = Head { seq, hash };
+            Ok(if was == *from {
+                Moved::Yes
+            } else {
+                Moved::Elsewhere(Some(was))
+            })
+        }
+    }
 }
 
 async fn set_head(conn: Conn<'_>, head: &Head) -> Result<()> {

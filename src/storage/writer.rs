@@ -102,8 +102,8 @@ impl Tx {
         Ok((committed, self.held))
     }
 
-    /// Undoes everything; answers the connection, out of its transaction. The head it knew is
-    /// forgotten: the next group reads it under lock.
+    /// Undoes everything; answers the connection, out of its transaction. (A rollback cannot
+    /// move the chain head: the caller keeps the head this transaction knew.)
     async fn rollback(mut self) -> Result<Held> {
         self.held.execute("rollback").await?;
         Ok(self.held)
@@ -396,12 +396,14 @@ async fn commit_batch(
     if let [only] = batch {
         // A batch of one needs no savepoint: its failure rolls the transaction back.
         if !only.run(&mut tx).await {
+            writer.head = tx.head.take();
             writer.idle = Some(tx.rollback().await?);
             return Ok(Committed::default());
         }
     } else if batch.iter().all(|job| job.runs() != Runs::Once) {
         if let Some(failed) = run_straight(&mut tx, batch).await {
             // Start over from before the group, without the change that failed.
+            writer.head = tx.head.take();
             writer.idle = Some(tx.rollback().await?);
             tx = writer.begin().await?;
             run_under_savepoints(&mut tx, batch, Some(failed)).await?;
