@@ -463,24 +463,12 @@ async fn connect_postgres(url: &str) -> Result<(Store, AnySessionStore)> {
         load_salt(Conn::Postgres(&mut c)).await?
     };
     let changes = Arc::new(Changes::default());
-    // The writer's own connection, opened when the writer takes its first group. Its
-    // statements find their rows by key, or by a status-led or partial index with a limit;
-    // none has a plan that should change with the values bound. A generic plan, made once
-    // per statement, spares every execution the planning PostgreSQL otherwise repeats for
-    // statements with subqueries (measured: about a sixth of the writer's backend under
-    // executors' leases and reports). Set after connecting, not as a startup option, which
-    // poolers such as PgBouncer refuse; a server that refuses it plans as it would.
+    // The writer's own connection, opened when the writer takes its first group. (Generic
+    // plans, `plan_cache_mode = force_generic_plan`, made executors' leases and reports about
+    // 10% faster, but turned the expiry sweep into a scan of every pending proposal: see
+    // benches/README.md, 2026-11-25.)
     let write = PgPoolOptions::new()
         .max_connections(1)
-        .after_connect(|conn, _| {
-            Box::pin(async move {
-                let set = "set plan_cache_mode = force_generic_plan";
-                if let Err(e) = sqlx::Executor::execute(&mut *conn, set).await {
-                    tracing::warn!(error = %e, "the writer's connection keeps custom plans");
-                }
-                Ok(())
-            })
-        })
         .connect_lazy_with(options);
     let writer = writer::spawn(WritePool::Postgres(write), Arc::clone(&changes));
     Ok((
