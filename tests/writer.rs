@@ -13,7 +13,7 @@ use std::task::{Context, Poll, Waker};
 
 use countersign::audit::Actor;
 use countersign::domain::principal::TokenKind;
-use countersign::service::Services;
+use countersign::service::{Conflict, ServiceError, Services, Submitted};
 use countersign::storage::{self, StorageError, Store, accounts};
 use time::OffsetDateTime;
 use tokio::sync::oneshot;
@@ -215,6 +215,118 @@ async fn a_failure_in_a_repeatable_group_runs_the_others_again(backend: &str) {
     );
 }
 
+/// Submissions handed over together are inserted by the writer several rows to a statement,
+/// and each finds what became of its own row: in one group, 40 new proposals, a replay of the
+/// first (the original answers, same seq), a new proposal reusing the second's idempotency key
+/// (refused, nothing written), one reusing the third's id (refused), and the same new proposal
+/// twice (created once, replayed once). Seqs follow the order they were handed over, each new
+/// proposal has one `proposal.submitted` event, and the chain verifies. Then the same again in a
+/// group where another change fails, so the writer rolls back what it inserted up front and runs
+/// every change again on its own: the same answers.
+async fn submissions_in_one_group_are_inserted_together(backend: &str) {
+    let (services, url, _dir) = common::fresh_services(backend).await;
+    let services = Arc::new(services);
+    let store = services.store().clone();
+    let runs = Arc::new(AtomicUsize::new(0));
+    for (round, failing) in [(0, false), (1, true)] {
+        let bodies: Vec<serde_json::Value> =
+            (0..40).map(|_| common::proposal_body("agent-w")).collect();
+        let mut key_reused = common::proposal_body("agent-w");
+        key_reused["idempotency_key"] = bodies[1]["idempotency_key"].clone();
+        let mut id_reused = common::proposal_body("agent-w");
+        id_reused["proposal_id"] = bodies[2]["proposal_id"].clone();
+        let twice = common::proposal_body("agent-w");
+        let mut handed: Vec<serde_json::Value> = bodies.clone();
+        handed.extend([
+            bodies[0].clone(),
+            key_reused,
+            id_reused,
+            twice.clone(),
+            twice,
+        ]);
+        let (answers_tx, mut answers) = tokio::sync::mpsc::unbounded_channel();
+        let mut writes: Vec<Write> = handed
+            .iter()
+            .enumerate()
+            .map(|(n, body)| {
+                let (services, body, answers_tx) =
+                    (Arc::clone(&services), body.clone(), answers_tx.clone());
+                Box::pin(async move {
+                    let answer = services.submit("agent-w", &body).await;
+                    answers_tx.send((n, answer)).expect("answers");
+                    Ok(())
+                }) as Write
+            })
+            .collect();
+        if failing {
+            writes.insert(
+                7,
+                repeatable_token(
+                    &store,
+                    round,
+                    Fail::Statement,
+                    &runs,
+                    OffsetDateTime::now_utc(),
+                ),
+            );
+        }
+        let written = as_one_group(&store, writes).await;
+        assert_eq!(
+            written.iter().filter(|w| w.is_err()).count(),
+            usize::from(failing)
+        );
+        drop(answers_tx);
+        let mut by_n = std::collections::BTreeMap::new();
+        while let Some((n, answer)) = answers.recv().await {
+            by_n.insert(n, answer);
+        }
+        let created = |n: usize| match &by_n[&n] {
+            Ok(Submitted::Created(p)) => p.clone(),
+            other => panic!("round {round}, submission {n}: {other:?}"),
+        };
+        let seqs: Vec<i64> = (0..40).map(|n| created(n).seq).collect();
+        assert!(
+            seqs.windows(2).all(|w| w[0] < w[1]),
+            "handed-over order: {seqs:?}"
+        );
+        match &by_n[&40] {
+            Ok(Submitted::Replayed(p)) => assert_eq!(p.seq, seqs[0], "the original answers"),
+            other => panic!("replay: {other:?}"),
+        }
+        assert!(matches!(
+            &by_n[&41],
+            Err(ServiceError::Conflict(Conflict::IdempotencyKeyReused))
+        ));
+        assert!(matches!(
+            &by_n[&42],
+            Err(ServiceError::Conflict(Conflict::ProposalIdTaken))
+        ));
+        let first = created(43);
+        match &by_n[&44] {
+            Ok(Submitted::Replayed(p)) => assert_eq!(p.seq, first.seq),
+            other => panic!("the same proposal twice: {other:?}"),
+        }
+        for n in (0..40).chain([43]) {
+            let p = created(n);
+            let stored = services
+                .proposal(p.id)
+                .await
+                .expect("read")
+                .expect("stored");
+            assert_eq!(stored, p, "round {round}: the answer is the row as stored");
+        }
+    }
+    let proposals = common::count(&url, "select count(*) from proposals").await;
+    assert_eq!(proposals, 2 * 41, "each new proposal once");
+    let submitted = common::count(
+        &url,
+        "select count(*) from audit_events where action = 'proposal.submitted'",
+    )
+    .await;
+    assert_eq!(submitted, 2 * 41, "one event each");
+    assert_eq!(trail_len(&services).await, 2 * 41);
+}
+
 type Write = Pin<Box<dyn Future<Output = Result<(), StorageError>> + Send>>;
 
 /// Hands every write to the writer while a change that waits holds it, then lets it go: the
@@ -336,4 +448,5 @@ common::on_both_backends!(
     a_failed_change_leaves_nothing_and_spares_the_rest,
     a_failed_change_alone_leaves_the_writer_ready,
     a_failure_in_a_repeatable_group_runs_the_others_again,
+    submissions_in_one_group_are_inserted_together,
 );

@@ -79,6 +79,14 @@ pub fn trail_time(t: OffsetDateTime) -> OffsetDateTime {
         .unwrap_or(t)
 }
 
+/// The canonical (RFC 8785) text of an event's details, as storage keeps it and its hash
+/// covers (`None` only for a number RFC 8785 cannot print, which a `Value` cannot hold).
+pub fn canonical_text(details: &Value) -> Option<String> {
+    let mut text = Vec::with_capacity(512);
+    jcs::write_value(&mut text, details).ok()?;
+    String::from_utf8(text).ok()
+}
+
 impl ChainedEvent {
     /// The canonical (RFC 8785) payload this row's hash covers: the JSON object of everything
     /// the row says (`id`, `at`, `actor_kind`, `actor`, `kind`, `subject_type`, `subject_id`,
@@ -93,9 +101,7 @@ impl ChainedEvent {
     /// reads the bytes the hash covers as they are (`None` only for a number RFC 8785 cannot
     /// print, which a `Value` cannot hold).
     pub fn canonical_details(&self) -> Option<String> {
-        let mut details = Vec::with_capacity(512);
-        jcs::write_value(&mut details, &self.details).ok()?;
-        String::from_utf8(details).ok()
+        canonical_text(&self.details)
     }
 
     /// The hash this row must carry after `previous`, its details' canonical text given.

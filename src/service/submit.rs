@@ -20,8 +20,9 @@ use crate::domain::contract::proposal::ToolProposal;
 use crate::domain::lifecycle::{self, ProposalStatus};
 use crate::domain::routing::proposal::{ProposalDecision, route_proposal};
 use crate::domain::routing::scan::audit_safe_name;
+use crate::storage::audit::PendingEvent;
 use crate::storage::commands::NewCommand;
-use crate::storage::proposals::{self, NewProposal, ProposalRecord};
+use crate::storage::proposals::{self, NewProposal, ProposalParts, ProposalRecord};
 use crate::storage::{Tx, commands};
 
 /// What a submission came to.
@@ -42,17 +43,25 @@ impl Submitted {
     }
 }
 
-/// A routed proposal, ready to store.
+/// A routed proposal, ready to store: its row and its audit event are built before the write,
+/// on the request's own task, so the writer's serial path only inserts and links them.
 struct Routed {
-    /// The audit event, built before the write (hashing values needs the salt, not the row).
-    submitted_event: Option<ProposalSubmitted>,
+    /// The row to insert.
+    row: Arc<NewProposal>,
+    /// The `proposal.submitted` event (hashing values needs the salt, not the row).
+    submitted_event: PendingEvent,
     agent: String,
-    token: Option<Uuid>,
     contract: ToolProposal,
     request_hash: String,
     routing: ProposalDecision,
-    status: ProposalStatus,
     command: Option<NewQueued>,
+}
+
+/// What storing a routed proposal came to, inside the write: the new row's `seq`, or the
+/// original a replay names.
+enum Stored {
+    Created(i64),
+    Replayed(Box<ProposalRecord>),
 }
 
 impl Services {
@@ -99,25 +108,24 @@ impl Services {
             return Err(self.reject_input(agent, errors).await);
         }
         let now = self.now();
-        let mut routed = self.route(agent, contract, request_hash_sha256(body), now);
-        routed.token = token;
-        routed.submitted_event = Some(ProposalSubmitted::new(
-            self.store().salt(),
-            routed.contract.proposal_id,
-            routed.status,
-            agent,
-            &routed.contract,
-            &routed.routing,
-            &routed.request_hash,
-        ));
-        let routed = Arc::new(routed);
-        let submitted = self
-            .store()
-            .write_repeatable(move |tx| {
-                let routed = Arc::clone(&routed);
-                Box::pin(async move { store_proposal(tx, &routed, now).await })
-            })
-            .await??;
+        let routed =
+            Arc::new(self.route(agent, token, contract, request_hash_sha256(body), now)?);
+        let row = Arc::clone(&routed.row);
+        let stored = {
+            let routed = Arc::clone(&routed);
+            self.store()
+                .write_inserting(row, move |tx| {
+                    let routed = Arc::clone(&routed);
+                    Box::pin(async move { store_proposal(tx, &routed, now).await })
+                })
+                .await??
+        };
+        let submitted = match stored {
+            Stored::Created(seq) => {
+                Submitted::Created(routed.row.record(seq, &routed.routing, &routed.contract))
+            }
+            Stored::Replayed(p) => Submitted::Replayed(*p),
+        };
         let p = submitted.record();
         if matches!(submitted, Submitted::Created(_)) && p.status == ProposalStatus::Pending {
             self.queue_changed();
@@ -177,13 +185,16 @@ impl Services {
         }
     }
 
+    /// Routes `contract` under the policy and builds what storing it writes: its row, its
+    /// audit event and, when the policy accepts it outright, its command.
     fn route(
         &self,
         agent: &str,
+        token: Option<Uuid>,
         contract: ToolProposal,
         request_hash: String,
         now: time::OffsetDateTime,
-    ) -> Routed {
+    ) -> Result<Routed, ServiceError> {
         let routing = route_proposal(&contract.facts(), self.policy());
         let status = lifecycle::initial_status(routing.route);
         let command = (status == ProposalStatus::Accepted).then(|| {
@@ -195,57 +206,70 @@ impl Services {
                 now,
             )
         });
-        Routed {
-            submitted_event: None,
+        let row = NewProposal::new(&ProposalParts {
+            agent,
+            token,
+            status,
+            authorization_state: contract.effective_authorization(),
+            request_hash: &request_hash,
+            routing: &routing,
+            contract: &contract,
+            now,
+            expires_at: lifecycle::expires_at(status, now, routing.expires_after_secs),
+        })?;
+        let submitted = ProposalSubmitted::new(
+            self.store().salt(),
+            contract.proposal_id,
+            status,
+            agent,
+            &contract,
+            &routing,
+            &request_hash,
+        );
+        Ok(Routed {
+            row: Arc::new(row),
+            submitted_event: PendingEvent::new(
+                now,
+                Actor::agent(agent),
+                AuditEvent::ProposalSubmitted(submitted),
+            ),
             agent: agent.to_owned(),
-            token: None,
             contract,
             request_hash,
             routing,
-            status,
             command,
-        }
+        })
     }
 }
 
-/// Stores a routed proposal. A conflict (the idempotency key or the proposal id already taken)
-/// is the inner `Err`: it wrote nothing, so the change succeeds and its group runs on, where a
-/// failed change would make the writer roll the group back and run the others again.
+/// Stores a routed proposal (its row unless the writer already inserted it with its group's
+/// others). A conflict (the idempotency key or the proposal id already taken) is the inner
+/// `Err`: it wrote nothing, so the change succeeds and its group runs on, where a failed change
+/// would make the writer roll the group back and run the others again.
 async fn store_proposal(
     tx: &mut Tx,
     r: &Routed,
     now: time::OffsetDateTime,
-) -> Result<Result<Submitted, ServiceError>, ServiceError> {
-    let new = NewProposal {
-        agent: &r.agent,
-        token: r.token,
-        status: r.status,
-        authorization_state: r.contract.effective_authorization(),
-        request_hash: &r.request_hash,
-        routing: &r.routing,
-        contract: &r.contract,
-        now,
-        expires_at: lifecycle::expires_at(r.status, now, r.routing.expires_after_secs),
+) -> Result<Result<Stored, ServiceError>, ServiceError> {
+    let inserted = match tx.staged_proposal(&r.row) {
+        Some(outcome) => outcome,
+        None => proposals::insert(tx.conn(), &r.row).await?,
     };
-    let Some(record) = proposals::insert(tx.conn(), &new).await? else {
+    let Some(seq) = inserted else {
         let existing =
             proposals::by_agent_key(tx.conn(), &r.agent, &r.contract.idempotency_key).await?;
         return Ok(match existing {
-            Some(p) if p.request_hash == r.request_hash => Ok(Submitted::Replayed(p)),
+            Some(p) if p.request_hash == r.request_hash => Ok(Stored::Replayed(Box::new(p))),
             Some(_) => Err(ServiceError::Conflict(Conflict::IdempotencyKeyReused)),
             None => Err(ServiceError::Conflict(Conflict::ProposalIdTaken)),
         });
     };
-    let agent = Actor::agent(&r.agent);
-    if let Some(mut submitted) = r.submitted_event.clone() {
-        submitted.proposal_id = record.id;
-        submitted.status = record.status;
-        tx.record(now, &agent, AuditEvent::ProposalSubmitted(submitted));
-    }
+    tx.record_built(r.submitted_event.clone());
     if let Some(command) = &r.command {
-        queue_command(tx, record.id, command, &Actor::system("policy"), now).await?;
+        let proposal_id = r.contract.proposal_id;
+        queue_command(tx, proposal_id, command, &Actor::system("policy"), now).await?;
     }
-    Ok(Ok(Submitted::Created(record)))
+    Ok(Ok(Stored::Created(seq)))
 }
 
 /// Queues the command of an approved or accepted proposal, with its audit event.

@@ -21,12 +21,16 @@ use crate::audit::checkpoint::Checkpoint;
 use crate::audit::{Actor, AuditEvent, EventRow};
 use crate::domain::principal::ActorKind;
 
-/// An event recorded on a transaction, waiting for its commit.
+/// An event recorded on a transaction, waiting for its commit. Its details' canonical text is
+/// made where the event is built (a request's own task, when the service builds it before the
+/// write), so the one writer only links and inserts it.
 #[derive(Debug, Clone)]
 pub struct PendingEvent {
     at: OffsetDateTime,
     actor: Actor,
     row: EventRow,
+    /// The canonical text of `row.details` (`None`: it has none, and appending it fails).
+    text: Option<String>,
 }
 
 impl PendingEvent {
@@ -44,10 +48,12 @@ impl PendingEvent {
 
     /// An event by `actor` at `at`.
     pub fn new(at: OffsetDateTime, actor: Actor, event: AuditEvent) -> Self {
+        let row = event.into_row();
         Self {
             at: chain::trail_time(at),
             actor,
-            row: event.into_row(),
+            text: chain::canonical_text(&row.details),
+            row,
         }
     }
 }
@@ -142,7 +148,11 @@ pub(super) async fn append(
     let mut texts = Vec::with_capacity(events.len());
     for e in events {
         proposals.push(e.moved_proposal());
-        let row = ChainedEvent {
+        // Kept as the canonical text the hash covers, so verifying reads it as it is.
+        let text = e.text.ok_or_else(|| {
+            StorageError::Corrupt(format!("{} details without a canonical form", e.row.kind))
+        })?;
+        rows.push(ChainedEvent {
             seq: 0,
             id: Uuid::now_v7(),
             at: e.at,
@@ -155,12 +165,7 @@ pub(super) async fn append(
             after_status: e.row.after_status,
             details: e.row.details,
             hash: String::new(),
-        };
-        // Kept as the canonical text the hash covers, so verifying reads it as it is.
-        let text = row.canonical_details().ok_or_else(|| {
-            StorageError::Corrupt(format!("{} details without a canonical form", row.kind))
-        })?;
-        rows.push(row);
+        });
         texts.push(text);
     }
     let head = match known {

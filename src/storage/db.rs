@@ -35,6 +35,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::audit::{self, PendingEvent};
 use super::changes::Changes;
 use super::direct::{self, DirectReads, PointRead};
+use super::proposals::NewProposal;
 use super::writer::{self, EventsJob, Job, Tx, TypedJob, WritePool, stopped};
 use super::{Result, StorageError};
 use super::{schema, wal};
@@ -246,6 +247,24 @@ impl Store {
         F: for<'t> Fn(&'t mut Tx) -> BoxFuture<'t, Result<R, E>> + Send + 'static,
     {
         self.hand_over(|reply| Box::new(TypedJob::repeatable(Box::new(change), reply)))
+            .await
+    }
+
+    /// As [`Store::write_repeatable`], for a change that inserts the proposal row `proposal`
+    /// first: the writer may insert it together with the rows of the other changes in its
+    /// group, and the change then finds what became of it ([`Tx::staged_proposal`]) instead
+    /// of inserting it (one statement for a group's submissions, not one each).
+    pub async fn write_inserting<R, E, F>(
+        &self,
+        proposal: Arc<NewProposal>,
+        change: F,
+    ) -> Result<R, E>
+    where
+        R: Send + 'static,
+        E: From<StorageError> + Send + 'static,
+        F: for<'t> Fn(&'t mut Tx) -> BoxFuture<'t, Result<R, E>> + Send + 'static,
+    {
+        self.hand_over(|reply| Box::new(TypedJob::inserting(proposal, Box::new(change), reply)))
             .await
     }
 

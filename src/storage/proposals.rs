@@ -1,12 +1,15 @@
 //! Proposals and their approvals: rows and statements.
 
+use std::sync::Arc;
+
+use serde_json::value::RawValue;
 use sqlx::types::Json;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::db::{Conn, on};
 use super::direct::{self, Cols};
-use super::{Result, parse};
+use super::{Result, StorageError, parse};
 use crate::domain::contract::proposal::ToolProposal;
 use crate::domain::contract::vocab::AuthorizationState;
 use crate::domain::lifecycle::{ProposalStatus, ReviewVerdict};
@@ -67,8 +70,33 @@ pub struct Erasure {
     pub reason: String,
 }
 
-/// A proposal row to insert.
-pub struct NewProposal<'a> {
+/// A proposal row to insert, built before the write: its JSON columns are serialized here, on
+/// the submitting request's own task, not on the one writer's serial path.
+#[derive(Debug)]
+pub struct NewProposal {
+    id: Uuid,
+    agent: String,
+    idempotency_key: String,
+    token: Option<Uuid>,
+    status: ProposalStatus,
+    authorization_state: AuthorizationState,
+    request_hash: String,
+    risk_level: &'static str,
+    risk_rank: i64,
+    tool_name: String,
+    domain: String,
+    route: &'static str,
+    routing: Box<RawValue>,
+    contract: Box<RawValue>,
+    gdpr: bool,
+    hipaa: bool,
+    supersedes: Option<Uuid>,
+    created_at: OffsetDateTime,
+    expires_at: Option<OffsetDateTime>,
+}
+
+/// What a proposal row to insert is made of (see [`NewProposal::new`]).
+pub struct ProposalParts<'a> {
     /// The authenticated agent.
     pub agent: &'a str,
     /// The token it presented (its webhook hears of the proposal's changes).
@@ -87,6 +115,99 @@ pub struct NewProposal<'a> {
     pub now: OffsetDateTime,
     /// When it expires if still pending.
     pub expires_at: Option<OffsetDateTime>,
+}
+
+impl NewProposal {
+    /// The row for `parts`, its routing and contract serialized as they will be stored.
+    pub fn new(parts: &ProposalParts<'_>) -> Result<Self> {
+        let c = parts.contract;
+        let json = |value: &dyn erased::Json| {
+            value
+                .raw()
+                .map_err(|e| StorageError::Database(sqlx::Error::Encode(e.into())))
+        };
+        Ok(Self {
+            id: c.proposal_id,
+            agent: parts.agent.to_owned(),
+            idempotency_key: c.idempotency_key.clone(),
+            token: parts.token,
+            status: parts.status,
+            authorization_state: parts.authorization_state,
+            request_hash: parts.request_hash.to_owned(),
+            risk_level: c.risk_level.as_str(),
+            risk_rank: c.risk_level.rank(),
+            tool_name: c.tool.name.clone(),
+            domain: c.domain.clone(),
+            route: parts.routing.route.as_str(),
+            routing: json(parts.routing)?,
+            contract: json(c)?,
+            gdpr: c.compliance_context.gdpr,
+            hipaa: c.compliance_context.hipaa,
+            supersedes: c.supersedes,
+            created_at: to_micros(parts.now),
+            expires_at: parts.expires_at.map(to_micros),
+        })
+    }
+
+    /// Whether `other` names this row's id or its agent's idempotency key: of two such rows,
+    /// the second to be inserted finds the first's taken.
+    pub fn collides_with(&self, other: &Self) -> bool {
+        self.id == other.id
+            || (self.agent == other.agent && self.idempotency_key == other.idempotency_key)
+    }
+
+    /// The record of this row once inserted at `seq` (`routing` and `contract` are what it
+    /// was made of).
+    pub fn record(&self, seq: i64, routing: &Routing, contract: &ToolProposal) -> ProposalRecord {
+        ProposalRecord {
+            seq,
+            id: self.id,
+            agent: self.agent.clone(),
+            status: self.status,
+            authorization_state: self.authorization_state,
+            request_hash: self.request_hash.clone(),
+            routing: routing.clone(),
+            contract: contract.clone(),
+            created_at: self.created_at,
+            updated_at: self.created_at,
+            expires_at: self.expires_at,
+            review: None,
+            erasure: None,
+        }
+    }
+}
+
+/// Serializing the JSON columns of a [`NewProposal`] once, as they are stored.
+mod erased {
+    use serde_json::value::RawValue;
+
+    /// A value serialized as JSON text, kept as it is.
+    pub(super) trait Json {
+        fn raw(&self) -> serde_json::Result<Box<RawValue>>;
+    }
+
+    impl<T: serde::Serialize> Json for T {
+        fn raw(&self) -> serde_json::Result<Box<RawValue>> {
+            serde_json::value::to_raw_value(self)
+        }
+    }
+}
+
+/// The proposal rows a writer inserted for its group's changes ([`insert_staged`]), and
+/// what became of each.
+pub struct Staged {
+    rows: Vec<(Arc<NewProposal>, Option<i64>)>,
+}
+
+impl Staged {
+    /// What became of `row` (the very row, not one equal to it): `Some(Some(seq))` inserted,
+    /// `Some(None)` its id or key was taken; `None` if it was not among those staged.
+    pub fn outcome(&self, row: &Arc<NewProposal>) -> Option<Option<i64>> {
+        self.rows
+            .iter()
+            .find(|(staged, _)| Arc::ptr_eq(staged, row))
+            .map(|(_, seq)| *seq)
+    }
 }
 
 /// A decision to write onto a claimed proposal.
@@ -213,56 +334,81 @@ macro_rules! cols {
 /// The columns of a [`ProposalRow`], for statements built elsewhere.
 pub(super) const COLUMNS: &str = cols!();
 
-/// Inserts a proposal; `None` if its id or its (agent, idempotency key) is already taken.
-pub async fn insert(conn: Conn<'_>, p: &NewProposal<'_>) -> Result<Option<ProposalRecord>> {
-    // Only `seq` comes back: the record is built from what was written, so the one writer does
-    // not parse the contract's JSON back out of the row it just wrote.
-    let sql = "insert into proposals (id, agent, idempotency_key, request_hash, status, \
-               authorization_state, risk_level, tool_name, domain, route, routing, contract, \
-               created_at, updated_at, expires_at, risk_rank, gdpr, hipaa, supersedes, token_id) \
-               values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13, $14, $15, \
-               $16, $17, $18, $19) \
-               on conflict do nothing returning seq";
-    let c = p.contract;
-    let now = to_micros(p.now);
-    let expires_at = p.expires_at.map(to_micros);
-    let row: Option<(i64,)> = on!(conn, |db| sqlx::query_as(sql)
-        .bind(c.proposal_id)
-        .bind(p.agent)
-        .bind(&c.idempotency_key)
-        .bind(p.request_hash)
-        .bind(p.status.as_str())
-        .bind(p.authorization_state.as_str())
-        .bind(c.risk_level.as_str())
-        .bind(&c.tool.name)
-        .bind(&c.domain)
-        .bind(p.routing.route.as_str())
-        .bind(Json(p.routing))
-        .bind(Json(c))
-        .bind(now)
-        .bind(expires_at)
-        .bind(c.risk_level.rank())
-        .bind(c.compliance_context.gdpr)
-        .bind(c.compliance_context.hipaa)
-        .bind(c.supersedes)
-        .bind(p.token)
-        .fetch_optional(db)
-        .await)?;
-    Ok(row.map(|(seq,)| ProposalRecord {
-        seq,
-        id: c.proposal_id,
-        agent: p.agent.to_owned(),
-        status: p.status,
-        authorization_state: p.authorization_state,
-        request_hash: p.request_hash.to_owned(),
-        routing: p.routing.clone(),
-        contract: c.clone(),
-        created_at: now,
-        updated_at: now,
-        expires_at,
-        review: None,
-        erasure: None,
-    }))
+const INSERT: &str = "insert into proposals (id, agent, idempotency_key, request_hash, status, \
+                      authorization_state, risk_level, tool_name, domain, route, routing, \
+                      contract, created_at, updated_at, expires_at, risk_rank, gdpr, hipaa, \
+                      supersedes, token_id) ";
+
+/// Binds `p`'s values in [`INSERT`]'s column order.
+macro_rules! bind_new_proposal {
+    ($b:expr, $p:expr) => {{
+        let p: &NewProposal = $p;
+        $b.push_bind(p.id)
+            .push_bind(p.agent.as_str())
+            .push_bind(p.idempotency_key.as_str())
+            .push_bind(p.request_hash.as_str())
+            .push_bind(p.status.as_str())
+            .push_bind(p.authorization_state.as_str())
+            .push_bind(p.risk_level)
+            .push_bind(p.tool_name.as_str())
+            .push_bind(p.domain.as_str())
+            .push_bind(p.route)
+            .push_bind(Json(p.routing.as_ref()))
+            .push_bind(Json(p.contract.as_ref()))
+            .push_bind(p.created_at)
+            .push_bind(p.created_at)
+            .push_bind(p.expires_at)
+            .push_bind(p.risk_rank)
+            .push_bind(p.gdpr)
+            .push_bind(p.hipaa)
+            .push_bind(p.supersedes)
+            .push_bind(p.token);
+    }};
+}
+
+/// Inserts a proposal; answers its `seq`, or `None` if its id or its (agent, idempotency key)
+/// is already taken. Only `seq` comes back: the record is built from what was written
+/// ([`NewProposal::record`]), so the one writer does not parse the contract's JSON back out of
+/// the row it just wrote.
+pub async fn insert(conn: Conn<'_>, p: &NewProposal) -> Result<Option<i64>> {
+    let row: Option<(i64,)> = on!(conn, |c| {
+        let mut q = sqlx::QueryBuilder::new(INSERT);
+        q.push_values([p], |mut b, p| bind_new_proposal!(b, p));
+        q.push(" on conflict do nothing returning seq");
+        q.build_query_as().fetch_optional(c).await
+    })?;
+    Ok(row.map(|(seq,)| seq))
+}
+
+/// Inserts several proposals at once (a few statements of many rows, as the trail's rows are
+/// inserted), none of which names another's id or idempotency key; each whose id or key was
+/// already taken is skipped, as [`insert`] would.
+pub async fn insert_staged(mut conn: Conn<'_>, rows: &[Arc<NewProposal>]) -> Result<Staged> {
+    let mut inserted: Vec<(Uuid, i64)> = Vec::with_capacity(rows.len());
+    let mut start = 0;
+    while start < rows.len() {
+        let end = start + super::audit::chunk_len(rows.len() - start);
+        let chunk = &rows[start..end];
+        let mut got: Vec<(Uuid, i64)> = on!(conn.reborrow(), |c| {
+            let mut q = sqlx::QueryBuilder::new(INSERT);
+            q.push_values(chunk, |mut b, p| bind_new_proposal!(b, p));
+            q.push(" on conflict do nothing returning id, seq");
+            q.build_query_as().fetch_all(c).await
+        })?;
+        inserted.append(&mut got);
+        start = end;
+    }
+    let rows = rows
+        .iter()
+        .map(|row| {
+            let seq = inserted
+                .iter()
+                .find(|(id, _)| *id == row.id)
+                .map(|(_, seq)| *seq);
+            (Arc::clone(row), seq)
+        })
+        .collect();
+    Ok(Staged { rows })
 }
 
 /// A time as both databases keep it: whole microseconds, UTC.

@@ -47,6 +47,8 @@ pub struct Tx {
     notices: Vec<notifications::Notice>,
     /// The chain head as this writer last committed it, if it knows it ([`audit::append`]).
     head: Option<Head>,
+    /// The proposal rows the writer inserted up front for this group's changes, if it did.
+    staged: Option<proposals::Staged>,
 }
 
 impl Tx {
@@ -62,6 +64,19 @@ impl Tx {
     pub fn record(&mut self, at: time::OffsetDateTime, actor: &Actor, event: AuditEvent) {
         self.events
             .push(PendingEvent::new(at, actor.clone(), event));
+    }
+
+    /// Records an audit event built before the write ([`PendingEvent::new`], on the request's
+    /// own task rather than the writer's serial path); written with this commit, or never.
+    pub fn record_built(&mut self, event: PendingEvent) {
+        self.events.push(event);
+    }
+
+    /// What the writer already did about the proposal row `row` in this group:
+    /// `Some(Some(seq))` inserted it at `seq`, `Some(None)` found its id or idempotency key
+    /// taken (nothing written); `None` if it did not try, and the change inserts it itself.
+    pub fn staged_proposal(&self, row: &Arc<proposals::NewProposal>) -> Option<Option<i64>> {
+        self.staged.as_ref().and_then(|staged| staged.outcome(row))
     }
 
     /// Tells people something with this transaction's commit (on the channels configured), or
@@ -177,6 +192,11 @@ pub(super) trait Job: Send {
     fn runs(&self) -> Runs {
         Runs::Once
     }
+    /// The proposal row the change inserts first, if it does and the writer may insert it
+    /// together with the rows of the other changes in its group ([`stage`]).
+    fn proposal(&self) -> Option<&Arc<proposals::NewProposal>> {
+        None
+    }
 }
 
 /// A change's closure, to run once or as often as a group needs.
@@ -190,6 +210,8 @@ pub(super) struct TypedJob<R, E> {
     body: Body<R, E>,
     outcome: Option<Result<R, E>>,
     reply: oneshot::Sender<Result<R, E>>,
+    /// The proposal row it inserts first, which the writer may insert for it.
+    proposal: Option<Arc<proposals::NewProposal>>,
 }
 
 impl<R, E> TypedJob<R, E> {
@@ -206,11 +228,25 @@ impl<R, E> TypedJob<R, E> {
         Self::with(Body::Again(change), reply)
     }
 
+    /// `change`, which may run more than once and inserts the proposal row `proposal` first
+    /// (unless the writer did: [`Tx::staged_proposal`]), answering on `reply`.
+    pub(super) fn inserting(
+        proposal: Arc<proposals::NewProposal>,
+        change: Repeatable<R, E>,
+        reply: oneshot::Sender<Result<R, E>>,
+    ) -> Self {
+        Self {
+            proposal: Some(proposal),
+            ..Self::with(Body::Again(change), reply)
+        }
+    }
+
     fn with(body: Body<R, E>, reply: oneshot::Sender<Result<R, E>>) -> Self {
         Self {
             body,
             outcome: None,
             reply,
+            proposal: None,
         }
     }
 }
@@ -236,6 +272,10 @@ impl<R: Send + 'static, E: From<StorageError> + Send + 'static> Job for TypedJob
             Body::Once(_) => Runs::Once,
             Body::Again(_) => Runs::Again,
         }
+    }
+
+    fn proposal(&self) -> Option<&Arc<proposals::NewProposal>> {
+        self.proposal.as_ref()
     }
 
     fn finish(self: Box<Self>, failure: Option<&str>) {
@@ -342,6 +382,7 @@ impl Writer {
             events: Vec::new(),
             notices: Vec::new(),
             head: self.head.take(),
+            staged: None,
         })
     }
 }
@@ -401,8 +442,10 @@ async fn commit_batch(
             return Ok(Committed::default());
         }
     } else if batch.iter().all(|job| job.runs() != Runs::Once) {
+        stage(&mut tx, rows_to_stage(batch)).await?;
         if let Some(failed) = run_straight(&mut tx, batch).await {
-            // Start over from before the group, without the change that failed.
+            // Start over from before the group, without the change that failed (and without
+            // the rows staged for it and the others: the rollback undid them).
             writer.head = tx.head.take();
             writer.idle = Some(tx.rollback().await?);
             tx = writer.begin().await?;
@@ -415,6 +458,33 @@ async fn commit_batch(
     writer.idle = Some(held);
     writer.head = committed.head.take();
     Ok(committed)
+}
+
+/// Inserts the proposal rows of a group's changes ([`rows_to_stage`]) up front, several to a statement, so a
+/// group of submissions makes a few round trips to the database instead of one each; each
+/// change then finds what became of its row ([`Tx::staged_proposal`]). Only for a group run
+/// straight (no savepoints), where a failure rolls everything back, staged rows included. Two
+/// changes of one group naming the same proposal id or idempotency key are left to insert their
+/// own rows, in order, so every staged outcome belongs to exactly one change.
+async fn stage(tx: &mut Tx, rows: Vec<Arc<proposals::NewProposal>>) -> Result<()> {
+    if rows.len() > 1 {
+        tx.staged = Some(proposals::insert_staged(tx.conn(), &rows).await?);
+    }
+    Ok(())
+}
+
+/// The proposal rows of `batch` to insert up front: each change's, but one naming an id or
+/// idempotency key an earlier one names.
+fn rows_to_stage(batch: &[Box<dyn Job>]) -> Vec<Arc<proposals::NewProposal>> {
+    let mut rows: Vec<Arc<proposals::NewProposal>> = Vec::new();
+    for job in batch {
+        if let Some(row) = job.proposal()
+            && !rows.iter().any(|r| r.collides_with(row))
+        {
+            rows.push(Arc::clone(row));
+        }
+    }
+    rows
 }
 
 /// Runs a group of changes that may all run again, without savepoints: first those that run
