@@ -327,6 +327,63 @@ async fn submissions_in_one_group_are_inserted_together(backend: &str) {
     assert_eq!(trail_len(&services).await, 2 * 41);
 }
 
+/// A row the group's multi-row insert cannot take (here a trigger refuses one agent's) does
+/// not sink the group: the writer starts over without inserting the rows together, each
+/// submission inserts its own, and only the one at fault fails.
+async fn a_row_refused_in_a_group_insert_fails_alone(backend: &str) {
+    let (services, url, _dir) = common::fresh_services(backend).await;
+    if backend == "postgres" {
+        common::exec_sql(
+            &url,
+            "create function refuse_bad() returns trigger language plpgsql as \
+             $$ begin raise exception 'refused by the test'; end $$",
+        )
+        .await;
+        common::exec_sql(
+            &url,
+            "create trigger refuse_bad before insert on proposals for each row \
+             when (new.agent = 'agent-bad') execute function refuse_bad()",
+        )
+        .await;
+    } else {
+        common::exec_sql(
+            &url,
+            "create trigger refuse_bad before insert on proposals when new.agent = 'agent-bad' \
+             begin select raise(abort, 'refused by the test'); end",
+        )
+        .await;
+    }
+    let services = Arc::new(services);
+    let store = services.store().clone();
+    let agents: Vec<&str> = (0..10)
+        .map(|n| if n == 4 { "agent-bad" } else { "agent-w" })
+        .collect();
+    let writes = agents
+        .iter()
+        .map(|&agent| {
+            let services = Arc::clone(&services);
+            Box::pin(async move {
+                services
+                    .submit(agent, &common::proposal_body(agent))
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| StorageError::Batch(e.to_string()))
+            }) as Write
+        })
+        .collect();
+    let written = as_one_group(&store, writes).await;
+    for (n, (written, agent)) in written.iter().zip(&agents).enumerate() {
+        assert_eq!(
+            written.is_err(),
+            *agent == "agent-bad",
+            "submission {n}: {written:?}"
+        );
+    }
+    let proposals = common::count(&url, "select count(*) from proposals").await;
+    assert_eq!(proposals, 9);
+    assert_eq!(trail_len(&services).await, 9);
+}
+
 type Write = Pin<Box<dyn Future<Output = Result<(), StorageError>> + Send>>;
 
 /// Hands every write to the writer while a change that waits holds it, then lets it go: the
@@ -449,4 +506,5 @@ common::on_both_backends!(
     a_failed_change_alone_leaves_the_writer_ready,
     a_failure_in_a_repeatable_group_runs_the_others_again,
     submissions_in_one_group_are_inserted_together,
+    a_row_refused_in_a_group_insert_fails_alone,
 );

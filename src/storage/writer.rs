@@ -442,7 +442,14 @@ async fn commit_batch(
             return Ok(Committed::default());
         }
     } else if batch.iter().all(|job| job.runs() != Runs::Once) {
-        stage(&mut tx, rows_to_stage(batch)).await?;
+        if let Err(e) = stage(&mut tx, rows_to_stage(batch)).await {
+            // A row the group's statement could not insert: start over without staging, so
+            // each change inserts its own row and only the one at fault fails.
+            tracing::warn!(error = %e, "inserting a group's proposals together failed; one by one");
+            writer.head = tx.head.take();
+            writer.idle = Some(tx.rollback().await?);
+            tx = writer.begin().await?;
+        }
         if let Some(failed) = run_straight(&mut tx, batch).await {
             // Start over from before the group, without the change that failed (and without
             // the rows staged for it and the others: the rollback undid them).
