@@ -218,8 +218,9 @@ async fn a_failure_in_a_repeatable_group_runs_the_others_again(backend: &str) {
 /// Submissions handed over together are inserted by the writer several rows to a statement,
 /// and each finds what became of its own row: in one group, 40 new proposals, a replay of the
 /// first (the original answers, same seq), a new proposal reusing the second's idempotency key
-/// (refused, nothing written), one reusing the third's id (refused), and the same new proposal
-/// twice (created once, replayed once). Seqs follow the order they were handed over, each new
+/// (refused, nothing written), one reusing the third's id (refused), the same new proposal
+/// twice (created once, replayed once), and a chain of three where only the middle one, which
+/// names a refused one's id, is created (as one after another). Seqs follow the order they were handed over, each new
 /// proposal has one `proposal.submitted` event, and the chain verifies. Then the same again in a
 /// group where another change fails, so the writer rolls back what it inserted up front and runs
 /// every change again on its own: the same answers.
@@ -236,6 +237,20 @@ async fn submissions_in_one_group_are_inserted_together(backend: &str) {
         let mut id_reused = common::proposal_body("agent-w");
         id_reused["proposal_id"] = bodies[2]["proposal_id"].clone();
         let twice = common::proposal_body("agent-w");
+        // A chain: the first is refused (its key is that of a proposal stored before the
+        // group), the second names its id (so it is created), the third names the second's
+        // key (and so is refused, as one after another).
+        let before_group = common::proposal_body("agent-w");
+        services
+            .submit("agent-w", &before_group)
+            .await
+            .expect("stored before the group");
+        let mut chain_refused = common::proposal_body("agent-w");
+        chain_refused["idempotency_key"] = before_group["idempotency_key"].clone();
+        let mut chain_created = common::proposal_body("agent-w");
+        chain_created["proposal_id"] = chain_refused["proposal_id"].clone();
+        let mut chain_last = common::proposal_body("agent-w");
+        chain_last["idempotency_key"] = chain_created["idempotency_key"].clone();
         let mut handed: Vec<serde_json::Value> = bodies.clone();
         handed.extend([
             bodies[0].clone(),
@@ -243,6 +258,9 @@ async fn submissions_in_one_group_are_inserted_together(backend: &str) {
             id_reused,
             twice.clone(),
             twice,
+            chain_refused,
+            chain_created,
+            chain_last,
         ]);
         let (answers_tx, mut answers) = tokio::sync::mpsc::unbounded_channel();
         let mut writes: Vec<Write> = handed
@@ -270,10 +288,16 @@ async fn submissions_in_one_group_are_inserted_together(backend: &str) {
                 ),
             );
         }
+        let before = runs.load(Ordering::SeqCst);
         let written = as_one_group(&store, writes).await;
         assert_eq!(
             written.iter().filter(|w| w.is_err()).count(),
             usize::from(failing)
+        );
+        assert_eq!(
+            runs.load(Ordering::SeqCst) - before,
+            usize::from(failing),
+            "the failing change ran once, never again"
         );
         drop(answers_tx);
         let mut by_n = std::collections::BTreeMap::new();
@@ -306,7 +330,20 @@ async fn submissions_in_one_group_are_inserted_together(backend: &str) {
             Ok(Submitted::Replayed(p)) => assert_eq!(p.seq, first.seq),
             other => panic!("the same proposal twice: {other:?}"),
         }
-        for n in (0..40).chain([43]) {
+        assert!(matches!(
+            &by_n[&45],
+            Err(ServiceError::Conflict(Conflict::IdempotencyKeyReused))
+        ));
+        created(46);
+        assert!(
+            matches!(
+                &by_n[&47],
+                Err(ServiceError::Conflict(Conflict::IdempotencyKeyReused))
+            ),
+            "the earlier submission keeps its key: {:?}",
+            by_n[&47]
+        );
+        for n in (0..40).chain([43, 46]) {
             let p = created(n);
             let stored = services
                 .proposal(p.id)
@@ -317,14 +354,14 @@ async fn submissions_in_one_group_are_inserted_together(backend: &str) {
         }
     }
     let proposals = common::count(&url, "select count(*) from proposals").await;
-    assert_eq!(proposals, 2 * 41, "each new proposal once");
+    assert_eq!(proposals, 2 * 43, "each new proposal once");
     let submitted = common::count(
         &url,
         "select count(*) from audit_events where action = 'proposal.submitted'",
     )
     .await;
-    assert_eq!(submitted, 2 * 41, "one event each");
-    assert_eq!(trail_len(&services).await, 2 * 41);
+    assert_eq!(submitted, 2 * 43, "one event each");
+    assert_eq!(trail_len(&services).await, 2 * 43);
 }
 
 /// A row the group's multi-row insert cannot take (here a trigger refuses one agent's) does

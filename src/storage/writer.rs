@@ -481,17 +481,19 @@ async fn stage(tx: &mut Tx, rows: Vec<Arc<proposals::NewProposal>>) -> Result<()
 }
 
 /// The proposal rows of `batch` to insert up front: each change's, but one naming an id or
-/// idempotency key an earlier one names.
+/// idempotency key an earlier one names (such a row is inserted by its own change, when it
+/// runs: after the staged rows, so its `seq` is later than theirs).
 fn rows_to_stage(batch: &[Box<dyn Job>]) -> Vec<Arc<proposals::NewProposal>> {
-    let mut rows: Vec<Arc<proposals::NewProposal>> = Vec::new();
-    for job in batch {
-        if let Some(row) = job.proposal()
-            && !rows.iter().any(|r| r.collides_with(row))
-        {
-            rows.push(Arc::clone(row));
-        }
-    }
-    rows
+    // Compared with every earlier row, staged or not: a row that collides only with one left
+    // to insert itself must wait for it too, or it could take a key that row would have got.
+    let earlier: Vec<&Arc<proposals::NewProposal>> =
+        batch.iter().filter_map(|job| job.proposal()).collect();
+    earlier
+        .iter()
+        .enumerate()
+        .filter(|(i, row)| !earlier[..*i].iter().any(|e| e.collides_with(row)))
+        .map(|(_, row)| Arc::clone(row))
+        .collect()
 }
 
 /// Runs a group of changes that may all run again, without savepoints: first those that run
