@@ -1,5 +1,6 @@
 //! Proposals and their approvals: rows and statements.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::value::RawValue;
@@ -121,11 +122,6 @@ impl NewProposal {
     /// The row for `parts`, its routing and contract serialized as they will be stored.
     pub fn new(parts: &ProposalParts<'_>) -> Result<Self> {
         let c = parts.contract;
-        let json = |value: &dyn erased::Json| {
-            value
-                .raw()
-                .map_err(|e| StorageError::Database(sqlx::Error::Encode(e.into())))
-        };
         Ok(Self {
             id: c.proposal_id,
             agent: parts.agent.to_owned(),
@@ -139,8 +135,8 @@ impl NewProposal {
             tool_name: c.tool.name.clone(),
             domain: c.domain.clone(),
             route: parts.routing.route.as_str(),
-            routing: json(parts.routing)?,
-            contract: json(c)?,
+            routing: raw_json(parts.routing)?,
+            contract: raw_json(c)?,
             gdpr: c.compliance_context.gdpr,
             hipaa: c.compliance_context.hipaa,
             supersedes: c.supersedes,
@@ -177,20 +173,11 @@ impl NewProposal {
     }
 }
 
-/// Serializing the JSON columns of a [`NewProposal`] once, as they are stored.
-mod erased {
-    use serde_json::value::RawValue;
-
-    /// A value serialized as JSON text, kept as it is.
-    pub(super) trait Json {
-        fn raw(&self) -> serde_json::Result<Box<RawValue>>;
-    }
-
-    impl<T: serde::Serialize> Json for T {
-        fn raw(&self) -> serde_json::Result<Box<RawValue>> {
-            serde_json::value::to_raw_value(self)
-        }
-    }
+/// `value` serialized as JSON text, kept as it is (a [`NewProposal`]'s JSON columns, serialized
+/// once, as they are stored); a failure is what binding it would have answered.
+fn raw_json<T: serde::Serialize>(value: &T) -> Result<Box<RawValue>> {
+    serde_json::value::to_raw_value(value)
+        .map_err(|e| StorageError::Database(sqlx::Error::Encode(e.into())))
 }
 
 /// The proposal rows a writer inserted for its group's changes ([`insert_staged`]), and
@@ -384,29 +371,23 @@ pub async fn insert(conn: Conn<'_>, p: &NewProposal) -> Result<Option<i64>> {
 /// inserted), none of which names another's id or idempotency key; each whose id or key was
 /// already taken is skipped, as [`insert`] would.
 pub async fn insert_staged(mut conn: Conn<'_>, rows: &[Arc<NewProposal>]) -> Result<Staged> {
-    let mut inserted: Vec<(Uuid, i64)> = Vec::with_capacity(rows.len());
+    let mut inserted: HashMap<Uuid, i64> = HashMap::with_capacity(rows.len());
     let mut start = 0;
     while start < rows.len() {
         let end = start + super::audit::chunk_len(rows.len() - start);
         let chunk = &rows[start..end];
-        let mut got: Vec<(Uuid, i64)> = on!(conn.reborrow(), |c| {
+        let got: Vec<(Uuid, i64)> = on!(conn.reborrow(), |c| {
             let mut q = sqlx::QueryBuilder::new(INSERT);
             q.push_values(chunk, |mut b, p| bind_new_proposal!(b, p));
             q.push(" on conflict do nothing returning id, seq");
             q.build_query_as().fetch_all(c).await
         })?;
-        inserted.append(&mut got);
+        inserted.extend(got);
         start = end;
     }
     let rows = rows
         .iter()
-        .map(|row| {
-            let seq = inserted
-                .iter()
-                .find(|(id, _)| *id == row.id)
-                .map(|(_, seq)| *seq);
-            (Arc::clone(row), seq)
-        })
+        .map(|row| (Arc::clone(row), inserted.get(&row.id).copied()))
         .collect();
     Ok(Staged { rows })
 }

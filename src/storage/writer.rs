@@ -385,6 +385,14 @@ impl Writer {
             staged: None,
         })
     }
+
+    /// Rolls `tx` back and opens the group's transaction again, from before anything in it
+    /// (the head stays the one the rolled-back transaction knew).
+    async fn start_over(&mut self, mut tx: Tx) -> Result<Tx> {
+        self.head = tx.head.take();
+        self.idle = Some(tx.rollback().await?);
+        self.begin().await
+    }
 }
 
 /// Starts the writer; answers where to send it changes. It stops once every sender is gone.
@@ -446,16 +454,12 @@ async fn commit_batch(
             // A row the group's statement could not insert: start over without staging, so
             // each change inserts its own row and only the one at fault fails.
             tracing::warn!(error = %e, "inserting a group's proposals together failed; one by one");
-            writer.head = tx.head.take();
-            writer.idle = Some(tx.rollback().await?);
-            tx = writer.begin().await?;
+            tx = writer.start_over(tx).await?;
         }
         if let Some(failed) = run_straight(&mut tx, batch).await {
             // Start over from before the group, without the change that failed (and without
             // the rows staged for it and the others: the rollback undid them).
-            writer.head = tx.head.take();
-            writer.idle = Some(tx.rollback().await?);
-            tx = writer.begin().await?;
+            tx = writer.start_over(tx).await?;
             run_under_savepoints(&mut tx, batch, Some(failed)).await?;
         }
     } else {
@@ -467,9 +471,9 @@ async fn commit_batch(
     Ok(committed)
 }
 
-/// Inserts the proposal rows of a group's changes ([`rows_to_stage`]) up front, several to a statement, so a
-/// group of submissions makes a few round trips to the database instead of one each; each
-/// change then finds what became of its row ([`Tx::staged_proposal`]). Only for a group run
+/// Inserts the proposal rows of a group's changes ([`rows_to_stage`]) up front, several to a
+/// statement, so a group of submissions makes a few round trips to the database instead of one
+/// each; each change then finds what became of its row ([`Tx::staged_proposal`]). Only for a group run
 /// straight (no savepoints), where a failure rolls everything back, staged rows included. Two
 /// changes of one group naming the same proposal id or idempotency key are left to insert their
 /// own rows, in order, so every staged outcome belongs to exactly one change.
