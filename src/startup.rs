@@ -16,7 +16,7 @@ use tower_http::trace::TraceLayer;
 use tower_sessions::cookie::SameSite;
 use tower_sessions::{Expiry, SessionManagerLayer};
 
-use crate::api::{self, ApiState};
+use crate::api::{self, ApiShared, ApiState};
 use crate::audit::checkpoint::{CheckpointKey, load_or_create_key};
 use crate::auth::oidc::Oidc;
 use crate::auth::session::AnySessionStore;
@@ -202,11 +202,11 @@ pub fn router(
         services.clone(),
         (settings.notify.slack_signing_secret.as_ref()).map(|s| s.0.clone()),
     );
-    let api = api::router(ApiState {
+    let api = api::router(ApiState::new(ApiShared {
         services,
         settings: Arc::new(settings.clone()),
         limits: Arc::new(api::limits::TokenLimits::new(settings.rate)),
-    });
+    }));
     let edge = Edge {
         hsts: settings.secure_cookies,
         trusted_proxies: settings.trusted_proxies.clone().into(),

@@ -29,15 +29,34 @@ use crate::service::Services;
 /// Largest request body the API accepts: 256 KiB.
 pub const MAX_BODY_BYTES: usize = 256 * 1024;
 
-/// What API handlers share.
+/// What API handlers share, behind one `Arc`: axum clones the state for every request, and
+/// one reference count costs less than one per part (the use cases hold a dozen).
 #[derive(Clone)]
-pub struct ApiState {
+pub struct ApiState(Arc<ApiShared>);
+
+/// The parts of [`ApiState`].
+pub struct ApiShared {
     /// The use cases (store, policy, clock).
     pub services: Services,
     /// Settings.
     pub settings: Arc<Settings>,
     /// Per-token rate limits.
     pub limits: Arc<limits::TokenLimits>,
+}
+
+impl ApiState {
+    /// The state of the API routes.
+    pub fn new(shared: ApiShared) -> Self {
+        Self(Arc::new(shared))
+    }
+}
+
+impl std::ops::Deref for ApiState {
+    type Target = ApiShared;
+
+    fn deref(&self) -> &ApiShared {
+        &self.0
+    }
 }
 
 /// The API routes (`/api/v1/...`, `/aana/...`) and the health check. The OpenAPI document is

@@ -400,7 +400,7 @@ async fn connect_sqlite(url: &str) -> Result<(Store, AnySessionStore)> {
     let writer = writer::spawn(
         WritePool::Sqlite(write, Arc::clone(&rewind)),
         Arc::clone(&changes),
-    );
+    )?;
     let engine = Engine::Sqlite {
         read,
         direct,
@@ -489,7 +489,7 @@ async fn connect_postgres(url: &str) -> Result<(Store, AnySessionStore)> {
     let write = PgPoolOptions::new()
         .max_connections(1)
         .connect_lazy_with(options);
-    let writer = writer::spawn(WritePool::Postgres(write), Arc::clone(&changes));
+    let writer = writer::spawn(WritePool::Postgres(write), Arc::clone(&changes))?;
     Ok((
         Store {
             engine: Arc::new(Engine::Postgres { pool, writer }),

@@ -60,6 +60,9 @@ pub enum StorageError {
     /// The write batch this change was part of could not be committed.
     #[error("write failed: {0}")]
     Batch(String),
+    /// The writer's thread or runtime could not be started (the system's limits).
+    #[error("could not start the writer: {0}")]
+    Start(#[from] std::io::Error),
 }
 
 /// Result alias for this layer.
