@@ -289,7 +289,16 @@ async fn submissions_in_one_group_are_inserted_together(backend: &str) {
             );
         }
         let before = runs.load(Ordering::SeqCst);
+        let together_before = store.writer_stats().inserted_together();
         let written = as_one_group(&store, writes).await;
+        // Staged: the 40, the first of the two identical ones, and the chain's first (its key
+        // is a row's from before the group); every other names an earlier row's id or key. A
+        // group that starts over inserts none together.
+        assert_eq!(
+            store.writer_stats().inserted_together() - together_before,
+            if failing { 0 } else { 42 },
+            "round {round}: rows inserted up front"
+        );
         assert_eq!(
             written.iter().filter(|w| w.is_err()).count(),
             usize::from(failing)

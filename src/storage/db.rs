@@ -171,9 +171,15 @@ pub struct Store {
     engine: Arc<Engine>,
     salt: Arc<Salt>,
     changes: Arc<Changes>,
+    writer_stats: Arc<writer::WriterStats>,
 }
 
 impl Store {
+    /// The writer's running totals: groups, their changes, proposal rows inserted together.
+    pub fn writer_stats(&self) -> &writer::WriterStats {
+        &self.writer_stats
+    }
+
     /// Waiters on proposals, woken by each commit that moves one.
     pub fn changes(&self) -> &Arc<Changes> {
         &self.changes
@@ -397,9 +403,11 @@ async fn connect_sqlite(url: &str) -> Result<(Store, AnySessionStore)> {
     let workers = std::thread::available_parallelism().map_or(4, std::num::NonZero::get);
     let direct = DirectReads::open(&path, workers + 2)?;
     let changes = Arc::new(Changes::default());
+    let writer_stats = Arc::default();
     let writer = writer::spawn(
         WritePool::Sqlite(write, Arc::clone(&rewind)),
         Arc::clone(&changes),
+        Arc::clone(&writer_stats),
     )?;
     let engine = Engine::Sqlite {
         read,
@@ -412,6 +420,7 @@ async fn connect_sqlite(url: &str) -> Result<(Store, AnySessionStore)> {
             engine: Arc::new(engine),
             salt: Arc::new(salt),
             changes,
+            writer_stats,
         },
         AnySessionStore::Sqlite(sessions),
     ))
@@ -489,12 +498,18 @@ async fn connect_postgres(url: &str) -> Result<(Store, AnySessionStore)> {
     let write = PgPoolOptions::new()
         .max_connections(1)
         .connect_lazy_with(options);
-    let writer = writer::spawn(WritePool::Postgres(write), Arc::clone(&changes))?;
+    let writer_stats = Arc::default();
+    let writer = writer::spawn(
+        WritePool::Postgres(write),
+        Arc::clone(&changes),
+        Arc::clone(&writer_stats),
+    )?;
     Ok((
         Store {
             engine: Arc::new(Engine::Postgres { pool, writer }),
             salt: Arc::new(salt),
             changes,
+            writer_stats,
         },
         AnySessionStore::Postgres(sessions),
     ))
