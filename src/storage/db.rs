@@ -175,7 +175,7 @@ pub struct Store {
 }
 
 impl Store {
-    /// The writer's running totals: groups, their changes, proposal rows inserted together.
+    /// The writer's running totals (proposal rows inserted together).
     pub fn writer_stats(&self) -> &writer::WriterStats {
         &self.writer_stats
     }

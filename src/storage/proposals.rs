@@ -187,6 +187,11 @@ pub struct Staged {
 }
 
 impl Staged {
+    /// How many rows were handed to the database together.
+    pub fn count(&self) -> usize {
+        self.rows.len()
+    }
+
     /// What became of `row` (the very row, not one equal to it): `Some(Some(seq))` inserted,
     /// `Some(None)` its id or key was taken; `None` if it was not among those staged.
     pub fn outcome(&self, row: &Arc<NewProposal>) -> Option<Option<i64>> {

@@ -356,37 +356,22 @@ struct Writer {
     stats: Arc<WriterStats>,
 }
 
-/// The writer's running totals since it started ([`super::Store::writer_stats`]): how it
-/// groups what it is handed.
+/// The writer's running totals since it started ([`super::Store::writer_stats`]).
 #[derive(Debug, Default)]
 pub struct WriterStats {
-    groups: AtomicU64,
-    changes: AtomicU64,
     inserted_together: AtomicU64,
 }
 
 impl WriterStats {
-    /// Groups committed (one transaction, one fsync each).
-    pub fn groups(&self) -> u64 {
-        self.groups.load(Ordering::Relaxed)
-    }
-
-    /// Changes in those groups.
-    pub fn changes(&self) -> u64 {
-        self.changes.load(Ordering::Relaxed)
-    }
-
-    /// Proposal rows those groups inserted up front, several to a statement
+    /// Proposal rows committed groups inserted up front, several to a statement
     /// ([`Tx::staged_proposal`]); a group that started over inserted none so.
     pub fn inserted_together(&self) -> u64 {
         self.inserted_together.load(Ordering::Relaxed)
     }
 
-    fn committed(&self, changes: u64, together: u64) {
-        self.groups.fetch_add(1, Ordering::Relaxed);
-        self.changes.fetch_add(changes, Ordering::Relaxed);
+    fn committed(&self, together: usize) {
         self.inserted_together
-            .fetch_add(together, Ordering::Relaxed);
+            .fetch_add(together as u64, Ordering::Relaxed);
     }
 }
 
@@ -496,8 +481,6 @@ async fn commit_batch(
 ) -> Result<Committed> {
     let started = std::time::Instant::now();
     let mut tx = writer.begin().await?;
-    // Proposal rows the committed group inserted up front.
-    let mut together = 0;
     if let [only] = batch {
         // A batch of one needs no savepoint: its failure rolls the transaction back.
         if !only.run(&mut tx).await {
@@ -506,19 +489,15 @@ async fn commit_batch(
             return Ok(Committed::default());
         }
     } else if batch.iter().all(|job| job.runs() != Runs::Once) {
-        match stage(&mut tx, rows_to_stage(batch)).await {
-            Ok(rows) => together = rows,
-            Err(e) => {
-                // A row the group's statement could not insert: start over without staging,
-                // so each change inserts its own row and only the one at fault fails.
-                tracing::warn!(error = %e, "inserting a group's proposals together failed; one by one");
-                tx = writer.start_over(tx).await?;
-            }
+        if let Err(e) = stage(&mut tx, rows_to_stage(batch)).await {
+            // A row the group's statement could not insert: start over without staging, so
+            // each change inserts its own row and only the one at fault fails.
+            tracing::warn!(error = %e, "inserting a group's proposals together failed; one by one");
+            tx = writer.start_over(tx).await?;
         }
         if let Some(failed) = run_straight(&mut tx, batch).await {
             // Start over from before the group, without the change that failed (and without
             // the rows staged for it and the others: the rollback undid them).
-            together = 0;
             tx = writer.start_over(tx).await?;
             run_under_savepoints(&mut tx, batch, Some(failed)).await?;
         }
@@ -526,9 +505,11 @@ async fn commit_batch(
         run_under_savepoints(&mut tx, batch, None).await?;
     }
     let ran = started.elapsed();
+    // A group that started over holds no staged rows (its transaction is a fresh one).
+    let together = tx.staged.as_ref().map_or(0, proposals::Staged::count);
     let (mut committed, held) = tx.commit(changed).await?;
     tracing::debug!(changes = batch.len(), ?ran, took = ?started.elapsed(), "group committed");
-    writer.stats.committed(batch.len() as u64, together);
+    writer.stats.committed(together);
     writer.idle = Some(held);
     writer.head = committed.head.take();
     Ok(committed)
@@ -540,13 +521,11 @@ async fn commit_batch(
 /// straight (no savepoints), where a failure rolls everything back, staged rows included. Two
 /// changes of one group naming the same proposal id or idempotency key are left to insert their
 /// own rows, in order, so every staged outcome belongs to exactly one change.
-/// Answers how many rows it handed to the database together (none for fewer than two).
-async fn stage(tx: &mut Tx, rows: Vec<Arc<proposals::NewProposal>>) -> Result<u64> {
-    if rows.len() < 2 {
-        return Ok(0);
+async fn stage(tx: &mut Tx, rows: Vec<Arc<proposals::NewProposal>>) -> Result<()> {
+    if rows.len() > 1 {
+        tx.staged = Some(proposals::insert_staged(tx.conn(), &rows).await?);
     }
-    tx.staged = Some(proposals::insert_staged(tx.conn(), &rows).await?);
-    Ok(rows.len() as u64)
+    Ok(())
 }
 
 /// The proposal rows of `batch` to insert up front: each change's, but one naming an id or
