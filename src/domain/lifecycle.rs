@@ -49,8 +49,12 @@ impl ProposalStatus {
     /// Whether its command may run: a person approved it, or policy accepted it, and no run
     /// has ended yet.
     pub fn is_executable(self) -> bool {
-        matches!(self, ProposalStatus::Approved | ProposalStatus::Accepted)
+        Self::EXECUTABLE.contains(&self)
     }
+
+    /// The statuses in which a proposal's command may run ([`Self::is_executable`]).
+    pub const EXECUTABLE: [ProposalStatus; 2] =
+        [ProposalStatus::Approved, ProposalStatus::Accepted];
 
     /// Whether a proposal in this status may have a command: one was queued when it was
     /// approved or accepted, and a command's end sets the statuses that follow. A proposal

@@ -315,7 +315,7 @@ async fn refuse_drifted(
         "lease",
         lease.now,
     );
-    after_run(tx, &ended, &Actor::system("lease"), None, lease.now).await?;
+    after_run(tx, &ended, &Actor::system("lease"), None, None, lease.now).await?;
     tracing::error!(command.id = %command.id, "command spec no longer matches its approval; refused");
     Ok(())
 }
@@ -332,6 +332,21 @@ async fn write_report(
         Outcome::Failed => "fail",
     };
     let id = report.command_id;
+    let token_hash = token::hash(&report.lease_token);
+    let actor = Actor::executor(executor);
+    if report.outcome == Outcome::Succeeded
+        && let Some((command, proposal)) =
+            commands::settle_succeeded(tx.conn(), id, &report.body, executor, &token_hash, now)
+                .await?
+    {
+        // The lease's end is as it was: settling does not touch it.
+        let late = command.lease_expires_at.is_some_and(|t| t < now);
+        record_reported(tx, &command, report, late, None, &actor, now);
+        after_run(tx, &command, &actor, None, proposal, now).await?;
+        return Ok(Ok(command));
+    }
+    // A failure, or a success that did not settle: read the command, to follow the retry
+    // rules or to name what is wrong with the report.
     let Some((current, proposal)) = commands::with_proposal_status(tx.conn(), id).await? else {
         return Ok(Err(drift(
             tx,
@@ -357,7 +372,6 @@ async fn write_report(
             now,
         )));
     }
-    let token_hash = token::hash(&report.lease_token);
     let (status, available_at, interruption) = what_follows(policy, &current, report, now);
     let (result, error) = match report.outcome {
         Outcome::Succeeded => (Some(&report.body), None),
@@ -387,10 +401,9 @@ async fn write_report(
         )));
     };
     let side_effect = settle.side_effect;
-    let actor = Actor::executor(executor);
     let late = current.lease_expires_at.is_some_and(|t| t < now);
     record_reported(tx, &command, report, late, side_effect, &actor, now);
-    after_run(tx, &command, &actor, side_effect, now).await?;
+    after_run(tx, &command, &actor, side_effect, proposal, now).await?;
     Ok(Ok(command))
 }
 

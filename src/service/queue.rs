@@ -142,12 +142,14 @@ pub(super) fn next_status(next: Next, now: OffsetDateTime) -> (CommandStatus, Of
 
 /// What follows a run's end: the proposal takes an action command's outcome, and a rollback
 /// task opens when a run that may have touched the world ended badly and the proposal has a
-/// rollback plan. A retry (status `queued`) only wakes the queue.
+/// rollback plan. A retry (status `queued`) only wakes the queue. `proposal` is the proposal's
+/// status if it was read with the command, which saves reading it again.
 pub(super) async fn after_run(
     tx: &mut Tx,
     command: &CommandRecord,
     actor: &Actor,
     side_effect: Option<SideEffect>,
+    proposal: Option<ProposalStatus>,
     now: OffsetDateTime,
 ) -> Result<(), ServiceError> {
     if command.status == CommandStatus::Queued {
@@ -158,7 +160,23 @@ pub(super) async fn after_run(
         return Ok(());
     }
     if let Some(after) = command.status.proposal_status() {
-        let moved = proposals::move_status(tx.conn(), command.proposal_id, after, now).await?;
+        let moved = match proposal {
+            Some(before) if before == after => None,
+            Some(before)
+                if proposals::move_status_from(
+                    tx.conn(),
+                    command.proposal_id,
+                    before,
+                    after,
+                    now,
+                )
+                .await? =>
+            {
+                Some(before)
+            }
+            // Not read with the command, or moved since (by another instance).
+            _ => proposals::move_status(tx.conn(), command.proposal_id, after, now).await?,
+        };
         if let Some(before) = moved {
             let finished = ProposalFinished {
                 proposal_id: command.proposal_id,
@@ -486,7 +504,7 @@ async fn sweep_in(
         };
         let system = Actor::system("queue");
         tx.record(now, &system, AuditEvent::CommandInterrupted(event));
-        after_run(tx, &ended, &system, None, now).await?;
+        after_run(tx, &ended, &system, None, None, now).await?;
         if ended.status == CommandStatus::Queued {
             swept.retried += 1;
         } else {
@@ -502,7 +520,7 @@ async fn sweep_in(
         };
         let system = Actor::system("queue");
         tx.record(now, &system, AuditEvent::CommandExpired(event));
-        after_run(tx, &command, &system, Some(SideEffect::None), now).await?;
+        after_run(tx, &command, &system, Some(SideEffect::None), None, now).await?;
         swept.expired += 1;
     }
     Ok(swept)
@@ -545,7 +563,7 @@ async fn resolve_in(
     if resolution == Resolution::Release {
         release_proposal(tx, &done, &actor, now).await?;
     } else {
-        after_run(tx, &done, &actor, Some(SideEffect::Possible), now).await?;
+        after_run(tx, &done, &actor, Some(SideEffect::Possible), None, now).await?;
     }
     Ok(done)
 }

@@ -194,6 +194,16 @@ struct WithProposal {
     proposal_status: Option<String>,
 }
 
+impl WithProposal {
+    fn into_parts(self) -> Result<(CommandRecord, Option<ProposalStatus>)> {
+        let status = self
+            .proposal_status
+            .map(|s| parse("proposal status", &s, ProposalStatus::parse))
+            .transpose()?;
+        Ok((self.row.into_record()?, status))
+    }
+}
+
 impl CommandRow {
     /// The row as a direct read stepped it (see [`super::direct`]).
     fn from_direct(c: &Cols<'_, '_>) -> Result<Self> {
@@ -472,6 +482,46 @@ pub async fn settle_reported(
     record(row)
 }
 
+/// Ends in success the run `executor` holds under this lease token, in one statement, if its
+/// command may run: a rollback, or an action whose proposal is still executable. Answers the
+/// command and its proposal's status as the statement found it; `None` if it did not hold (no
+/// such lease, or a proposal that was never approved): [`with_proposal_status`] and
+/// [`settle_reported`] then tell why. The report's common case, so it is one round trip on the
+/// writer's serial path, where reading first took one more.
+pub async fn settle_succeeded(
+    conn: Conn<'_>,
+    id: Uuid,
+    result: &Value,
+    executor: &str,
+    lease_token_hash: &str,
+    now: OffsetDateTime,
+) -> Result<Option<(CommandRecord, Option<ProposalStatus>)>> {
+    let sql = concat!(
+        "update commands set status = $1, result = $2, error = null, interruption = null, \
+         side_effect = null, available_at = $3, completed_at = $3, updated_at = $3, \
+         lease_token_hash = null where id = $4 and status = 'leased' \
+         and lease_token_hash = $5 and leased_by = $6 and (kind <> 'action' or \
+         (select p.status from proposals p where p.id = commands.proposal_id) in ($7, $8)) \
+         returning ",
+        cols!(),
+        ", (select p.status from proposals p where p.id = commands.proposal_id) \
+         as proposal_status"
+    );
+    let [first, second] = ProposalStatus::EXECUTABLE;
+    let row: Option<WithProposal> = on!(conn, |c| sqlx::query_as(sql)
+        .bind(CommandStatus::Succeeded.as_str())
+        .bind(Json(result))
+        .bind(now)
+        .bind(id)
+        .bind(lease_token_hash)
+        .bind(executor)
+        .bind(first.as_str())
+        .bind(second.as_str())
+        .fetch_optional(c)
+        .await)?;
+    row.map(WithProposal::into_parts).transpose()
+}
+
 /// Leased commands whose lease ran out by `now`, oldest first.
 pub async fn lapsed(conn: Conn<'_>, now: OffsetDateTime, limit: i64) -> Result<Vec<CommandRecord>> {
     let sql = conn.pick(
@@ -649,14 +699,7 @@ pub async fn with_proposal_status(
         .bind(id)
         .fetch_optional(c)
         .await)?;
-    row.map(|r| {
-        let status = r
-            .proposal_status
-            .map(|s| parse("proposal status", &s, ProposalStatus::parse))
-            .transpose()?;
-        Ok((r.row.into_record()?, status))
-    })
-    .transpose()
+    row.map(WithProposal::into_parts).transpose()
 }
 
 /// The command running a proposal (not its rollbacks), read on this thread (SQLite; see

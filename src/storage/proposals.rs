@@ -584,6 +584,27 @@ pub async fn set_status(
     Ok(())
 }
 
+/// Moves a proposal from `from` to `to` if it is still at `from`; `false` if it was not (it
+/// moved since it was read, or is gone).
+pub async fn move_status_from(
+    conn: Conn<'_>,
+    id: Uuid,
+    from: ProposalStatus,
+    to: ProposalStatus,
+    now: OffsetDateTime,
+) -> Result<bool> {
+    let sql = "update proposals set status = $1, updated_at = $2 where id = $3 and status = $4";
+    let moved = on!(conn, |c| sqlx::query(sql)
+        .bind(to.as_str())
+        .bind(now)
+        .bind(id)
+        .bind(from.as_str())
+        .execute(c)
+        .await
+        .map(|r| r.rows_affected()))?;
+    Ok(moved == 1)
+}
+
 /// Moves a proposal to `status` unless it is there already; answers the status it moved from
 /// (`None`: already there, or no such proposal). One statement on PostgreSQL, which reads the
 /// old status under the row lock it updates with; two on SQLite, whose one writer already
