@@ -117,21 +117,45 @@ impl AuditRow {
 const COLUMNS: &str = "seq, at, actor_kind, actor, action, subject_type, subject_id, \
                        before_status, after_status, details";
 
-/// Rows per insert statement: a few fixed sizes, so the connection's prepared-statement cache
-/// holds one statement per size instead of one per batch length (17 binds a row; 64 rows stay
-/// well under SQLite's limit of 32,766).
-const CHUNKS: [usize; 4] = [64, 16, 4, 1];
+/// Rows per insert statement on SQLite: fixed sizes, so the connection's prepared-statement
+/// cache holds one statement per size instead of one per batch length (17 binds a row; 64 rows
+/// stay well under SQLite's limit of 32,766). Powers of two, so a group of `n` events takes as
+/// many statements as `n` has bits set (a group of 7 took four with sizes 64, 16, 4 and 1).
+/// PostgreSQL inserts any number in one statement ([`insert_unnested`]).
+const CHUNKS: [usize; 7] = [64, 32, 16, 8, 4, 2, 1];
 
 /// The largest fixed chunk that fits in `remaining` rows.
 pub(super) fn chunk_len(remaining: usize) -> usize {
     CHUNKS.into_iter().find(|&n| n <= remaining).unwrap_or(1)
 }
 
+/// The audit row's columns, in the order the inserts bind them.
+macro_rules! insert_columns {
+    () => {
+        "seq, id, at, actor_kind, actor, action, subject_type, subject_id, before_status, \
+         after_status, details, hash, agent, tool, domain, risk, decision"
+    };
+}
+
+/// PostgreSQL: the rows as one array a column (parameters `$1` to `$17`), zipped back into rows
+/// (`r`); `details` is kept as the canonical text given (`json`, which `jsonb` would re-print).
+macro_rules! unnest_rows {
+    () => {
+        "(select s, id, at, ak, a, k, st, sid, b, af, d::json, hh, ag, t, dm, rk, dc \
+         from unnest($1::int8[], $2::uuid[], $3::timestamptz[], $4::text[], $5::text[], \
+         $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], \
+         $12::text[], $13::text[], $14::text[], $15::text[], $16::text[], $17::text[]) \
+         as u(s, id, at, ak, a, k, st, sid, b, af, d, hh, ag, t, dm, rk, dc)) r"
+    };
+}
+
 /// Appends `events` to the chain, linked after the current head, and moves the head.
 ///
 /// The writer remembers the head it last committed (`known`). When given, the events are
-/// linked after it and the head is moved only if it is still there: one statement, which on
-/// PostgreSQL also takes the head's row lock. When another writer moved the head meanwhile
+/// linked after it and the head is moved only if it is still there, and the rows inserted
+/// with it: on PostgreSQL one statement for the head and every row, which also takes the
+/// head's row lock (four round trips for a group of seven events before, on the writer's
+/// serial path); on SQLite the head's update and an insert per chunk. When another writer moved the head meanwhile
 /// (a second instance, or the CLI on the same SQLite file), nothing was changed, and the
 /// events are linked again after the head read under lock, as without a known head.
 /// Answers the status changes appended and the head the events end at.
@@ -171,19 +195,21 @@ pub(super) async fn append(
     let head = match known {
         Some(known) => {
             let head = link_all(&mut rows, &texts, &known);
-            match move_head(tx.conn(), &known, &head).await? {
+            match move_head_inserting(tx.conn(), &known, &head, &rows, &texts).await? {
                 Moved::Yes => head,
-                Moved::Elsewhere(current) => relink(tx, &mut rows, &texts, current).await?,
+                Moved::Elsewhere(current) => {
+                    let head = relink(tx, &mut rows, &texts, current).await?;
+                    insert_all(tx.conn(), &rows, &texts).await?;
+                    head
+                }
             }
         }
-        None => relink(tx, &mut rows, &texts, None).await?,
+        None => {
+            let head = relink(tx, &mut rows, &texts, None).await?;
+            insert_all(tx.conn(), &rows, &texts).await?;
+            head
+        }
     };
-    let mut start = 0;
-    while start < rows.len() {
-        let end = start + chunk_len(rows.len() - start);
-        insert_rows(tx.conn(), &rows[start..end], &texts[start..end]).await?;
-        start = end;
-    }
     let moved = rows
         .iter()
         .zip(proposals)
@@ -277,7 +303,7 @@ async fn lock_head(conn: Conn<'_>) -> Result<Head> {
     Ok(Head { seq, hash })
 }
 
-/// Whether [`move_head`] moved the head.
+/// Whether [`move_head_inserting`] moved the head.
 enum Moved {
     /// It did.
     Yes,
@@ -286,10 +312,18 @@ enum Moved {
     Elsewhere(Option<Head>),
 }
 
-/// Moves the head from `from` to `to` if it is still at `from`. On PostgreSQL the statement
-/// locks the head either way and answers it as it was, so a head another instance moved costs
-/// one more statement (relinked, set), not two.
-async fn move_head(conn: Conn<'_>, from: &Head, to: &Head) -> Result<Moved> {
+/// Moves the head from `from` to `to` if it is still at `from`, and then inserts `rows` (linked
+/// from `from` to `to`, with their canonical details `texts`); if the head was elsewhere,
+/// changes nothing. On PostgreSQL that is one statement, which locks the head either way and
+/// answers it as it was, so a head another instance moved costs one more statement (relinked,
+/// set) and the rows' insert, not two; on SQLite, the head's update and then the rows'.
+async fn move_head_inserting(
+    conn: Conn<'_>,
+    from: &Head,
+    to: &Head,
+    rows: &[ChainedEvent],
+    texts: &[String],
+) -> Result<Moved> {
     match conn {
         Conn::Sqlite(c) => {
             let sql = "update audit_chain set seq = $1, hash = $2 \
@@ -299,26 +333,35 @@ async fn move_head(conn: Conn<'_>, from: &Head, to: &Head) -> Result<Moved> {
                 .bind(&to.hash)
                 .bind(from.seq)
                 .bind(&from.hash)
-                .execute(c)
+                .execute(&mut *c)
                 .await?
                 .rows_affected();
-            Ok(if moved == 1 {
-                Moved::Yes
-            } else {
-                Moved::Elsewhere(None)
-            })
+            if moved != 1 {
+                return Ok(Moved::Elsewhere(None));
+            }
+            insert_all(Conn::Sqlite(c), rows, texts).await?;
+            Ok(Moved::Yes)
         }
         Conn::Postgres(c) => {
-            let sql = "update audit_chain n \
-                       set seq = case when o.seq = $3 and o.hash = $4 then $1 else o.seq end, \
-                       hash = case when o.seq = $3 and o.hash = $4 then $2 else o.hash end \
-                       from (select seq, hash from audit_chain where id = 1 for update) o \
-                       where n.id = 1 returning o.seq, o.hash";
-            let (seq, hash): (i64, String) = sqlx::query_as(sql)
-                .bind(to.seq)
-                .bind(&to.hash)
+            // `o` reads the head under its row lock (waiting for another instance's group to
+            // commit, then reading the head it left); `h` and `i` run only if it is at `from`.
+            // Data-modifying parts of a `with` always run, whether the query reads them or not.
+            let sql = concat!(
+                "with o as (select seq, hash, seq = $18 and hash = $19 as here \
+                 from audit_chain where id = 1 for update), \
+                 h as (update audit_chain n set seq = $20, hash = $21 from o \
+                 where n.id = 1 and o.here), \
+                 i as (insert into audit_events (",
+                insert_columns!(),
+                ") select r.* from o, ",
+                unnest_rows!(),
+                " where o.here) select seq, hash from o"
+            );
+            let (seq, hash): (i64, String) = bind_rows(sqlx::query_as(sql), rows, texts)
                 .bind(from.seq)
                 .bind(&from.hash)
+                .bind(to.seq)
+                .bind(&to.hash)
                 .fetch_one(c)
                 .await?;
             let was = Head { seq, hash };
@@ -342,36 +385,95 @@ async fn set_head(conn: Conn<'_>, head: &Head) -> Result<()> {
     Ok(())
 }
 
-/// Inserts `rows`, each with its details' canonical text (`texts`, in the same order). On
-/// PostgreSQL the column is `json`, which keeps the text as given (`jsonb` would re-print it).
-async fn insert_rows(conn: Conn<'_>, rows: &[ChainedEvent], texts: &[String]) -> Result<()> {
-    let as_json = conn.pick("", "::json");
-    on!(conn, |c| {
-        let mut q = sqlx::QueryBuilder::new(
-            "insert into audit_events (seq, id, at, actor_kind, actor, action, subject_type, \
-             subject_id, before_status, after_status, details, hash, agent, tool, domain, risk, \
-             decision) ",
+/// Binds `rows` (with their canonical details, `texts`) as [`unnest_rows!`] reads them: one
+/// array a column, each as long as `rows`.
+fn bind_rows<'q, O>(
+    query: sqlx::query::QueryAs<'q, sqlx::Postgres, O, sqlx::postgres::PgArguments>,
+    rows: &'q [ChainedEvent],
+    texts: &'q [String],
+) -> sqlx::query::QueryAs<'q, sqlx::Postgres, O, sqlx::postgres::PgArguments> {
+    let column = |f: fn(&'q ChainedEvent) -> Option<&'q str>| -> Vec<Option<&'q str>> {
+        rows.iter().map(f).collect()
+    };
+    let mut query = query
+        .bind(rows.iter().map(|r| r.seq).collect::<Vec<_>>())
+        .bind(rows.iter().map(|r| r.id).collect::<Vec<_>>())
+        .bind(rows.iter().map(|r| r.at).collect::<Vec<_>>())
+        .bind(column(|r| Some(r.actor_kind.as_str())))
+        .bind(column(|r| Some(r.actor.as_str())))
+        .bind(column(|r| Some(r.kind.as_str())))
+        .bind(column(|r| Some(r.subject_type.as_str())))
+        .bind(column(|r| Some(r.subject_id.as_str())))
+        .bind(column(|r| r.before_status.as_deref()))
+        .bind(column(|r| r.after_status.as_deref()))
+        .bind(texts.iter().map(String::as_str).collect::<Vec<_>>())
+        .bind(column(|r| Some(r.hash.as_str())));
+    for facet in FACETS {
+        query = query.bind(
+            rows.iter()
+                .map(|r| facet_of(&r.details, facet, &r.actor_kind, &r.actor))
+                .collect::<Vec<_>>(),
         );
-        q.push_values(rows.iter().zip(texts), |mut b, (r, text)| {
-            b.push_bind(r.seq)
-                .push_bind(r.id)
-                .push_bind(r.at)
-                .push_bind(&r.actor_kind)
-                .push_bind(&r.actor)
-                .push_bind(&r.kind)
-                .push_bind(&r.subject_type)
-                .push_bind(&r.subject_id)
-                .push_bind(&r.before_status)
-                .push_bind(&r.after_status)
-                .push_bind(text.as_str())
-                .push_unseparated(as_json)
-                .push_bind(&r.hash);
-            for facet in FACETS {
-                b.push_bind(facet_of(&r.details, facet, &r.actor_kind, &r.actor));
+    }
+    query
+}
+
+/// Inserts `rows`, each with its details' canonical text (`texts`, in the same order): on
+/// SQLite in fixed-size chunks ([`chunk_len`]), on PostgreSQL in one statement.
+async fn insert_all(conn: Conn<'_>, rows: &[ChainedEvent], texts: &[String]) -> Result<()> {
+    match conn {
+        Conn::Sqlite(c) => {
+            let mut start = 0;
+            while start < rows.len() {
+                let end = start + chunk_len(rows.len() - start);
+                insert_chunk(c, &rows[start..end], &texts[start..end]).await?;
+                start = end;
             }
-        });
-        q.build().execute(c).await.map(|_| ())
-    })?;
+        }
+        Conn::Postgres(c) => {
+            let sql = concat!(
+                "insert into audit_events (",
+                insert_columns!(),
+                ") select r.* from ",
+                unnest_rows!()
+            );
+            bind_rows(sqlx::query_as::<_, ()>(sql), rows, texts)
+                .fetch_optional(c)
+                .await?;
+        }
+    }
+    Ok(())
+}
+
+/// SQLite: inserts `rows` in one statement, a row of binds each.
+async fn insert_chunk(
+    c: &mut sqlx::SqliteConnection,
+    rows: &[ChainedEvent],
+    texts: &[String],
+) -> Result<()> {
+    let mut q = sqlx::QueryBuilder::new(concat!(
+        "insert into audit_events (",
+        insert_columns!(),
+        ") "
+    ));
+    q.push_values(rows.iter().zip(texts), |mut b, (r, text)| {
+        b.push_bind(r.seq)
+            .push_bind(r.id)
+            .push_bind(r.at)
+            .push_bind(&r.actor_kind)
+            .push_bind(&r.actor)
+            .push_bind(&r.kind)
+            .push_bind(&r.subject_type)
+            .push_bind(&r.subject_id)
+            .push_bind(&r.before_status)
+            .push_bind(&r.after_status)
+            .push_bind(text.as_str())
+            .push_bind(&r.hash);
+        for facet in FACETS {
+            b.push_bind(facet_of(&r.details, facet, &r.actor_kind, &r.actor));
+        }
+    });
+    q.build().execute(c).await?;
     Ok(())
 }
 
@@ -523,8 +625,11 @@ mod tests {
             sizes
         };
         assert_eq!(split(1), vec![1]);
-        assert_eq!(split(70), vec![64, 4, 1, 1]);
+        assert_eq!(split(70), vec![64, 4, 2]);
         assert_eq!(split(128), vec![64, 64]);
         assert_eq!(split(21), vec![16, 4, 1]);
+        // As many statements as the count has bits set, up to 127.
+        assert_eq!(split(7), vec![4, 2, 1]);
+        assert_eq!(split(127).len(), 7);
     }
 }
