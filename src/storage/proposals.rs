@@ -720,16 +720,3 @@ pub async fn revisions_of(conn: Conn<'_>, id: Uuid) -> Result<Vec<Uuid>> {
     let rows: Vec<(Uuid,)> = on!(conn, |c| sqlx::query_as(sql).bind(id).fetch_all(c).await)?;
     Ok(rows.into_iter().map(|(id,)| id).collect())
 }
-
-/// Tells every instance listening on PostgreSQL that these proposals changed status (delivered
-/// at commit, [`super::changes::PROPOSAL_CHANNEL`]); SQLite has one process, told directly.
-pub async fn notify_changed(conn: Conn<'_>, ids: &[Uuid]) -> Result<()> {
-    if let Conn::Postgres(c) = conn {
-        let ids: Vec<String> = ids.iter().map(Uuid::to_string).collect();
-        sqlx::query("select pg_notify('countersign_proposal', id) from unnest($1::text[]) id")
-            .bind(ids)
-            .execute(c)
-            .await?;
-    }
-    Ok(())
-}

@@ -24,7 +24,8 @@ struct Target {
 }
 
 /// Queues one delivery per change of a proposal submitted with a token that has a callback
-/// URL (and is not revoked); how many were queued. Runs inside the change's transaction.
+/// URL (and is not revoked); how many were queued. Runs inside the change's transaction. On
+/// PostgreSQL it also notifies other instances' waiters of every proposal in `changes`.
 pub async fn queue_status_changes(mut conn: Conn<'_>, changes: &[StatusChange]) -> Result<usize> {
     let mut ids: Vec<Uuid> = changes.iter().map(|c| c.proposal).collect();
     ids.sort_unstable();
@@ -60,23 +61,46 @@ pub async fn queue_status_changes(mut conn: Conn<'_>, changes: &[StatusChange]) 
     Ok(queued)
 }
 
-/// The callbacks of these proposals' tokens.
+/// The callbacks of these proposals' tokens. On PostgreSQL the same statement tells every
+/// instance listening that the proposals changed status ([`super::changes::PROPOSAL_CHANNEL`],
+/// delivered at commit; SQLite has one process, told directly): one round trip on the writer's
+/// serial path instead of two. Its outer row is the count of notifications, which is always
+/// read; the targets join it from the side, so they never decide whether the notifications go.
 async fn targets(conn: Conn<'_>, proposals: &[Uuid]) -> Result<Vec<Target>> {
-    let sql = conn.pick(
-        "select p.id as proposal_id, t.id as token_id, t.webhook_url from proposals p \
-         join api_tokens t on t.id = p.token_id \
-         where p.id in (select unhex(replace(value, '-', '')) from json_each($1)) \
-         and t.webhook_url is not null and t.revoked_at is null",
-        "select p.id as proposal_id, t.id as token_id, t.webhook_url from proposals p \
-         join api_tokens t on t.id = p.token_id \
-         where p.id in (select value::uuid from jsonb_array_elements_text($1)) \
-         and t.webhook_url is not null and t.revoked_at is null",
-    );
-    let rows = on!(conn, |c| sqlx::query_as(sql)
-        .bind(Json(proposals))
-        .fetch_all(c)
-        .await)?;
-    Ok(rows)
+    match conn {
+        Conn::Sqlite(c) => {
+            let sql = "select p.id as proposal_id, t.id as token_id, t.webhook_url \
+                       from proposals p join api_tokens t on t.id = p.token_id \
+                       where p.id in (select unhex(replace(value, '-', '')) from json_each($1)) \
+                       and t.webhook_url is not null and t.revoked_at is null";
+            Ok(sqlx::query_as(sql)
+                .bind(Json(proposals))
+                .fetch_all(c)
+                .await?)
+        }
+        Conn::Postgres(c) => {
+            let sql = "select x.proposal_id, x.token_id, x.webhook_url \
+                       from (select count(pg_notify('countersign_proposal', id::text)) \
+                             from unnest($1::uuid[]) id) n \
+                       left join lateral (select p.id as proposal_id, t.id as token_id, \
+                             t.webhook_url from proposals p join api_tokens t \
+                             on t.id = p.token_id where p.id = any($1) \
+                             and t.webhook_url is not null and t.revoked_at is null) x on true";
+            let rows: Vec<(Option<Uuid>, Option<Uuid>, Option<String>)> =
+                sqlx::query_as(sql).bind(proposals).fetch_all(c).await?;
+            Ok(rows
+                .into_iter()
+                .filter_map(|row| match row {
+                    (Some(proposal_id), Some(token_id), Some(webhook_url)) => Some(Target {
+                        proposal_id,
+                        token_id,
+                        webhook_url,
+                    }),
+                    _ => None,
+                })
+                .collect())
+        }
+    }
 }
 
 async fn insert_delivery(

@@ -110,7 +110,7 @@ impl Tx {
         };
         if !changes.is_empty() {
             committed.moved = changes.iter().map(|c| c.proposal).collect();
-            proposals::notify_changed(self.conn(), &committed.moved).await?;
+            // On PostgreSQL this also notifies the waiters of other instances.
             committed.deliveries = webhooks::queue_status_changes(self.conn(), &changes).await?;
         }
         let channels = changed.notify_channels();
