@@ -22,7 +22,7 @@ use crate::domain::command::scope::ToolScope;
 use crate::domain::command::{CommandKind, CommandStatus, Outcome};
 use crate::domain::lifecycle::ProposalStatus;
 use crate::storage::Tx;
-use crate::storage::commands::{self, CommandRecord, NewLease, Settle};
+use crate::storage::commands::{self, CommandRecord, NewLease, ProposalSeen, Settle};
 
 /// Most commands refused at one lease for a spec that no longer matches its approval, before
 /// the lease answers "nothing for you now".
@@ -403,6 +403,7 @@ async fn write_report(
     let side_effect = settle.side_effect;
     let late = current.lease_expires_at.is_some_and(|t| t < now);
     record_reported(tx, &command, report, late, side_effect, &actor, now);
+    let proposal = proposal.map(ProposalSeen::Read);
     after_run(tx, &command, &actor, side_effect, proposal, now).await?;
     Ok(Ok(command))
 }

@@ -26,7 +26,7 @@ use crate::domain::lifecycle::{MAX_REASON, ProposalStatus};
 use crate::domain::notify::Reason;
 use crate::domain::policy::glob::Glob;
 use crate::domain::policy::model::Policy;
-use crate::storage::commands::{self, CommandRecord, NewCommand, Resolve, Settle};
+use crate::storage::commands::{self, CommandRecord, NewCommand, ProposalSeen, Resolve, Settle};
 use crate::storage::notifications::Notice;
 use crate::storage::paused::{self, PausedTool};
 use crate::storage::{Tx, accounts, proposals};
@@ -142,14 +142,15 @@ pub(super) fn next_status(next: Next, now: OffsetDateTime) -> (CommandStatus, Of
 
 /// What follows a run's end: the proposal takes an action command's outcome, and a rollback
 /// task opens when a run that may have touched the world ended badly and the proposal has a
-/// rollback plan. A retry (status `queued`) only wakes the queue. `proposal` is the proposal's
-/// status if it was read with the command, which saves reading it again.
+/// rollback plan. A retry (status `queued`) only wakes the queue. `proposal` is what the
+/// report's statement saw of the proposal, if it read it (or already moved it), which saves
+/// reading it again.
 pub(super) async fn after_run(
     tx: &mut Tx,
     command: &CommandRecord,
     actor: &Actor,
     side_effect: Option<SideEffect>,
-    proposal: Option<ProposalStatus>,
+    proposal: Option<ProposalSeen>,
     now: OffsetDateTime,
 ) -> Result<(), ServiceError> {
     if command.status == CommandStatus::Queued {
@@ -161,8 +162,9 @@ pub(super) async fn after_run(
     }
     if let Some(after) = command.status.proposal_status() {
         let moved = match proposal {
-            Some(before) if before == after => None,
-            Some(before)
+            Some(ProposalSeen::Moved(before)) => Some(before),
+            Some(ProposalSeen::Read(before)) if before == after => None,
+            Some(ProposalSeen::Read(before))
                 if proposals::move_status_from(
                     tx.conn(),
                     command.proposal_id,

@@ -109,6 +109,7 @@ async fn the_whole_loop(backend: &str) {
         "command.queued",
         "command.leased",
         "command.succeeded",
+        "proposal.succeeded",
     ] {
         assert!(detail.contains(action), "audit trail shows {action}");
     }
