@@ -499,11 +499,11 @@ pub enum ProposalSeen {
     Moved(ProposalStatus),
 }
 
-/// Settles in success (or, a report's [`settle_succeeded`]) the parts of the statement
-/// around the clause that also moves the proposal: on PostgreSQL a second update in the same
-/// statement, from the status the first read (so a proposal another instance moved meanwhile
-/// is left to [`super::proposals::move_status`]); SQLite, which has no updates inside `with`,
-/// moves it in a statement of its own.
+/// The update [`settle_succeeded`] runs, optionally opened by `with s as (` so PostgreSQL can
+/// follow it with a second update in the same statement that moves the proposal, from the
+/// status the first read (a proposal another instance moved meanwhile is left to
+/// [`super::proposals::move_status`]). SQLite, which has no updates inside `with`, moves it in
+/// a statement of its own.
 macro_rules! settle_succeeded {
     ($($with:literal)?) => {
         concat!(
