@@ -335,14 +335,8 @@ async fn write_report(
     let token_hash = token::hash(&report.lease_token);
     let actor = Actor::executor(executor);
     if report.outcome == Outcome::Succeeded
-        && let Some((command, proposal)) =
-            commands::settle_succeeded(tx.conn(), id, &report.body, executor, &token_hash, now)
-                .await?
+        && let Some(command) = write_success(tx, &actor, report, &token_hash, now).await?
     {
-        // The lease's end is as it was: settling does not touch it.
-        let late = command.lease_expires_at.is_some_and(|t| t < now);
-        record_reported(tx, &command, report, late, None, &actor, now);
-        after_run(tx, &command, &actor, None, proposal, now).await?;
         return Ok(Ok(command));
     }
     // A failure, or a success that did not settle: read the command, to follow the retry
@@ -406,6 +400,34 @@ async fn write_report(
     let proposal = proposal.map(ProposalSeen::Read);
     after_run(tx, &command, &actor, side_effect, proposal, now).await?;
     Ok(Ok(command))
+}
+
+/// A success report's common case, in one statement ([`commands::settle_succeeded`]); `None`
+/// if it did not settle so, and the full path must read the command to say why.
+async fn write_success(
+    tx: &mut Tx,
+    actor: &Actor,
+    report: &Report,
+    token_hash: &str,
+    now: OffsetDateTime,
+) -> Result<Option<CommandRecord>, ServiceError> {
+    let settled = commands::settle_succeeded(
+        tx.conn(),
+        report.command_id,
+        &report.body,
+        &actor.name,
+        token_hash,
+        now,
+    )
+    .await?;
+    let Some((command, proposal)) = settled else {
+        return Ok(None);
+    };
+    // The lease's end is as it was: settling does not touch it.
+    let late = command.lease_expires_at.is_some_and(|t| t < now);
+    record_reported(tx, &command, report, late, None, actor, now);
+    after_run(tx, &command, actor, None, proposal, now).await?;
+    Ok(Some(command))
 }
 
 /// Records `command.succeeded` / `command.failed` for a report that settled `command`.
