@@ -117,11 +117,12 @@ impl AuditRow {
 const COLUMNS: &str = "seq, at, actor_kind, actor, action, subject_type, subject_id, \
                        before_status, after_status, details";
 
-/// Rows per insert statement on SQLite: fixed sizes, so the connection's prepared-statement
-/// cache holds one statement per size instead of one per batch length (17 binds a row; 64 rows
-/// stay well under SQLite's limit of 32,766). Powers of two, so a group of `n` events takes as
-/// many statements as `n` has bits set (a group of 7 took four with sizes 64, 16, 4 and 1).
-/// PostgreSQL inserts any number in one statement ([`insert_unnested`]).
+/// Rows per insert statement where several rows go in together on SQLite (a group's audit
+/// events, and on both backends its staged proposals and notifications): fixed sizes, so the
+/// connection's prepared-statement cache holds one statement per size instead of one per batch
+/// length (17 binds a row; 64 rows stay well under SQLite's limit of 32,766). Powers of two,
+/// so `n` rows take as many statements as `n` has bits set (seven took four with sizes 64, 16,
+/// 4 and 1). PostgreSQL inserts any number of audit rows in one statement ([`insert_all`]).
 const CHUNKS: [usize; 7] = [64, 32, 16, 8, 4, 2, 1];
 
 /// The largest fixed chunk that fits in `remaining` rows.
@@ -155,9 +156,10 @@ macro_rules! unnest_rows {
 /// linked after it and the head is moved only if it is still there, and the rows inserted
 /// with it: on PostgreSQL one statement for the head and every row, which also takes the
 /// head's row lock (four round trips for a group of seven events before, on the writer's
-/// serial path); on SQLite the head's update and an insert per chunk. When another writer moved the head meanwhile
-/// (a second instance, or the CLI on the same SQLite file), nothing was changed, and the
-/// events are linked again after the head read under lock, as without a known head.
+/// serial path); on SQLite the head's update and an insert per chunk. When another writer
+/// moved the head meanwhile (a second instance, or the CLI on the same SQLite file), nothing
+/// was changed, and the events are linked again after the head read under lock, and
+/// inserted, as without a known head.
 /// Answers the status changes appended and the head the events end at.
 pub(super) async fn append(
     tx: &mut Tx,
@@ -197,18 +199,10 @@ pub(super) async fn append(
             let head = link_all(&mut rows, &texts, &known);
             match move_head_inserting(tx.conn(), &known, &head, &rows, &texts).await? {
                 Moved::Yes => head,
-                Moved::Elsewhere(current) => {
-                    let head = relink(tx, &mut rows, &texts, current).await?;
-                    insert_all(tx.conn(), &rows, &texts).await?;
-                    head
-                }
+                Moved::Elsewhere(current) => relink(tx, &mut rows, &texts, current).await?,
             }
         }
-        None => {
-            let head = relink(tx, &mut rows, &texts, None).await?;
-            insert_all(tx.conn(), &rows, &texts).await?;
-            head
-        }
+        None => relink(tx, &mut rows, &texts, None).await?,
     };
     let moved = rows
         .iter()
@@ -244,7 +238,7 @@ fn link_all(rows: &mut [ChainedEvent], texts: &[String], from: &Head) -> Head {
 }
 
 /// Links `rows` after the head as it is in the database (`current`, if it was read under lock
-/// already; else read under lock now) and moves it.
+/// already; else read under lock now), moves it, and inserts the rows.
 async fn relink(
     tx: &mut Tx,
     rows: &mut [ChainedEvent],
@@ -257,6 +251,7 @@ async fn relink(
     };
     let head = link_all(rows, texts, &current);
     set_head(tx.conn(), &head).await?;
+    insert_all(tx.conn(), rows, texts).await?;
     Ok(head)
 }
 
