@@ -553,6 +553,47 @@ async fn drift_is_refused_and_listed(backend: &str) {
     // Both queued commands were edited: neither is handed out.
     assert!(any(&db.services, "exec").await.is_none());
     assert_eq!(status_of(&db.services, edited).await, CommandStatus::Failed);
+    // A command written into the database with no approval on record (a copy of a genuine
+    // queued one, for a proposal still pending): the genuine one is handed out, the copy never.
+    let genuine = approved(&db.services, common::proposal_body("agent-a")).await;
+    match db
+        .services
+        .submit("agent-a", &common::proposal_body("agent-a"))
+        .await
+    {
+        Ok(Submitted::Created(p)) => assert_eq!(p.status, ProposalStatus::Pending),
+        other => panic!("expected a new proposal, got {other:?}"),
+    }
+    let columns = "kind, rollback_of, tool_name, status, spec, attempts, allowed_executors, \
+                   available_at, execute_by, created_at, updated_at";
+    let new_id = if backend == "sqlite" {
+        "randomblob(16)"
+    } else {
+        "gen_random_uuid()"
+    };
+    common::exec_sql(
+        &db.url,
+        &format!(
+            "insert into commands (id, proposal_id, {columns}) \
+             select {new_id}, (select id from proposals where status = 'pending'), {columns} \
+             from commands where status = 'queued'"
+        ),
+    )
+    .await;
+    let l = any(&db.services, "exec")
+        .await
+        .expect("the genuine command");
+    assert_eq!(l.command.id, genuine);
+    assert!(
+        any(&db.services, "exec").await.is_none(),
+        "the copy was handed out"
+    );
+    let forged = common::count(
+        &db.url,
+        "select count(*) from commands where status = 'failed' and interruption = 'never_approved'",
+    )
+    .await;
+    assert_eq!(forged, 1);
     // A report, with the right token, on a command whose proposal is no longer approved (a
     // database edit after the lease): refused, and nothing moves.
     let third = approved(&db.services, common::proposal_body("agent-a")).await;
@@ -578,6 +619,7 @@ async fn drift_is_refused_and_listed(backend: &str) {
     assert_eq!(
         reasons,
         [
+            "never_approved",
             "never_approved",
             "not_held",
             "spec_mismatch",

@@ -257,9 +257,22 @@ async fn take_lease(
             return Ok(None);
         };
         let command = claimed.command;
-        let approved = claimed.approved_spec_sha256;
-        if approved.is_some_and(|h| h != spec_sha256(&command.spec)) {
-            refuse_drifted(tx, &command, lease).await?;
+        // What was approved: the spec hash its `command.queued` event recorded, committed or
+        // (queued earlier in this very group) still pending on the transaction. A command with
+        // no such record never went through an approval (a row written into the database):
+        // it is refused like an edited one.
+        let approved = claimed.approved_spec_sha256.or_else(|| {
+            tx.recorded("command.queued", "command", &command.id.to_string())
+                .and_then(|d| d["spec_sha256"].as_str())
+                .map(str::to_owned)
+        });
+        let why = match approved {
+            None => Some(Drift::NeverApproved),
+            Some(h) if h != spec_sha256(&command.spec) => Some(Drift::SpecMismatch),
+            Some(_) => None,
+        };
+        if let Some(why) = why {
+            refuse_drifted(tx, &command, lease, why).await?;
             continue;
         }
         let mut expires_at = lease.expires_at;
@@ -286,19 +299,20 @@ async fn take_lease(
     Ok(None)
 }
 
-/// A command whose stored spec differs from what was approved never runs: it ends `failed`
-/// (nothing ran), and the drift is recorded.
+/// A command whose stored spec differs from what was approved, or that has no approval on
+/// record, never runs: it ends `failed` (nothing ran), and the drift is recorded (`why`).
 async fn refuse_drifted(
     tx: &mut Tx,
     command: &CommandRecord,
     lease: &OwnedLease,
+    why: Drift,
 ) -> Result<(), ServiceError> {
     let settle = Settle {
         id: command.id,
         status: CommandStatus::Failed,
         result: None,
         error: None,
-        interruption: Some("spec_mismatch"),
+        interruption: Some(why.as_str()),
         side_effect: Some(SideEffect::None),
         available_at: lease.now,
         now: lease.now,
@@ -311,12 +325,12 @@ async fn refuse_drifted(
         &lease.executor,
         command.id,
         Some(command),
-        Drift::SpecMismatch,
+        why,
         "lease",
         lease.now,
     );
     after_run(tx, &ended, &Actor::system("lease"), None, None, lease.now).await?;
-    tracing::error!(command.id = %command.id, "command spec no longer matches its approval; refused");
+    tracing::error!(command.id = %command.id, reason = why.as_str(), "command spec does not match an approval; refused");
     Ok(())
 }
 

@@ -76,7 +76,7 @@ pub(super) enum Drift {
 }
 
 impl Drift {
-    fn as_str(self) -> &'static str {
+    pub(super) fn as_str(self) -> &'static str {
         match self {
             Drift::Unknown => "unknown_command",
             Drift::NotHeld => "not_held",
@@ -105,7 +105,8 @@ pub(super) fn drift(
         command_status: current.map(|c| c.status),
         tool: current.map(|c| crate::audit::safe::name(&c.spec.tool.name)),
     };
-    let actor = if why == Drift::SpecMismatch {
+    // Refusing to hand out a command is the server's act, not the executor's.
+    let actor = if attempted == "lease" {
         Actor::system("lease")
     } else {
         Actor::executor(executor)

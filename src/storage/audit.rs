@@ -34,6 +34,18 @@ pub struct PendingEvent {
 }
 
 impl PendingEvent {
+    /// This event's details if it is of `kind` and about `subject_type` `subject_id`.
+    pub(super) fn details_of(
+        &self,
+        kind: &str,
+        subject_type: &str,
+        subject_id: &str,
+    ) -> Option<&Value> {
+        let row = &self.row;
+        (row.kind == kind && row.subject_type == subject_type && row.subject_id == subject_id)
+            .then_some(&row.details)
+    }
+
     /// The proposal whose status this event records a change of, if it does.
     fn moved_proposal(&self) -> Option<Uuid> {
         let row = &self.row;

@@ -77,6 +77,21 @@ impl Tx {
         self.events.push(event);
     }
 
+    /// The details of an event of `kind` about `subject_type` `subject_id` recorded on this
+    /// transaction and not yet committed (by this change or an earlier one of its group), if
+    /// there is one: a statement of the group sees the group's rows, but its events are
+    /// appended only at commit.
+    pub fn recorded(
+        &self,
+        kind: &str,
+        subject_type: &str,
+        subject_id: &str,
+    ) -> Option<&serde_json::Value> {
+        self.events
+            .iter()
+            .find_map(|e| e.details_of(kind, subject_type, subject_id))
+    }
+
     /// What the writer already did about the proposal row `row` in this group:
     /// `Some(Some(seq))` inserted it at `seq`, `Some(None)` found its id or idempotency key
     /// taken (nothing written); `None` if it did not try, and the change inserts it itself.
