@@ -260,6 +260,10 @@ impl Application {
         let mut services = Services::with_clock(store, Arc::new(policy), clock)
             .with_webhooks(settings.webhooks)
             .with_notifications(settings.notify.clone());
+        if let Some(key) = &checkpoint_key {
+            // The page's verification trusts only checkpoints this server's key signed.
+            services = services.with_checkpoint_key(&key.public_key());
+        }
         match &settings.grant_key {
             Some(path) => {
                 services = services.with_grant_key(load_or_create_key(path)?);

@@ -1,5 +1,5 @@
-//! The hash-chained audit trail, on both backends: a 10,000-event chain verifies; every kind of
-//! tampering is detected with the first bad seq named (by `countersign audit verify`, the
+//! The hash-chained audit trail, on both backends: a 10,000-event chain verifies; on 10,000-event
+//! chains every kind of tampering is detected with the first bad seq named (by `countersign audit verify`, the
 //! operator's tool); signed and kept checkpoints catch a recomputed chain and a cut tail; an
 //! export bundle verifies offline and fails after a one-byte edit; two instances writing to one
 //! PostgreSQL at once leave one valid chain; verification reads one snapshot while writers
@@ -59,7 +59,12 @@ async fn tamper(db: &Db, sql: &str) {
         let mut c = <sqlx::SqliteConnection as sqlx::Connection>::connect(&db.url)
             .await
             .expect("connect");
-        for t in ["audit_events_no_update", "audit_events_no_delete"] {
+        for t in [
+            "audit_events_no_update",
+            "audit_events_no_delete",
+            "audit_checkpoints_no_update",
+            "audit_checkpoints_no_delete",
+        ] {
             sqlx::query(&format!("drop trigger if exists {t}"))
                 .execute(&mut c)
                 .await
@@ -70,10 +75,13 @@ async fn tamper(db: &Db, sql: &str) {
         let mut c = <sqlx::PgConnection as sqlx::Connection>::connect(&db.url)
             .await
             .expect("connect");
-        sqlx::query("alter table audit_events disable trigger user")
-            .execute(&mut c)
-            .await
-            .expect("disable triggers");
+        sqlx::raw_sql(
+            "alter table audit_events disable trigger user; \
+             alter table audit_checkpoints disable trigger user",
+        )
+        .execute(&mut c)
+        .await
+        .expect("disable triggers");
         sqlx::raw_sql(sql).execute(&mut c).await.expect("tamper");
     }
 }
@@ -128,24 +136,24 @@ async fn a_long_chain_verifies_and_every_edit_is_named(backend: &str) {
 
 async fn deleted_reordered_and_inserted_rows_are_named(backend: &str) {
     let db = db(backend).await;
-    fill(&db.services, 300).await;
-    tamper(&db, "delete from audit_events where seq = 120").await;
-    assert_eq!(first_bad(&db).await, 120);
+    fill(&db.services, 10_000).await;
+    tamper(&db, "delete from audit_events where seq = 6120").await;
+    assert_eq!(first_bad(&db).await, 6120);
 
     let db = self::db(backend).await;
-    fill(&db.services, 300).await;
+    fill(&db.services, 10_000).await;
     tamper(
         &db,
-        "update audit_events set seq = -1 where seq = 50; \
-         update audit_events set seq = 50 where seq = 51; \
-         update audit_events set seq = 51 where seq = -1",
+        "update audit_events set seq = -1 where seq = 7050; \
+         update audit_events set seq = 7050 where seq = 7051; \
+         update audit_events set seq = 7051 where seq = -1",
     )
     .await;
-    assert_eq!(first_bad(&db).await, 50);
+    assert_eq!(first_bad(&db).await, 7050);
 
     let db = self::db(backend).await;
-    fill(&db.services, 300).await;
-    // An inserted row: row 10 copied in as a new last row (the head record still says 300).
+    fill(&db.services, 10_000).await;
+    // An inserted row: row 10 copied in as a new last row (the head record still says 10,000).
     let new_id = if backend == "sqlite" {
         "randomblob(16)"
     } else {
@@ -156,26 +164,26 @@ async fn deleted_reordered_and_inserted_rows_are_named(backend: &str) {
         &format!(
             "insert into audit_events (seq, id, at, actor_kind, actor, action, subject_type, \
              subject_id, before_status, after_status, details, hash) \
-             select 301, {new_id}, at, actor_kind, actor, action, subject_type, subject_id, \
+             select 10001, {new_id}, at, actor_kind, actor, action, subject_type, subject_id, \
              before_status, after_status, details, hash from audit_events where seq = 10"
         ),
     )
     .await;
-    assert_eq!(first_bad(&db).await, 301);
+    assert_eq!(first_bad(&db).await, 10_001);
 }
 
 async fn signed_and_kept_checkpoints_catch_rewrites_and_cut_tails(backend: &str) {
     let db = db(backend).await;
     let dir = tempfile::tempdir().expect("dir");
     let key = CheckpointKey::load_or_create(&dir.path().join("audit.key")).expect("key");
-    fill(&db.services, 200).await;
+    fill(&db.services, 9_950).await;
     let signed = db
         .services
         .sign_checkpoint(&key)
         .await
         .expect("sign")
         .expect("new");
-    assert_eq!(signed.seq, 200);
+    assert_eq!(signed.seq, 9_950);
     fill(&db.services, 50).await;
     // The operator keeps the head printed by `countersign audit checkpoint`.
     let out = cli(&db.url)
@@ -195,13 +203,47 @@ async fn signed_and_kept_checkpoints_catch_rewrites_and_cut_tails(backend: &str)
 
     // Rewrite row 7 and recompute every hash after it, as someone who read the code would.
     let rows = recompute_from(&db, 7).await;
-    assert_eq!(rows, 244);
+    assert_eq!(rows, 9_994);
     let err = verify_cli(&db.url, &[]).expect_err("signed checkpoint catches the rewrite");
-    assert!(err.contains("seq 200"), "{err}");
+    assert!(err.contains("seq 9950"), "{err}");
+
+    // The rewriter also replaces the server's checkpoints with one signed by a key of its own.
+    let mallory = CheckpointKey::load_or_create(&dir.path().join("mallory.key")).expect("key");
+    tamper(&db, "delete from audit_checkpoints").await;
+    let forged = db
+        .services
+        .sign_checkpoint(&mallory)
+        .await
+        .expect("sign")
+        .expect("new");
+    assert_eq!(forged.seq, 10_000);
+    assert!(
+        verify_cli(&db.url, &[]).is_ok(),
+        "trusting no key, any signature that holds vouches"
+    );
+    // The server's public key, kept outside the database, refuses the forged checkpoint; so
+    // does the server itself, which knows its key, and so does a kept checkpoint's key.
+    let public = key.public_key();
+    let err = verify_cli(&db.url, &["--public-key", &public]).expect_err("forged checkpoint");
+    assert!(err.contains("seq 10000"), "{err}");
+    match db
+        .services
+        .clone()
+        .with_checkpoint_key(&public)
+        .verify_trail(None)
+        .await
+    {
+        Err(VerifyError::BadCheckpoint(10_000)) => {}
+        other => panic!("expected the forged checkpoint named, got {other:?}"),
+    }
+    let err = verify_cli(&db.url, &["--checkpoint", kept]).expect_err("kept checkpoint's key");
+    assert!(err.contains("seq 10000"), "{err}");
+    let err = verify_cli(&db.url, &["--public-key", "not-a-key"]).expect_err("bad key");
+    assert!(err.contains("64 hex characters"), "{err}");
 
     // A cut tail: the last 20 rows deleted and the head record moved back.
     let db = self::db(backend).await;
-    fill(&db.services, 120).await;
+    fill(&db.services, 10_000).await;
     let key2 = CheckpointKey::load_or_create(&dir.path().join("audit2.key")).expect("key");
     let cp = db
         .services
@@ -210,12 +252,12 @@ async fn signed_and_kept_checkpoints_catch_rewrites_and_cut_tails(backend: &str)
         .expect("sign")
         .expect("new");
     std::fs::write(&kept_path, serde_json::to_string(&cp).expect("json")).expect("keep");
-    let head_100: String = hash_at(&db, 100).await;
+    let head_9980: String = hash_at(&db, 9_980).await;
     tamper(
         &db,
         &format!(
-            "delete from audit_checkpoints; delete from audit_events where seq > 100; \
-             update audit_chain set seq = 100, hash = '{head_100}'"
+            "delete from audit_checkpoints; delete from audit_events where seq > 9980; \
+             update audit_chain set seq = 9980, hash = '{head_9980}'"
         ),
     )
     .await;
@@ -225,7 +267,7 @@ async fn signed_and_kept_checkpoints_catch_rewrites_and_cut_tails(backend: &str)
     );
     let err = verify_cli(&db.url, &["--checkpoint", kept]).expect_err("kept checkpoint");
     assert!(
-        err.contains("ends at seq 100") && err.contains("120"),
+        err.contains("ends at seq 9980") && err.contains("10000"),
         "{err}"
     );
 }
@@ -286,7 +328,7 @@ async fn an_export_verifies_offline_and_fails_after_one_byte(backend: &str) {
         "{}",
         String::from_utf8_lossy(&status.stderr)
     );
-    let (manifest, head) = verify_bundle(&out, None).expect("bundle verifies");
+    let (manifest, head) = verify_bundle(&out, None, None).expect("bundle verifies");
     assert_eq!((manifest.count, head.seq), (500, 500));
     assert!(manifest.checkpoint.is_some() && manifest.public_key.is_some());
     // Offline: a database URL that does not exist is never opened.

@@ -675,27 +675,33 @@ async fn users_and_tokens_round_trip(backend: &str) {
 async fn the_audit_trail_refuses_updates_and_deletes(backend: &str) {
     let db = db(backend).await;
     let id = submit(&db.services, "agent-a").await;
-    let update = "update audit_events set actor = 'mallory'";
-    let delete = "delete from audit_events";
-    let truncate = "truncate audit_events";
-    match backend {
-        "sqlite" => {
-            let mut conn = <sqlx::SqliteConnection as sqlx::Connection>::connect(&db.url)
-                .await
-                .expect("connect");
-            assert!(sqlx::query(update).execute(&mut conn).await.is_err());
-            assert!(sqlx::query(delete).execute(&mut conn).await.is_err());
-            // SQLite has no `truncate`.
-        }
-        _ => {
-            let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(&db.url)
-                .await
-                .expect("connect");
-            assert!(sqlx::query(update).execute(&mut conn).await.is_err());
-            assert!(sqlx::query(delete).execute(&mut conn).await.is_err());
-            assert!(sqlx::query(truncate).execute(&mut conn).await.is_err());
+    // A signed checkpoint is evidence too (its row as the signer wrote it; the refusal does not
+    // depend on the signature).
+    common::exec_sql(
+        &db.url,
+        "insert into audit_checkpoints (seq, hash, at, public_key, signature) \
+         values (1, 'h', '2026-11-26T00:00:00Z', 'k', 's')",
+    )
+    .await;
+    for (table, column) in [("audit_events", "actor"), ("audit_checkpoints", "hash")] {
+        let update = format!("update {table} set {column} = 'mallory'");
+        let delete = format!("delete from {table}");
+        assert!(common::refuses(&db.url, &update).await, "{update}");
+        assert!(common::refuses(&db.url, &delete).await, "{delete}");
+        // SQLite has no `truncate`.
+        if backend != "sqlite" {
+            let truncate = format!("truncate {table}");
+            assert!(common::refuses(&db.url, &truncate).await, "{truncate}");
         }
     }
+    assert_eq!(
+        common::count(
+            &db.url,
+            "select count(*) from audit_checkpoints where hash = 'h'"
+        )
+        .await,
+        1
+    );
     let trail = db
         .services
         .trail("proposal", &id.to_string())

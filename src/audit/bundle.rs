@@ -87,7 +87,7 @@ pub enum BundleError {
     #[error(transparent)]
     Chain(#[from] ChainError),
     /// The manifest's checkpoint signature does not hold.
-    #[error("the manifest's checkpoint at seq {0} has a bad signature")]
+    #[error("the checkpoint at seq {0} has a bad signature, or was signed with a key not trusted")]
     BadSignature(i64),
     /// Reading the trail to export failed (internal; logged, never echoed to a browser).
     #[error("reading the trail failed: {0}")]
@@ -194,6 +194,18 @@ fn csv_error(e: csv::Error) -> BundleError {
 /// `prev_hash`), the manifest's checkpoint, and the manifest's count and seqs. Returns the
 /// manifest and the last row as head.
 pub fn verify(dir: &Path, kept: Option<&Checkpoint>) -> Result<(Manifest, Head), BundleError> {
+    verify_trusting(dir, kept, None)
+}
+
+/// [`verify`], also requiring every checkpoint to be signed with the trusted key: `trusted`
+/// (hex), else the kept checkpoint's. Without either, a bundle's own checkpoint proves only
+/// that whoever made the bundle held some key.
+pub fn verify_trusting(
+    dir: &Path,
+    kept: Option<&Checkpoint>,
+    trusted: Option<&str>,
+) -> Result<(Manifest, Head), BundleError> {
+    let key = trusted.or(kept.map(|k| k.public_key.as_str()));
     let text = std::fs::read_to_string(dir.join(MANIFEST))?;
     let manifest: Manifest = serde_json::from_str(&text)
         .map_err(|e| BundleError::Malformed(format!("{MANIFEST}: {e}")))?;
@@ -204,7 +216,7 @@ pub fn verify(dir: &Path, kept: Option<&Checkpoint>) -> Result<(Manifest, Head),
     }
     let mut expected = Vec::new();
     for cp in manifest.checkpoint.iter().chain(kept) {
-        if !cp.signature_holds() {
+        if !cp.signature_holds() || key.is_some_and(|k| k != cp.public_key) {
             return Err(BundleError::BadSignature(cp.seq));
         }
         expected.push(cp.head());

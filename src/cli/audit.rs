@@ -27,6 +27,12 @@ pub(crate) enum AuditCommand {
         /// must contain it and reach at least its seq.
         #[arg(long)]
         checkpoint: Option<PathBuf>,
+        /// The server's checkpoint public key (hex, the `public_key` of `audit checkpoint`'s
+        /// JSON), kept outside the database: every checkpoint must be signed with it, so one
+        /// re-signed by whoever rewrote the database fails. Without it, a kept checkpoint's
+        /// key is the one trusted; without either, any key whose signature holds.
+        #[arg(long, env = "COUNTERSIGN_AUDIT_PUBLIC_KEY")]
+        public_key: Option<String>,
     },
     /// Sign the current head (if it moved) and print the latest signed checkpoint as JSON.
     Checkpoint {
@@ -65,16 +71,28 @@ fn read_checkpoint(path: Option<&PathBuf>) -> Result<Option<Checkpoint>, String>
         .map_err(|e| format!("{}: not a checkpoint: {e}", path.display()))
 }
 
+/// A public key as given: 64 hex characters (an Ed25519 key), lowercased as checkpoints
+/// carry it.
+fn public_key_hex(key: &str) -> Result<String, String> {
+    let key = key.trim().to_ascii_lowercase();
+    match hex::decode(&key) {
+        Ok(bytes) if bytes.len() == 32 => Ok(key),
+        _ => Err("--public-key: 64 hex characters (an Ed25519 public key) expected".into()),
+    }
+}
+
 pub(crate) async fn run(command: AuditCommand) -> Result<(), String> {
     match command {
         AuditCommand::Verify {
             db,
             bundle,
             checkpoint,
+            public_key,
         } => {
             let kept = read_checkpoint(checkpoint.as_ref())?;
+            let trusted = public_key.as_deref().map(public_key_hex).transpose()?;
             if let Some(dir) = bundle {
-                let (manifest, head) = verify_bundle(&dir, kept.as_ref())
+                let (manifest, head) = verify_bundle(&dir, kept.as_ref(), trusted.as_deref())
                     .map_err(|e| format!("{}: verification failed: {e}", dir.display()))?;
                 println!(
                     "ok: {} events, seq {}..{}, head {}",
@@ -82,8 +100,11 @@ pub(crate) async fn run(command: AuditCommand) -> Result<(), String> {
                 );
                 return Ok(());
             }
-            let verified = services(&db.database_url)
-                .await?
+            let mut services = services(&db.database_url).await?;
+            if let Some(key) = &trusted {
+                services = services.with_checkpoint_key(key);
+            }
+            let verified = services
                 .verify_trail(kept.as_ref())
                 .await
                 .map_err(|e| format!("verification failed: {e}"))?;

@@ -60,7 +60,7 @@ impl Services {
     /// are read a page at a time.
     pub async fn verify_trail(&self, kept: Option<&Checkpoint>) -> Result<Verified, VerifyError> {
         let mut snapshot = self.store().snapshot().await?;
-        let verified = verify_snapshot(&mut snapshot, kept).await;
+        let verified = verify_snapshot(&mut snapshot, kept, self.checkpoint_key()).await;
         snapshot.end().await?;
         verified
     }
@@ -127,6 +127,7 @@ impl Services {
 async fn verify_snapshot(
     snapshot: &mut Snapshot,
     kept: Option<&Checkpoint>,
+    trusted: Option<&str>,
 ) -> Result<Verified, VerifyError> {
     let (recorded, chained_from) = audit::head(snapshot.conn()).await?;
     let stored = audit::checkpoints(snapshot.conn()).await?;
@@ -134,7 +135,7 @@ async fn verify_snapshot(
         seq: chained_from - 1,
         hash: GENESIS.to_owned(),
     };
-    let mut verifier = Verifier::resume(start.clone(), checkpoint_heads(&stored, kept)?);
+    let mut verifier = Verifier::resume(start.clone(), checkpoint_heads(&stored, kept, trusted)?);
     let mut visit = |row: RowRef<'_>| verifier.push_stored(&row).map_err(VerifyError::Chain);
     let mut after = start.seq;
     while let Some(last) = audit_walk::walk_page(snapshot, after, PAGE, &mut visit).await? {
@@ -153,12 +154,14 @@ async fn verify_snapshot(
 }
 
 /// The heads the stored checkpoints and the kept one vouch for, once their signatures hold
-/// (and, given a kept checkpoint, every stored one is signed with its key).
+/// and every one is signed with the trusted key (`trusted`, else the kept checkpoint's). A
+/// checkpoint under any other key is refused: the database's owner could have made it.
 fn checkpoint_heads(
     stored: &[Checkpoint],
     kept: Option<&Checkpoint>,
+    trusted: Option<&str>,
 ) -> Result<Vec<Head>, VerifyError> {
-    let key = kept.map(|k| k.public_key.as_str());
+    let key = trusted.or(kept.map(|k| k.public_key.as_str()));
     stored
         .iter()
         .chain(kept)
@@ -171,10 +174,12 @@ fn checkpoint_heads(
         .collect()
 }
 
-/// Verifies an export bundle in `dir` (no database needed).
+/// Verifies an export bundle in `dir` (no database needed), every checkpoint signed with the
+/// `trusted` public key (hex) when one is given, else with the kept checkpoint's.
 pub fn verify_bundle(
     dir: &Path,
     kept: Option<&Checkpoint>,
+    trusted: Option<&str>,
 ) -> Result<(Manifest, Head), BundleError> {
-    bundle::verify(dir, kept)
+    bundle::verify_trusting(dir, kept, trusted)
 }

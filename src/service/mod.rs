@@ -91,6 +91,8 @@ pub struct Services {
     tokens: Arc<tokens::TokenCache>,
     queue: Arc<QueueSignal>,
     grant_key: Arc<ed25519_dalek::SigningKey>,
+    /// The public key (hex) every stored checkpoint must be signed with, when known.
+    checkpoint_key: Option<Arc<str>>,
     facets: Arc<desk::FacetCache>,
     hashing: Arc<crate::auth::password::HashPool>,
     webhooks: Arc<webhooks::Webhooks>,
@@ -124,6 +126,7 @@ impl Services {
             tokens: Arc::default(),
             queue: Arc::default(),
             grant_key: Arc::new(ed25519_dalek::SigningKey::generate(&mut rand::rngs::OsRng)),
+            checkpoint_key: None,
             facets: Arc::default(),
             hashing: Arc::default(),
             webhooks: Arc::new(webhooks::Webhooks::new(WebhookSettings::default())),
@@ -159,6 +162,19 @@ impl Services {
     pub fn with_grant_key(mut self, key: ed25519_dalek::SigningKey) -> Self {
         self.grant_key = Arc::new(key);
         self
+    }
+
+    /// The same, trusting only checkpoints signed with `public_key` (hex; the server's own
+    /// checkpoint key, or one an operator kept): verifying fails on a stored checkpoint under
+    /// any other key, so whoever can write the database cannot re-sign a rewritten trail.
+    pub fn with_checkpoint_key(mut self, public_key: &str) -> Self {
+        self.checkpoint_key = Some(Arc::from(public_key));
+        self
+    }
+
+    /// The checkpoint key this instance trusts, if it knows one.
+    pub(crate) fn checkpoint_key(&self) -> Option<&str> {
+        self.checkpoint_key.as_deref()
     }
 
     /// The password hashing pool: at most a few argon2 runs at once.

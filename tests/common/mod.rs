@@ -216,6 +216,11 @@ pub async fn exec_sql(url: &str, sql: &str) {
     })
 }
 
+/// Whether the database at `url` refuses the statement `sql` (an error, not a panic).
+pub async fn refuses(url: &str, sql: &str) -> bool {
+    on_connection!(url, |c| sqlx::query(sql).execute(&mut c).await.is_err())
+}
+
 /// A count straight from the database at `url`, for checking what was (not) written.
 pub async fn count(url: &str, sql: &str) -> i64 {
     on_connection!(url, |c| sqlx::query_scalar(sql)
