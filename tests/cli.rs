@@ -548,3 +548,84 @@ fn reviewers_are_limited_to_domains_from_the_shell() {
         changes[0]
     );
 }
+
+#[tokio::test]
+async fn a_proposal_is_erased_and_a_time_range_exported_from_the_shell() {
+    use countersign::domain::lifecycle::{ProposalStatus, ReviewVerdict};
+    use countersign::domain::principal::Role;
+    use countersign::service::{Reviewer, Submitted};
+
+    let (services, db, _dir) = common::fresh_services("sqlite").await;
+    let id = match services
+        .submit("agent-a", &common::proposal_body("agent-a"))
+        .await
+    {
+        Ok(Submitted::Created(p)) => p.id,
+        other => panic!("expected a new proposal, got {other:?}"),
+    };
+    let rev = Reviewer {
+        username: "rev".into(),
+        role: Role::Reviewer,
+    };
+    services
+        .decide(&rev, id, ReviewVerdict::Rejected, Some("not today"))
+        .await
+        .expect("rejected");
+    let before = services.proposal(id).await.expect("read").expect("exists");
+    assert_eq!(before.status, ProposalStatus::Rejected);
+    let value = "new@example.com";
+    assert!(
+        serde_json::to_string(&before.contract)
+            .expect("json")
+            .contains(value),
+        "the value to erase is there"
+    );
+
+    let id_text = id.to_string();
+    let out = countersign(&db)
+        .args(["proposal", "erase", &id_text, "--reason", "request 4711"])
+        .assert()
+        .success();
+    let said = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(said.contains(&format!("erased: proposal {id}")), "{said}");
+    let after = services.proposal(id).await.expect("read").expect("exists");
+    let erased_contract = serde_json::to_string(&after.contract).expect("json");
+    assert!(!erased_contract.contains(value), "{erased_contract}");
+    assert_eq!(after.status, ProposalStatus::Rejected, "the decision stays");
+    let erased = "select count(*) from audit_events where action = 'proposal.erased' \
+                  and actor = 'cli'";
+    assert_eq!(common::count(&db, erased).await, 1);
+    // A second erasure of the same proposal is refused, and nothing more is recorded.
+    countersign(&db)
+        .args(["proposal", "erase", &id_text, "--reason", "again"])
+        .assert()
+        .failure();
+    assert_eq!(common::count(&db, erased).await, 1);
+
+    // The trail of one time range, exported offline, verifies on its own.
+    let dir = tempfile::tempdir().expect("dir");
+    let export = |name: &str, from: &str, to: &str| {
+        let out = dir.path().join(name);
+        countersign(&db)
+            .args(["audit", "export", "--out"])
+            .arg(&out)
+            .args(["--from", from, "--to", to])
+            .assert()
+            .success();
+        let text = std::fs::read_to_string(out.join("manifest.json")).expect("manifest");
+        let manifest: serde_json::Value = serde_json::from_str(&text).expect("json");
+        (out, manifest)
+    };
+    let (bundle, manifest) = export("bundle", "2000-01-01T00:00:00Z", "2999-01-01T00:00:00Z");
+    let events = common::count(&db, "select count(*) from audit_events").await;
+    // Everything before the export's own event.
+    assert_eq!(manifest["count"], events - 1);
+    countersign(&db)
+        .args(["audit", "verify", "--bundle"])
+        .arg(&bundle)
+        .assert()
+        .success();
+    // A range that holds nothing exports nothing.
+    let (_, manifest) = export("empty", "2000-01-01T00:00:00Z", "2000-01-02T00:00:00Z");
+    assert_eq!(manifest["count"], 0);
+}

@@ -118,6 +118,14 @@ async fn other_roles_get_403_on_the_admin_pages_and_forms(backend: &str) {
         .await;
     assert_eq!(location(&r), "/admin/users?error=csrf");
     assert_eq!(app.count(disabled).await, 0);
+    // …and is itself in the trail: which form, by whom.
+    let refused = "select count(*) from audit_events where action = 'auth.csrf_rejected' \
+                   and subject_id = 'admin' and actor = 'boss'";
+    assert_eq!(
+        app.count(refused).await,
+        1,
+        "the refused form is in the trail"
+    );
 }
 
 async fn a_token_made_on_the_page_is_shown_once_and_revoked_at_once(backend: &str) {
