@@ -1,6 +1,7 @@
-//! Nothing acknowledged is lost: the real server binary takes concurrent submissions and
-//! pre-tool-checks, is killed with SIGKILL while they are in flight, and every request it had
-//! answered is in the database afterwards, with an audit chain that still verifies.
+//! Nothing acknowledged is lost: the real server binary takes concurrent submissions (and, in
+//! the second test, leases and reports), is killed with SIGKILL while they are in flight, and
+//! every request it had answered is in the database afterwards, with an audit chain that still
+//! verifies. On both backends.
 
 mod common;
 
@@ -9,8 +10,15 @@ use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acknowledged_writes_survive_sigkill() {
-    let (db, dir) = common::fresh_database("sqlite");
-    let dir = dir.expect("temp dir");
+    for backend in ["sqlite", "postgres"] {
+        submissions_survive_sigkill(backend).await;
+    }
+}
+
+async fn submissions_survive_sigkill(backend: &str) {
+    let (db, _db_dir) = common::fresh_database(backend);
+    let dir = tempfile::tempdir().expect("key dir");
+    common::run_ok(&db, &["migrate"], None);
     let out = countersign(&db)
         .args(["token", "create", "--agent", "agent-a"])
         .output()
