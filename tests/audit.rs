@@ -331,6 +331,10 @@ async fn an_export_verifies_offline_and_fails_after_one_byte(backend: &str) {
     let (manifest, head) = verify_bundle(&out, None, None).expect("bundle verifies");
     assert_eq!((manifest.count, head.seq), (500, 500));
     assert!(manifest.checkpoint.is_some() && manifest.public_key.is_some());
+    // The bundle's checkpoint counts only under the key the verifier trusts.
+    verify_bundle(&out, None, Some(&key.public_key())).expect("the server's key");
+    let other = CheckpointKey::load_or_create(&dir.path().join("other.key")).expect("key");
+    assert!(verify_bundle(&out, None, Some(&other.public_key())).is_err());
     // Offline: a database URL that does not exist is never opened.
     let ok = cli("postgres://nobody@127.0.0.1:1/none")
         .args(["audit", "verify", "--bundle"])
