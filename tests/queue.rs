@@ -556,14 +556,14 @@ async fn drift_is_refused_and_listed(backend: &str) {
     // A command written into the database with no approval on record (a copy of a genuine
     // queued one, for a proposal still pending): the genuine one is handed out, the copy never.
     let genuine = approved(&db.services, common::proposal_body("agent-a")).await;
-    match db
+    let pending = match db
         .services
         .submit("agent-a", &common::proposal_body("agent-a"))
         .await
     {
-        Ok(Submitted::Created(p)) => assert_eq!(p.status, ProposalStatus::Pending),
+        Ok(Submitted::Created(p)) => p.id,
         other => panic!("expected a new proposal, got {other:?}"),
-    }
+    };
     let columns = "kind, rollback_of, tool_name, status, spec, attempts, allowed_executors, \
                    available_at, execute_by, created_at, updated_at";
     let new_id = if backend == "sqlite" {
@@ -594,6 +594,9 @@ async fn drift_is_refused_and_listed(backend: &str) {
     )
     .await;
     assert_eq!(forged, 1);
+    // The genuine proposal the copy named is left as it was: still pending, for a reviewer.
+    let proposal = db.services.proposal(pending).await.expect("read");
+    assert_eq!(proposal.expect("exists").status, ProposalStatus::Pending);
     // A report, with the right token, on a command whose proposal is no longer approved (a
     // database edit after the lease): refused, and nothing moves.
     let third = approved(&db.services, common::proposal_body("agent-a")).await;

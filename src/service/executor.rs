@@ -22,7 +22,7 @@ use crate::domain::command::scope::ToolScope;
 use crate::domain::command::{CommandKind, CommandStatus, Outcome};
 use crate::domain::lifecycle::ProposalStatus;
 use crate::storage::Tx;
-use crate::storage::commands::{self, CommandRecord, NewLease, ProposalSeen, Settle};
+use crate::storage::commands::{self, Approval, CommandRecord, NewLease, ProposalSeen, Settle};
 
 /// Most commands refused at one lease for a spec that no longer matches its approval, before
 /// the lease answers "nothing for you now".
@@ -259,18 +259,25 @@ async fn take_lease(
         let command = claimed.command;
         // What was approved: the spec hash its `command.queued` event recorded, committed or
         // (queued earlier in this very group) still pending on the transaction. A command with
-        // no such record never went through an approval (a row written into the database):
-        // it is refused like an edited one.
-        let approved = claimed.approved_spec_sha256.or_else(|| {
-            tx.recorded("command.queued", "command", &command.id.to_string())
-                .and_then(|d| d["spec_sha256"].as_str())
-                .map(str::to_owned)
-        });
-        let why = match approved {
-            None => Some(Drift::NeverApproved),
-            Some(h) if h != spec_sha256(&command.spec) => Some(Drift::SpecMismatch),
-            Some(_) => None,
+        // no such event never went through an approval (a row written into the database): it
+        // never runs. One queued before events carried the hash is let through, as before.
+        let approved = match claimed.approval {
+            Approval::Recorded(h) => Some(h),
+            Approval::Unhashed => None,
+            Approval::Missing => {
+                let id = command.id.to_string();
+                match tx.recorded("command.queued", "command", &id) {
+                    Some(d) => d["spec_sha256"].as_str().map(str::to_owned),
+                    None => {
+                        refuse_drifted(tx, &command, lease, Drift::NeverApproved).await?;
+                        continue;
+                    }
+                }
+            }
         };
+        let why = approved
+            .is_some_and(|h| h != spec_sha256(&command.spec))
+            .then_some(Drift::SpecMismatch);
         if let Some(why) = why {
             refuse_drifted(tx, &command, lease, why).await?;
             continue;
@@ -329,7 +336,11 @@ async fn refuse_drifted(
         "lease",
         lease.now,
     );
-    after_run(tx, &ended, &Actor::system("lease"), None, None, lease.now).await?;
+    // A command that was never approved says nothing about its proposal's fate: the proposal
+    // (pending, perhaps, and genuine) stays as it is.
+    if why != Drift::NeverApproved {
+        after_run(tx, &ended, &Actor::system("lease"), None, None, lease.now).await?;
+    }
     tracing::error!(command.id = %command.id, reason = why.as_str(), "command spec does not match an approval; refused");
     Ok(())
 }

@@ -90,9 +90,30 @@ pub struct NewCommand<'a> {
 pub struct Claimed {
     /// The command, as leased.
     pub command: CommandRecord,
-    /// The sha256 of its spec as approved, from the chained `command.queued` event; `None` for
-    /// a command queued before the hash was recorded.
-    pub approved_spec_sha256: Option<String>,
+    /// What its chained `command.queued` event says was approved.
+    pub approval: Approval,
+}
+
+/// What the trail holds of a command's approval, as its `command.queued` event recorded it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Approval {
+    /// The sha256 of the spec as approved.
+    Recorded(String),
+    /// Queued before events recorded the spec's hash (databases from before the hash).
+    Unhashed,
+    /// No `command.queued` event committed (queued earlier in the same group, or never).
+    Missing,
+}
+
+impl Approval {
+    /// From the claim's column: the hash, `''` for an event without one, null for no event.
+    fn of(column: Option<String>) -> Self {
+        match column {
+            None => Self::Missing,
+            Some(h) if h.is_empty() => Self::Unhashed,
+            Some(h) => Self::Recorded(h),
+        }
+    }
 }
 
 /// A lease to take.
@@ -355,7 +376,7 @@ pub async fn claim_next(conn: Conn<'_>, lease: &NewLease<'_>) -> Result<Option<C
              and not exists (select 1 from paused_tools p where c.tool_name glob p.pattern) \
              order by c.seq limit 1) returning ",
             cols!(),
-            ", (select cast(json_extract(a.details, '$.spec_sha256') as text) \
+            ", (select coalesce(cast(json_extract(a.details, '$.spec_sha256') as text), '') \
              from audit_events a where a.subject_type = 'command' and a.action = 'command.queued' \
              and a.subject_id = lower(substr(hex(commands.id), 1, 8) || '-' || \
              substr(hex(commands.id), 9, 4) || '-' || substr(hex(commands.id), 13, 4) || '-' || \
@@ -387,7 +408,7 @@ pub async fn claim_next(conn: Conn<'_>, lease: &NewLease<'_>) -> Result<Option<C
             ") \
              order by c.seq limit 1 for update skip locked) returning ",
             cols!(),
-            ", (select a.details->>'spec_sha256' from audit_events a \
+            ", (select coalesce(a.details->>'spec_sha256', '') from audit_events a \
              where a.subject_type = 'command' and a.subject_id = commands.id::text \
              and a.action = 'command.queued' order by a.seq limit 1) as approved_spec_sha256"
         ),
@@ -404,7 +425,7 @@ pub async fn claim_next(conn: Conn<'_>, lease: &NewLease<'_>) -> Result<Option<C
     row.map(|r| {
         Ok(Claimed {
             command: r.row.into_record()?,
-            approved_spec_sha256: r.approved_spec_sha256,
+            approval: Approval::of(r.approved_spec_sha256),
         })
     })
     .transpose()
@@ -722,4 +743,19 @@ pub async fn erase(
         .await
         .map(|r| r.rows_affected() > 0))?;
     Ok(done)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Approval;
+
+    #[test]
+    fn an_approval_is_a_hash_an_old_event_without_one_or_nothing() {
+        assert_eq!(
+            Approval::of(Some("ab12".into())),
+            Approval::Recorded("ab12".into())
+        );
+        assert_eq!(Approval::of(Some(String::new())), Approval::Unhashed);
+        assert_eq!(Approval::of(None), Approval::Missing);
+    }
 }
