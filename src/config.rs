@@ -31,6 +31,8 @@ pub struct Settings {
     pub policy: Option<PathBuf>,
     /// The key that signs audit checkpoints; `None`: the head is not signed.
     pub audit_key: Option<PathBuf>,
+    /// Earlier checkpoint public keys (hex) still trusted for older checkpoints.
+    pub audit_earlier_keys: Vec<String>,
     /// The key that signs executor grants; `None`: a key generated for this process only.
     pub grant_key: Option<PathBuf>,
     /// How connections are served: timeouts and the connection cap.
@@ -158,6 +160,7 @@ impl Settings {
             secure_cookies: false,
             policy: None,
             audit_key: None,
+            audit_earlier_keys: Vec::new(),
             grant_key: None,
             rate: RateLimit::default(),
             limits: ConnectionLimits::default(),

@@ -17,7 +17,7 @@ use tower_sessions::cookie::SameSite;
 use tower_sessions::{Expiry, SessionManagerLayer};
 
 use crate::api::{self, ApiShared, ApiState};
-use crate::audit::checkpoint::{CheckpointKey, load_or_create_key};
+use crate::audit::checkpoint::{CheckpointKey, Trust, load_or_create_key};
 use crate::auth::oidc::Oidc;
 use crate::auth::session::AnySessionStore;
 use crate::config::{Settings, redact_url};
@@ -261,8 +261,14 @@ impl Application {
             .with_webhooks(settings.webhooks)
             .with_notifications(settings.notify.clone());
         if let Some(key) = &checkpoint_key {
-            // The page's verification trusts only checkpoints this server's key signed.
-            services = services.with_checkpoint_key(&key.public_key());
+            // The page's verification trusts only checkpoints this server's key signed (and
+            // its earlier keys'). A trail without any yet (a new server) is not a failure.
+            let mut keys = vec![key.public_key()];
+            keys.extend(settings.audit_earlier_keys.iter().cloned());
+            services = services.with_checkpoint_trust(Trust {
+                keys,
+                require_one: false,
+            });
         }
         match &settings.grant_key {
             Some(path) => {

@@ -15,7 +15,7 @@ use countersign::audit::chain::ChainError;
 use countersign::audit::checkpoint::CheckpointKey;
 use countersign::audit::{Actor, AuditEvent, ProposalInputRejected};
 use countersign::domain::policy::model::Policy;
-use countersign::service::{Services, VerifyError, verify_bundle};
+use countersign::service::{Services, Trust, VerifyError, verify_bundle};
 use countersign::storage;
 
 struct Db {
@@ -200,6 +200,23 @@ async fn signed_and_kept_checkpoints_catch_rewrites_and_cut_tails(backend: &str)
     std::fs::write(&kept_path, &out.stdout).expect("keep");
     let kept = kept_path.to_str().expect("utf-8");
     assert!(verify_cli(&db.url, &["--checkpoint", kept]).is_ok());
+    let public = key.public_key();
+    let other = CheckpointKey::load_or_create(&dir.path().join("other.key")).expect("key");
+    // The server's key vouches, also listed beside an earlier one; an unrelated key alone not.
+    assert!(verify_cli(&db.url, &["--public-key", &public]).is_ok());
+    let both = format!("{},{public}", other.public_key());
+    assert!(verify_cli(&db.url, &["--public-key", &both]).is_ok());
+    let err = verify_cli(&db.url, &["--public-key", &other.public_key()]).expect_err("other");
+    assert!(err.contains("not trusted"), "{err}");
+    // `audit checkpoint` with a key that is not the last signer's (a wrong path) refuses.
+    let wrong = cli(&db.url)
+        .args(["audit", "checkpoint", "--audit-key"])
+        .arg(dir.path().join("wrong.key"))
+        .output()
+        .expect("run");
+    assert!(!wrong.status.success());
+    let said = String::from_utf8_lossy(&wrong.stderr);
+    assert!(said.contains("not the key that signed"), "{said}");
 
     // Rewrite row 7 and recompute every hash after it, as someone who read the code would.
     let rows = recompute_from(&db, 7).await;
@@ -223,23 +240,40 @@ async fn signed_and_kept_checkpoints_catch_rewrites_and_cut_tails(backend: &str)
     );
     // The server's public key, kept outside the database, refuses the forged checkpoint; so
     // does the server itself, which knows its key, and so does a kept checkpoint's key.
-    let public = key.public_key();
     let err = verify_cli(&db.url, &["--public-key", &public]).expect_err("forged checkpoint");
-    assert!(err.contains("seq 10000"), "{err}");
-    match db
-        .services
-        .clone()
-        .with_checkpoint_key(&public)
+    assert!(
+        err.contains("seq 10000") && err.contains("not trusted"),
+        "{err}"
+    );
+    let trusting = |keys: Vec<String>, require_one| {
+        let trust = Trust { keys, require_one };
+        db.services.clone().with_checkpoint_trust(trust)
+    };
+    match trusting(vec![public.clone()], false)
         .verify_trail(None)
         .await
     {
-        Err(VerifyError::BadCheckpoint(10_000)) => {}
+        Err(VerifyError::UntrustedCheckpoint(10_000)) => {}
         other => panic!("expected the forged checkpoint named, got {other:?}"),
     }
     let err = verify_cli(&db.url, &["--checkpoint", kept]).expect_err("kept checkpoint's key");
     assert!(err.contains("seq 10000"), "{err}");
     let err = verify_cli(&db.url, &["--public-key", "not-a-key"]).expect_err("bad key");
     assert!(err.contains("64 hex characters"), "{err}");
+    // Or the rewriter leaves no checkpoint at all: nothing signed with the trusted key vouches.
+    tamper(&db, "delete from audit_checkpoints").await;
+    let err = verify_cli(&db.url, &["--public-key", &public]).expect_err("no checkpoint");
+    assert!(
+        err.contains("no checkpoint signed with a trusted key"),
+        "{err}"
+    );
+    // The server does not require one (a new trail has none yet); what it has must be its own.
+    assert!(
+        trusting(vec![public.clone()], false)
+            .verify_trail(None)
+            .await
+            .is_ok()
+    );
 
     // A cut tail: the last 20 rows deleted and the head record moved back.
     let db = self::db(backend).await;
@@ -328,13 +362,13 @@ async fn an_export_verifies_offline_and_fails_after_one_byte(backend: &str) {
         "{}",
         String::from_utf8_lossy(&status.stderr)
     );
-    let (manifest, head) = verify_bundle(&out, None, None).expect("bundle verifies");
+    let (manifest, head) = verify_bundle(&out, None, &Trust::default()).expect("bundle verifies");
     assert_eq!((manifest.count, head.seq), (500, 500));
     assert!(manifest.checkpoint.is_some() && manifest.public_key.is_some());
     // The bundle's checkpoint counts only under the key the verifier trusts.
-    verify_bundle(&out, None, Some(&key.public_key())).expect("the server's key");
+    verify_bundle(&out, None, &Trust::keys(vec![key.public_key()])).expect("the server's key");
     let other = CheckpointKey::load_or_create(&dir.path().join("other.key")).expect("key");
-    assert!(verify_bundle(&out, None, Some(&other.public_key())).is_err());
+    assert!(verify_bundle(&out, None, &Trust::keys(vec![other.public_key()])).is_err());
     // Offline: a database URL that does not exist is never opened.
     let ok = cli("postgres://nobody@127.0.0.1:1/none")
         .args(["audit", "verify", "--bundle"])

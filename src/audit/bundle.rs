@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::chain::{ChainError, ChainedEvent, Head};
-use super::checkpoint::Checkpoint;
+use super::checkpoint::{Checkpoint, Trust};
 
 /// The events file.
 pub const EVENTS: &str = "events.jsonl";
@@ -87,8 +87,14 @@ pub enum BundleError {
     #[error(transparent)]
     Chain(#[from] ChainError),
     /// The manifest's checkpoint signature does not hold.
-    #[error("the checkpoint at seq {0} has a bad signature, or was signed with a key not trusted")]
+    #[error("the checkpoint at seq {0} has a bad signature")]
     BadSignature(i64),
+    /// A checkpoint's signature holds under a key not trusted.
+    #[error("the checkpoint at seq {0} is signed with a key that is not trusted")]
+    UntrustedCheckpoint(i64),
+    /// Keys were given to trust, and the bundle holds no checkpoint signed with one of them.
+    #[error("no checkpoint signed with a trusted key: nothing vouches for the bundle")]
+    NoTrustedCheckpoint,
     /// Reading the trail to export failed (internal; logged, never echoed to a browser).
     #[error("reading the trail failed: {0}")]
     Read(String),
@@ -194,18 +200,17 @@ fn csv_error(e: csv::Error) -> BundleError {
 /// `prev_hash`), the manifest's checkpoint, and the manifest's count and seqs. Returns the
 /// manifest and the last row as head.
 pub fn verify(dir: &Path, kept: Option<&Checkpoint>) -> Result<(Manifest, Head), BundleError> {
-    verify_trusting(dir, kept, None)
+    verify_trusting(dir, kept, &Trust::default())
 }
 
-/// [`verify`], also requiring every checkpoint to be signed with the trusted key: `trusted`
-/// (hex), else the kept checkpoint's. Without either, a bundle's own checkpoint proves only
-/// that whoever made the bundle held some key.
+/// [`verify`], taking checkpoints only under keys `trust` admits. Without trusted keys or a
+/// kept checkpoint, a bundle's own checkpoint proves only that whoever made the bundle held
+/// some key.
 pub fn verify_trusting(
     dir: &Path,
     kept: Option<&Checkpoint>,
-    trusted: Option<&str>,
+    trust: &Trust,
 ) -> Result<(Manifest, Head), BundleError> {
-    let key = trusted.or(kept.map(|k| k.public_key.as_str()));
     let text = std::fs::read_to_string(dir.join(MANIFEST))?;
     let manifest: Manifest = serde_json::from_str(&text)
         .map_err(|e| BundleError::Malformed(format!("{MANIFEST}: {e}")))?;
@@ -216,10 +221,16 @@ pub fn verify_trusting(
     }
     let mut expected = Vec::new();
     for cp in manifest.checkpoint.iter().chain(kept) {
-        if !cp.signature_holds() || key.is_some_and(|k| k != cp.public_key) {
+        if !cp.signature_holds() {
             return Err(BundleError::BadSignature(cp.seq));
         }
+        if !trust.admits(cp, kept) {
+            return Err(BundleError::UntrustedCheckpoint(cp.seq));
+        }
         expected.push(cp.head());
+    }
+    if trust.require_one && expected.is_empty() {
+        return Err(BundleError::NoTrustedCheckpoint);
     }
     let start = Head {
         seq: manifest.first_seq.max(1) - 1,

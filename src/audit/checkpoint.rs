@@ -12,6 +12,49 @@ use serde_json::json;
 
 use super::chain::{FORMAT, Head};
 
+/// Which keys a verifier takes checkpoints from. A signature proves only that its key's holder
+/// made it; whoever can rewrite the database can sign with a key of their own. So verifying
+/// trusts the keys it is given (kept outside the database), or without any the kept
+/// checkpoint's key, or without that, any key whose signature holds.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Trust {
+    /// Public keys (hex, lowercase): the current one and any earlier ones still vouching for
+    /// older checkpoints.
+    pub keys: Vec<String>,
+    /// Fail unless at least one checkpoint is signed with a trusted key (an operator who names
+    /// keys expects them to vouch for something; a database stripped of its checkpoints fails).
+    pub require_one: bool,
+}
+
+/// A public key as an operator gives it: 64 hex characters (an Ed25519 key), lowercased as
+/// checkpoints carry it; `None` if it is not one.
+pub fn public_key_hex(key: &str) -> Option<String> {
+    let key = key.trim().to_ascii_lowercase();
+    let bytes = hex::decode(&key)
+        .ok()
+        .and_then(|b| <[u8; 32]>::try_from(b).ok())?;
+    VerifyingKey::from_bytes(&bytes).ok().map(|_| key)
+}
+
+impl Trust {
+    /// Trust exactly `keys`, and require a checkpoint under one of them.
+    pub fn keys(keys: Vec<String>) -> Self {
+        Self {
+            keys,
+            require_one: true,
+        }
+    }
+
+    /// Whether checkpoint `cp` counts, next to the kept checkpoint `kept` if there is one.
+    pub fn admits(&self, cp: &Checkpoint, kept: Option<&Checkpoint>) -> bool {
+        if self.keys.is_empty() {
+            kept.is_none_or(|k| k.public_key == cp.public_key)
+        } else {
+            self.keys.contains(&cp.public_key)
+        }
+    }
+}
+
 /// The server's checkpoint signing key. Deliberately not `Debug`.
 pub struct CheckpointKey {
     key: SigningKey,

@@ -10,7 +10,7 @@ use time::format_description::well_known::Rfc3339;
 
 use super::{Database, services};
 use crate::audit::Actor;
-use crate::audit::checkpoint::{Checkpoint, CheckpointKey};
+use crate::audit::checkpoint::{self, Checkpoint, CheckpointKey, Trust};
 use crate::config::DEFAULT_AUDIT_KEY;
 use crate::service::verify_bundle;
 
@@ -27,12 +27,14 @@ pub(crate) enum AuditCommand {
         /// must contain it and reach at least its seq.
         #[arg(long)]
         checkpoint: Option<PathBuf>,
-        /// The server's checkpoint public key (hex, the `public_key` of `audit checkpoint`'s
-        /// JSON), kept outside the database: every checkpoint must be signed with it, so one
-        /// re-signed by whoever rewrote the database fails. Without it, a kept checkpoint's
-        /// key is the one trusted; without either, any key whose signature holds.
-        #[arg(long, env = "COUNTERSIGN_AUDIT_PUBLIC_KEY")]
-        public_key: Option<String>,
+        /// A checkpoint public key to trust (hex, the `public_key` of `audit checkpoint`'s
+        /// JSON), kept outside the database; repeat it (or separate with commas) for the
+        /// server's earlier keys. Every checkpoint must then be signed with one of them, and at
+        /// least one must be, so a trail re-signed, or stripped of its checkpoints, by whoever
+        /// rewrote the database fails. Without it, a kept checkpoint's key is the one trusted;
+        /// without either, any key whose signature holds.
+        #[arg(long, env = "COUNTERSIGN_AUDIT_PUBLIC_KEY", value_delimiter = ',')]
+        public_key: Vec<String>,
     },
     /// Sign the current head (if it moved) and print the latest signed checkpoint as JSON.
     Checkpoint {
@@ -41,6 +43,11 @@ pub(crate) enum AuditCommand {
         /// The server's checkpoint key.
         #[arg(long, env = "COUNTERSIGN_AUDIT_KEY", default_value = DEFAULT_AUDIT_KEY)]
         audit_key: PathBuf,
+        /// Sign even though the latest checkpoint was signed with another key (the key was
+        /// replaced on purpose). Without it, a key that is not the last signer's is refused:
+        /// a wrong `--audit-key` path would otherwise create a key and sign with it.
+        #[arg(long)]
+        new_key: bool,
     },
     /// Export the trail (optionally a time range) as a bundle: events.jsonl, events.csv,
     /// manifest.json.
@@ -71,14 +78,10 @@ fn read_checkpoint(path: Option<&PathBuf>) -> Result<Option<Checkpoint>, String>
         .map_err(|e| format!("{}: not a checkpoint: {e}", path.display()))
 }
 
-/// A public key as given: 64 hex characters (an Ed25519 key), lowercased as checkpoints
-/// carry it.
+/// A `--public-key` value, checked.
 fn public_key_hex(key: &str) -> Result<String, String> {
-    let key = key.trim().to_ascii_lowercase();
-    match hex::decode(&key) {
-        Ok(bytes) if bytes.len() == 32 => Ok(key),
-        _ => Err("--public-key: 64 hex characters (an Ed25519 public key) expected".into()),
-    }
+    checkpoint::public_key_hex(key)
+        .ok_or_else(|| "--public-key: 64 hex characters (an Ed25519 public key) expected".into())
 }
 
 pub(crate) async fn run(command: AuditCommand) -> Result<(), String> {
@@ -90,9 +93,14 @@ pub(crate) async fn run(command: AuditCommand) -> Result<(), String> {
             public_key,
         } => {
             let kept = read_checkpoint(checkpoint.as_ref())?;
-            let trusted = public_key.as_deref().map(public_key_hex).transpose()?;
+            let trust = if public_key.is_empty() {
+                Trust::default()
+            } else {
+                let keys = public_key.iter().map(|k| public_key_hex(k));
+                Trust::keys(keys.collect::<Result<_, _>>()?)
+            };
             if let Some(dir) = bundle {
-                let (manifest, head) = verify_bundle(&dir, kept.as_ref(), trusted.as_deref())
+                let (manifest, head) = verify_bundle(&dir, kept.as_ref(), &trust)
                     .map_err(|e| format!("{}: verification failed: {e}", dir.display()))?;
                 println!(
                     "ok: {} events, seq {}..{}, head {}",
@@ -100,11 +108,9 @@ pub(crate) async fn run(command: AuditCommand) -> Result<(), String> {
                 );
                 return Ok(());
             }
-            let mut services = services(&db.database_url).await?;
-            if let Some(key) = &trusted {
-                services = services.with_checkpoint_key(key);
-            }
-            let verified = services
+            let verified = services(&db.database_url)
+                .await?
+                .with_checkpoint_trust(trust)
                 .verify_trail(kept.as_ref())
                 .await
                 .map_err(|e| format!("verification failed: {e}"))?;
@@ -120,9 +126,26 @@ pub(crate) async fn run(command: AuditCommand) -> Result<(), String> {
             }
             Ok(())
         }
-        AuditCommand::Checkpoint { db, audit_key } => {
+        AuditCommand::Checkpoint {
+            db,
+            audit_key,
+            new_key,
+        } => {
             let key = CheckpointKey::load_or_create(&audit_key).map_err(|e| e.to_string())?;
             let services = services(&db.database_url).await?;
+            let (last, _) = services
+                .latest_checkpoint()
+                .await
+                .map_err(|e| e.to_string())?;
+            if let Some(last) = last.filter(|c| c.public_key != key.public_key() && !new_key) {
+                return Err(format!(
+                    "{}: not the key that signed the latest checkpoint (seq {}, public key {}); \
+                     give the server's --audit-key, or --new-key if it was replaced on purpose",
+                    audit_key.display(),
+                    last.seq,
+                    last.public_key
+                ));
+            }
             services
                 .sign_checkpoint(&key)
                 .await

@@ -107,6 +107,11 @@ struct ServeArgs {
     /// it where the database's owner cannot write.
     #[arg(long, env = "COUNTERSIGN_AUDIT_KEY", default_value = DEFAULT_AUDIT_KEY)]
     audit_key: PathBuf,
+    /// Earlier checkpoint public keys (hex, comma-separated) whose checkpoints the trail page's
+    /// verification still takes, after the key file was replaced. Any other key but the
+    /// current one fails verification.
+    #[arg(long, env = "COUNTERSIGN_AUDIT_EARLIER_KEYS", value_delimiter = ',')]
+    audit_earlier_keys: Vec<String>,
     /// The Ed25519 key that signs executor grants (created, mode 0600, if missing); its
     /// public half is served at `GET /api/v1/executor/public-key`.
     #[arg(long, env = "COUNTERSIGN_GRANT_KEY", default_value = DEFAULT_GRANT_KEY)]
@@ -445,6 +450,7 @@ async fn execute(command: Command) -> Result<(), String> {
                 secure_cookies,
                 policy,
                 audit_key,
+                audit_earlier_keys,
                 grant_key,
                 hardening,
                 webhooks,
@@ -459,6 +465,14 @@ async fn execute(command: Command) -> Result<(), String> {
                 secure_cookies,
                 policy,
                 audit_key: Some(audit_key),
+                audit_earlier_keys: audit_earlier_keys
+                    .iter()
+                    .map(|k| {
+                        crate::audit::checkpoint::public_key_hex(k).ok_or_else(|| {
+                            format!("--audit-earlier-keys: `{k}` is not a public key (64 hex characters)")
+                        })
+                    })
+                    .collect::<Result<_, _>>()?,
                 grant_key: Some(grant_key),
                 ..Settings::for_database(db.database_url)
             };

@@ -11,7 +11,7 @@ use super::{ServiceError, Services};
 use crate::audit::Actor;
 use crate::audit::bundle::{self, BundleError, Manifest};
 use crate::audit::chain::{ChainError, GENESIS, Head, RowRef, Verifier};
-use crate::audit::checkpoint::{Checkpoint, CheckpointKey};
+use crate::audit::checkpoint::{Checkpoint, CheckpointKey, Trust};
 use crate::storage::audit_query::Selection;
 use crate::storage::{Snapshot, StorageError, audit, audit_walk};
 
@@ -40,6 +40,12 @@ pub enum VerifyError {
     /// A checkpoint's signature does not hold, or it is signed by another key than the kept one.
     #[error("seq {0}: checkpoint signature does not hold (or was made with another key)")]
     BadCheckpoint(i64),
+    /// A checkpoint whose signature holds under a key not trusted.
+    #[error("seq {0}: checkpoint signed with a key that is not trusted (re-signed?)")]
+    UntrustedCheckpoint(i64),
+    /// Keys were given to trust, and no checkpoint is signed with any of them.
+    #[error("no checkpoint signed with a trusted key: nothing vouches for the chain")]
+    NoTrustedCheckpoint,
     /// The database's head record disagrees with the last row.
     #[error("seq {0}: the chain head record does not match the last row")]
     HeadMismatch(i64),
@@ -60,7 +66,7 @@ impl Services {
     /// are read a page at a time.
     pub async fn verify_trail(&self, kept: Option<&Checkpoint>) -> Result<Verified, VerifyError> {
         let mut snapshot = self.store().snapshot().await?;
-        let verified = verify_snapshot(&mut snapshot, kept, self.checkpoint_key()).await;
+        let verified = verify_snapshot(&mut snapshot, kept, self.checkpoint_trust()).await;
         snapshot.end().await?;
         verified
     }
@@ -127,7 +133,7 @@ impl Services {
 async fn verify_snapshot(
     snapshot: &mut Snapshot,
     kept: Option<&Checkpoint>,
-    trusted: Option<&str>,
+    trust: &Trust,
 ) -> Result<Verified, VerifyError> {
     let (recorded, chained_from) = audit::head(snapshot.conn()).await?;
     let stored = audit::checkpoints(snapshot.conn()).await?;
@@ -135,7 +141,7 @@ async fn verify_snapshot(
         seq: chained_from - 1,
         hash: GENESIS.to_owned(),
     };
-    let mut verifier = Verifier::resume(start.clone(), checkpoint_heads(&stored, kept, trusted)?);
+    let mut verifier = Verifier::resume(start.clone(), checkpoint_heads(&stored, kept, trust)?);
     let mut visit = |row: RowRef<'_>| verifier.push_stored(&row).map_err(VerifyError::Chain);
     let mut after = start.seq;
     while let Some(last) = audit_walk::walk_page(snapshot, after, PAGE, &mut visit).await? {
@@ -154,32 +160,38 @@ async fn verify_snapshot(
 }
 
 /// The heads the stored checkpoints and the kept one vouch for, once their signatures hold
-/// and every one is signed with the trusted key (`trusted`, else the kept checkpoint's). A
-/// checkpoint under any other key is refused: the database's owner could have made it.
+/// and every one is signed with a trusted key ([`Trust::admits`]). A checkpoint under any
+/// other key is refused: the database's owner could have made it.
 fn checkpoint_heads(
     stored: &[Checkpoint],
     kept: Option<&Checkpoint>,
-    trusted: Option<&str>,
+    trust: &Trust,
 ) -> Result<Vec<Head>, VerifyError> {
-    let key = trusted.or(kept.map(|k| k.public_key.as_str()));
-    stored
+    let heads = stored
         .iter()
         .chain(kept)
         .map(|cp| {
-            if !cp.signature_holds() || key.is_some_and(|k| k != cp.public_key) {
+            if !cp.signature_holds() {
                 return Err(VerifyError::BadCheckpoint(cp.seq));
+            }
+            if !trust.admits(cp, kept) {
+                return Err(VerifyError::UntrustedCheckpoint(cp.seq));
             }
             Ok(cp.head())
         })
-        .collect()
+        .collect::<Result<Vec<_>, _>>()?;
+    if trust.require_one && heads.is_empty() {
+        return Err(VerifyError::NoTrustedCheckpoint);
+    }
+    Ok(heads)
 }
 
-/// Verifies an export bundle in `dir` (no database needed), every checkpoint signed with the
-/// `trusted` public key (hex) when one is given, else with the kept checkpoint's.
+/// Verifies an export bundle in `dir` (no database needed), every checkpoint signed with a
+/// key `trust` admits.
 pub fn verify_bundle(
     dir: &Path,
     kept: Option<&Checkpoint>,
-    trusted: Option<&str>,
+    trust: &Trust,
 ) -> Result<(Manifest, Head), BundleError> {
-    bundle::verify_trusting(dir, kept, trusted)
+    bundle::verify_trusting(dir, kept, trust)
 }

@@ -39,6 +39,7 @@ use std::sync::Arc;
 
 use time::OffsetDateTime;
 
+pub use crate::audit::checkpoint::Trust;
 pub use accounts::{AccountError, Bootstrap, CreatedToken, TokenRequest};
 pub use audit::{Verified, VerifyError, verify_bundle};
 pub use charts::{CHART_DAYS, Charts, DayOutcomes, DomainLatency, Tally};
@@ -91,8 +92,8 @@ pub struct Services {
     tokens: Arc<tokens::TokenCache>,
     queue: Arc<QueueSignal>,
     grant_key: Arc<ed25519_dalek::SigningKey>,
-    /// The public key (hex) every stored checkpoint must be signed with, when known.
-    checkpoint_key: Option<Arc<str>>,
+    /// The public keys (hex) a checkpoint may be signed with, when known.
+    checkpoint_trust: Arc<Trust>,
     facets: Arc<desk::FacetCache>,
     hashing: Arc<crate::auth::password::HashPool>,
     webhooks: Arc<webhooks::Webhooks>,
@@ -126,7 +127,7 @@ impl Services {
             tokens: Arc::default(),
             queue: Arc::default(),
             grant_key: Arc::new(ed25519_dalek::SigningKey::generate(&mut rand::rngs::OsRng)),
-            checkpoint_key: None,
+            checkpoint_trust: Arc::default(),
             facets: Arc::default(),
             hashing: Arc::default(),
             webhooks: Arc::new(webhooks::Webhooks::new(WebhookSettings::default())),
@@ -164,17 +165,18 @@ impl Services {
         self
     }
 
-    /// The same, trusting only checkpoints signed with `public_key` (hex; the server's own
-    /// checkpoint key, or one an operator kept): verifying fails on a stored checkpoint under
-    /// any other key, so whoever can write the database cannot re-sign a rewritten trail.
-    pub fn with_checkpoint_key(mut self, public_key: &str) -> Self {
-        self.checkpoint_key = Some(Arc::from(public_key));
+    /// The same, trusting only checkpoints signed with one of `trust`'s keys (the server's own
+    /// checkpoint key and its earlier ones, or keys an operator kept): verifying fails on a
+    /// checkpoint under any other key, so whoever can write the database cannot re-sign a
+    /// rewritten trail.
+    pub fn with_checkpoint_trust(mut self, trust: Trust) -> Self {
+        self.checkpoint_trust = Arc::new(trust);
         self
     }
 
-    /// The checkpoint key this instance trusts, if it knows one.
-    pub(crate) fn checkpoint_key(&self) -> Option<&str> {
-        self.checkpoint_key.as_deref()
+    /// The checkpoint keys this instance trusts.
+    pub(crate) fn checkpoint_trust(&self) -> &Trust {
+        &self.checkpoint_trust
     }
 
     /// The password hashing pool: at most a few argon2 runs at once.

@@ -238,9 +238,12 @@ fn verification_view(
             message: format!("{} signed checkpoints checked", v.checkpoints),
         },
         Err(VerifyError::Chain(e)) => failed(Some(e.seq()), e.to_string()),
-        Err(e @ (VerifyError::BadCheckpoint(seq) | VerifyError::HeadMismatch(seq))) => {
-            failed(Some(seq), e.to_string())
-        }
+        Err(
+            e @ (VerifyError::BadCheckpoint(seq)
+            | VerifyError::UntrustedCheckpoint(seq)
+            | VerifyError::HeadMismatch(seq)),
+        ) => failed(Some(seq), e.to_string()),
+        Err(e @ VerifyError::NoTrustedCheckpoint) => failed(None, e.to_string()),
         Err(VerifyError::Service(e)) => return Err(internal(e)),
     })
 }

@@ -117,23 +117,23 @@ fn every_api_route_is_registered_with_its_operation() {
     let mut checked = 0;
     for file in files {
         let text = std::fs::read_to_string(&file).expect("source");
-        for (i, line) in text.lines().enumerate() {
-            let code = line.trim_start();
-            if code.starts_with("//") {
-                continue;
-            }
-            for plain in [".route(", ".route_service(", ".nest_service("] {
-                let Some(at) = code.find(plain) else { continue };
+        for plain in [".route(", ".route_service(", ".nest_service("] {
+            for (at, _) in text.match_indices(plain) {
+                let line_start = text[..at].rfind('\n').map_or(0, |n| n + 1);
+                if text[line_start..at].trim_start().starts_with("//") {
+                    continue;
+                }
                 checked += 1;
-                let path = code[at + plain.len()..].trim_start();
+                // The path, also when rustfmt put it on the next line.
+                let path = text[at + plain.len()..].trim_start();
                 if path.starts_with("\"/mcp\"") {
                     continue;
                 }
+                let line = text[..at].lines().count();
                 assert!(
                     !in_api(&file) && !path.starts_with("\"/api") && !path.starts_with("\"/aana"),
-                    "{}:{}: register API routes with `.routes(routes!(handler))`",
+                    "{}:{line}: register API routes with `.routes(routes!(handler))`",
                     file.display(),
-                    i + 1
                 );
             }
         }
