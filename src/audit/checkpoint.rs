@@ -26,16 +26,6 @@ pub struct Trust {
     pub require_one: bool,
 }
 
-/// A public key as an operator gives it: 64 hex characters (an Ed25519 key), lowercased as
-/// checkpoints carry it; `None` if it is not one.
-pub fn public_key_hex(key: &str) -> Option<String> {
-    let key = key.trim().to_ascii_lowercase();
-    let bytes = hex::decode(&key)
-        .ok()
-        .and_then(|b| <[u8; 32]>::try_from(b).ok())?;
-    VerifyingKey::from_bytes(&bytes).ok().map(|_| key)
-}
-
 impl Trust {
     /// Trust exactly `keys`, and require a checkpoint under one of them.
     pub fn keys(keys: Vec<String>) -> Self {
@@ -53,6 +43,16 @@ impl Trust {
             self.keys.contains(&cp.public_key)
         }
     }
+}
+
+/// A public key as an operator gives it: 64 hex characters (an Ed25519 key), lowercased as
+/// checkpoints carry it; `None` if it is not one.
+pub fn public_key_hex(key: &str) -> Option<String> {
+    let key = key.trim().to_ascii_lowercase();
+    let bytes = hex::decode(&key)
+        .ok()
+        .and_then(|b| <[u8; 32]>::try_from(b).ok())?;
+    VerifyingKey::from_bytes(&bytes).ok().map(|_| key)
 }
 
 /// The server's checkpoint signing key. Deliberately not `Debug`.

@@ -2,7 +2,7 @@
 //! exits 0 and prints the count and head when the chain holds; otherwise it exits non-zero and
 //! names the first bad sequence number and what is wrong.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
 use time::OffsetDateTime;
@@ -99,68 +99,16 @@ pub(crate) async fn run(command: AuditCommand) -> Result<(), String> {
                 let keys = public_key.iter().map(|k| public_key_hex(k));
                 Trust::keys(keys.collect::<Result<_, _>>()?)
             };
-            if let Some(dir) = bundle {
-                let (manifest, head) = verify_bundle(&dir, kept.as_ref(), &trust)
-                    .map_err(|e| format!("{}: verification failed: {e}", dir.display()))?;
-                println!(
-                    "ok: {} events, seq {}..{}, head {}",
-                    manifest.count, manifest.first_seq, manifest.last_seq, head.hash
-                );
-                return Ok(());
+            match bundle {
+                Some(dir) => verify_a_bundle(&dir, kept.as_ref(), &trust),
+                None => verify_the_database(&db, kept.as_ref(), trust).await,
             }
-            let verified = services(&db.database_url)
-                .await?
-                .with_checkpoint_trust(trust)
-                .verify_trail(kept.as_ref())
-                .await
-                .map_err(|e| format!("verification failed: {e}"))?;
-            println!(
-                "ok: {} events, head seq {} hash {}, {} signed checkpoints checked",
-                verified.count, verified.head.seq, verified.head.hash, verified.checkpoints
-            );
-            if verified.chained_from > 1 {
-                eprintln!(
-                    "note: rows 1..{} predate the hash chain and are not covered",
-                    verified.chained_from - 1
-                );
-            }
-            Ok(())
         }
         AuditCommand::Checkpoint {
             db,
             audit_key,
             new_key,
-        } => {
-            let key = CheckpointKey::load_or_create(&audit_key).map_err(|e| e.to_string())?;
-            let services = services(&db.database_url).await?;
-            let (last, _) = services
-                .latest_checkpoint()
-                .await
-                .map_err(|e| e.to_string())?;
-            if let Some(last) = last.filter(|c| c.public_key != key.public_key() && !new_key) {
-                return Err(format!(
-                    "{}: not the key that signed the latest checkpoint (seq {}, public key {}); \
-                     give the server's --audit-key, or --new-key if it was replaced on purpose",
-                    audit_key.display(),
-                    last.seq,
-                    last.public_key
-                ));
-            }
-            services
-                .sign_checkpoint(&key)
-                .await
-                .map_err(|e| e.to_string())?;
-            let (latest, _) = services
-                .latest_checkpoint()
-                .await
-                .map_err(|e| e.to_string())?;
-            let latest = latest.ok_or("the trail is empty: nothing to checkpoint yet")?;
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&latest).map_err(|e| e.to_string())?
-            );
-            Ok(())
-        }
+        } => checkpoint(&db, &audit_key, new_key).await,
         AuditCommand::Export { db, out, from, to } => {
             let manifest = services(&db.database_url)
                 .await?
@@ -177,4 +125,76 @@ pub(crate) async fn run(command: AuditCommand) -> Result<(), String> {
             Ok(())
         }
     }
+}
+
+/// `audit verify --bundle DIR`: no database needed.
+fn verify_a_bundle(dir: &Path, kept: Option<&Checkpoint>, trust: &Trust) -> Result<(), String> {
+    let (manifest, head) = verify_bundle(dir, kept, trust)
+        .map_err(|e| format!("{}: verification failed: {e}", dir.display()))?;
+    println!(
+        "ok: {} events, seq {}..{}, head {}",
+        manifest.count, manifest.first_seq, manifest.last_seq, head.hash
+    );
+    Ok(())
+}
+
+/// `audit verify`: the database's whole chain, in one snapshot.
+async fn verify_the_database(
+    db: &Database,
+    kept: Option<&Checkpoint>,
+    trust: Trust,
+) -> Result<(), String> {
+    let verified = services(&db.database_url)
+        .await?
+        .with_checkpoint_trust(trust)
+        .verify_trail(kept)
+        .await
+        .map_err(|e| format!("verification failed: {e}"))?;
+    println!(
+        "ok: {} events, head seq {} hash {}, {} signed checkpoints checked",
+        verified.count, verified.head.seq, verified.head.hash, verified.checkpoints
+    );
+    if verified.chained_from > 1 {
+        eprintln!(
+            "note: rows 1..{} predate the hash chain and are not covered",
+            verified.chained_from - 1
+        );
+    }
+    Ok(())
+}
+
+/// `audit checkpoint`: signs the head if it moved (only with the key that signed the latest
+/// checkpoint, unless `new_key`) and prints the latest signed checkpoint.
+async fn checkpoint(db: &Database, audit_key: &Path, new_key: bool) -> Result<(), String> {
+    let key = CheckpointKey::load_or_create(audit_key).map_err(|e| e.to_string())?;
+    let services = services(&db.database_url).await?;
+    let (last, _) = services
+        .latest_checkpoint()
+        .await
+        .map_err(|e| e.to_string())?;
+    if let Some(last) = last
+        .as_ref()
+        .filter(|c| c.public_key != key.public_key() && !new_key)
+    {
+        return Err(format!(
+            "{}: not the key that signed the latest checkpoint (seq {}, public key {}); \
+             give the server's --audit-key, or --new-key if it was replaced on purpose",
+            audit_key.display(),
+            last.seq,
+            last.public_key
+        ));
+    }
+    // A new checkpoint if the head moved since the last one, else the last one.
+    let signed = services
+        .sign_checkpoint(&key)
+        .await
+        .map_err(|e| e.to_string())?;
+    let latest = signed
+        .or(last)
+        .ok_or("the trail is empty: nothing to checkpoint yet")?;
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&latest).map_err(|e| e.to_string())?
+    );
+    Ok(())
 }
