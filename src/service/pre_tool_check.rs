@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::{ServiceError, Services};
 use crate::audit::safe;
-use crate::audit::{Actor, AuditEvent, PreToolCheckDecided, PreToolCheckRejected};
+use crate::audit::{Actor, AuditEvent, PreToolCheckDecided, PreToolCheckRejected, policy_ref};
 use crate::domain::contract::aana::Event;
 use crate::domain::routing::gate::{self, Decision};
 use crate::domain::routing::scan::audit_safe_name;
@@ -46,7 +46,7 @@ impl Services {
                 let rejected = PreToolCheckRejected {
                     check_id,
                     decision: refused.route,
-                    policy_version: refused.policy_version,
+                    policy: policy_ref(&refused.policy_version),
                     fields: safe::bounded(
                         errors.iter().map(|e| audit_safe_name(&e.field).to_owned()),
                     ),

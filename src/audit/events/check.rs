@@ -2,6 +2,11 @@
 //! wrote freely (intent, request id, subject reference) is kept only as length and keyed hash;
 //! evidence ids and argument values only as keyed hashes. The agent is the event's actor, so
 //! the payload does not name it again (the `agent` facet column holds the actor).
+//!
+//! A check is the trail's most frequent event, so its payload is kept small (under 500 bytes
+//! for AANA's published events; `scripts/bench-http` measures it): the policy is named by a
+//! short reference to the `policy.loaded` event that names it in full ([`policy_ref`]), and
+//! each evidence reference is a tuple rather than an object repeating its keys.
 
 use std::collections::BTreeMap;
 
@@ -15,23 +20,34 @@ use crate::domain::contract::aana::{
 use crate::domain::contract::vocab::{AuthorizationState, RiskDomain, Route, ToolCategory};
 use crate::domain::routing::gate::Decision;
 
-/// One evidence reference, as recorded.
+/// One evidence reference, as recorded: `[source]` for a plain string reference,
+/// `[source, kind, trust_tier, redaction_status, freshness]` for structured evidence. The
+/// source is its id's keyed hash (an identifier, so its length tells nothing worth keeping).
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct EvidenceDigest {
-    /// The source id's keyed hash (an identifier, so its length tells nothing worth keeping).
-    pub source: String,
-    /// Structured evidence's metadata (absent for a plain string reference).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub kind: Option<EvidenceKind>,
-    /// Trust tier.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub trust_tier: Option<TrustTier>,
-    /// Redaction status.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub redaction: Option<RedactionStatus>,
-    /// Freshness.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub freshness: Option<FreshnessStatus>,
+#[serde(untagged)]
+pub enum EvidenceDigest {
+    /// A plain string reference.
+    Plain((String,)),
+    /// Structured evidence and its metadata.
+    Structured(
+        (
+            String,
+            EvidenceKind,
+            TrustTier,
+            RedactionStatus,
+            FreshnessStatus,
+        ),
+    ),
+}
+
+/// How a check's event names the policy that decided it: `sha256:` and the first 16 hex digits
+/// of the policy's version (64 bits), which the `policy.loaded` event of every start records in
+/// full. A version of another form is kept as it is, cut like any name.
+pub fn policy_ref(version: &str) -> String {
+    match version.strip_prefix("sha256:") {
+        Some(hex) if hex.len() > 16 && hex.is_ascii() => format!("sha256:{}", &hex[..16]),
+        _ => safe::name(version),
+    }
 }
 
 /// Payload of `pre_tool_check.decided`.
@@ -47,8 +63,8 @@ pub struct PreToolCheckDecided {
     pub decision: Route,
     /// The deciding rule.
     pub rule: String,
-    /// Policy version used.
-    pub policy_version: String,
+    /// The policy that decided ([`policy_ref`]).
+    pub policy: String,
     /// Blocker codes.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub blockers: Vec<String>,
@@ -90,7 +106,7 @@ impl PreToolCheckDecided {
             tool: safe::safe_name(&event.tool_name),
             decision: decision.route,
             rule: safe::name(&decision.rule),
-            policy_version: safe::name(&decision.policy_version),
+            policy: policy_ref(&decision.policy_version),
             blockers: safe::bounded(
                 decision
                     .hard_blockers
@@ -110,20 +126,14 @@ impl PreToolCheckDecided {
 
 fn evidence(salt: &Salt, r: &EvidenceRef) -> EvidenceDigest {
     match r {
-        EvidenceRef::Plain(s) => EvidenceDigest {
-            source: salt.hash(s.as_bytes()),
-            kind: None,
-            trust_tier: None,
-            redaction: None,
-            freshness: None,
-        },
-        EvidenceRef::Structured(e) => EvidenceDigest {
-            source: salt.hash(e.source_id.as_bytes()),
-            kind: Some(e.kind),
-            trust_tier: Some(e.trust_tier),
-            redaction: Some(e.redaction_status),
-            freshness: Some(e.freshness.status),
-        },
+        EvidenceRef::Plain(s) => EvidenceDigest::Plain((salt.hash(s.as_bytes()),)),
+        EvidenceRef::Structured(e) => EvidenceDigest::Structured((
+            salt.hash(e.source_id.as_bytes()),
+            e.kind,
+            e.trust_tier,
+            e.redaction_status,
+            e.freshness.status,
+        )),
     }
 }
 
@@ -144,8 +154,8 @@ pub struct PreToolCheckRejected {
     pub check_id: String,
     /// Route (`refuse`).
     pub decision: Route,
-    /// Policy version used.
-    pub policy_version: String,
+    /// The policy that decided ([`policy_ref`]).
+    pub policy: String,
     /// Broken field paths (audit-safe, bounded), never the rejected values.
     pub fields: Vec<String>,
 }
@@ -161,6 +171,8 @@ impl Payload for PreToolCheckRejected {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::Value;
+
     use super::*;
     use crate::domain::policy::model::Policy;
     use crate::domain::routing::gate;
@@ -199,5 +211,92 @@ mod tests {
         );
         assert!(row.details["arguments"]["diagnosis"].is_string());
         assert_eq!(row.details["tool"], "calendar.create_event");
+    }
+
+    #[test]
+    fn the_policy_is_named_by_a_short_reference() {
+        let version = Policy::builtin().version().to_owned();
+        let short = policy_ref(&version);
+        assert_eq!(short.len(), "sha256:".len() + 16);
+        assert!(
+            version.starts_with(&short),
+            "{short} is not a prefix of {version}"
+        );
+        assert_eq!(policy_ref("v2-handwritten"), "v2-handwritten");
+    }
+
+    #[test]
+    fn evidence_is_a_tuple_in_order() {
+        let body = serde_json::json!({
+            "tool_name": "crm.get_contact",
+            "tool_category": "private_read",
+            "authorization_state": "authenticated",
+            "evidence_refs": [
+                "ticket-7",
+                {"source_id": "ticket-42", "kind": "user_message", "trust_tier": "verified",
+                 "redaction_status": "redacted", "summary": "asked", "provenance": "bench",
+                 "freshness": {"status": "fresh"}}
+            ],
+            "risk_domain": "customer_support",
+            "proposed_arguments": {},
+            "recommended_route": "accept"
+        });
+        let event = Event::parse(&body).expect("valid event");
+        let salt = Salt::from_bytes(b"salt").expect("salt");
+        let decided = PreToolCheckDecided::new(
+            &salt,
+            "c1",
+            &event,
+            &gate::check(&event, &Policy::default()),
+        );
+        let evidence = serde_json::to_value(&decided.evidence).expect("serializes");
+        assert_eq!(
+            evidence,
+            serde_json::json!([
+                [salt.hash(b"ticket-7")],
+                [
+                    salt.hash(b"ticket-42"),
+                    "user_message",
+                    "verified",
+                    "redacted",
+                    "fresh"
+                ]
+            ])
+        );
+    }
+
+    /// The figure: a check's event under 500 bytes on average, over AANA's published
+    /// events (what agents really send), as the payload the chain stores.
+    #[test]
+    fn aanas_published_events_average_under_500_bytes() {
+        let examples: Value = serde_json::from_str(include_str!(
+            "../../../tests/fixtures/aana/agent_tool_precheck_examples.json"
+        ))
+        .expect("examples");
+        let cases: Value = serde_json::from_str(include_str!(
+            "../../../tests/fixtures/aana/agent_action_contract_cases.json"
+        ))
+        .expect("cases");
+        let events: Vec<&Value> = (examples["examples"].as_array().into_iter().flatten())
+            .chain(cases["cases"].as_array().into_iter().flatten())
+            .map(|e| &e["event"])
+            .collect();
+        assert!(events.len() >= 9, "fixtures lost: {}", events.len());
+        let salt = Salt::from_bytes(&Salt::generate()).expect("salt");
+        let policy = Policy::default();
+        let sizes: Vec<usize> = events
+            .iter()
+            .map(|body| {
+                let event = Event::parse(body).expect("AANA's event parses");
+                let decided =
+                    PreToolCheckDecided::new(&salt, "c1", &event, &gate::check(&event, &policy));
+                let row = super::super::AuditEvent::PreToolCheckDecided(decided).into_row();
+                crate::audit::chain::canonical_text(&row.details)
+                    .expect("canonical")
+                    .len()
+            })
+            .collect();
+        let average = sizes.iter().sum::<usize>() / sizes.len();
+        assert!(average < 500, "average {average} B over {sizes:?}");
     }
 }
