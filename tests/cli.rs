@@ -629,3 +629,63 @@ async fn a_proposal_is_erased_and_a_time_range_exported_from_the_shell() {
     let (_, manifest) = export("empty", "2000-01-01T00:00:00Z", "2000-01-02T00:00:00Z");
     assert_eq!(manifest["count"], 0);
 }
+
+/// Issue 8: a server started with no checkpoint key creates one (mode 0600) and signs the
+/// chain's head by itself; `audit checkpoint` prints that checkpoint, and `audit verify`
+/// passes under its public key, kept outside the database.
+#[test]
+fn the_server_creates_its_key_and_signs_the_head_itself() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = format!("sqlite://{}/countersign.db", dir.path().display());
+    let key = dir.path().join("keys").join("audit.key");
+    std::fs::create_dir_all(key.parent().expect("parent")).expect("key dir");
+    countersign(&db).arg("migrate").assert().success();
+    assert!(!key.exists());
+    let mut served = common::serve(&db, &key, "info");
+    let signed = served.wait_for_line(
+        "audit checkpoint signed",
+        std::time::Duration::from_secs(30),
+    );
+    served.child.kill().expect("stop");
+    served.child.wait().expect("reaped");
+    assert!(
+        signed.is_some(),
+        "no checkpoint signed: {:?}",
+        served.log.lock().expect("log")
+    );
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&key)
+            .expect("key created")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "key mode {mode:o}");
+    }
+    let out = countersign(&db)
+        .args(["audit", "checkpoint", "--audit-key"])
+        .arg(&key)
+        .output()
+        .expect("checkpoint");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let checkpoint: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert!(
+        checkpoint["seq"].as_i64().is_some_and(|seq| seq >= 1),
+        "{checkpoint}"
+    );
+    let public_key = checkpoint["public_key"].as_str().expect("public key");
+    let out = countersign(&db)
+        .args(["audit", "verify", "--public-key", public_key])
+        .output()
+        .expect("verify");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!said.contains(", 0 signed checkpoints"), "{said}");
+}

@@ -1,5 +1,5 @@
-//! Nothing acknowledged is lost: the real server binary takes concurrent submissions (and, in
-//! the second test, leases and reports), is killed with SIGKILL while they are in flight, and
+//! Nothing acknowledged is lost: the real server binary takes concurrent submissions and
+//! pre-tool-checks (and, in the second test, leases and reports), is killed with SIGKILL while they are in flight, and
 //! every request it had answered is in the database afterwards, with an audit chain that still
 //! verifies. On both backends.
 
@@ -13,6 +13,16 @@ async fn acknowledged_writes_survive_sigkill() {
     for backend in ["sqlite", "postgres"] {
         submissions_survive_sigkill(backend).await;
     }
+}
+
+/// A pre-tool-check the built-in policy answers (a read, authenticated).
+fn check_body() -> serde_json::Value {
+    json!({
+        "tool_name": "crm.get_contact", "tool_category": "private_read",
+        "authorization_state": "authenticated", "evidence_refs": ["ticket-42"],
+        "risk_domain": "customer_support", "proposed_arguments": {"contact_id": "c-1"},
+        "recommended_route": "accept"
+    })
 }
 
 async fn submissions_survive_sigkill(backend: &str) {
@@ -31,23 +41,39 @@ async fn submissions_survive_sigkill(backend: &str) {
     let served = serve(&db, &dir.path().join("audit.key"), "info");
     let (mut server, base) = (served.child, served.base);
 
-    let (ack, mut acks) = tokio::sync::mpsc::unbounded_channel();
+    // Half the agents submit proposals, half ask pre-tool-checks (whose one write is their
+    // audit row): every answered check must have its row after the kill.
+    let (ack, mut acks) = tokio::sync::mpsc::unbounded_channel::<(bool, String)>();
     let client = reqwest::Client::new();
     let mut agents = Vec::new();
-    for _ in 0..16 {
+    for i in 0..16 {
         let (client, base, token, ack) = (client.clone(), base.clone(), token.clone(), ack.clone());
+        let checks = i % 2 == 1;
         agents.push(tokio::spawn(async move {
             loop {
-                let body = common::proposal_body("agent-a");
+                let (path, body, created) = if checks {
+                    ("pre-tool-check", check_body(), 200)
+                } else {
+                    ("proposals", common::proposal_body("agent-a"), 201)
+                };
                 let sent = client
-                    .post(format!("{base}/api/v1/proposals"))
+                    .post(format!("{base}/api/v1/{path}"))
                     .bearer_auth(&token)
                     .json(&body)
                     .send()
                     .await;
                 match sent {
-                    Ok(r) if r.status().as_u16() == 201 => {
-                        let _ = ack.send(body["proposal_id"].clone());
+                    Ok(r) if r.status().as_u16() == created => {
+                        let id = if checks {
+                            match r.json::<serde_json::Value>().await {
+                                Ok(answer) => answer["check_id"].as_str().map(str::to_owned),
+                                // Killed between the head and the body: not acknowledged.
+                                Err(_) => return,
+                            }
+                        } else {
+                            body["proposal_id"].as_str().map(str::to_owned)
+                        };
+                        let _ = ack.send((checks, id.expect("an id")));
                     }
                     Ok(r) => panic!("unexpected answer {}", r.status()),
                     // The server is gone.
@@ -57,23 +83,47 @@ async fn submissions_survive_sigkill(backend: &str) {
         }));
     }
     drop(ack);
-    // Kill once a few hundred answers are in, while requests are in flight.
-    let mut acked = Vec::new();
-    while acked.len() < 300 {
-        acked.push(acks.recv().await.expect("answers"));
+    // Kill once a few hundred answers of each kind are in, while requests are in flight.
+    let (mut proposals, mut checks) = (Vec::new(), Vec::new());
+    while proposals.len() < 200 || checks.len() < 200 {
+        match acks.recv().await.expect("answers") {
+            (true, id) => checks.push(id),
+            (false, id) => proposals.push(id),
+        }
     }
     server.kill().expect("SIGKILL");
     server.wait().expect("reaped");
     for a in agents {
         a.await.expect("agent");
     }
-    while let Ok(id) = acks.try_recv() {
-        acked.push(id);
+    while let Ok((check, id)) = acks.try_recv() {
+        if check {
+            checks.push(id)
+        } else {
+            proposals.push(id)
+        }
     }
+    let listed = checks
+        .iter()
+        .map(|id| format!("'{id}'"))
+        .collect::<Vec<_>>()
+        .join(",");
+    let recorded = common::count(
+        &db,
+        &format!(
+            "select count(*) from audit_events where action = 'pre_tool_check.decided' \
+             and subject_type = 'pre_tool_check' and subject_id in ({listed})"
+        ),
+    )
+    .await;
+    assert_eq!(
+        usize::try_from(recorded).expect("count"),
+        checks.len(),
+        "an answered pre-tool-check lost its audit row"
+    );
     let served = serve(&db, &dir.path().join("audit.key"), "info");
     let (mut server, base) = (served.child, served.base);
-    for id in &acked {
-        let id = id.as_str().expect("id");
+    for id in &proposals {
         let r = client
             .get(format!("{base}/api/v1/proposals/{id}"))
             .bearer_auth(&token)

@@ -163,11 +163,29 @@ async fn filters_narrow_the_trail_and_live_in_the_query_string() {
     }
     rev.decide(&ids[0], "approved", None).await;
     rev.decide(&ids[1], "rejected", Some("no")).await;
+    // A pre-tool-check is filtered by its risk domain like a proposal by its domain.
+    let check = serde_json::json!({
+        "tool_name": "ledger.read", "tool_category": "private_read",
+        "authorization_state": "authenticated", "evidence_refs": ["ticket-1"],
+        "risk_domain": "finance", "proposed_arguments": {}, "recommended_route": "accept"
+    });
+    let (status, _) = app.pre_tool_check(&a1, &check).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        seqs_where(
+            &app,
+            "domain = 'finance' and action = 'pre_tool_check.decided'"
+        )
+        .await
+        .len(),
+        1
+    );
 
     let cases = [
         ("agent=a2", "agent = 'a2'"),
         ("tool=billing.refund1", "tool = 'billing.refund1'"),
         ("domain=sales", "domain = 'sales'"),
+        ("domain=finance", "domain = 'finance'"),
         ("kind=proposal.submitted", "action = 'proposal.submitted'"),
         ("actor=rev", "actor = 'rev'"),
         ("decision=rejected", "decision = 'rejected'"),

@@ -6,7 +6,7 @@ pub mod browser;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command as Process, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 use assert_cmd::cargo::CommandCargoExt;
 use serde_json::{Value, json};
@@ -57,6 +57,23 @@ pub struct Served {
     pub base: String,
     /// Its log (stderr), line by line.
     pub log: Arc<Mutex<Vec<String>>>,
+    /// Notified at every line the log gains.
+    logged: Arc<Condvar>,
+}
+
+impl Served {
+    /// Waits until the log has a line containing `needle` (answers it), or `None` once
+    /// `deadline` has passed without one.
+    pub fn wait_for_line(&self, needle: &str, deadline: std::time::Duration) -> Option<String> {
+        let log = self.log.lock().expect("log");
+        let (log, _) = self
+            .logged
+            .wait_timeout_while(log, deadline, |lines| {
+                !lines.iter().any(|l| l.contains(needle))
+            })
+            .expect("log");
+        log.iter().find(|l| l.contains(needle)).cloned()
+    }
 }
 
 /// Starts `serve` on a free port at `RUST_LOG=log_level` and returns it once it listens. Its
@@ -77,8 +94,9 @@ pub fn serve(db: &str, key: &std::path::Path, log_level: &str) -> Served {
         .expect("serve");
     let lines = BufReader::new(child.stderr.take().expect("stderr"));
     let log = Arc::new(Mutex::new(Vec::new()));
+    let logged = Arc::new(Condvar::new());
     let (found, addr) = std::sync::mpsc::channel();
-    let sink = log.clone();
+    let (sink, ring) = (log.clone(), logged.clone());
     std::thread::spawn(move || {
         for line in lines.lines().map_while(Result::ok) {
             if line.contains("Countersign is serving")
@@ -88,6 +106,7 @@ pub fn serve(db: &str, key: &std::path::Path, log_level: &str) -> Served {
                 let _ = found.send(addr.to_owned());
             }
             sink.lock().expect("log").push(line);
+            ring.notify_all();
         }
     });
     let addr = addr.recv().expect("the server exited before listening");
@@ -95,6 +114,7 @@ pub fn serve(db: &str, key: &std::path::Path, log_level: &str) -> Served {
         child,
         base: format!("http://{addr}"),
         log,
+        logged,
     }
 }
 

@@ -72,7 +72,9 @@ pub struct PreToolCheckDecided {
     pub category: ToolCategory,
     /// Declared authorization state.
     pub authorization_state: AuthorizationState,
-    /// Risk domain.
+    /// Risk domain, under the trail's `domain` facet (so the compliance pages' domain filter
+    /// finds checks as it finds proposals).
+    #[serde(rename = "domain")]
     pub risk_domain: RiskDomain,
     /// The agent's recommended route.
     pub recommended_route: Route,
@@ -211,6 +213,7 @@ mod tests {
         );
         assert!(row.details["arguments"]["diagnosis"].is_string());
         assert_eq!(row.details["tool"], "calendar.create_event");
+        assert_eq!(row.details["domain"], "healthcare");
     }
 
     #[test]
