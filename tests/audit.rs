@@ -388,6 +388,116 @@ async fn an_export_verifies_offline_and_fails_after_one_byte(backend: &str) {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("events.jsonl"));
 }
 
+/// A database URL never opened: bundles verify offline.
+const OFFLINE: &str = "postgres://nobody@127.0.0.1:1/none";
+
+/// `countersign audit checkpoint --audit-key KEY`, kept in `file` as an operator keeps it; its
+/// seq.
+fn keep_checkpoint(db: &Db, key: &std::path::Path, file: &std::path::Path) -> i64 {
+    let out = cli(&db.url)
+        .args(["audit", "checkpoint", "--audit-key"])
+        .arg(key)
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::write(file, &out.stdout).expect("keep");
+    let cp: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    cp["seq"].as_i64().expect("seq")
+}
+
+/// A bundle whose tail was cut: with its manifest left as exported, the changed file is
+/// named; with the manifest made to match (count, last seq, file hash, its checkpoint
+/// dropped) it looks whole on its own, and only a kept checkpoint past its end catches the
+/// cut. A kept checkpoint the cut bundle still reaches passes.
+async fn a_bundle_with_a_cut_tail_fails_against_a_later_kept_checkpoint(backend: &str) {
+    use sha2::Digest;
+    let db = db(backend).await;
+    let dir = tempfile::tempdir().expect("dir");
+    let key = dir.path().join("audit.key");
+    let (early, late) = (dir.path().join("early.json"), dir.path().join("late.json"));
+    fill(&db.services, 480).await;
+    assert_eq!(keep_checkpoint(&db, &key, &early), 480);
+    fill(&db.services, 20).await;
+    assert_eq!(keep_checkpoint(&db, &key, &late), 500);
+    let out = dir.path().join("bundle");
+    let export = cli(&db.url)
+        .args(["audit", "export", "--out"])
+        .arg(&out)
+        .output()
+        .expect("run");
+    assert!(
+        export.status.success(),
+        "{}",
+        String::from_utf8_lossy(&export.stderr)
+    );
+    let bundle = out.to_str().expect("utf-8");
+    let (early, late) = (
+        early.to_str().expect("utf-8"),
+        late.to_str().expect("utf-8"),
+    );
+    let whole = verify_cli(OFFLINE, &["--bundle", bundle, "--checkpoint", late]);
+    assert!(
+        whole.as_deref().is_ok_and(|s| s.contains("seq 1..500")),
+        "{whole:?}"
+    );
+
+    // The last 20 rows cut from events.jsonl, the manifest left as it was.
+    let events = out.join("events.jsonl");
+    let text = std::fs::read_to_string(&events).expect("events");
+    let kept_lines: Vec<&str> = text.lines().take(480).collect();
+    assert_eq!(text.lines().count(), 500);
+    std::fs::write(&events, kept_lines.join("\n") + "\n").expect("cut");
+    let err = verify_cli(OFFLINE, &["--bundle", bundle]).expect_err("file changed");
+    assert!(err.contains("events.jsonl"), "{err}");
+
+    // The manifest made to match the cut file; its own checkpoint (seq 500) still names the cut.
+    let manifest_path = out.join("manifest.json");
+    let mut manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&manifest_path).expect("manifest"))
+            .expect("JSON");
+    assert_eq!(manifest["checkpoint"]["seq"], 500);
+    manifest["count"] = 480.into();
+    manifest["last_seq"] = 480.into();
+    let digest = hex::encode(sha2::Sha256::digest(std::fs::read(&events).expect("read")));
+    manifest["files"]["events.jsonl"] = digest.into();
+    let write = |m: &serde_json::Value| {
+        std::fs::write(
+            &manifest_path,
+            serde_json::to_string_pretty(m).expect("json"),
+        )
+        .expect("write manifest")
+    };
+    write(&manifest);
+    let err = verify_cli(OFFLINE, &["--bundle", bundle]).expect_err("manifest checkpoint");
+    assert!(err.contains("ends at seq 480"), "{err}");
+
+    // Its checkpoint dropped too: on its own the cut bundle looks whole.
+    manifest["checkpoint"] = serde_json::Value::Null;
+    write(&manifest);
+    let alone = verify_cli(OFFLINE, &["--bundle", bundle]);
+    assert!(
+        alone.as_deref().is_ok_and(|s| s.contains("seq 1..480")),
+        "{alone:?}"
+    );
+    // A kept checkpoint at a later seq than the bundle holds names the cut ...
+    let err = verify_cli(OFFLINE, &["--bundle", bundle, "--checkpoint", late])
+        .expect_err("kept checkpoint past the end");
+    assert!(
+        err.contains("ends at seq 480") && err.contains("covers seq 500"),
+        "{err}"
+    );
+    // ... and the kept checkpoint at the bundle's own end passes.
+    let matching = verify_cli(OFFLINE, &["--bundle", bundle, "--checkpoint", early]);
+    assert!(
+        matching.as_deref().is_ok_and(|s| s.contains("seq 1..480")),
+        "{matching:?}"
+    );
+}
+
 async fn two_instances_on_one_database_write_one_chain(backend: &str) {
     let first = db(backend).await;
     let (store, _) = storage::connect(&first.url).await.expect("second instance");
@@ -598,6 +708,7 @@ on_both_backends!(
     deleted_reordered_and_inserted_rows_are_named,
     signed_and_kept_checkpoints_catch_rewrites_and_cut_tails,
     an_export_verifies_offline_and_fails_after_one_byte,
+    a_bundle_with_a_cut_tail_fails_against_a_later_kept_checkpoint,
     two_instances_on_one_database_write_one_chain,
     a_writer_links_after_a_head_another_instance_moved,
     verify_reads_one_snapshot_while_writers_append,

@@ -592,9 +592,45 @@ async fn a_proposal_is_erased_and_a_time_range_exported_from_the_shell() {
     let erased_contract = serde_json::to_string(&after.contract).expect("json");
     assert!(!erased_contract.contains(value), "{erased_contract}");
     assert_eq!(after.status, ProposalStatus::Rejected, "the decision stays");
+    // The keys, the request hash, the tool, the idempotency key and the decision stay; every
+    // parameter value reads `[erased]`.
+    let keys = |p: &countersign::storage::proposals::ProposalRecord| {
+        p.contract.parameters.keys().cloned().collect::<Vec<_>>()
+    };
+    assert_eq!(keys(&after), ["contact_id", "email"]);
+    assert_eq!(keys(&after), keys(&before));
+    assert!(
+        after.contract.parameters.values().all(|v| v == "[erased]"),
+        "{erased_contract}"
+    );
+    assert_eq!(after.request_hash, before.request_hash);
+    assert_eq!(after.contract.tool, before.contract.tool);
+    assert_eq!(
+        after.contract.idempotency_key,
+        before.contract.idempotency_key
+    );
+    let review = after.review.as_ref().expect("the decision stays");
+    assert_eq!(
+        (review.verdict, review.decided_by.as_str()),
+        (ReviewVerdict::Rejected, "rev")
+    );
     let erased = "select count(*) from audit_events where action = 'proposal.erased' \
                   and actor = 'cli'";
     assert_eq!(common::count(&db, erased).await, 1);
+    let trail = services.trail("proposal", &id_text).await.expect("trail");
+    let row = trail
+        .iter()
+        .find(|e| e.action == "proposal.erased")
+        .expect("the erasure is on the proposal's trail");
+    assert_eq!(row.details["request_hash_sha256"], before.request_hash);
+    assert!(!row.details.to_string().contains("4711"), "{}", row.details);
+    // The chain still verifies after the erasure.
+    let verified = countersign(&db)
+        .args(["audit", "verify"])
+        .assert()
+        .success();
+    let said = String::from_utf8_lossy(&verified.get_output().stdout).into_owned();
+    assert!(said.starts_with("ok:"), "{said}");
     // A second erasure of the same proposal is refused, and nothing more is recorded.
     countersign(&db)
         .args(["proposal", "erase", &id_text, "--reason", "again"])

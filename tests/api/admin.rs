@@ -19,6 +19,7 @@ on_both_backends!(
     two_admins_stepping_down_on_two_instances_at_once_leave_one,
     an_admin_rotates_a_webhook_secret_on_the_page,
     an_operator_does_not_approve_their_agents_proposals,
+    only_an_admin_erases_and_erasure_keeps_keys_hash_and_decision,
 );
 
 async fn signed_in(app: &TestApp, name: &str, role: Role) -> Browser {
@@ -417,4 +418,136 @@ async fn an_operator_does_not_approve_their_agents_proposals(backend: &str) {
     ];
     let (to, _) = post(&admin, "/admin/tokens", "/fn/change_token", &form).await;
     assert_eq!(to, "/admin/tokens?error=account_invalid");
+}
+
+/// GDPR erasure on the proposal page: a reviewer's erase form is refused (and audited) and
+/// erases nothing; an admin's erases the values and keeps the parameter keys, the request
+/// hash, the tool, the idempotency key and the decision; the chain still verifies.
+async fn only_an_admin_erases_and_erasure_keeps_keys_hash_and_decision(backend: &str) {
+    let app = TestApp::spawn(backend).await;
+    let admin = signed_in(&app, "boss", Role::Admin).await;
+    let rev = signed_in(&app, "rev", Role::Reviewer).await;
+    let agent = app.agent_token("a1").await;
+    let id = app.propose_ok(&agent, "a1").await;
+    let uuid = uuid::Uuid::parse_str(&id).expect("uuid");
+    let r = rev.decide(&id, "rejected", Some("not today")).await;
+    assert_eq!(location(&r), format!("/proposals/{id}?notice=rejected"));
+    let before = app
+        .services
+        .proposal(uuid)
+        .await
+        .expect("read")
+        .expect("it");
+    let polled_before = app.poll(&agent, &id).await.1;
+    let erased_rows = "select count(*) from audit_events where action = 'proposal.erased'";
+
+    // A reviewer may not erase: refused, audited, and nothing changes.
+    assert_eq!(
+        erase(&rev, &id).await,
+        format!("/proposals/{id}?error=erase_role")
+    );
+    let unchanged = app
+        .services
+        .proposal(uuid)
+        .await
+        .expect("read")
+        .expect("it");
+    assert_eq!(unchanged.contract, before.contract);
+    assert!(unchanged.erasure.is_none());
+    assert_eq!(app.count(erased_rows).await, 0);
+    let denied = app.services.trail("page", "erase").await.expect("trail");
+    assert_eq!(denied.len(), 1, "{denied:?}");
+    assert_eq!(
+        (denied[0].action.as_str(), denied[0].actor.as_str()),
+        ("access.denied", "rev")
+    );
+    assert_eq!(denied[0].details["role"], "reviewer");
+
+    // An admin may.
+    assert_eq!(
+        erase(&admin, &id).await,
+        format!("/proposals/{id}?notice=erased")
+    );
+    let after = app
+        .services
+        .proposal(uuid)
+        .await
+        .expect("read")
+        .expect("it");
+    assert!(!before.contract.parameters.is_empty());
+    assert_eq!(
+        after.contract.parameters.keys().collect::<Vec<_>>(),
+        before.contract.parameters.keys().collect::<Vec<_>>(),
+        "the parameter keys stay"
+    );
+    assert!(
+        after.contract.parameters.values().all(|v| v == "[erased]"),
+        "{:?}",
+        after.contract.parameters
+    );
+    assert_eq!(after.contract.intent.summary, "[erased]");
+    assert_eq!(after.request_hash, before.request_hash);
+    assert_eq!(after.contract.tool, before.contract.tool);
+    assert_eq!(
+        after.contract.idempotency_key,
+        before.contract.idempotency_key
+    );
+    assert_eq!(after.status, before.status);
+    let (was, is) = (
+        before.review.as_ref().expect("decided"),
+        after.review.as_ref().expect("still decided"),
+    );
+    assert_eq!((is.verdict, &is.decided_by), (was.verdict, &was.decided_by));
+    assert_eq!(after.erasure.as_ref().expect("erasure").by, "boss");
+    // The agent sees the same hash, tool, key and decision.
+    let polled = app.poll(&agent, &id).await.1;
+    for field in ["request_hash_sha256", "tool", "idempotency_key", "status"] {
+        assert_eq!(
+            polled["proposal"][field], polled_before["proposal"][field],
+            "{field}"
+        );
+    }
+    assert_eq!(polled["proposal"]["review"]["decision"], "rejected");
+    assert_eq!(polled["proposal"]["intent"]["summary"], "[erased]");
+
+    // The erasure is audited by the admin, bound to the request hash, without the reason's text.
+    let trail = app.services.trail("proposal", &id).await.expect("trail");
+    let erased: Vec<_> = trail
+        .iter()
+        .filter(|e| e.action == "proposal.erased")
+        .collect();
+    assert_eq!(erased.len(), 1);
+    assert_eq!(erased[0].actor, "boss");
+    assert_eq!(
+        erased[0].details["request_hash_sha256"].as_str(),
+        Some(before.request_hash.as_str())
+    );
+    assert!(
+        erased[0].details["erased"]
+            .as_array()
+            .expect("parts")
+            .iter()
+            .any(|p| p == "parameters")
+    );
+    assert!(!erased[0].details.to_string().contains("4711"));
+    // A second press erases nothing more.
+    assert_eq!(
+        erase(&admin, &id).await,
+        format!("/proposals/{id}?error=already_erased")
+    );
+    assert_eq!(app.count(erased_rows).await, 1);
+    let verified = crate::common::run_ok(&app.db_url, &["audit", "verify"], None);
+    assert!(verified.starts_with("ok:"), "{verified}");
+}
+
+/// Presses "Erase personal data" on proposal `id`'s page; where it redirects.
+async fn erase(b: &Browser, id: &str) -> String {
+    let page = format!("/proposals/{id}");
+    let csrf = b.csrf(&page).await;
+    let form = [
+        ("csrf_token", csrf.as_str()),
+        ("id", id),
+        ("reason", "request 4711"),
+    ];
+    location(&b.post_form("/fn/erase_proposal", &page, &form).await)
 }

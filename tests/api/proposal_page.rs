@@ -392,7 +392,53 @@ on_both_backends!(
     a_reveal_is_audited_personal_and_short_lived,
     the_agents_record_with_the_tool_is_on_the_page,
     an_open_page_hears_when_its_proposal_moves,
+    opening_a_hipaa_proposal_is_recorded_and_a_plain_one_is_not,
 );
+
+/// HIPAA's enhanced logging: opening a proposal whose compliance context is HIPAA (and not
+/// GDPR) records who viewed it; opening one with neither records nothing.
+async fn opening_a_hipaa_proposal_is_recorded_and_a_plain_one_is_not(backend: &str) {
+    let app = TestApp::spawn(backend).await;
+    let agent = app.agent_token("a1").await;
+    let rev = reviewer(&app, "rev").await;
+    let mut hipaa = common::proposal_body("a1");
+    hipaa["compliance_context"] = json!({"gdpr": false, "hipaa": true});
+    let hipaa = propose(&app, &agent, &hipaa).await;
+    let mut plain = common::proposal_body("a1");
+    plain["compliance_context"] = json!({"gdpr": false, "hipaa": false});
+    let plain = propose(&app, &agent, &plain).await;
+    let viewed = |id: String| {
+        let app = &app;
+        async move {
+            app.services
+                .trail("proposal", &id)
+                .await
+                .expect("trail")
+                .into_iter()
+                .filter(|e| e.action == "proposal.viewed")
+                .collect::<Vec<_>>()
+        }
+    };
+    assert!(viewed(hipaa.clone()).await.is_empty(), "not opened yet");
+
+    rev.page(&format!("/proposals/{hipaa}")).await;
+    let rows = viewed(hipaa.clone()).await;
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(
+        (rows[0].actor.as_str(), rows[0].actor_kind.to_string()),
+        ("rev", "user".into())
+    );
+    assert_eq!(rows[0].details["compliance"], json!(["hipaa"]));
+    assert_eq!(rows[0].details["agent"], "a1");
+
+    rev.page(&format!("/proposals/{plain}")).await;
+    assert!(viewed(plain).await.is_empty());
+    assert_eq!(
+        app.count("select count(*) from audit_events where action = 'proposal.viewed'")
+            .await,
+        1
+    );
+}
 
 /// `GET /events/proposals/{id}`: only people who may open the proposal get its stream, and a
 /// colleague's decision sends a `change` the page refetches on.

@@ -82,6 +82,23 @@ async fn compliance_officers_read_but_cannot_decide() {
         app.poll(&agent, &id).await.1["proposal"]["status"],
         "pending"
     );
+    // The refusal is a security event on the proposal's trail, naming who and why.
+    let refused = refusals(&app, &id).await;
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0].actor, "auditor");
+    assert_eq!(refused[0].details["refused"], "role_may_not_decide");
+    assert_eq!(refused[0].details["verdict"], "approved");
+}
+
+/// The `proposal.decision_refused` rows on proposal `id`'s trail.
+async fn refusals(app: &TestApp, id: &str) -> Vec<countersign::storage::audit::AuditRecord> {
+    app.services
+        .trail("proposal", id)
+        .await
+        .expect("trail")
+        .into_iter()
+        .filter(|e| e.action == "proposal.decision_refused")
+        .collect()
 }
 
 #[tokio::test]
@@ -102,6 +119,11 @@ async fn nobody_approves_their_own_proposal() {
         app.poll(&agent, &id).await.1["proposal"]["status"],
         "pending"
     );
+    let refused = refusals(&app, &id).await;
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0].actor, "ops-bot");
+    assert_eq!(refused[0].details["refused"], "own_proposal");
+    assert_eq!(refused[0].details["verdict"], "approved");
 }
 
 #[tokio::test]
@@ -148,12 +170,22 @@ async fn sign_out_ends_the_session() {
     app.user("rev", Role::Reviewer).await;
     let browser = app.browser();
     browser.login("rev", PASSWORD).await;
+    let signed_out = || async {
+        let trail = app.services.trail("user", "rev").await.expect("trail");
+        trail
+            .into_iter()
+            .filter(|e| e.action == "auth.signed_out")
+            .map(|e| (e.actor_kind.to_string(), e.actor))
+            .collect::<Vec<_>>()
+    };
+    assert!(signed_out().await.is_empty());
     let csrf = browser.csrf("/").await;
     let r = browser
         .post_form("/fn/logout", "/", &[("csrf_token", &csrf)])
         .await;
     assert_eq!(location(&r), "/login?notice=signed_out");
     assert_eq!(location(&browser.get("/").await), "/login");
+    assert_eq!(signed_out().await, [("user".to_owned(), "rev".to_owned())]);
 }
 
 #[tokio::test]
