@@ -525,6 +525,102 @@ async fn two_instances_on_one_database_write_one_chain(backend: &str) {
     assert_eq!(ok.head.seq, 400);
 }
 
+/// Issue 8: two `countersign serve` processes on one PostgreSQL database, each taking
+/// proposals and pre-tool-checks from eight agents at once, leave one chain that
+/// `audit verify` accepts, holding every answered request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_servers_on_one_postgres_write_one_chain() {
+    let (url, _) = common::fresh_database("postgres");
+    common::run_ok(&url, &["migrate"], None);
+    let token = common::run_ok(&url, &["token", "create", "--agent", "agent-a"], None);
+    let token = token.trim().to_owned();
+    let keys = tempfile::tempdir().expect("key dir");
+    let servers = [
+        common::serve(&url, &keys.path().join("one.key"), "info"),
+        common::serve(&url, &keys.path().join("two.key"), "info"),
+    ];
+    let client = reqwest::Client::new();
+    let mut agents = tokio::task::JoinSet::new();
+    for (n, server) in servers.iter().enumerate() {
+        for i in 0..8 {
+            let (client, base, token) = (client.clone(), server.base.clone(), token.clone());
+            let checks = (n + i) % 2 == 1;
+            agents.spawn(async move {
+                let mut answered = Vec::new();
+                for _ in 0..30 {
+                    let (path, body) = if checks {
+                        ("pre-tool-check", check_body())
+                    } else {
+                        ("proposals", common::proposal_body("agent-a"))
+                    };
+                    let r = client
+                        .post(format!("{base}/api/v1/{path}"))
+                        .bearer_auth(&token)
+                        .json(&body)
+                        .send()
+                        .await
+                        .expect("answered");
+                    assert!(r.status().is_success(), "{path}: {}", r.status());
+                    let answer: serde_json::Value = r.json().await.expect("JSON");
+                    let id = if checks {
+                        answer["check_id"].clone()
+                    } else {
+                        body["proposal_id"].clone()
+                    };
+                    answered.push(id.as_str().expect("id").to_owned());
+                }
+                answered
+            });
+        }
+    }
+    let mut answered = Vec::new();
+    while let Some(ids) = agents.join_next().await {
+        answered.extend(ids.expect("agent"));
+    }
+    for mut server in servers {
+        server.child.kill().expect("stop");
+        server.child.wait().expect("reaped");
+    }
+    assert_eq!(answered.len(), 480);
+    let listed = answered
+        .iter()
+        .map(|id| format!("'{id}'"))
+        .collect::<Vec<_>>()
+        .join(",");
+    let subjects = common::count(
+        &url,
+        &format!(
+            "select count(distinct subject_id) from audit_events \
+             where action in ('pre_tool_check.decided', 'proposal.submitted') \
+             and subject_id in ({listed})"
+        ),
+    )
+    .await;
+    assert_eq!(subjects, 480, "an answered request has no event");
+    let out = cli(&url)
+        .args(["audit", "verify"])
+        .output()
+        .expect("verify");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let events = common::count(&url, "select count(*) from audit_events").await;
+    assert!(said.contains(&format!("ok: {events} events")), "{said}");
+}
+
+/// A pre-tool-check the built-in policy answers.
+fn check_body() -> serde_json::Value {
+    serde_json::json!({
+        "tool_name": "crm.get_contact", "tool_category": "private_read",
+        "authorization_state": "authenticated", "evidence_refs": ["ticket-42"],
+        "risk_domain": "customer_support", "proposed_arguments": {"contact_id": "c-1"},
+        "recommended_route": "accept"
+    })
+}
+
 /// Each writer remembers the head it last committed; when the other instance has moved it
 /// since, its next group must link after the head in the database, not the one it remembers.
 async fn a_writer_links_after_a_head_another_instance_moved(backend: &str) {
