@@ -345,16 +345,8 @@ async fn an_export_verifies_offline_and_fails_after_one_byte(backend: &str) {
     fill(&db.services, 500).await;
     db.services.sign_checkpoint(&key).await.expect("sign");
     let out = dir.path().join("bundle");
-    let status = cli(&db.url)
-        .args(["audit", "export", "--out"])
-        .arg(&out)
-        .output()
-        .expect("run");
-    assert!(
-        status.status.success(),
-        "{}",
-        String::from_utf8_lossy(&status.stderr)
-    );
+    let bundle = out.to_str().expect("utf-8");
+    common::run_ok(&db.url, &["audit", "export", "--out", bundle], None);
     let (manifest, head) = verify_bundle(&out, None, &Trust::default()).expect("bundle verifies");
     assert_eq!((manifest.count, head.seq), (500, 500));
     assert!(manifest.checkpoint.is_some() && manifest.public_key.is_some());
@@ -394,18 +386,10 @@ const OFFLINE: &str = "postgres://nobody@127.0.0.1:1/none";
 /// `countersign audit checkpoint --audit-key KEY`, kept in `file` as an operator keeps it; its
 /// seq.
 fn keep_checkpoint(db: &Db, key: &std::path::Path, file: &std::path::Path) -> i64 {
-    let out = cli(&db.url)
-        .args(["audit", "checkpoint", "--audit-key"])
-        .arg(key)
-        .output()
-        .expect("run");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    std::fs::write(file, &out.stdout).expect("keep");
-    let cp: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let key = key.to_str().expect("utf-8");
+    let out = common::run_ok(&db.url, &["audit", "checkpoint", "--audit-key", key], None);
+    std::fs::write(file, &out).expect("keep");
+    let cp: serde_json::Value = serde_json::from_str(&out).expect("JSON");
     cp["seq"].as_i64().expect("seq")
 }
 
@@ -424,17 +408,8 @@ async fn a_bundle_with_a_cut_tail_fails_against_a_later_kept_checkpoint(backend:
     fill(&db.services, 20).await;
     assert_eq!(keep_checkpoint(&db, &key, &late), 500);
     let out = dir.path().join("bundle");
-    let export = cli(&db.url)
-        .args(["audit", "export", "--out"])
-        .arg(&out)
-        .output()
-        .expect("run");
-    assert!(
-        export.status.success(),
-        "{}",
-        String::from_utf8_lossy(&export.stderr)
-    );
     let bundle = out.to_str().expect("utf-8");
+    common::run_ok(&db.url, &["audit", "export", "--out", bundle], None);
     let (early, late) = (
         early.to_str().expect("utf-8"),
         late.to_str().expect("utf-8"),
@@ -549,7 +524,7 @@ async fn two_servers_on_one_postgres_write_one_chain() {
                 let mut answered = Vec::new();
                 for _ in 0..30 {
                     let (path, body) = if checks {
-                        ("pre-tool-check", check_body())
+                        ("pre-tool-check", common::check_body())
                     } else {
                         ("proposals", common::proposal_body("agent-a"))
                     };
@@ -609,16 +584,6 @@ async fn two_servers_on_one_postgres_write_one_chain() {
     );
     let events = common::count(&url, "select count(*) from audit_events").await;
     assert!(said.contains(&format!("ok: {events} events")), "{said}");
-}
-
-/// A pre-tool-check the built-in policy answers.
-fn check_body() -> serde_json::Value {
-    serde_json::json!({
-        "tool_name": "crm.get_contact", "tool_category": "private_read",
-        "authorization_state": "authenticated", "evidence_refs": ["ticket-42"],
-        "risk_domain": "customer_support", "proposed_arguments": {"contact_id": "c-1"},
-        "recommended_route": "accept"
-    })
 }
 
 /// Each writer remembers the head it last committed; when the other instance has moved it

@@ -697,17 +697,9 @@ fn the_server_creates_its_key_and_signs_the_head_itself() {
             .mode();
         assert_eq!(mode & 0o777, 0o600, "key mode {mode:o}");
     }
-    let out = countersign(&db)
-        .args(["audit", "checkpoint", "--audit-key"])
-        .arg(&key)
-        .output()
-        .expect("checkpoint");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let checkpoint: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let key = key.to_str().expect("utf-8");
+    let out = common::run_ok(&db, &["audit", "checkpoint", "--audit-key", key], None);
+    let checkpoint: serde_json::Value = serde_json::from_str(&out).expect("JSON");
     assert!(
         checkpoint["seq"].as_i64().is_some_and(|seq| seq >= 1),
         "{checkpoint}"

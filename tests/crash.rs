@@ -15,16 +15,6 @@ async fn acknowledged_writes_survive_sigkill() {
     }
 }
 
-/// A pre-tool-check the built-in policy answers (a read, authenticated).
-fn check_body() -> serde_json::Value {
-    json!({
-        "tool_name": "crm.get_contact", "tool_category": "private_read",
-        "authorization_state": "authenticated", "evidence_refs": ["ticket-42"],
-        "risk_domain": "customer_support", "proposed_arguments": {"contact_id": "c-1"},
-        "recommended_route": "accept"
-    })
-}
-
 async fn submissions_survive_sigkill(backend: &str) {
     let (db, _db_dir) = common::fresh_database(backend);
     let dir = tempfile::tempdir().expect("key dir");
@@ -52,7 +42,7 @@ async fn submissions_survive_sigkill(backend: &str) {
         agents.push(tokio::spawn(async move {
             loop {
                 let (path, body, created) = if checks {
-                    ("pre-tool-check", check_body(), 200)
+                    ("pre-tool-check", common::check_body(), 200)
                 } else {
                     ("proposals", common::proposal_body("agent-a"), 201)
                 };

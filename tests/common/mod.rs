@@ -159,6 +159,16 @@ pub async fn fresh_services(
     (countersign::service::Services::new(store, policy), url, dir)
 }
 
+/// A pre-tool-check the built-in policy answers (a read, authenticated).
+pub fn check_body() -> serde_json::Value {
+    json!({
+        "tool_name": "crm.get_contact", "tool_category": "private_read",
+        "authorization_state": "authenticated", "evidence_refs": ["ticket-42"],
+        "risk_domain": "customer_support", "proposed_arguments": {"contact_id": "c-1"},
+        "recommended_route": "accept"
+    })
+}
+
 /// A valid seed 004 proposal body from `agent`.
 pub fn proposal_body(agent: &str) -> Value {
     json!({
