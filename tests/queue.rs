@@ -752,6 +752,140 @@ async fn a_command_not_leased_in_its_window_expires(backend: &str) {
     );
 }
 
+/// Leases and success reports handed to the writer together are made a few to a statement
+/// (the writer stages them: one statement per lease filter, one for the reports), and each
+/// finds its own outcome as if they ran one after another. In one group: a success report, a
+/// second report on the same command (refused: it is settled), a report with the wrong token
+/// (refused, recorded as drift), three leases by one executor and one by an executor whose
+/// scope matches nothing. The first lease is handed a command whose spec was edited after its
+/// approval: it refuses it as drift and claims the next one itself. Every other lease gets a
+/// command of its own, oldest first; no command is handed out twice; the chain verifies.
+async fn leases_and_reports_in_one_group_are_made_together(backend: &str) {
+    let db = db(backend, NO_POLICY).await;
+    let services = Arc::new(db.services.clone());
+    let mut ids = Vec::new();
+    for _ in 0..6 {
+        ids.push(approved(&services, common::proposal_body("agent-a")).await);
+    }
+    let first = any(&services, "exec").await.expect("leased");
+    let second = any(&services, "exec").await.expect("leased");
+    assert_eq!((first.command.id, second.command.id), (ids[0], ids[1]));
+    let sql = format!(
+        "update commands set spec = replace(spec{}, 'new@example.com', 'attacker@example.com'){} \
+         where id = {}",
+        if backend == "sqlite" { "" } else { "::text" },
+        if backend == "sqlite" { "" } else { "::jsonb" },
+        if backend == "sqlite" {
+            format!("x'{}'", ids[2].simple())
+        } else {
+            format!("'{}'", ids[2])
+        },
+    );
+    common::exec_sql(&db.url, &sql).await;
+
+    type Answer = Result<Option<Uuid>, ServiceError>;
+    let (answers_tx, mut answers) = tokio::sync::mpsc::unbounded_channel::<(usize, Answer)>();
+    let mut wrong = report(&second, Outcome::Succeeded, SideEffect::None);
+    wrong.lease_token = "lease_not-the-token".into();
+    let reports = [
+        report(&first, Outcome::Succeeded, SideEffect::None),
+        report(&first, Outcome::Succeeded, SideEffect::None),
+        wrong,
+    ];
+    let mut writes: Vec<common::Write> = Vec::new();
+    for (n, r) in reports.into_iter().enumerate() {
+        let (services, answers_tx) = (Arc::clone(&services), answers_tx.clone());
+        writes.push(Box::pin(async move {
+            let answer = services.report("exec", r).await.map(|c| Some(c.id));
+            answers_tx.send((n, answer)).expect("answers");
+            Ok(())
+        }));
+    }
+    for (n, (executor, scope)) in [
+        ("exec", "*"),
+        ("exec", "*"),
+        ("exec", "*"),
+        ("other", "nothing.*"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let (services, answers_tx) = (Arc::clone(&services), answers_tx.clone());
+        writes.push(Box::pin(async move {
+            let leased = lease(&services, executor, Some(scope)).await;
+            answers_tx
+                .send((3 + n, Ok(leased.map(|l| l.command.id))))
+                .expect("answers");
+            Ok(())
+        }));
+    }
+    drop(answers_tx);
+    let stats = services.store().writer_stats();
+    let (claimed_before, settled_before) = (stats.claimed_together(), stats.settled_together());
+    let written = common::as_one_group(services.store(), writes).await;
+    assert!(written.iter().all(Result::is_ok), "{written:?}");
+    // Staged: the four leases, and two reports (the second on the first's command is left to
+    // its own change, which runs after and finds it settled).
+    assert_eq!(
+        (
+            stats.claimed_together() - claimed_before,
+            stats.settled_together() - settled_before
+        ),
+        (4, 2),
+        "leases and reports made together"
+    );
+    let mut by_n = std::collections::BTreeMap::new();
+    while let Some((n, answer)) = answers.recv().await {
+        by_n.insert(n, answer);
+    }
+    assert!(
+        matches!(by_n[&0], Ok(Some(id)) if id == ids[0]),
+        "{:?}",
+        by_n[&0]
+    );
+    assert!(
+        matches!(
+            by_n[&1],
+            Err(ServiceError::Conflict(Conflict::CommandNotLeased(
+                CommandStatus::Succeeded
+            )))
+        ),
+        "{:?}",
+        by_n[&1]
+    );
+    assert!(
+        matches!(
+            by_n[&2],
+            Err(ServiceError::Conflict(Conflict::LeaseTokenMismatch))
+        ),
+        "{:?}",
+        by_n[&2]
+    );
+    let leased: Vec<Option<Uuid>> = (3..7)
+        .map(|n| match &by_n[&n] {
+            Ok(id) => *id,
+            Err(e) => panic!("lease {n}: {e:?}"),
+        })
+        .collect();
+    assert_eq!(
+        leased,
+        [Some(ids[5]), Some(ids[3]), Some(ids[4]), None],
+        "the drifted command refused, then the next claimed; the others oldest first"
+    );
+    assert_eq!(status_of(&services, ids[0]).await, CommandStatus::Succeeded);
+    assert_eq!(
+        proposal_status(&services, ids[0]).await,
+        ProposalStatus::Succeeded
+    );
+    assert_eq!(status_of(&services, ids[1]).await, CommandStatus::Leased);
+    assert_eq!(status_of(&services, ids[2]).await, CommandStatus::Failed);
+    let drift = of_kind(&services, "executor.drift").await;
+    let mut reasons: Vec<&str> = drift.iter().filter_map(|d| d["reason"].as_str()).collect();
+    reasons.sort_unstable();
+    assert_eq!(reasons, ["not_held", "not_held", "spec_mismatch"]);
+    services.verify_trail(None).await.expect("chain verifies");
+}
+
 common::on_both_backends!(
     a_stale_lease_token_changes_nothing,
     a_killed_executor_is_retried_only_when_safe,
@@ -762,4 +896,5 @@ common::on_both_backends!(
     scopes_and_the_policy_decide_who_leases,
     a_paused_tool_is_not_leased,
     a_command_not_leased_in_its_window_expires,
+    leases_and_reports_in_one_group_are_made_together,
 );

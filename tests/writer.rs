@@ -5,18 +5,14 @@
 
 mod common;
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::task::{Context, Poll, Waker};
 
 use countersign::audit::Actor;
 use countersign::domain::principal::TokenKind;
 use countersign::service::{Conflict, ServiceError, Services, Submitted};
 use countersign::storage::{self, StorageError, Store, accounts};
 use time::OffsetDateTime;
-use tokio::sync::oneshot;
 use uuid::Uuid;
 
 /// Many changes written at once (the writer commits them in groups, each under its own
@@ -430,50 +426,7 @@ async fn a_row_refused_in_a_group_insert_fails_alone(backend: &str) {
     assert_eq!(trail_len(&services).await, 9);
 }
 
-type Write = Pin<Box<dyn Future<Output = Result<(), StorageError>> + Send>>;
-
-/// Hands every write to the writer while a change that waits holds it, then lets it go: the
-/// writes, handed over in order, form the writer's next group. Answers each write's result.
-async fn as_one_group(store: &Store, writes: Vec<Write>) -> Vec<Result<(), StorageError>> {
-    let (started, writer_busy) = oneshot::channel();
-    let (release, released) = oneshot::channel::<()>();
-    let holder = tokio::spawn({
-        let store = store.clone();
-        async move {
-            store
-                .write(move |_tx| {
-                    Box::pin(async move {
-                        let _ = started.send(());
-                        released
-                            .await
-                            .map_err(|_| StorageError::Batch("never released".into()))
-                    })
-                })
-                .await
-        }
-    });
-    writer_busy.await.expect("the writer runs the holder");
-    // A write hands its change over on its first poll (the writer's queue has room), then
-    // waits for its answer; unconstrained, or tokio's cooperative budget would make the writes
-    // after the first hundred or so wait for a later poll, and so for a later group.
-    let mut writes: Vec<_> = writes
-        .into_iter()
-        .map(|write| Box::pin(tokio::task::unconstrained(write)))
-        .collect();
-    let mut cx = Context::from_waker(Waker::noop());
-    for write in &mut writes {
-        assert!(
-            matches!(write.as_mut().poll(&mut cx), Poll::Pending),
-            "answered before its group"
-        );
-    }
-    release.send(()).expect("the holder waits");
-    holder
-        .await
-        .expect("holder task")
-        .expect("the holder commits");
-    futures_util::future::join_all(writes).await
-}
+use common::{Write, as_one_group};
 
 /// A repeatable change that writes token `i` and its event, then fails as `fail` says; counts
 /// its runs in `runs`.

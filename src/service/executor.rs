@@ -21,8 +21,10 @@ use crate::domain::command::retry::{Interruption, SideEffect};
 use crate::domain::command::scope::ToolScope;
 use crate::domain::command::{CommandKind, CommandStatus, Outcome};
 use crate::domain::lifecycle::ProposalStatus;
-use crate::storage::Tx;
-use crate::storage::commands::{self, Approval, CommandRecord, NewLease, ProposalSeen, Settle};
+use crate::storage::commands::{
+    self, Approval, CommandRecord, LeaseAsk, ProposalSeen, Settle, Success,
+};
+use crate::storage::{BoxFuture, Tx, Upfront};
 
 /// Most commands refused at one lease for a spec that no longer matches its approval, before
 /// the lease answers "nothing for you now".
@@ -120,18 +122,19 @@ impl Services {
 
     async fn lease_once(&self, request: &LeaseRequest) -> Result<Option<Leased>, ServiceError> {
         let secret = token::new_lease_token();
-        let lease = OwnedLease {
+        let now = self.now();
+        let lease = Arc::new(LeaseAsk {
             executor: request.executor.clone(),
             scope: request.scope.as_ref().map(ToolScope::patterns),
             wanted: request.wanted.as_ref().map(ToolScope::patterns),
-            token_hash: secret.hash(),
-            now: self.now(),
-            expires_at: self.now() + seconds(request.lease_seconds),
-        };
-        let lease = Arc::new(lease);
+            lease_token_hash: secret.hash(),
+            now,
+            expires_at: now + seconds(request.lease_seconds),
+        });
+        let upfront = Upfront::Claim(Arc::clone(&lease));
         let taken = self
             .store()
-            .write_repeatable(move |tx| {
+            .write_staged(upfront, move |tx| {
                 let lease = Arc::clone(&lease);
                 Box::pin(async move { take_lease(tx, &lease).await })
             })
@@ -207,17 +210,31 @@ impl Services {
     ) -> Result<CommandRecord, ServiceError> {
         let now = self.now();
         let outcome = report.outcome;
-        let inputs = Arc::new((executor.to_owned(), report, self.policy().clone()));
-        let result = self
-            .store()
-            .write_repeatable(move |tx| {
-                let inputs = Arc::clone(&inputs);
-                Box::pin(async move {
-                    let (executor, report, policy) = &*inputs;
-                    write_report(tx, executor, report, policy, now).await
-                })
+        // A success is settled in one statement, together with the group's other successes.
+        let success = (outcome == Outcome::Succeeded).then(|| {
+            Arc::new(Success {
+                id: report.command_id,
+                result: report.body.clone(),
+                executor: executor.to_owned(),
+                lease_token_hash: token::hash(&report.lease_token),
+                now,
             })
-            .await?;
+        });
+        let inputs = Arc::new(ReportInputs {
+            executor: executor.to_owned(),
+            report,
+            success: success.clone(),
+            policy: Arc::clone(self.policy()),
+            now,
+        });
+        let result = match success {
+            Some(success) => {
+                self.store()
+                    .write_staged(Upfront::Success(success), report_change(inputs))
+                    .await?
+            }
+            None => self.store().write_repeatable(report_change(inputs)).await?,
+        };
         let command = result?;
         if command.status == CommandStatus::Queued {
             self.queue_signal().wake();
@@ -228,32 +245,19 @@ impl Services {
     }
 }
 
-/// A lease's values, owned so the write closure can hold them.
-struct OwnedLease {
-    executor: String,
-    scope: Option<Vec<String>>,
-    wanted: Option<Vec<String>>,
-    token_hash: String,
-    now: OffsetDateTime,
-    expires_at: OffsetDateTime,
-}
-
-/// Claims the next command; refuses (and records as drift) any whose spec no longer hashes to
-/// what was approved. Answers the command and its lease end.
+/// Claims the next command (the one the writer claimed for this lease with its group's
+/// others, if it did); refuses (and records as drift) any whose spec no longer hashes to what
+/// was approved. Answers the command and its lease end.
 async fn take_lease(
     tx: &mut Tx,
-    lease: &OwnedLease,
+    lease: &Arc<LeaseAsk>,
 ) -> Result<Option<(CommandRecord, OffsetDateTime)>, ServiceError> {
-    let row = NewLease {
-        executor: &lease.executor,
-        scope: lease.scope.clone(),
-        wanted: lease.wanted.clone(),
-        lease_token_hash: &lease.token_hash,
-        now: lease.now,
-        expires_at: lease.expires_at,
-    };
     for _ in 0..MAX_DRIFTED_PER_LEASE {
-        let Some(claimed) = commands::claim_next(tx.conn(), &row).await? else {
+        let claimed = match tx.staged_claim(lease) {
+            Some(staged) => staged,
+            None => commands::claim_next(tx.conn(), lease).await?,
+        };
+        let Some(claimed) = claimed else {
             return Ok(None);
         };
         let command = claimed.command;
@@ -311,7 +315,7 @@ async fn take_lease(
 async fn refuse_drifted(
     tx: &mut Tx,
     command: &CommandRecord,
-    lease: &OwnedLease,
+    lease: &LeaseAsk,
     why: Drift,
 ) -> Result<(), ServiceError> {
     let settle = Settle {
@@ -345,13 +349,39 @@ async fn refuse_drifted(
     Ok(())
 }
 
-async fn write_report(
-    tx: &mut Tx,
-    executor: &str,
-    report: &Report,
-    policy: &crate::domain::policy::model::Policy,
+/// A report's values, owned so the write closure can hold them.
+struct ReportInputs {
+    executor: String,
+    report: Report,
+    /// A success, as the writer may settle it with its group's others.
+    success: Option<Arc<Success>>,
+    policy: Arc<crate::domain::Policy>,
     now: OffsetDateTime,
-) -> Result<Result<CommandRecord, ServiceError>, ServiceError> {
+}
+
+/// What writing a report answers: the command, or why the report changed nothing (a drift,
+/// recorded).
+type ReportWritten = Result<Result<CommandRecord, ServiceError>, ServiceError>;
+
+/// The write of a report, to run (perhaps again) on the writer.
+fn report_change(
+    inputs: Arc<ReportInputs>,
+) -> impl for<'t> Fn(&'t mut Tx) -> BoxFuture<'t, ReportWritten> + Send + 'static {
+    move |tx| {
+        let inputs = Arc::clone(&inputs);
+        Box::pin(async move { write_report(tx, &inputs).await })
+    }
+}
+
+async fn write_report(tx: &mut Tx, inputs: &ReportInputs) -> ReportWritten {
+    let ReportInputs {
+        executor,
+        report,
+        success,
+        policy,
+        now,
+    } = inputs;
+    let (executor, now) = (executor.as_str(), *now);
     let attempted = match report.outcome {
         Outcome::Succeeded => "complete",
         Outcome::Failed => "fail",
@@ -359,8 +389,8 @@ async fn write_report(
     let id = report.command_id;
     let token_hash = token::hash(&report.lease_token);
     let actor = Actor::executor(executor);
-    if report.outcome == Outcome::Succeeded
-        && let Some(command) = write_success(tx, &actor, report, &token_hash, now).await?
+    if let Some(success) = success
+        && let Some(command) = write_success(tx, &actor, report, success, now).await?
     {
         return Ok(Ok(command));
     }
@@ -427,24 +457,20 @@ async fn write_report(
     Ok(Ok(command))
 }
 
-/// A success report's common case, in one statement ([`commands::settle_succeeded`]); `None`
-/// if it did not settle so, and the full path must read the command to say why.
+/// A success report's common case, in one statement ([`commands::settle_succeeded`], or the
+/// writer's for its group); `None` if it did not settle so, and the full path must read the
+/// command to say why.
 async fn write_success(
     tx: &mut Tx,
     actor: &Actor,
     report: &Report,
-    token_hash: &str,
+    success: &Arc<Success>,
     now: OffsetDateTime,
 ) -> Result<Option<CommandRecord>, ServiceError> {
-    let settled = commands::settle_succeeded(
-        tx.conn(),
-        report.command_id,
-        &report.body,
-        &actor.name,
-        token_hash,
-        now,
-    )
-    .await?;
+    let settled = match tx.staged_success(success) {
+        Some(staged) => staged,
+        None => commands::settle_succeeded(tx.conn(), success).await?,
+    };
     let Some((command, proposal)) = settled else {
         return Ok(None);
     };

@@ -23,7 +23,7 @@ use crate::domain::routing::scan::audit_safe_name;
 use crate::storage::audit::PendingEvent;
 use crate::storage::commands::NewCommand;
 use crate::storage::proposals::{self, NewProposal, ProposalParts, ProposalRecord};
-use crate::storage::{Tx, commands};
+use crate::storage::{Tx, Upfront, commands};
 
 /// What a submission came to.
 #[derive(Debug)]
@@ -114,7 +114,7 @@ impl Services {
         let stored = {
             let routed = Arc::clone(&routed);
             self.store()
-                .write_inserting(row, move |tx| {
+                .write_staged(Upfront::Proposal(row), move |tx| {
                     let routed = Arc::clone(&routed);
                     Box::pin(async move { store_proposal(tx, &routed, now).await })
                 })

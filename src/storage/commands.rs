@@ -116,20 +116,30 @@ impl Approval {
     }
 }
 
-/// A lease to take.
-pub struct NewLease<'a> {
+/// A lease to take: what one executor's request asks, owned so a write closure and the
+/// writer's group ([`staged::claim_staged`]) can share it.
+#[derive(Debug, Clone)]
+pub struct LeaseAsk {
     /// Executor name.
-    pub executor: &'a str,
+    pub executor: String,
     /// The executor token's tool scope (globs); `None` for a token without one.
     pub scope: Option<Vec<String>>,
     /// Tools the executor asks for this time (globs); `None` for any it may run.
     pub wanted: Option<Vec<String>>,
     /// sha256 hex of the lease token handed to the executor.
-    pub lease_token_hash: &'a str,
+    pub lease_token_hash: String,
     /// Now.
     pub now: OffsetDateTime,
     /// Lease end.
     pub expires_at: OffsetDateTime,
+}
+
+impl LeaseAsk {
+    /// Whether `other` asks for the same commands (same executor, scope and tools), so one
+    /// statement may claim for both.
+    pub(super) fn same_filter(&self, other: &Self) -> bool {
+        self.executor == other.executor && self.scope == other.scope && self.wanted == other.wanted
+    }
 }
 
 /// How a run ends or goes back to the queue.
@@ -205,6 +215,15 @@ struct WithApproval {
     #[sqlx(flatten)]
     row: CommandRow,
     approved_spec_sha256: Option<String>,
+}
+
+impl WithApproval {
+    fn into_claimed(self) -> Result<Claimed> {
+        Ok(Claimed {
+            command: self.row.into_record()?,
+            approval: Approval::of(self.approved_spec_sha256),
+        })
+    }
 }
 
 /// A command row and its proposal's status.
@@ -310,7 +329,7 @@ macro_rules! cols {
 }
 
 mod succeeded;
-pub use succeeded::{ProposalSeen, settle_succeeded};
+pub use succeeded::{ProposalSeen, Success, settle_succeeded};
 
 /// PostgreSQL: a tool glob (`*`, `?`) in column or expression `$e` as a `LIKE` pattern.
 macro_rules! like {
@@ -345,49 +364,15 @@ pub async fn insert(conn: Conn<'_>, c: &NewCommand<'_>) -> Result<()> {
     Ok(())
 }
 
-macro_rules! claim_set {
+/// PostgreSQL: the commands executor `$1` may lease now, as `c`: queued, available by `$4`
+/// (backoff over), inside its approval window at `$7` (or already run once), covered by the
+/// executor's scope `$5` and the policy's `allowed_executors`, among the tools it asks for
+/// (`$6`), and not paused.
+macro_rules! pg_claimable {
     () => {
-        "update commands set status = 'leased', attempts = attempts + 1, leased_by = $1, \
-         lease_token_hash = $2, lease_expires_at = $3, run_deadline = null, updated_at = $4 \
-         where seq = "
-    };
-}
-
-/// Leases the oldest queued command this executor may run: available (backoff over), inside
-/// its approval window (or already run once), covered by the executor's scope and the
-/// policy's `allowed_executors` (see [`crate::domain::command::scope::may_run`]), among the
-/// tools it asks for, and not paused. The same statement reads the hash of the command's spec
-/// as approved, from its chained `command.queued` event (one round trip, not two, on the
-/// writer's serial path); the chain's subject id is the command id as hyphenated text.
-pub async fn claim_next(conn: Conn<'_>, lease: &NewLease<'_>) -> Result<Option<Claimed>> {
-    let sql = conn.pick(
         concat!(
-            claim_set!(),
-            "(select c.seq from commands c where c.status = 'queued' \
-             and julianday(c.available_at) <= julianday($4) \
-             and (c.attempts > 0 or c.execute_by is null \
-                  or julianday(c.execute_by) > julianday($4)) \
-             and (case when c.allowed_executors is null \
-                  then exists (select 1 from json_each($5) s where c.tool_name glob s.value) \
-                  else instr(c.allowed_executors, ',' || $1 || ',') > 0 and ($5 is null or \
-                  exists (select 1 from json_each($5) s where c.tool_name glob s.value)) end) \
-             and ($6 is null or \
-                  exists (select 1 from json_each($6) w where c.tool_name glob w.value)) \
-             and not exists (select 1 from paused_tools p where c.tool_name glob p.pattern) \
-             order by c.seq limit 1) returning ",
-            cols!(),
-            ", (select coalesce(cast(json_extract(a.details, '$.spec_sha256') as text), '') \
-             from audit_events a where a.subject_type = 'command' and a.action = 'command.queued' \
-             and a.subject_id = lower(substr(hex(commands.id), 1, 8) || '-' || \
-             substr(hex(commands.id), 9, 4) || '-' || substr(hex(commands.id), 13, 4) || '-' || \
-             substr(hex(commands.id), 17, 4) || '-' || substr(hex(commands.id), 21)) \
-             order by a.seq limit 1) as approved_spec_sha256"
-        ),
-        concat!(
-            claim_set!(),
-            "(select c.seq from commands c where c.status = 'queued' \
-             and c.available_at <= $4 \
-             and (c.attempts > 0 or c.execute_by is null or c.execute_by > $4) \
+            "c.status = 'queued' and c.available_at <= $4 \
+             and (c.attempts > 0 or c.execute_by is null or c.execute_by > $7) \
              and (case when c.allowed_executors is null \
                   then exists (select 1 from jsonb_array_elements_text($5) s(p) \
                                where c.tool_name like ",
@@ -405,30 +390,72 @@ pub async fn claim_next(conn: Conn<'_>, lease: &NewLease<'_>) -> Result<Option<C
              and not exists (select 1 from paused_tools p \
                              where c.tool_name like ",
             like!("p.pattern"),
-            ") \
-             order by c.seq limit 1 for update skip locked) returning ",
-            cols!(),
-            ", (select coalesce(a.details->>'spec_sha256', '') from audit_events a \
-             where a.subject_type = 'command' and a.subject_id = commands.id::text \
-             and a.action = 'command.queued' order by a.seq limit 1) as approved_spec_sha256"
-        ),
+            ")"
+        )
+    };
+}
+
+/// PostgreSQL: the hash of the spec of the updated `commands` row as approved, from its
+/// chained `command.queued` event (`''` for an event without one; null for no event).
+macro_rules! pg_approved {
+    () => {
+        ", (select coalesce(a.details->>'spec_sha256', '') from audit_events a \
+         where a.subject_type = 'command' and a.subject_id = commands.id::text \
+         and a.action = 'command.queued' order by a.seq limit 1) as approved_spec_sha256"
+    };
+}
+
+mod staged;
+pub use staged::{
+    SettledSuccess, Staged, StagedClaims, StagedSettles, claim_staged, settle_staged,
+};
+
+/// Leases the oldest queued command this executor may run: available (backoff over), inside
+/// its approval window (or already run once), covered by the executor's scope and the
+/// policy's `allowed_executors` (see [`crate::domain::command::scope::may_run`]), among the
+/// tools it asks for, and not paused. The same statement reads the hash of the command's spec
+/// as approved, from its chained `command.queued` event (one round trip, not two, on the
+/// writer's serial path); the chain's subject id is the command id as hyphenated text.
+pub async fn claim_next(conn: Conn<'_>, lease: &LeaseAsk) -> Result<Option<Claimed>> {
+    let c = match conn {
+        Conn::Sqlite(c) => c,
+        Conn::Postgres(c) => {
+            return Ok(staged::pg_claim(c, &[lease]).await?.pop().map(|(_, c)| c));
+        }
+    };
+    let sql = concat!(
+        "update commands set status = 'leased', attempts = attempts + 1, leased_by = $1, \
+         lease_token_hash = $2, lease_expires_at = $3, run_deadline = null, updated_at = $4 \
+         where seq = (select c.seq from commands c where c.status = 'queued' \
+         and julianday(c.available_at) <= julianday($4) \
+         and (c.attempts > 0 or c.execute_by is null \
+              or julianday(c.execute_by) > julianday($4)) \
+         and (case when c.allowed_executors is null \
+              then exists (select 1 from json_each($5) s where c.tool_name glob s.value) \
+              else instr(c.allowed_executors, ',' || $1 || ',') > 0 and ($5 is null or \
+              exists (select 1 from json_each($5) s where c.tool_name glob s.value)) end) \
+         and ($6 is null or \
+              exists (select 1 from json_each($6) w where c.tool_name glob w.value)) \
+         and not exists (select 1 from paused_tools p where c.tool_name glob p.pattern) \
+         order by c.seq limit 1) returning ",
+        cols!(),
+        ", (select coalesce(cast(json_extract(a.details, '$.spec_sha256') as text), '') \
+         from audit_events a where a.subject_type = 'command' and a.action = 'command.queued' \
+         and a.subject_id = lower(substr(hex(commands.id), 1, 8) || '-' || \
+         substr(hex(commands.id), 9, 4) || '-' || substr(hex(commands.id), 13, 4) || '-' || \
+         substr(hex(commands.id), 17, 4) || '-' || substr(hex(commands.id), 21)) \
+         order by a.seq limit 1) as approved_spec_sha256"
     );
-    let row: Option<WithApproval> = on!(conn, |c| sqlx::query_as(sql)
-        .bind(lease.executor)
-        .bind(lease.lease_token_hash)
+    let row: Option<WithApproval> = sqlx::query_as(sql)
+        .bind(&lease.executor)
+        .bind(&lease.lease_token_hash)
         .bind(lease.expires_at)
         .bind(lease.now)
         .bind(lease.scope.as_ref().map(Json))
         .bind(lease.wanted.as_ref().map(Json))
         .fetch_optional(c)
-        .await)?;
-    row.map(|r| {
-        Ok(Claimed {
-            command: r.row.into_record()?,
-            approval: Approval::of(r.approved_spec_sha256),
-        })
-    })
-    .transpose()
+        .await?;
+    row.map(WithApproval::into_claimed).transpose()
 }
 
 /// Sets the running attempt's deadline and (shortened) lease end.

@@ -35,8 +35,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::audit::{self, PendingEvent};
 use super::changes::Changes;
 use super::direct::{self, DirectReads, PointRead};
-use super::proposals::NewProposal;
-use super::writer::{self, EventsJob, Job, Tx, TypedJob, WritePool, stopped};
+use super::writer::{self, EventsJob, Job, Tx, TypedJob, Upfront, WritePool, stopped};
 use super::{Result, StorageError};
 use super::{schema, wal};
 use crate::audit::safe::Salt;
@@ -256,21 +255,19 @@ impl Store {
             .await
     }
 
-    /// As [`Store::write_repeatable`], for a change that inserts the proposal row `proposal`
-    /// first: the writer may insert it together with the rows of the other changes in its
-    /// group, and the change then finds what became of it ([`Tx::staged_proposal`]) instead
-    /// of inserting it (one statement for a group's submissions, not one each).
-    pub async fn write_inserting<R, E, F>(
-        &self,
-        proposal: Arc<NewProposal>,
-        change: F,
-    ) -> Result<R, E>
+    /// As [`Store::write_repeatable`], for a change that starts with `upfront` (inserting a
+    /// proposal row, leasing a command, settling a success report): the writer may run it
+    /// together with the same statement of the other changes in its group, and the change then
+    /// finds what became of it ([`Tx::staged_proposal`], [`Tx::staged_claim`],
+    /// [`Tx::staged_success`]) instead of running it (one statement for a group's
+    /// submissions, leases or reports, not one each).
+    pub async fn write_staged<R, E, F>(&self, upfront: Upfront, change: F) -> Result<R, E>
     where
         R: Send + 'static,
         E: From<StorageError> + Send + 'static,
         F: for<'t> Fn(&'t mut Tx) -> BoxFuture<'t, Result<R, E>> + Send + 'static,
     {
-        self.hand_over(|reply| Box::new(TypedJob::inserting(proposal, Box::new(change), reply)))
+        self.hand_over(|reply| Box::new(TypedJob::staged(upfront, Box::new(change), reply)))
             .await
     }
 
@@ -495,9 +492,17 @@ async fn connect_postgres(url: &str) -> Result<(Store, AnySessionStore)> {
     // plans, `plan_cache_mode = force_generic_plan`, made executors' leases and reports about
     // 10% faster, but turned the expiry sweep into a scan of every pending proposal: see
     // benches/README.md, 2026-11-25.)
+    //
+    // Without bitmap scans: the lease ([`super::commands::claim_next`]) wants the oldest
+    // queued commands, which the index on (status, seq) gives in order, stopping at the first
+    // few. Where the statistics do not yet know how many commands are queued (a table never
+    // analysed, or a burst since the last analysis) the planner expects a handful and reads
+    // every queued row through a bitmap instead, then sorts them all: 8-10 ms a lease with
+    // 3,300 queued, growing with the queue. The writer's other statements are point reads and
+    // updates by key, which a plain index scan serves as well.
     let write = PgPoolOptions::new()
         .max_connections(1)
-        .connect_lazy_with(options);
+        .connect_lazy_with(options.options([("enable_bitmapscan", "off")]));
     let writer_stats = Arc::default();
     let writer = writer::spawn(
         WritePool::Postgres(write),

@@ -36,7 +36,7 @@ pub mod writer;
 pub use audit::AuditRecord;
 pub use db::{Backend, BoxFuture, Conn, ReadConn, Snapshot, Store, connect};
 pub use direct::PointRead;
-pub use writer::Tx;
+pub use writer::{Tx, Upfront};
 
 /// The storage layer's error.
 #[derive(Debug, thiserror::Error)]

@@ -38,6 +38,7 @@ use uuid::Uuid;
 
 use super::audit::{self, PendingEvent};
 use super::changes::Changes;
+use super::commands::{self, Claimed, LeaseAsk, StagedClaims, StagedSettles, Success};
 use super::db::{BoxFuture, Conn, on};
 use super::{Result, StorageError};
 use super::{notifications, proposals, wal, webhooks};
@@ -52,8 +53,30 @@ pub struct Tx {
     notices: Vec<notifications::Notice>,
     /// The chain head as this writer last committed it, if it knows it ([`audit::append`]).
     head: Option<Head>,
-    /// The proposal rows the writer inserted up front for this group's changes, if it did.
-    staged: Option<proposals::Staged>,
+    /// What the writer did up front for this group's changes ([`Upfront`]).
+    staged: Staged,
+}
+
+/// What a writer did for its group's changes before running them ([`stage`]).
+#[derive(Default)]
+struct Staged {
+    /// The proposal rows it inserted.
+    proposals: Option<proposals::Staged>,
+    /// The leases it took.
+    claims: Option<StagedClaims>,
+    /// The success reports it settled.
+    settles: Option<StagedSettles>,
+}
+
+/// A change's first statement, which the writer may run for all the changes of a group that
+/// start so, several to a statement, before it runs them ([`super::Store::write_staged`]).
+pub enum Upfront {
+    /// It inserts this proposal row first ([`Tx::staged_proposal`]).
+    Proposal(Arc<proposals::NewProposal>),
+    /// It leases a command first ([`Tx::staged_claim`]).
+    Claim(Arc<LeaseAsk>),
+    /// It settles a success report first ([`Tx::staged_success`]).
+    Success(Arc<Success>),
 }
 
 impl Tx {
@@ -96,7 +119,24 @@ impl Tx {
     /// `Some(Some(seq))` inserted it at `seq`, `Some(None)` found its id or idempotency key
     /// taken (nothing written); `None` if it did not try, and the change inserts it itself.
     pub fn staged_proposal(&self, row: &Arc<proposals::NewProposal>) -> Option<Option<i64>> {
-        self.staged.as_ref().and_then(|staged| staged.outcome(row))
+        (self.staged.proposals.as_ref()).and_then(|staged| staged.outcome(row))
+    }
+
+    /// The lease the writer took for `ask` in this group, once: `Some(Some(_))` the command it
+    /// claimed, `Some(None)` nothing `ask` may run was queued; `None` if it did not try, and
+    /// the change claims for itself ([`commands::claim_next`]).
+    pub fn staged_claim(&mut self, ask: &Arc<LeaseAsk>) -> Option<Option<Claimed>> {
+        (self.staged.claims.as_mut()).and_then(|staged| staged.take(ask))
+    }
+
+    /// What the writer's settling of `report` in this group did, once: `Some(Some(_))` it
+    /// settled, `Some(None)` it did not (the change finds out why); `None` if it did not try,
+    /// and the change settles it itself ([`commands::settle_succeeded`]).
+    pub fn staged_success(
+        &mut self,
+        report: &Arc<Success>,
+    ) -> Option<Option<commands::SettledSuccess>> {
+        (self.staged.settles.as_mut()).and_then(|staged| staged.take(report))
     }
 
     /// Tells people something with this transaction's commit (on the channels configured), or
@@ -212,9 +252,9 @@ pub(super) trait Job: Send {
     fn runs(&self) -> Runs {
         Runs::Once
     }
-    /// The proposal row the change inserts first, if it does and the writer may insert it
-    /// together with the rows of the other changes in its group ([`stage`]).
-    fn proposal(&self) -> Option<&Arc<proposals::NewProposal>> {
+    /// The statement the change starts with, if the writer may run it together with the
+    /// same statement of the other changes in its group ([`stage`]).
+    fn upfront(&self) -> Option<&Upfront> {
         None
     }
 }
@@ -230,8 +270,8 @@ pub(super) struct TypedJob<R, E> {
     body: Body<R, E>,
     outcome: Option<Result<R, E>>,
     reply: oneshot::Sender<Result<R, E>>,
-    /// The proposal row it inserts first, which the writer may insert for it.
-    proposal: Option<Arc<proposals::NewProposal>>,
+    /// The statement it starts with, which the writer may run for it.
+    upfront: Option<Upfront>,
 }
 
 impl<R, E> TypedJob<R, E> {
@@ -248,15 +288,16 @@ impl<R, E> TypedJob<R, E> {
         Self::with(Body::Again(change), reply)
     }
 
-    /// `change`, which may run more than once and inserts the proposal row `proposal` first
-    /// (unless the writer did: [`Tx::staged_proposal`]), answering on `reply`.
-    pub(super) fn inserting(
-        proposal: Arc<proposals::NewProposal>,
+    /// `change`, which may run more than once and starts with `upfront` (unless the writer
+    /// ran it: [`Tx::staged_proposal`], [`Tx::staged_claim`], [`Tx::staged_success`]),
+    /// answering on `reply`.
+    pub(super) fn staged(
+        upfront: Upfront,
         change: Repeatable<R, E>,
         reply: oneshot::Sender<Result<R, E>>,
     ) -> Self {
         Self {
-            proposal: Some(proposal),
+            upfront: Some(upfront),
             ..Self::with(Body::Again(change), reply)
         }
     }
@@ -266,7 +307,7 @@ impl<R, E> TypedJob<R, E> {
             body,
             outcome: None,
             reply,
-            proposal: None,
+            upfront: None,
         }
     }
 }
@@ -294,8 +335,8 @@ impl<R: Send + 'static, E: From<StorageError> + Send + 'static> Job for TypedJob
         }
     }
 
-    fn proposal(&self) -> Option<&Arc<proposals::NewProposal>> {
-        self.proposal.as_ref()
+    fn upfront(&self) -> Option<&Upfront> {
+        self.upfront.as_ref()
     }
 
     fn finish(self: Box<Self>, failure: Option<&str>) {
@@ -375,6 +416,8 @@ struct Writer {
 #[derive(Debug, Default)]
 pub struct WriterStats {
     inserted_together: AtomicU64,
+    claimed_together: AtomicU64,
+    settled_together: AtomicU64,
 }
 
 impl WriterStats {
@@ -384,9 +427,32 @@ impl WriterStats {
         self.inserted_together.load(Ordering::Relaxed)
     }
 
-    fn committed(&self, together: usize) {
-        self.inserted_together
-            .fetch_add(together as u64, Ordering::Relaxed);
+    /// Leases committed groups asked for up front, together ([`Tx::staged_claim`]).
+    pub fn claimed_together(&self) -> u64 {
+        self.claimed_together.load(Ordering::Relaxed)
+    }
+
+    /// Success reports committed groups settled up front, together ([`Tx::staged_success`]).
+    pub fn settled_together(&self) -> u64 {
+        self.settled_together.load(Ordering::Relaxed)
+    }
+
+    fn committed(&self, staged: &Staged) {
+        let add = |counter: &AtomicU64, n: Option<usize>| {
+            counter.fetch_add(n.unwrap_or(0) as u64, Ordering::Relaxed);
+        };
+        add(
+            &self.inserted_together,
+            staged.proposals.as_ref().map(proposals::Staged::count),
+        );
+        add(
+            &self.claimed_together,
+            staged.claims.as_ref().map(StagedClaims::count),
+        );
+        add(
+            &self.settled_together,
+            staged.settles.as_ref().map(StagedSettles::count),
+        );
     }
 }
 
@@ -423,7 +489,7 @@ impl Writer {
             events: Vec::new(),
             notices: Vec::new(),
             head: self.head.take(),
-            staged: None,
+            staged: Staged::default(),
         })
     }
 
@@ -504,10 +570,11 @@ async fn commit_batch(
             return Ok(Committed::default());
         }
     } else if batch.iter().all(|job| job.runs() != Runs::Once) {
-        if let Err(e) = stage(&mut tx, rows_to_stage(batch)).await {
-            // A row the group's statement could not insert: start over without staging, so
-            // each change inserts its own row and only the one at fault fails.
-            tracing::warn!(error = %e, "inserting a group's proposals together failed; one by one");
+        if let Err(e) = stage(&mut tx, batch).await {
+            // A row the group's statement could not insert (or a lease or report the
+            // statement could not make): start over without staging, so each change makes its
+            // own and only the one at fault fails.
+            tracing::warn!(error = %e, "a group's statement made together failed; one by one");
             tx = writer.start_over(tx).await?;
         }
         if let Some(failed) = run_straight(&mut tx, batch).await {
@@ -520,25 +587,49 @@ async fn commit_batch(
         run_under_savepoints(&mut tx, batch, None).await?;
     }
     let ran = started.elapsed();
-    // A group that started over holds no staged rows (its transaction is a fresh one).
-    let together = tx.staged.as_ref().map_or(0, proposals::Staged::count);
+    // A group that started over holds nothing staged (its transaction is a fresh one).
+    let staged = std::mem::take(&mut tx.staged);
     let (mut committed, held) = tx.commit(changed).await?;
     tracing::debug!(changes = batch.len(), ?ran, took = ?started.elapsed(), "group committed");
-    writer.stats.committed(together);
+    writer.stats.committed(&staged);
     writer.idle = Some(held);
     writer.head = committed.head.take();
     Ok(committed)
 }
 
-/// Inserts the proposal rows of a group's changes ([`rows_to_stage`]) up front, several to a
-/// statement, so a group of submissions makes a few round trips to the database instead of one
-/// each; each change then finds what became of its row ([`Tx::staged_proposal`]). Only for a group run
-/// straight (no savepoints), where a failure rolls everything back, staged rows included. Two
-/// changes of one group naming the same proposal id or idempotency key are left to insert their
-/// own rows, in order, so every staged outcome belongs to exactly one change.
-async fn stage(tx: &mut Tx, rows: Vec<Arc<proposals::NewProposal>>) -> Result<()> {
+/// Runs the first statement of a group's changes up front ([`Upfront`]), several to a
+/// statement, so a group makes a few round trips to the database instead of one per change;
+/// each change then finds what became of its own ([`Tx::staged_proposal`],
+/// [`Tx::staged_claim`], [`Tx::staged_success`]). Only for a group run straight (no
+/// savepoints), where a failure rolls everything back, staged rows included. The outcomes are
+/// those of the changes run one after another: proposal rows first ([`rows_to_stage`]), then
+/// success reports (but a second report on one command, left to its own change, which runs
+/// after and finds it settled), then leases, in the order handed over.
+async fn stage(tx: &mut Tx, batch: &[Box<dyn Job>]) -> Result<()> {
+    let rows = rows_to_stage(batch);
     if rows.len() > 1 {
-        tx.staged = Some(proposals::insert_staged(tx.conn(), &rows).await?);
+        tx.staged.proposals = Some(proposals::insert_staged(tx.conn(), &rows).await?);
+    }
+    let mut reports: Vec<Arc<Success>> = Vec::new();
+    for job in batch {
+        if let Some(Upfront::Success(r)) = job.upfront()
+            && !reports.iter().any(|earlier| earlier.id == r.id)
+        {
+            reports.push(Arc::clone(r));
+        }
+    }
+    if reports.len() > 1 {
+        tx.staged.settles = Some(commands::settle_staged(tx.conn(), &reports).await?);
+    }
+    let asks: Vec<Arc<LeaseAsk>> = batch
+        .iter()
+        .filter_map(|job| match job.upfront() {
+            Some(Upfront::Claim(ask)) => Some(Arc::clone(ask)),
+            _ => None,
+        })
+        .collect();
+    if asks.len() > 1 {
+        tx.staged.claims = Some(commands::claim_staged(tx.conn(), &asks).await?);
     }
     Ok(())
 }
@@ -549,8 +640,13 @@ async fn stage(tx: &mut Tx, rows: Vec<Arc<proposals::NewProposal>>) -> Result<()
 fn rows_to_stage(batch: &[Box<dyn Job>]) -> Vec<Arc<proposals::NewProposal>> {
     // Compared with every earlier row, staged or not: a row that collides only with one left
     // to insert itself must wait for it too, or it could take a key that row would have got.
-    let earlier: Vec<&Arc<proposals::NewProposal>> =
-        batch.iter().filter_map(|job| job.proposal()).collect();
+    let earlier: Vec<&Arc<proposals::NewProposal>> = batch
+        .iter()
+        .filter_map(|job| match job.upfront() {
+            Some(Upfront::Proposal(row)) => Some(row),
+            _ => None,
+        })
+        .collect();
     earlier
         .iter()
         .enumerate()

@@ -275,3 +275,54 @@ macro_rules! on_both_backends {
 }
 #[allow(unused_imports, reason = "each test binary uses a different subset")]
 pub(crate) use on_both_backends;
+
+/// A write handed to the writer, for [`as_one_group`].
+pub type Write = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<(), countersign::storage::StorageError>> + Send>,
+>;
+
+/// Hands every write to the writer while a change that waits holds it, then lets it go: the
+/// writes, handed over in order, form the writer's next group. Answers each write's result.
+pub async fn as_one_group(
+    store: &countersign::storage::Store,
+    writes: Vec<Write>,
+) -> Vec<Result<(), countersign::storage::StorageError>> {
+    let (started, writer_busy) = tokio::sync::oneshot::channel();
+    let (release, released) = tokio::sync::oneshot::channel::<()>();
+    let holder = tokio::spawn({
+        let store = store.clone();
+        async move {
+            store
+                .write(move |_tx| {
+                    Box::pin(async move {
+                        let _ = started.send(());
+                        released.await.map_err(|_| {
+                            countersign::storage::StorageError::Batch("never released".into())
+                        })
+                    })
+                })
+                .await
+        }
+    });
+    writer_busy.await.expect("the writer runs the holder");
+    // A write hands its change over on its first poll (the writer's queue has room), then
+    // waits for its answer; unconstrained, or tokio's cooperative budget would make the writes
+    // after the first hundred or so wait for a later poll, and so for a later group.
+    let mut writes: Vec<_> = writes
+        .into_iter()
+        .map(|write| Box::pin(tokio::task::unconstrained(write)))
+        .collect();
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    for write in &mut writes {
+        assert!(
+            matches!(write.as_mut().poll(&mut cx), std::task::Poll::Pending),
+            "answered before its group"
+        );
+    }
+    release.send(()).expect("the holder waits");
+    holder
+        .await
+        .expect("holder task")
+        .expect("the holder commits");
+    futures_util::future::join_all(writes).await
+}
