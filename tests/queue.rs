@@ -756,7 +756,9 @@ async fn a_command_not_leased_in_its_window_expires(backend: &str) {
 /// (the writer stages them: one statement per lease filter, one for the reports), and each
 /// finds its own outcome as if they ran one after another. In one group: a success report, a
 /// second report on the same command (refused: it is settled), a report with the wrong token
-/// (refused, recorded as drift), three leases by one executor and one by an executor whose
+/// (refused, recorded as drift), a failure with a stale token handed over before them all (it
+/// runs after the success and is refused for it), three leases by one executor and one by an
+/// executor whose
 /// scope matches nothing. The first lease is handed a command whose spec was edited after its
 /// approval: it refuses it as drift and claims the next one itself. Every other lease gets a
 /// command of its own, oldest first; no command is handed out twice; the chain verifies.
@@ -787,7 +789,10 @@ async fn leases_and_reports_in_one_group_are_made_together(backend: &str) {
     let (answers_tx, mut answers) = tokio::sync::mpsc::unbounded_channel::<(usize, Answer)>();
     let mut wrong = report(&second, Outcome::Succeeded, SideEffect::None);
     wrong.lease_token = "lease_not-the-token".into();
+    let mut stale_failure = report(&first, Outcome::Failed, SideEffect::None);
+    stale_failure.lease_token = "lease_not-the-token".into();
     let reports = [
+        stale_failure,
         report(&first, Outcome::Succeeded, SideEffect::None),
         report(&first, Outcome::Succeeded, SideEffect::None),
         wrong,
@@ -814,7 +819,7 @@ async fn leases_and_reports_in_one_group_are_made_together(backend: &str) {
         writes.push(Box::pin(async move {
             let leased = lease(&services, executor, Some(scope)).await;
             answers_tx
-                .send((3 + n, Ok(leased.map(|l| l.command.id))))
+                .send((4 + n, Ok(leased.map(|l| l.command.id))))
                 .expect("answers");
             Ok(())
         }));
@@ -824,8 +829,9 @@ async fn leases_and_reports_in_one_group_are_made_together(backend: &str) {
     let (claimed_before, settled_before) = (stats.claimed_together(), stats.settled_together());
     let written = common::as_one_group(services.store(), writes).await;
     assert!(written.iter().all(Result::is_ok), "{written:?}");
-    // Staged: the four leases, and two reports (the second on the first's command is left to
-    // its own change, which runs after and finds it settled).
+    // Staged: the four leases, and two successful reports (the second on the first's command
+    // is left to its own change, which runs after and finds it settled; failures are not
+    // staged).
     assert_eq!(
         (
             stats.claimed_together() - claimed_before,
@@ -838,30 +844,35 @@ async fn leases_and_reports_in_one_group_are_made_together(backend: &str) {
     while let Some((n, answer)) = answers.recv().await {
         by_n.insert(n, answer);
     }
+    // The staged changes run first, then the others, which see what they made: the stale
+    // failure handed over before the success finds the command settled, as does the second
+    // success.
     assert!(
-        matches!(by_n[&0], Ok(Some(id)) if id == ids[0]),
-        "{:?}",
-        by_n[&0]
-    );
-    assert!(
-        matches!(
-            by_n[&1],
-            Err(ServiceError::Conflict(Conflict::CommandNotLeased(
-                CommandStatus::Succeeded
-            )))
-        ),
+        matches!(by_n[&1], Ok(Some(id)) if id == ids[0]),
         "{:?}",
         by_n[&1]
     );
+    for n in [0, 2] {
+        assert!(
+            matches!(
+                by_n[&n],
+                Err(ServiceError::Conflict(Conflict::CommandNotLeased(
+                    CommandStatus::Succeeded
+                )))
+            ),
+            "report {n}: {:?}",
+            by_n[&n]
+        );
+    }
     assert!(
         matches!(
-            by_n[&2],
+            by_n[&3],
             Err(ServiceError::Conflict(Conflict::LeaseTokenMismatch))
         ),
         "{:?}",
-        by_n[&2]
+        by_n[&3]
     );
-    let leased: Vec<Option<Uuid>> = (3..7)
+    let leased: Vec<Option<Uuid>> = (4..8)
         .map(|n| match &by_n[&n] {
             Ok(id) => *id,
             Err(e) => panic!("lease {n}: {e:?}"),
@@ -882,7 +893,21 @@ async fn leases_and_reports_in_one_group_are_made_together(backend: &str) {
     let drift = of_kind(&services, "executor.drift").await;
     let mut reasons: Vec<&str> = drift.iter().filter_map(|d| d["reason"].as_str()).collect();
     reasons.sort_unstable();
-    assert_eq!(reasons, ["not_held", "not_held", "spec_mismatch"]);
+    assert_eq!(
+        reasons,
+        ["not_held", "not_held", "not_held", "spec_mismatch"]
+    );
+    // The trail tells it in the order it happened: the success, then the reports refused for it.
+    assert_eq!(
+        kinds(&services, ids[0]).await,
+        [
+            "command.queued",
+            "command.leased",
+            "command.succeeded",
+            "executor.drift",
+            "executor.drift"
+        ]
+    );
     services.verify_trail(None).await.expect("chain verifies");
 }
 

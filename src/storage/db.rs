@@ -498,8 +498,9 @@ async fn connect_postgres(url: &str) -> Result<(Store, AnySessionStore)> {
     // few. Where the statistics do not yet know how many commands are queued (a table never
     // analysed, or a burst since the last analysis) the planner expects a handful and reads
     // every queued row through a bitmap instead, then sorts them all: 8-10 ms a lease with
-    // 3,300 queued, growing with the queue. The writer's other statements are point reads and
-    // updates by key, which a plain index scan serves as well.
+    // 3,300 queued, growing with the queue. The writer's other statements read by key or
+    // through an index that holds just their rows (the sweeps' partial indexes, the queued
+    // commands by status), which a plain index scan serves as well.
     let write = PgPoolOptions::new()
         .max_connections(1)
         .connect_lazy_with(options.options([("enable_bitmapscan", "off")]));

@@ -68,6 +68,21 @@ struct Staged {
     settles: Option<StagedSettles>,
 }
 
+impl Staged {
+    /// Whether the writer made `upfront` for its change (and the change has not yet run).
+    fn holds(&self, upfront: &Upfront) -> bool {
+        match upfront {
+            Upfront::Proposal(row) => {
+                (self.proposals.as_ref()).is_some_and(|staged| staged.outcome(row).is_some())
+            }
+            Upfront::Claim(ask) => (self.claims.as_ref()).is_some_and(|staged| staged.holds(ask)),
+            Upfront::Success(report) => {
+                (self.settles.as_ref()).is_some_and(|staged| staged.holds(report))
+            }
+        }
+    }
+}
+
 /// A change's first statement, which the writer may run for all the changes of a group that
 /// start so, several to a statement, before it runs them ([`super::Store::write_staged`]).
 pub enum Upfront {
@@ -77,6 +92,29 @@ pub enum Upfront {
     Claim(Arc<LeaseAsk>),
     /// It settles a success report first ([`Tx::staged_success`]).
     Success(Arc<Success>),
+}
+
+impl Upfront {
+    fn proposal(&self) -> Option<&Arc<proposals::NewProposal>> {
+        match self {
+            Upfront::Proposal(row) => Some(row),
+            _ => None,
+        }
+    }
+
+    fn claim(&self) -> Option<&Arc<LeaseAsk>> {
+        match self {
+            Upfront::Claim(ask) => Some(ask),
+            _ => None,
+        }
+    }
+
+    fn success(&self) -> Option<&Arc<Success>> {
+        match self {
+            Upfront::Success(report) => Some(report),
+            _ => None,
+        }
+    }
 }
 
 impl Tx {
@@ -602,31 +640,22 @@ async fn commit_batch(
 /// each change then finds what became of its own ([`Tx::staged_proposal`],
 /// [`Tx::staged_claim`], [`Tx::staged_success`]). Only for a group run straight (no
 /// savepoints), where a failure rolls everything back, staged rows included. The outcomes are
-/// those of the changes run one after another: proposal rows first ([`rows_to_stage`]), then
-/// success reports (but a second report on one command, left to its own change, which runs
-/// after and finds it settled), then leases, in the order handed over.
+/// those of the changes run one after another, the staged ones first ([`run_straight`]):
+/// proposal rows ([`rows_to_stage`]), then success reports (but a second report on one
+/// command, left to its own change), then leases, in the order handed over.
 async fn stage(tx: &mut Tx, batch: &[Box<dyn Job>]) -> Result<()> {
     let rows = rows_to_stage(batch);
     if rows.len() > 1 {
         tx.staged.proposals = Some(proposals::insert_staged(tx.conn(), &rows).await?);
     }
-    let mut reports: Vec<Arc<Success>> = Vec::new();
-    for job in batch {
-        if let Some(Upfront::Success(r)) = job.upfront()
-            && !reports.iter().any(|earlier| earlier.id == r.id)
-        {
-            reports.push(Arc::clone(r));
-        }
-    }
+    let reports: Vec<Arc<Success>> = (batch.iter())
+        .filter_map(|job| job.upfront()?.success().cloned())
+        .collect();
     if reports.len() > 1 {
         tx.staged.settles = Some(commands::settle_staged(tx.conn(), &reports).await?);
     }
-    let asks: Vec<Arc<LeaseAsk>> = batch
-        .iter()
-        .filter_map(|job| match job.upfront() {
-            Some(Upfront::Claim(ask)) => Some(Arc::clone(ask)),
-            _ => None,
-        })
+    let asks: Vec<Arc<LeaseAsk>> = (batch.iter())
+        .filter_map(|job| job.upfront()?.claim().cloned())
         .collect();
     if asks.len() > 1 {
         tx.staged.claims = Some(commands::claim_staged(tx.conn(), &asks).await?);
@@ -640,12 +669,8 @@ async fn stage(tx: &mut Tx, batch: &[Box<dyn Job>]) -> Result<()> {
 fn rows_to_stage(batch: &[Box<dyn Job>]) -> Vec<Arc<proposals::NewProposal>> {
     // Compared with every earlier row, staged or not: a row that collides only with one left
     // to insert itself must wait for it too, or it could take a key that row would have got.
-    let earlier: Vec<&Arc<proposals::NewProposal>> = batch
-        .iter()
-        .filter_map(|job| match job.upfront() {
-            Some(Upfront::Proposal(row)) => Some(row),
-            _ => None,
-        })
+    let earlier: Vec<&Arc<proposals::NewProposal>> = (batch.iter())
+        .filter_map(|job| job.upfront()?.proposal())
         .collect();
     earlier
         .iter()
@@ -657,12 +682,20 @@ fn rows_to_stage(batch: &[Box<dyn Job>]) -> Vec<Arc<proposals::NewProposal>> {
 
 /// Runs a group of changes that may all run again, without savepoints: first those that run
 /// statements, then, once they all succeeded, those that only record events (which so never
-/// run twice). Answers the first that failed, if one did; the transaction must then be rolled
-/// back.
+/// run twice). Of those that run statements, those whose first statement the writer made up
+/// front ([`stage`]) run first: the others may see what those made (a report on a command a
+/// staged report settled), so their events must follow. Answers the first that failed, if one
+/// did; the transaction must then be rolled back.
 async fn run_straight(tx: &mut Tx, batch: &mut [Box<dyn Job>]) -> Option<usize> {
-    for (i, job) in batch.iter_mut().enumerate() {
-        if job.runs() == Runs::Again && !job.run(tx).await {
-            return Some(i);
+    let staged: Vec<bool> = batch
+        .iter()
+        .map(|job| job.upfront().is_some_and(|u| tx.staged.holds(u)))
+        .collect();
+    for first in [true, false] {
+        for (i, job) in batch.iter_mut().enumerate() {
+            if staged[i] == first && job.runs() == Runs::Again && !job.run(tx).await {
+                return Some(i);
+            }
         }
     }
     for job in batch.iter_mut().filter(|job| job.runs() == Runs::Events) {

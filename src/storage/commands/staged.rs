@@ -40,6 +40,11 @@ impl<I, O> Staged<I, O> {
         self.made
     }
 
+    /// Whether `input` (the very one) was made here and not yet taken.
+    pub fn holds(&self, input: &Arc<I>) -> bool {
+        self.rows.iter().any(|(i, _)| Arc::ptr_eq(i, input))
+    }
+
     /// What became of `input` (the very one, not one equal to it), once: `Some(Some(_))` what
     /// it got, `Some(None)` nothing (no command it may run was queued; a report that did not
     /// hold, whose change must find out why); `None` if it was not among those staged (or was
@@ -124,7 +129,9 @@ pub(super) async fn pg_claim(
     let expires: Vec<OffsetDateTime> = asks.iter().map(|a| a.expires_at).collect();
     let nows: Vec<OffsetDateTime> = asks.iter().map(|a| a.now).collect();
     // A command is claimable for the group if it is for each ask: available by the earliest
-    // ask's time, its window still open at the latest's.
+    // ask's time, its window still open at the latest's. (The asks' times differ by the
+    // moments between their requests: a command whose window closes in between is left to
+    // expire, as it would for the later asks, rather than leased after its window.)
     let earliest = nows.iter().min().copied().unwrap_or(first.now);
     let latest = nows.iter().max().copied().unwrap_or(first.now);
     let rows: Vec<WithApproval> = sqlx::query_as(sql)
@@ -147,10 +154,18 @@ pub(super) async fn pg_claim(
         .collect()
 }
 
-/// Settles `reports` in success, in order, each as [`super::settle_succeeded`] would; no two
-/// name the same command. On PostgreSQL one statement, which also moves each settled action's
-/// proposal.
+/// Settles `reports` in success, in order, each as [`super::settle_succeeded`] would. A report
+/// on a command an earlier one names is left out (its change settles it itself, after: it
+/// finds the command settled, or still held if the earlier one did not hold). On PostgreSQL
+/// one statement, which also moves each settled action's proposal.
 pub async fn settle_staged(conn: Conn<'_>, reports: &[Arc<Success>]) -> Result<StagedSettles> {
+    let mut firsts: Vec<Arc<Success>> = Vec::with_capacity(reports.len());
+    for report in reports {
+        if !firsts.iter().any(|earlier| earlier.id == report.id) {
+            firsts.push(Arc::clone(report));
+        }
+    }
+    let reports = &firsts[..];
     let mut rows = Vec::with_capacity(reports.len());
     let conn = match conn {
         Conn::Postgres(c) => c,
@@ -198,7 +213,8 @@ pub(super) async fn pg_settle(
          m as (update proposals p set status = $9, updated_at = s.r_now from s \
          where p.id = s.proposal_id and s.kind = 'action' and p.status = s.proposal_status \
          and p.status <> $9 returning p.id) \
-         select s.*, exists (select 1 from m where m.id = s.proposal_id) as proposal_moved \
+         select s.*, exists (select 1 from m where m.id = s.proposal_id and s.kind = 'action') \
+         as proposal_moved \
          from s"
     );
     let ids: Vec<_> = reports.iter().map(|r| r.id).collect();
