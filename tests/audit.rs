@@ -572,16 +572,7 @@ async fn two_servers_on_one_postgres_write_one_chain() {
     )
     .await;
     assert_eq!(subjects, 480, "an answered request has no event");
-    let out = cli(&url)
-        .args(["audit", "verify"])
-        .output()
-        .expect("verify");
-    let said = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{said}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let said = common::run_ok(&url, &["audit", "verify"], None);
     let events = common::count(&url, "select count(*) from audit_events").await;
     assert!(said.contains(&format!("ok: {events} events")), "{said}");
 }

@@ -387,13 +387,17 @@ async fn write_report(tx: &mut Tx, inputs: &ReportInputs) -> ReportWritten {
         Outcome::Failed => "fail",
     };
     let id = report.command_id;
-    let token_hash = token::hash(&report.lease_token);
     let actor = Actor::executor(executor);
     if let Some(success) = success
         && let Some(command) = write_success(tx, &actor, report, success, now).await?
     {
         return Ok(Ok(command));
     }
+    // A success's token was hashed when it was handed over.
+    let token_hash = success.as_ref().map_or_else(
+        || token::hash(&report.lease_token),
+        |s| s.lease_token_hash.clone(),
+    );
     // A failure, or a success that did not settle: read the command, to follow the retry
     // rules or to name what is wrong with the report.
     let Some((current, proposal)) = commands::with_proposal_status(tx.conn(), id).await? else {
@@ -421,21 +425,7 @@ async fn write_report(tx: &mut Tx, inputs: &ReportInputs) -> ReportWritten {
             now,
         )));
     }
-    let (status, available_at, interruption) = what_follows(policy, &current, report, now);
-    let (result, error) = match report.outcome {
-        Outcome::Succeeded => (Some(&report.body), None),
-        Outcome::Failed => (None, Some(&report.body)),
-    };
-    let settle = Settle {
-        id,
-        status,
-        result,
-        error,
-        interruption,
-        side_effect: (report.outcome == Outcome::Failed).then_some(report.side_effect),
-        available_at,
-        now,
-    };
+    let settle = settle_report(policy, &current, report, now);
     let Some(command) =
         commands::settle_reported(tx.conn(), &settle, executor, &token_hash).await?
     else {
@@ -502,6 +492,31 @@ fn record_reported(
         after: command.status,
     };
     tx.record(now, actor, AuditEvent::CommandReported(event));
+}
+
+/// How `report` settles the command `current`: its body as the result or the error, and what
+/// follows ([`what_follows`]).
+fn settle_report<'r>(
+    policy: &crate::domain::policy::model::Policy,
+    current: &CommandRecord,
+    report: &'r Report,
+    now: OffsetDateTime,
+) -> Settle<'r> {
+    let (status, available_at, interruption) = what_follows(policy, current, report, now);
+    let (result, error) = match report.outcome {
+        Outcome::Succeeded => (Some(&report.body), None),
+        Outcome::Failed => (None, Some(&report.body)),
+    };
+    Settle {
+        id: report.command_id,
+        status,
+        result,
+        error,
+        interruption,
+        side_effect: (report.outcome == Outcome::Failed).then_some(report.side_effect),
+        available_at,
+        now,
+    }
 }
 
 /// The status a report sets, when the command may be leased again, and how the attempt ended:
