@@ -489,9 +489,10 @@ async fn connect_postgres(url: &str) -> Result<(Store, AnySessionStore)> {
     };
     let changes = Arc::new(Changes::default());
     // The writer's own connection, opened when the writer takes its first group. (Generic
-    // plans, `plan_cache_mode = force_generic_plan`, made executors' leases and reports about
-    // 10% faster, but turned the expiry sweep into a scan of every pending proposal: see
-    // benches/README.md, 2026-11-25.)
+    // plans for every statement, `plan_cache_mode = force_generic_plan`, turned the expiry
+    // sweep into a scan of every pending proposal: see benches/README.md, 2026-11-25. The
+    // writer plans generically only groups of changes that read and write by key:
+    // `writer::Writer::begin`.)
     //
     // Without bitmap scans: the lease ([`super::commands::claim_next`]) wants the oldest
     // queued commands, which the index on (status, seq) gives in order, stopping at the first

@@ -15,22 +15,62 @@ use super::audit::StatusChange;
 use super::db::{Conn, on};
 use crate::domain::webhook::{AuditRef, StatusChanged};
 
+/// PostgreSQL: the callbacks (`proposal_id`, `token_id`, `webhook_url`) of the proposals in
+/// the `uuid[]` parameter `$ids` whose tokens have one and are not revoked.
+macro_rules! pg_targets {
+    ($ids:literal) => {
+        concat!(
+            "select p.id as proposal_id, t.id as token_id, t.webhook_url \
+             from proposals p join api_tokens t on t.id = p.token_id where p.id = any(",
+            $ids,
+            ") and t.webhook_url is not null and t.revoked_at is null"
+        )
+    };
+}
+pub(super) use pg_targets;
+
+/// PostgreSQL: one row, the count of notifications sent (delivered at commit) to every
+/// instance listening on [`super::changes::PROPOSAL_CHANNEL`], one per proposal in the `uuid[]`
+/// parameter `$ids`. A statement must read the count, or the notifications are not sent.
+macro_rules! pg_notify_moved {
+    ($ids:literal) => {
+        concat!(
+            "select count(pg_notify('countersign_proposal', id::text)) as sent from unnest(",
+            $ids,
+            "::uuid[]) id"
+        )
+    };
+}
+pub(super) use pg_notify_moved;
+
 /// A proposal whose token has a callback: where its changes go.
 #[derive(sqlx::FromRow)]
-struct Target {
+pub struct Target {
     proposal_id: Uuid,
     token_id: Uuid,
     webhook_url: String,
 }
 
 /// Queues one delivery per change of a proposal submitted with a token that has a callback
-/// URL (and is not revoked); how many were queued. Runs inside the change's transaction. On
-/// PostgreSQL it also notifies other instances' waiters of every proposal in `changes`.
-pub async fn queue_status_changes(mut conn: Conn<'_>, changes: &[StatusChange]) -> Result<usize> {
-    let mut ids: Vec<Uuid> = changes.iter().map(|c| c.proposal).collect();
-    ids.sort_unstable();
-    ids.dedup();
-    let targets = targets(conn.reborrow(), &ids).await?;
+/// URL (and is not revoked); how many were queued. Runs inside the change's transaction.
+/// `targets`, when given, are the callbacks already read with the group's events
+/// ([`super::audit::append`] on PostgreSQL, which also notified other instances); otherwise
+/// they are read here, and on PostgreSQL other instances' waiters of every proposal in
+/// `changes` are notified.
+pub async fn queue_status_changes(
+    mut conn: Conn<'_>,
+    changes: &[StatusChange],
+    targets: Option<Vec<Target>>,
+) -> Result<usize> {
+    let targets = match targets {
+        Some(targets) => targets,
+        None => {
+            let mut ids: Vec<Uuid> = changes.iter().map(|c| c.proposal).collect();
+            ids.sort_unstable();
+            ids.dedup();
+            self::targets(conn.reborrow(), &ids).await?
+        }
+    };
     if targets.is_empty() {
         return Ok(0);
     }
@@ -79,28 +119,35 @@ async fn targets(conn: Conn<'_>, proposals: &[Uuid]) -> Result<Vec<Target>> {
                 .await?)
         }
         Conn::Postgres(c) => {
-            let sql = "select x.proposal_id, x.token_id, x.webhook_url \
-                       from (select count(pg_notify('countersign_proposal', id::text)) \
-                             from unnest($1::uuid[]) id) n \
-                       left join lateral (select p.id as proposal_id, t.id as token_id, \
-                             t.webhook_url from proposals p join api_tokens t \
-                             on t.id = p.token_id where p.id = any($1) \
-                             and t.webhook_url is not null and t.revoked_at is null) x on true";
-            let rows: Vec<(Option<Uuid>, Option<Uuid>, Option<String>)> =
-                sqlx::query_as(sql).bind(proposals).fetch_all(c).await?;
-            Ok(rows
-                .into_iter()
-                .filter_map(|row| match row {
-                    (Some(proposal_id), Some(token_id), Some(webhook_url)) => Some(Target {
-                        proposal_id,
-                        token_id,
-                        webhook_url,
-                    }),
-                    _ => None,
-                })
-                .collect())
+            let sql = concat!(
+                "select x.proposal_id, x.token_id, x.webhook_url from (",
+                pg_notify_moved!("$1"),
+                ") n left join lateral (",
+                pg_targets!("$1"),
+                ") x on true"
+            );
+            let rows: Vec<TargetRow> = sqlx::query_as(sql).bind(proposals).fetch_all(c).await?;
+            Ok(targets_of(rows))
         }
     }
+}
+
+/// A row of a statement that reads targets from the side of another row ([`pg_targets!`]
+/// joined `left join lateral`): all `None` where there are none.
+pub(super) type TargetRow = (Option<Uuid>, Option<Uuid>, Option<String>);
+
+/// The targets among `rows` (a row of `None`s, where the join found none, is not one).
+pub(super) fn targets_of(rows: impl IntoIterator<Item = TargetRow>) -> Vec<Target> {
+    rows.into_iter()
+        .filter_map(|row| match row {
+            (Some(proposal_id), Some(token_id), Some(webhook_url)) => Some(Target {
+                proposal_id,
+                token_id,
+                webhook_url,
+            }),
+            _ => None,
+        })
+        .collect()
 }
 
 async fn insert_delivery(

@@ -85,6 +85,11 @@ impl Staged {
 
 /// A change's first statement, which the writer may run for all the changes of a group that
 /// start so, several to a statement, before it runs them ([`super::Store::write_staged`]).
+///
+/// A change that starts so must read and write only by key (and lease through the index of
+/// queued commands in queue order): a group of such changes is planned generically on
+/// PostgreSQL ([`Writer::begin`]), and a generic plan for a range or a scan (an expiry sweep's)
+/// can read a whole table.
 pub enum Upfront {
     /// It inserts this proposal row first ([`Tx::staged_proposal`]).
     Proposal(Arc<proposals::NewProposal>),
@@ -196,15 +201,21 @@ impl Tx {
         let events = std::mem::take(&mut self.events);
         let notices = std::mem::take(&mut self.notices);
         let known = self.head.take();
-        let (changes, head) = audit::append(&mut self, events, known).await?;
+        let audit::Appended {
+            changes,
+            head,
+            targets,
+        } = audit::append(&mut self, events, known).await?;
         let mut committed = Committed {
             head,
             ..Committed::default()
         };
         if !changes.is_empty() {
             committed.moved = changes.iter().map(|c| c.proposal).collect();
-            // On PostgreSQL this also notifies the waiters of other instances.
-            committed.deliveries = webhooks::queue_status_changes(self.conn(), &changes).await?;
+            // On PostgreSQL this (or the append, which then read the targets) also notifies
+            // the waiters of other instances.
+            committed.deliveries =
+                webhooks::queue_status_changes(self.conn(), &changes, targets).await?;
         }
         let channels = changed.notify_channels();
         if !channels.is_empty() && (!changes.is_empty() || !notices.is_empty()) {
@@ -498,7 +509,18 @@ impl Writer {
     /// Opens the group's transaction, on the connection kept from the last group or a fresh
     /// one. On SQLite `begin immediate` takes the write lock up front, so a CLI writing the
     /// same file waits (busy timeout) instead of failing to upgrade a read transaction.
-    async fn begin(&mut self) -> Result<Tx> {
+    ///
+    /// On PostgreSQL, a group of changes that each start with an [`Upfront`] statement (or
+    /// only record events) plans its statements generically (`plan_cache_mode`, set in the
+    /// same round trip as `begin`, for this transaction only): such changes read and write by
+    /// key, and lease through the index on queued commands in queue order, whose generic plans
+    /// are their custom ones. Their statements read arrays (`unnest`), whose length a custom
+    /// plan knows, so PostgreSQL's plan cache judged a custom plan cheaper every time and
+    /// planned a success report's statement, or a lone lease's, afresh for every group
+    /// (0.26 ms each, of a group's 1.5 ms). Other groups keep PostgreSQL's choice: a generic
+    /// plan for the expiry sweep, for one, reads every pending proposal (benches/README.md,
+    /// 2026-11-25).
+    async fn begin(&mut self, generic_plans: bool) -> Result<Tx> {
         let mut held = match self.idle.take() {
             Some(held) => held,
             None => match &self.pool {
@@ -519,6 +541,9 @@ impl Writer {
         }
         let begin = match held {
             Held::Sqlite(_) => "begin immediate",
+            Held::Postgres(_) if generic_plans => {
+                "begin; set local plan_cache_mode = force_generic_plan"
+            }
             Held::Postgres(_) => "begin",
         };
         held.execute(begin).await?;
@@ -536,8 +561,13 @@ impl Writer {
     async fn start_over(&mut self, mut tx: Tx) -> Result<Tx> {
         self.head = tx.head.take();
         self.idle = Some(tx.rollback().await?);
-        self.begin().await
+        self.begin(false).await
     }
+}
+
+/// Whether a group of `batch` plans generically on PostgreSQL ([`Writer::begin`]).
+fn plans_generically(batch: &[Box<dyn Job>]) -> bool {
+    (batch.iter()).all(|job| job.upfront().is_some() || job.runs() == Runs::Events)
 }
 
 /// Starts the writer; answers where to send it changes. It stops once every sender is gone.
@@ -599,7 +629,7 @@ async fn commit_batch(
     changed: &Changes,
 ) -> Result<Committed> {
     let started = std::time::Instant::now();
-    let mut tx = writer.begin().await?;
+    let mut tx = writer.begin(plans_generically(batch)).await?;
     if let [only] = batch {
         // A batch of one needs no savepoint: its failure rolls the transaction back.
         if !only.run(&mut tx).await {
