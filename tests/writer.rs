@@ -500,6 +500,104 @@ fn record_one(store: &Store, i: usize, now: OffsetDateTime) -> Write {
     })
 }
 
+/// The planning mode the writer's PostgreSQL transaction is in.
+async fn plan_mode(tx: &mut storage::Tx) -> Result<String, StorageError> {
+    let storage::Conn::Postgres(c) = tx.conn() else {
+        return Err(StorageError::Batch("PostgreSQL only".into()));
+    };
+    Ok(
+        sqlx::query_scalar("select current_setting('plan_cache_mode')")
+            .fetch_one(c)
+            .await?,
+    )
+}
+
+/// A lease, handed over as the executor service hands it (its claim made up front), that
+/// answers the planning mode its transaction is in.
+fn lease_reading_plan_mode(store: &Store, modes: &Arc<std::sync::Mutex<Vec<String>>>) -> Write {
+    let (store, modes) = (store.clone(), Arc::clone(modes));
+    let now = OffsetDateTime::now_utc();
+    let ask = Arc::new(storage::commands::LeaseAsk {
+        executor: "plans".into(),
+        scope: None,
+        wanted: None,
+        lease_token_hash: Uuid::new_v4().simple().to_string(),
+        now,
+        expires_at: now + time::Duration::minutes(5),
+    });
+    Box::pin(async move {
+        let upfront = storage::Upfront::Claim(Arc::clone(&ask));
+        let mode = store
+            .write_staged(upfront, move |tx| {
+                let ask = Arc::clone(&ask);
+                Box::pin(async move {
+                    // Nothing is queued: the lease finds nothing, as the writer's staging did.
+                    let claimed = match tx.staged_claim(&ask) {
+                        Some(staged) => staged,
+                        None => storage::commands::claim_next(tx.conn(), &ask).await?,
+                    };
+                    assert!(claimed.is_none(), "nothing was queued");
+                    plan_mode(tx).await
+                })
+            })
+            .await?;
+        modes.lock().expect("modes").push(mode);
+        Ok(())
+    })
+}
+
+/// A plain change (no statement made up front) that answers the planning mode.
+fn plain_reading_plan_mode(store: &Store, modes: &Arc<std::sync::Mutex<Vec<String>>>) -> Write {
+    let (store, modes) = (store.clone(), Arc::clone(modes));
+    Box::pin(async move {
+        let mode = store
+            .write(|tx| Box::pin(async move { plan_mode(tx).await }))
+            .await?;
+        modes.lock().expect("modes").push(format!("plain {mode}"));
+        Ok(())
+    })
+}
+
+/// On PostgreSQL a group whose every change starts with a statement the writer may make up
+/// front (leases here) plans generically for its transaction, where PostgreSQL's plan cache
+/// re-planned such statements at every group; a group holding any other change keeps
+/// PostgreSQL's own choice, since a generic plan for a range (the expiry sweep's) can read a
+/// whole table. Both settings end with their transactions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_plans_generically_only_groups_of_staged_changes() {
+    let (services, _url, _dir) = common::fresh_services("postgres").await;
+    let store = services.store().clone();
+    let modes = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let staged = (0..3)
+        .map(|_| lease_reading_plan_mode(&store, &modes))
+        .collect();
+    for written in as_one_group(&store, staged).await {
+        written.expect("a lease");
+    }
+    let alone = lease_reading_plan_mode(&store, &modes).await;
+    alone.expect("a lease alone");
+    assert_eq!(
+        *modes.lock().expect("modes"),
+        vec!["force_generic_plan"; 4],
+        "leases, in a group of three and alone"
+    );
+    modes.lock().expect("modes").clear();
+    let mixed = vec![
+        lease_reading_plan_mode(&store, &modes),
+        plain_reading_plan_mode(&store, &modes),
+        lease_reading_plan_mode(&store, &modes),
+    ];
+    for written in as_one_group(&store, mixed).await {
+        written.expect("a change");
+    }
+    plain_reading_plan_mode(&store, &modes)
+        .await
+        .expect("a plain change alone");
+    let mut seen = modes.lock().expect("modes").clone();
+    seen.sort();
+    assert_eq!(seen, ["auto", "auto", "plain auto", "plain auto"]);
+}
+
 common::on_both_backends!(
     a_failed_change_leaves_nothing_and_spares_the_rest,
     a_failed_change_alone_leaves_the_writer_ready,

@@ -23,6 +23,7 @@ use crate::helpers::{PASSWORD, TestApp};
 
 on_both_backends!(
     each_status_change_is_posted_signed_in_chain_order,
+    changes_on_two_instances_each_queue_their_delivery,
     a_failing_receiver_is_retried_with_backoff_and_every_attempt_is_shown,
     a_delivery_is_given_up_after_its_time_and_a_revoked_token_hears_nothing_more,
     private_and_plain_http_callbacks_are_refused,
@@ -183,6 +184,34 @@ async fn each_status_change_is_posted_signed_in_chain_order(backend: &str) {
     assert_eq!(
         app.count("select count(*) from webhook_deliveries").await,
         2
+    );
+}
+
+/// Two instances on one database, each writing after the other moved the chain's head: every
+/// status change queues its delivery, whether the writer read the targets with its events (its
+/// head known, on PostgreSQL) or after linking them from the head in the database.
+async fn changes_on_two_instances_each_queue_their_delivery(backend: &str) {
+    let first = TestApp::spawn(backend).await;
+    let second = first.another_instance().await;
+    let (url, _rx) = receiver(vec![]).await;
+    let created = hooked_token(&first, "sales-agent", &url).await;
+    let token = created.token.expose();
+    // The first instance's head: unknown; the second's: unknown; the first's: moved by the
+    // second since; the first's again: its own, still in place.
+    let mut ids = Vec::new();
+    for app in [&first, &second, &first, &first] {
+        ids.push(submit(app, token, "sales-agent").await);
+    }
+    for id in &ids {
+        let sql = format!(
+            "select count(*) from webhook_deliveries \
+             where body like '%{id}%' and body like '%\"status\":\"pending\"%'"
+        );
+        assert_eq!(first.count(&sql).await, 1, "one delivery for {id}");
+    }
+    assert_eq!(
+        first.count("select count(*) from webhook_deliveries").await,
+        4
     );
 }
 
