@@ -513,8 +513,13 @@ async fn plan_mode(tx: &mut storage::Tx) -> Result<String, StorageError> {
 }
 
 /// A lease, handed over as the executor service hands it (its claim made up front), that
-/// answers the planning mode its transaction is in.
-fn lease_reading_plan_mode(store: &Store, modes: &Arc<std::sync::Mutex<Vec<String>>>) -> Write {
+/// answers the planning mode its transaction is in; or, if it `fails`, fails after reading it
+/// (its group then starts over without it), and answers `failed`.
+fn lease_reading_plan_mode(
+    store: &Store,
+    modes: &Arc<std::sync::Mutex<Vec<String>>>,
+    fails: bool,
+) -> Write {
     let (store, modes) = (store.clone(), Arc::clone(modes));
     let now = OffsetDateTime::now_utc();
     let ask = Arc::new(storage::commands::LeaseAsk {
@@ -537,10 +542,18 @@ fn lease_reading_plan_mode(store: &Store, modes: &Arc<std::sync::Mutex<Vec<Strin
                         None => storage::commands::claim_next(tx.conn(), &ask).await?,
                     };
                     assert!(claimed.is_none(), "nothing was queued");
-                    plan_mode(tx).await
+                    let mode = plan_mode(tx).await?;
+                    if fails {
+                        return Err(StorageError::Batch("this lease fails".into()));
+                    }
+                    Ok(mode)
                 })
             })
-            .await?;
+            .await;
+        let mode = match mode {
+            Err(StorageError::Batch(why)) if fails && why == "this lease fails" => "failed".into(),
+            other => other?,
+        };
         modes.lock().expect("modes").push(mode);
         Ok(())
     })
@@ -562,19 +575,20 @@ fn plain_reading_plan_mode(store: &Store, modes: &Arc<std::sync::Mutex<Vec<Strin
 /// front (leases here) plans generically for its transaction, where PostgreSQL's plan cache
 /// re-planned such statements at every group; a group holding any other change keeps
 /// PostgreSQL's own choice, since a generic plan for a range (the expiry sweep's) can read a
-/// whole table. Both settings end with their transactions.
+/// whole table, and so does a group that starts over. Both settings end with their
+/// transactions.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_plans_generically_only_groups_of_staged_changes() {
     let (services, _url, _dir) = common::fresh_services("postgres").await;
     let store = services.store().clone();
     let modes = Arc::new(std::sync::Mutex::new(Vec::new()));
     let staged = (0..3)
-        .map(|_| lease_reading_plan_mode(&store, &modes))
+        .map(|_| lease_reading_plan_mode(&store, &modes, false))
         .collect();
     for written in as_one_group(&store, staged).await {
         written.expect("a lease");
     }
-    let alone = lease_reading_plan_mode(&store, &modes).await;
+    let alone = lease_reading_plan_mode(&store, &modes, false).await;
     alone.expect("a lease alone");
     assert_eq!(
         *modes.lock().expect("modes"),
@@ -583,9 +597,9 @@ async fn postgres_plans_generically_only_groups_of_staged_changes() {
     );
     modes.lock().expect("modes").clear();
     let mixed = vec![
-        lease_reading_plan_mode(&store, &modes),
+        lease_reading_plan_mode(&store, &modes, false),
         plain_reading_plan_mode(&store, &modes),
-        lease_reading_plan_mode(&store, &modes),
+        lease_reading_plan_mode(&store, &modes, false),
     ];
     for written in as_one_group(&store, mixed).await {
         written.expect("a change");
@@ -593,9 +607,22 @@ async fn postgres_plans_generically_only_groups_of_staged_changes() {
     plain_reading_plan_mode(&store, &modes)
         .await
         .expect("a plain change alone");
-    let mut seen = modes.lock().expect("modes").clone();
+    let mut seen = std::mem::take(&mut *modes.lock().expect("modes"));
     seen.sort();
     assert_eq!(seen, ["auto", "auto", "plain auto", "plain auto"]);
+    // A group of leases that starts over (one failed) runs the others again as PostgreSQL
+    // chooses.
+    let starting_over = vec![
+        lease_reading_plan_mode(&store, &modes, false),
+        lease_reading_plan_mode(&store, &modes, true),
+        lease_reading_plan_mode(&store, &modes, false),
+    ];
+    for written in as_one_group(&store, starting_over).await {
+        written.expect("a lease, or the one that failed");
+    }
+    let mut seen = std::mem::take(&mut *modes.lock().expect("modes"));
+    seen.sort();
+    assert_eq!(seen, ["auto", "auto", "failed"]);
 }
 
 common::on_both_backends!(

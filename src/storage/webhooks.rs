@@ -30,8 +30,9 @@ macro_rules! pg_targets {
 pub(super) use pg_targets;
 
 /// PostgreSQL: one row, the count of notifications sent (delivered at commit) to every
-/// instance listening on [`super::changes::PROPOSAL_CHANNEL`], one per proposal in the `uuid[]`
-/// parameter `$ids`. A statement must read the count, or the notifications are not sent.
+/// instance listening on [`super::changes::PROPOSAL_CHANNEL`], one per proposal in `$ids` (a
+/// `uuid[]` parameter or expression; none if it is null). A statement must read the count, or
+/// the notifications are not sent.
 macro_rules! pg_notify_moved {
     ($ids:literal) => {
         concat!(

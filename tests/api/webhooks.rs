@@ -188,16 +188,31 @@ async fn each_status_change_is_posted_signed_in_chain_order(backend: &str) {
 }
 
 /// Two instances on one database, each writing after the other moved the chain's head: every
-/// status change queues its delivery, whether the writer read the targets with its events (its
-/// head known, on PostgreSQL) or after linking them from the head in the database.
+/// status change queues its delivery, and on PostgreSQL tells every instance once, whether the
+/// writer read the targets with its events (the head where it left it) or after linking them
+/// from the head in the database (another instance moved it).
 async fn changes_on_two_instances_each_queue_their_delivery(backend: &str) {
     let first = TestApp::spawn(backend).await;
     let second = first.another_instance().await;
     let (url, _rx) = receiver(vec![]).await;
+    // Written by the first instance after the second started: its head is where it left it.
     let created = hooked_token(&first, "sales-agent", &url).await;
     let token = created.token.expose();
-    // The first instance's head: unknown; the second's: unknown; the first's: moved by the
-    // second since; the first's again: its own, still in place.
+    let mut listener = match backend {
+        "postgres" => {
+            let mut listener = sqlx::postgres::PgListener::connect(&first.db_url)
+                .await
+                .expect("listen");
+            listener
+                .listen("countersign_proposal")
+                .await
+                .expect("listen");
+            Some(listener)
+        }
+        _ => None,
+    };
+    // The first instance's head in place; the second's moved by the first; the first's moved
+    // by the second; the first's in place again.
     let mut ids = Vec::new();
     for app in [&first, &second, &first, &first] {
         ids.push(submit(app, token, "sales-agent").await);
@@ -213,6 +228,17 @@ async fn changes_on_two_instances_each_queue_their_delivery(backend: &str) {
         first.count("select count(*) from webhook_deliveries").await,
         4
     );
+    if let Some(listener) = listener.as_mut() {
+        // Told in commit order, each once: a fifth, last, comes right after the four.
+        ids.push(submit(&first, token, "sales-agent").await);
+        for id in &ids {
+            let heard = tokio::time::timeout(Duration::from_secs(10), listener.recv())
+                .await
+                .expect("a notification in time")
+                .expect("a notification");
+            assert_eq!(heard.payload(), id.as_str());
+        }
+    }
 }
 
 async fn a_failing_receiver_is_retried_with_backoff_and_every_attempt_is_shown(backend: &str) {
