@@ -515,10 +515,11 @@ impl Writer {
     /// same round trip as `begin`, for this transaction only): such changes read and write by
     /// key, and lease through the index on queued commands in queue order, whose generic plans
     /// are their custom ones (the lease's, checked with `explain analyze` on 7,600 queued
-    /// commands and no statistics: that index, in order, stopping at the leases asked for). Their statements read arrays (`unnest`), whose length a custom
-    /// plan knows, so PostgreSQL's plan cache judged a custom plan cheaper every time and
-    /// planned a success report's statement, or a lone lease's, afresh for every group
-    /// (0.26 ms each, of a group's 1.5 ms). Other groups keep PostgreSQL's choice: a generic
+    /// commands and no statistics: that index, in order, stopping at the leases asked for).
+    /// Their statements read arrays (`unnest`), whose length a custom plan knows, so
+    /// PostgreSQL's plan cache judged a custom plan cheaper every time and planned a success
+    /// report's statement, or a lone lease's, afresh for every group (0.26 ms each, of a
+    /// group's 1.5 ms). Other groups keep PostgreSQL's choice: a generic
     /// plan for the expiry sweep, for one, reads every pending proposal (benches/README.md,
     /// 2026-11-25).
     async fn begin(&mut self, generic_plans: bool) -> Result<Tx> {
