@@ -407,7 +407,8 @@ macro_rules! pg_approved {
 
 mod staged;
 pub use staged::{
-    SettledSuccess, Staged, StagedClaims, StagedSettles, claim_staged, settle_staged,
+    SettledSuccess, Staged, StagedClaims, StagedSettles, claim_staged, settle_and_claim_staged,
+    settle_staged,
 };
 
 /// Leases the oldest queued command this executor may run: available (backoff over), inside

@@ -1,9 +1,10 @@
 //! A writer group's leases and successful reports, several to a statement: the executor
 //! queue's two commonest writes, made together as the writer inserts a group's proposals
 //! ([`super::super::writer`]). On PostgreSQL, where every statement is a round trip on the
-//! writer's serial path, a group of leases is one statement per executor filter and a group of
-//! successful reports is one statement; SQLite (a statement is a call into the library) runs
-//! them one by one, with the same outcomes.
+//! writer's serial path, a group's successful reports and its leases are one statement
+//! ([`settle_and_claim_staged`]; one more for each further executor filter among the leases);
+//! SQLite (a statement is a call into the library) runs them one by one, with the same
+//! outcomes.
 //!
 //! Each change later takes what became of its own lease or report ([`StagedClaims::take`],
 //! [`StagedSettles::take`]); the outcomes are those of running the changes one after another
@@ -79,24 +80,116 @@ pub async fn claim_staged(conn: Conn<'_>, asks: &[Arc<LeaseAsk>]) -> Result<Stag
             return Ok(StagedClaims::new(rows));
         }
     };
+    claim_runs(conn, asks, None, &mut rows).await?;
+    Ok(StagedClaims::new(rows))
+}
+
+/// The length of the run of asks at the start of `asks` that one statement claims for.
+fn first_run(asks: &[Arc<LeaseAsk>]) -> usize {
+    asks.iter().take_while(|a| a.same_filter(&asks[0])).count()
+}
+
+/// Matches the leases of `chunk` (one run) to what a statement `claimed` (by token hash) and
+/// adds them to `rows` in order; an ask with none got nothing.
+fn match_claims(
+    chunk: &[Arc<LeaseAsk>],
+    mut claimed: Vec<(String, Claimed)>,
+    rows: &mut Vec<(Arc<LeaseAsk>, Option<Claimed>)>,
+) {
+    rows.extend(chunk.iter().map(|ask| {
+        let at = claimed
+            .iter()
+            .position(|c| c.0 == ask.lease_token_hash)
+            .map(|at| claimed.swap_remove(at).1);
+        (Arc::clone(ask), at)
+    }));
+}
+
+/// PostgreSQL: claims for `asks` one run at a time ([`first_run`]), adding each ask's lease
+/// to `rows` in order; `made` is what a statement already made claimed for the first run.
+async fn claim_runs(
+    conn: &mut PgConnection,
+    asks: &[Arc<LeaseAsk>],
+    mut made: Option<Vec<(String, Claimed)>>,
+    rows: &mut Vec<(Arc<LeaseAsk>, Option<Claimed>)>,
+) -> Result<()> {
     let mut start = 0;
     while start < asks.len() {
-        let run = asks[start..]
-            .iter()
-            .take_while(|a| a.same_filter(&asks[start]))
-            .count();
-        let chunk = &asks[start..start + run];
-        let mut claimed = pg_claim(conn, &chunk.iter().map(|a| &**a).collect::<Vec<_>>()).await?;
-        rows.extend(chunk.iter().map(|ask| {
-            let at = claimed
-                .iter()
-                .position(|c| c.0 == ask.lease_token_hash)
-                .map(|at| claimed.swap_remove(at).1);
-            (Arc::clone(ask), at)
-        }));
-        start += run;
+        let chunk = &asks[start..start + first_run(&asks[start..])];
+        let claimed = match made.take() {
+            Some(claimed) => claimed,
+            None => pg_claim(conn, &chunk.iter().map(|a| &**a).collect::<Vec<_>>()).await?,
+        };
+        match_claims(chunk, claimed, rows);
+        start += chunk.len();
     }
-    Ok(StagedClaims::new(rows))
+    Ok(())
+}
+
+/// PostgreSQL: a statement's query, its rows as `T`.
+type PgQuery<'q, T> = sqlx::query::QueryAs<'q, sqlx::Postgres, T, sqlx::postgres::PgArguments>;
+
+/// PostgreSQL, the leases' part of a statement (`$1`–`$9`, bound by [`bind_claim`]): the asks
+/// numbered in order, the commands picked for them, locked and numbered in queue order.
+macro_rules! pg_claim_ctes {
+    () => {
+        concat!(
+            "asks as (select * from unnest($2::text[], $3::timestamptz[], $8::timestamptz[]) \
+             with ordinality as a(a_hash, a_expires, a_now, a_n)), \
+             picked as (select c.seq from commands c where ",
+            pg_claimable!(),
+            " order by c.seq limit $9 for update skip locked), \
+             numbered as (select seq as p_seq, row_number() over (order by seq) as p_n \
+             from picked)"
+        )
+    };
+}
+
+/// PostgreSQL, the leases' update after [`pg_claim_ctes`]: each picked command leased to the
+/// ask of its number, returned with the hash of its spec as approved.
+macro_rules! pg_claim_update {
+    () => {
+        concat!(
+            "update commands set status = 'leased', attempts = attempts + 1, leased_by = $1, \
+             lease_token_hash = asks.a_hash, lease_expires_at = asks.a_expires, \
+             run_deadline = null, updated_at = asks.a_now \
+             from numbered join asks on asks.a_n = numbered.p_n \
+             where commands.seq = numbered.p_seq returning ",
+            cols!(),
+            pg_approved!()
+        )
+    };
+}
+
+/// Binds the leases' parameters (`$1`–`$9` of [`pg_claim_ctes`], after any bound before) for
+/// `asks`, one filter: the first's.
+fn bind_claim<'q, T>(query: PgQuery<'q, T>, asks: &[&'q LeaseAsk]) -> PgQuery<'q, T> {
+    let first = asks[0];
+    let hashes: Vec<&str> = asks.iter().map(|a| a.lease_token_hash.as_str()).collect();
+    let expires: Vec<OffsetDateTime> = asks.iter().map(|a| a.expires_at).collect();
+    let nows: Vec<OffsetDateTime> = asks.iter().map(|a| a.now).collect();
+    // A command is claimable for the group if it is for each ask: available by the earliest
+    // ask's time, its window still open at the latest's. (The asks' times differ by the
+    // moments between their requests: a command whose window closes in between is left to
+    // expire, as it would for the later asks, rather than leased after its window.)
+    let earliest = nows.iter().min().copied().unwrap_or(first.now);
+    let latest = nows.iter().max().copied().unwrap_or(first.now);
+    query
+        .bind(&first.executor)
+        .bind(hashes)
+        .bind(expires)
+        .bind(earliest)
+        .bind(first.scope.as_ref().map(Json))
+        .bind(first.wanted.as_ref().map(Json))
+        .bind(latest)
+        .bind(nows)
+        .bind(i64::try_from(asks.len()).unwrap_or(i64::MAX))
+}
+
+/// A leased row as a lease's token hash and what it claimed.
+fn into_claim(r: WithApproval) -> Result<(String, Claimed)> {
+    let hash = r.row.lease_token_hash.clone().unwrap_or_default();
+    Ok((hash, r.into_claimed()?))
 }
 
 /// PostgreSQL: leases for `asks` (one filter: the first's) in one statement: the oldest
@@ -107,136 +200,249 @@ pub(super) async fn pg_claim(
     conn: &mut PgConnection,
     asks: &[&LeaseAsk],
 ) -> Result<Vec<(String, Claimed)>> {
-    let Some(first) = asks.first() else {
+    if asks.is_empty() {
         return Ok(Vec::new());
-    };
-    let sql = concat!(
-        "with asks as (select * from unnest($2::text[], $3::timestamptz[], $8::timestamptz[]) \
-         with ordinality as a(a_hash, a_expires, a_now, a_n)), \
-         picked as (select c.seq from commands c where ",
-        pg_claimable!(),
-        " order by c.seq limit $9 for update skip locked), \
-         numbered as (select seq as p_seq, row_number() over (order by seq) as p_n from picked) \
-         update commands set status = 'leased', attempts = attempts + 1, leased_by = $1, \
-         lease_token_hash = asks.a_hash, lease_expires_at = asks.a_expires, \
-         run_deadline = null, updated_at = asks.a_now \
-         from numbered join asks on asks.a_n = numbered.p_n \
-         where commands.seq = numbered.p_seq returning ",
-        cols!(),
-        pg_approved!()
-    );
-    let hashes: Vec<&str> = asks.iter().map(|a| a.lease_token_hash.as_str()).collect();
-    let expires: Vec<OffsetDateTime> = asks.iter().map(|a| a.expires_at).collect();
-    let nows: Vec<OffsetDateTime> = asks.iter().map(|a| a.now).collect();
-    // A command is claimable for the group if it is for each ask: available by the earliest
-    // ask's time, its window still open at the latest's. (The asks' times differ by the
-    // moments between their requests: a command whose window closes in between is left to
-    // expire, as it would for the later asks, rather than leased after its window.)
-    let earliest = nows.iter().min().copied().unwrap_or(first.now);
-    let latest = nows.iter().max().copied().unwrap_or(first.now);
-    let rows: Vec<WithApproval> = sqlx::query_as(sql)
-        .bind(&first.executor)
-        .bind(&hashes)
-        .bind(&expires)
-        .bind(earliest)
-        .bind(first.scope.as_ref().map(Json))
-        .bind(first.wanted.as_ref().map(Json))
-        .bind(latest)
-        .bind(&nows)
-        .bind(i64::try_from(asks.len()).unwrap_or(i64::MAX))
+    }
+    let sql = concat!("with ", pg_claim_ctes!(), " ", pg_claim_update!());
+    let rows: Vec<WithApproval> = bind_claim(sqlx::query_as(sql), asks)
         .fetch_all(conn)
         .await?;
-    rows.into_iter()
-        .map(|r| {
-            let hash = r.row.lease_token_hash.clone().unwrap_or_default();
-            Ok((hash, r.into_claimed()?))
-        })
-        .collect()
+    rows.into_iter().map(into_claim).collect()
 }
 
-/// Settles `reports` in success, in order, each as [`super::settle_succeeded`] would. A report
-/// on a command an earlier one names is left out (its change settles it itself, after: it
-/// finds the command settled, or still held if the earlier one did not hold). On PostgreSQL
-/// one statement, which also moves each settled action's proposal.
-pub async fn settle_staged(conn: Conn<'_>, reports: &[Arc<Success>]) -> Result<StagedSettles> {
+/// The reports to settle together: each but one on a command an earlier one names (its
+/// change settles it itself, after: it finds the command settled, or still held if the
+/// earlier one did not hold).
+fn first_reports(reports: &[Arc<Success>]) -> Vec<Arc<Success>> {
     let mut firsts: Vec<Arc<Success>> = Vec::with_capacity(reports.len());
     for report in reports {
         if !firsts.iter().any(|earlier| earlier.id == report.id) {
             firsts.push(Arc::clone(report));
         }
     }
-    let reports = &firsts[..];
-    let mut rows = Vec::with_capacity(reports.len());
+    firsts
+}
+
+/// Matches each of `reports` to what a statement `settled` (by command id).
+fn match_settles(reports: &[Arc<Success>], mut settled: Vec<SettledSuccess>) -> StagedSettles {
+    StagedSettles::new(
+        reports
+            .iter()
+            .map(|report| {
+                let at = settled
+                    .iter()
+                    .position(|(c, _)| c.id == report.id)
+                    .map(|at| settled.swap_remove(at));
+                (Arc::clone(report), at)
+            })
+            .collect(),
+    )
+}
+
+/// Settles `reports` in success, in order, each as [`super::settle_succeeded`] would. A report
+/// on a command an earlier one names is left out ([`first_reports`]). On PostgreSQL one
+/// statement, which also moves each settled action's proposal.
+pub async fn settle_staged(conn: Conn<'_>, reports: &[Arc<Success>]) -> Result<StagedSettles> {
+    let reports = first_reports(reports);
     let conn = match conn {
         Conn::Postgres(c) => c,
         mut sqlite @ Conn::Sqlite(_) => {
+            let mut rows = Vec::with_capacity(reports.len());
             for report in reports {
-                let settled = super::settle_succeeded(sqlite.reborrow(), report).await?;
-                rows.push((Arc::clone(report), settled));
+                let settled = super::settle_succeeded(sqlite.reborrow(), &report).await?;
+                rows.push((report, settled));
             }
             return Ok(StagedSettles::new(rows));
         }
     };
-    let mut settled = pg_settle(conn, &reports.iter().map(|r| &**r).collect::<Vec<_>>()).await?;
-    rows.extend(reports.iter().map(|report| {
-        let at = settled
-            .iter()
-            .position(|(c, _)| c.id == report.id)
-            .map(|at| settled.swap_remove(at));
-        (Arc::clone(report), at)
-    }));
-    Ok(StagedSettles::new(rows))
+    let settled = pg_settle(conn, &reports.iter().map(|r| &**r).collect::<Vec<_>>()).await?;
+    Ok(match_settles(&reports, settled))
 }
 
-/// PostgreSQL: settles `reports` (no two for one command) in one statement: each command the
-/// reporting executor holds under the token it presented, if it may run (a rollback, or an
-/// action whose proposal is still executable), moving each such action's proposal to
-/// `succeeded` from the status the statement read (one another instance moved meanwhile is
-/// left to [`crate::storage::proposals::move_status`]).
-pub(super) async fn pg_settle(
-    conn: &mut PgConnection,
-    reports: &[&Success],
-) -> Result<Vec<SettledSuccess>> {
-    let sql = concat!(
-        "with r as (select * from unnest($1::uuid[], $2::jsonb[], $3::text[], $4::text[], \
-         $5::timestamptz[]) as r(r_id, r_result, r_hash, r_executor, r_now)), \
-         s as (update commands set status = $6, result = r.r_result, error = null, \
-         interruption = null, side_effect = null, available_at = r.r_now, \
-         completed_at = r.r_now, updated_at = r.r_now, lease_token_hash = null \
-         from r where commands.id = r.r_id and commands.status = 'leased' \
-         and commands.lease_token_hash = r.r_hash and commands.leased_by = r.r_executor \
-         and (commands.kind <> 'action' or (select p.status from proposals p \
-         where p.id = commands.proposal_id) in ($7, $8)) returning ",
-        cols!(),
-        ", (select p.status from proposals p where p.id = commands.proposal_id) \
-         as proposal_status, r.r_now), \
-         m as (update proposals p set status = $9, updated_at = s.r_now from s \
-         where p.id = s.proposal_id and s.kind = 'action' and p.status = s.proposal_status \
-         and p.status <> $9 returning p.id) \
-         select s.*, exists (select 1 from m where m.id = s.proposal_id and s.kind = 'action') \
-         as proposal_moved \
-         from s"
-    );
+/// Settles `reports` in success and leases for `asks`, as [`settle_staged`] then
+/// [`claim_staged`] would. On PostgreSQL the reports and the first run of leases are one
+/// statement (the rest of the leases one more each run): the two touch no row in common (a
+/// report settles a leased command, a lease claims a queued one, and neither reads what the
+/// other writes), so one statement seeing neither's writes has the outcomes of the two made
+/// one after the other. A group of leases and reports, the executors' steady state, so makes
+/// one round trip fewer.
+pub async fn settle_and_claim_staged(
+    conn: Conn<'_>,
+    reports: &[Arc<Success>],
+    asks: &[Arc<LeaseAsk>],
+) -> Result<(StagedSettles, StagedClaims)> {
+    let conn = match conn {
+        Conn::Postgres(c) if !reports.is_empty() && !asks.is_empty() => c,
+        mut other => {
+            let settles = settle_staged(other.reborrow(), reports).await?;
+            return Ok((settles, claim_staged(other, asks).await?));
+        }
+    };
+    let reports = first_reports(reports);
+    let run: Vec<&LeaseAsk> = asks[..first_run(asks)].iter().map(|a| &**a).collect();
+    let (settled, claimed) = pg_settle_and_claim(
+        conn,
+        &reports.iter().map(|r| &**r).collect::<Vec<_>>(),
+        &run,
+    )
+    .await?;
+    let mut rows = Vec::with_capacity(asks.len());
+    claim_runs(conn, asks, Some(claimed), &mut rows).await?;
+    Ok((match_settles(&reports, settled), StagedClaims::new(rows)))
+}
+
+/// PostgreSQL, the reports' part of a statement (`$1`–`$9`, bound by [`bind_settle`]): `s`
+/// settles each command the reporting executor holds under the token it presented, if it may
+/// run (a rollback, or an action whose proposal is still executable), and `m` moves each such
+/// action's proposal to `succeeded` from the status `s` read (one another instance moved
+/// meanwhile is left to [`crate::storage::proposals::move_status`]).
+macro_rules! pg_settle_ctes {
+    () => {
+        concat!(
+            "r as (select * from unnest($1::uuid[], $2::jsonb[], $3::text[], $4::text[], \
+             $5::timestamptz[]) as r(r_id, r_result, r_hash, r_executor, r_now)), \
+             s as (update commands set status = $6, result = r.r_result, error = null, \
+             interruption = null, side_effect = null, available_at = r.r_now, \
+             completed_at = r.r_now, updated_at = r.r_now, lease_token_hash = null \
+             from r where commands.id = r.r_id and commands.status = 'leased' \
+             and commands.lease_token_hash = r.r_hash and commands.leased_by = r.r_executor \
+             and (commands.kind <> 'action' or (select p.status from proposals p \
+             where p.id = commands.proposal_id) in ($7, $8)) returning ",
+            cols!(),
+            ", (select p.status from proposals p where p.id = commands.proposal_id) \
+             as proposal_status, r.r_now), \
+             m as (update proposals p set status = $9, updated_at = s.r_now from s \
+             where p.id = s.proposal_id and s.kind = 'action' and p.status = s.proposal_status \
+             and p.status <> $9 returning p.id)"
+        )
+    };
+}
+
+/// Whether `m` ([`pg_settle_ctes`]) moved the proposal of the settled row of `s`.
+macro_rules! pg_settle_moved {
+    () => {
+        "exists (select 1 from m where m.id = s.proposal_id and s.kind = 'action') \
+         as proposal_moved"
+    };
+}
+
+/// Binds the reports' parameters (`$1`–`$9` of [`pg_settle_ctes`]) for `reports`.
+fn bind_settle<'q, T>(query: PgQuery<'q, T>, reports: &[&'q Success]) -> PgQuery<'q, T> {
     let ids: Vec<_> = reports.iter().map(|r| r.id).collect();
     let results: Vec<Json<&serde_json::Value>> = reports.iter().map(|r| Json(&r.result)).collect();
-    let hashes: Vec<&str> = reports
-        .iter()
+    let hashes: Vec<&str> = (reports.iter())
         .map(|r| r.lease_token_hash.as_str())
         .collect();
     let executors: Vec<&str> = reports.iter().map(|r| r.executor.as_str()).collect();
     let nows: Vec<OffsetDateTime> = reports.iter().map(|r| r.now).collect();
     let [first, second] = ProposalStatus::EXECUTABLE;
-    let rows: Vec<Settled> = sqlx::query_as(sql)
-        .bind(&ids)
-        .bind(&results)
-        .bind(&hashes)
-        .bind(&executors)
-        .bind(&nows)
+    query
+        .bind(ids)
+        .bind(results)
+        .bind(hashes)
+        .bind(executors)
+        .bind(nows)
         .bind(CommandStatus::Succeeded.as_str())
         .bind(first.as_str())
         .bind(second.as_str())
         .bind(ProposalStatus::Succeeded.as_str())
+}
+
+/// PostgreSQL: settles `reports` (no two for one command) in one statement
+/// ([`pg_settle_ctes`]), moving each settled action's proposal to `succeeded`.
+pub(super) async fn pg_settle(
+    conn: &mut PgConnection,
+    reports: &[&Success],
+) -> Result<Vec<SettledSuccess>> {
+    let sql = concat!(
+        "with ",
+        pg_settle_ctes!(),
+        " select s.*, ",
+        pg_settle_moved!(),
+        " from s"
+    );
+    let rows: Vec<Settled> = bind_settle(sqlx::query_as(sql), reports)
         .fetch_all(conn)
         .await?;
     rows.into_iter().map(Settled::into_parts).collect()
+}
+
+/// A row of [`pg_settle_and_claim`]'s statement: a settled command or a leased one.
+#[derive(sqlx::FromRow)]
+struct SettledOrLeased {
+    leased: bool,
+    #[sqlx(flatten)]
+    settled: Settled,
+    approved_spec_sha256: Option<String>,
+}
+
+/// PostgreSQL: [`pg_settle`] for `reports` and [`pg_claim`] for `asks` (one run) in one
+/// statement, the leases' parameters numbered after the reports' (`$10`–`$18`).
+async fn pg_settle_and_claim(
+    conn: &mut PgConnection,
+    reports: &[&Success],
+    asks: &[&LeaseAsk],
+) -> Result<(Vec<SettledSuccess>, Vec<(String, Claimed)>)> {
+    static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let sql = SQL.get_or_init(|| {
+        let claim = renumber(
+            concat!(pg_claim_ctes!(), ", l as (", pg_claim_update!(), ")"),
+            9,
+        );
+        format!(
+            "with {settle}, {claim} \
+             select false as leased, {cols}, proposal_status, {moved}, \
+             null::text as approved_spec_sha256 from s \
+             union all \
+             select true, {cols}, null, false, approved_spec_sha256 from l",
+            settle = pg_settle_ctes!(),
+            cols = cols!(),
+            moved = pg_settle_moved!(),
+        )
+    });
+    let query = bind_claim(bind_settle(sqlx::query_as(sql.as_str()), reports), asks);
+    let rows: Vec<SettledOrLeased> = query.fetch_all(conn).await?;
+    let (mut settled, mut claimed) = (Vec::new(), Vec::new());
+    for row in rows {
+        if row.leased {
+            claimed.push(into_claim(WithApproval {
+                row: row.settled.into_row(),
+                approved_spec_sha256: row.approved_spec_sha256,
+            })?);
+        } else {
+            settled.push(row.settled.into_parts()?);
+        }
+    }
+    Ok((settled, claimed))
+}
+
+/// `sql` with each parameter `$n` numbered `$n + by`.
+fn renumber(sql: &str, by: usize) -> String {
+    let mut out = String::with_capacity(sql.len() + 16);
+    let mut rest = sql;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..=at]);
+        rest = &rest[at + 1..];
+        let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        match rest[..digits].parse::<usize>() {
+            Ok(n) => out.push_str(&(n + by).to_string()),
+            Err(_) => out.push_str(&rest[..digits]),
+        }
+        rest = &rest[digits..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::renumber;
+
+    #[test]
+    fn renumber_shifts_every_parameter_and_nothing_else() {
+        assert_eq!(
+            renumber("a = $1 and b = $10 and c like '%$' || $9", 9),
+            "a = $10 and b = $19 and c like '%$' || $18"
+        );
+    }
 }

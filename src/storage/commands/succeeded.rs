@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use super::super::Result;
 use super::super::db::Conn;
-use super::{CommandRecord, WithProposal};
+use super::{CommandRecord, CommandRow, WithProposal};
 use crate::domain::command::CommandStatus;
 use crate::domain::lifecycle::ProposalStatus;
 
@@ -47,6 +47,11 @@ impl Settled {
             ProposalSeen::Read
         });
         Ok((command, seen))
+    }
+
+    /// The command row alone (a lease's, in a statement that also settles).
+    pub(super) fn into_row(self) -> CommandRow {
+        self.with.row
     }
 }
 
