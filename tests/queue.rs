@@ -753,7 +753,8 @@ async fn a_command_not_leased_in_its_window_expires(backend: &str) {
 }
 
 /// Leases and success reports handed to the writer together are made a few to a statement
-/// (the writer stages them: one statement per lease filter, one for the reports), and each
+/// (the writer stages them: on PostgreSQL the reports with the first lease filter's leases,
+/// one statement more for each further filter; SQLite one by one), and each
 /// finds its own outcome as if they ran one after another. In one group: a success report, a
 /// second report on the same command (refused: it is settled), a report with the wrong token
 /// (refused, recorded as drift), a failure with a stale token handed over before them all (it
@@ -921,9 +922,8 @@ async fn leases_and_reports_in_one_group_are_made_together(backend: &str) {
 
 /// The executors' steady state: one executor reports its success while another leases, both
 /// in one writer group. On PostgreSQL the two are one statement (even one of each); the report
-/// settles (its proposal `succeeded`), the lease gets the oldest queued command, and the trail
-/// verifies. A lease and a report on one command cannot meet in a statement: a report needs the
-/// lease's token, which its executor has only once the lease committed.
+/// settles (its proposal `succeeded`, recorded as such), the lease gets the oldest queued
+/// command (recorded as leased), and the trail verifies.
 async fn a_report_and_a_lease_in_one_group(backend: &str) {
     let db = db(backend, NO_POLICY).await;
     let services = Arc::new(db.services.clone());
@@ -990,6 +990,15 @@ async fn a_report_and_a_lease_in_one_group(backend: &str) {
         kinds(&services, ids[0]).await,
         ["command.queued", "command.leased", "command.succeeded"]
     );
+    assert_eq!(
+        kinds(&services, ids[1]).await,
+        ["command.queued", "command.leased"]
+    );
+    // The statement moved the proposal and said so: its event is recorded (a wrong
+    // `proposal_moved` would leave the status moved and the event out).
+    let finished = of_kind(&services, "proposal.succeeded").await;
+    assert_eq!(finished.len(), 1, "{finished:?}");
+    assert_eq!(finished[0]["command_id"], ids[0].to_string());
     services.verify_trail(None).await.expect("chain verifies");
 }
 

@@ -259,8 +259,8 @@ impl Store {
     /// proposal row, leasing a command, settling a success report): the writer may run it
     /// together with the same statement of the other changes in its group, and the change then
     /// finds what became of it ([`Tx::staged_proposal`], [`Tx::staged_claim`],
-    /// [`Tx::staged_success`]) instead of running it (one statement for a group's
-    /// submissions, leases or reports, not one each).
+    /// [`Tx::staged_success`]) instead of running it (a few statements for a group's
+    /// submissions, leases and reports, not one each).
     pub async fn write_staged<R, E, F>(&self, upfront: Upfront, change: F) -> Result<R, E>
     where
         R: Send + 'static,

@@ -86,7 +86,8 @@ impl Staged {
 }
 
 /// A change's first statement, which the writer may run for all the changes of a group that
-/// start so, several to a statement, before it runs them ([`super::Store::write_staged`]).
+/// start so, together (a few statements for all of them), before it runs them
+/// ([`super::Store::write_staged`]).
 ///
 /// A change that starts so must read and write only by key (and lease through the index of
 /// queued commands in queue order): a group of such changes is planned generically on
@@ -479,18 +480,20 @@ impl WriterStats {
         self.inserted_together.load(Ordering::Relaxed)
     }
 
-    /// Leases committed groups asked for up front, together ([`Tx::staged_claim`]).
+    /// Leases committed groups asked for up front ([`Tx::staged_claim`]), whether or not a
+    /// command was there for them.
     pub fn claimed_together(&self) -> u64 {
         self.claimed_together.load(Ordering::Relaxed)
     }
 
-    /// Success reports committed groups settled up front, together ([`Tx::staged_success`]).
+    /// Success reports committed groups made up front ([`Tx::staged_success`]), whether or not
+    /// they held.
     pub fn settled_together(&self) -> u64 {
         self.settled_together.load(Ordering::Relaxed)
     }
 
-    /// Of those, the reports settled in the statement that also leased, one round trip for
-    /// both (PostgreSQL: [`commands::settle_and_claim_staged`]).
+    /// Of those, the reports made in the statement that also leased, one round trip for both
+    /// (PostgreSQL: [`commands::settle_and_claim_staged`]).
     pub fn settled_with_leases(&self) -> u64 {
         self.settled_with_leases.load(Ordering::Relaxed)
     }
@@ -687,7 +690,11 @@ async fn commit_batch(
 /// command, left to its own change), then leases, in the order handed over. On PostgreSQL a
 /// group with both reports and leases settles and leases in one statement, even one of each
 /// (the executors' steady state: each group holds some executors' reports and others' next
-/// leases); alone, a lease or a report is its change's own statement anyway.
+/// leases); alone, a lease or a report is its change's own statement anyway. A lease staged
+/// so runs before the group's changes that are not staged (as a group's leases always did when
+/// there were two): one handed over after a submission that queues a command, or a failure
+/// that queues one again, does not see that command and leases the next (or none; the queue's
+/// wake-up then calls its executor back).
 async fn stage(tx: &mut Tx, batch: &[Box<dyn Job>]) -> Result<()> {
     let rows = rows_to_stage(batch);
     if rows.len() > 1 {

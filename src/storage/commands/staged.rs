@@ -56,13 +56,15 @@ impl<I, O> Staged<I, O> {
     }
 }
 
-/// The leases a writer took for its group's changes ([`claim_staged`]).
+/// The leases a writer took for its group's changes ([`claim_staged`],
+/// [`settle_and_claim_staged`]).
 pub type StagedClaims = Staged<LeaseAsk, Claimed>;
 
 /// What a settled success report answers: the command and what was seen of its proposal.
 pub type SettledSuccess = (CommandRecord, Option<ProposalSeen>);
 
-/// The success reports a writer settled for its group's changes ([`settle_staged`]).
+/// The success reports a writer settled for its group's changes ([`settle_staged`],
+/// [`settle_and_claim_staged`]).
 pub type StagedSettles = Staged<Success, SettledSuccess>;
 
 /// Leases for `asks`, in order: each the oldest command it may run that an earlier ask did
@@ -262,9 +264,10 @@ pub async fn settle_staged(conn: Conn<'_>, reports: &[Arc<Success>]) -> Result<S
 /// Settles `reports` in success and leases for `asks`, as [`settle_staged`] then
 /// [`claim_staged`] would. On PostgreSQL the reports and the first run of leases are one
 /// statement (the rest of the leases one more each run): the two touch no row in common (a
-/// report settles a leased command, a lease claims a queued one, and neither reads what the
-/// other writes), so one statement seeing neither's writes has the outcomes of the two made
-/// one after the other. A group of leases and reports, the executors' steady state, so makes
+/// report settles a leased command, a lease claims a queued one: a command a report settles
+/// is claimable neither before nor after it, the lease reads no proposal, and the report
+/// reads no command a lease may claim), so one statement seeing neither's writes has the
+/// outcomes of the two made one after the other. A group of leases and reports, the executors' steady state, so makes
 /// one round trip fewer.
 pub async fn settle_and_claim_staged(
     conn: Conn<'_>,
