@@ -29,7 +29,6 @@
 //! to 7,839 and 8,433/s (p99 14.4 and 12.8 ms), alternating runs on fresh databases.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use sqlx::pool::PoolConnection;
 use sqlx::{PgPool, Postgres, Sqlite, SqlitePool};
@@ -44,6 +43,9 @@ use super::{Result, StorageError};
 use super::{notifications, proposals, wal, webhooks};
 use crate::audit::chain::Head;
 use crate::audit::{Actor, AuditEvent};
+
+mod stats;
+pub use stats::WriterStats;
 
 /// A write transaction: the statements of one change, and the audit events it records.
 /// The events are appended to the trail when the transaction commits, in the same commit.
@@ -462,60 +464,6 @@ struct Writer {
     head: Option<Head>,
     /// Running totals.
     stats: Arc<WriterStats>,
-}
-
-/// The writer's running totals since it started ([`super::Store::writer_stats`]).
-#[derive(Debug, Default)]
-pub struct WriterStats {
-    inserted_together: AtomicU64,
-    claimed_together: AtomicU64,
-    settled_together: AtomicU64,
-    settled_with_leases: AtomicU64,
-}
-
-impl WriterStats {
-    /// Proposal rows committed groups inserted up front, several to a statement
-    /// ([`Tx::staged_proposal`]); a group that started over inserted none so.
-    pub fn inserted_together(&self) -> u64 {
-        self.inserted_together.load(Ordering::Relaxed)
-    }
-
-    /// Leases committed groups asked for up front ([`Tx::staged_claim`]), whether or not a
-    /// command was there for them.
-    pub fn claimed_together(&self) -> u64 {
-        self.claimed_together.load(Ordering::Relaxed)
-    }
-
-    /// Success reports committed groups made up front ([`Tx::staged_success`]), whether or not
-    /// they held.
-    pub fn settled_together(&self) -> u64 {
-        self.settled_together.load(Ordering::Relaxed)
-    }
-
-    /// Of those, the reports made in the statement that also leased, one round trip for both
-    /// (PostgreSQL: [`commands::settle_and_claim_staged`]).
-    pub fn settled_with_leases(&self) -> u64 {
-        self.settled_with_leases.load(Ordering::Relaxed)
-    }
-
-    fn committed(&self, staged: &Staged) {
-        let add = |counter: &AtomicU64, n: Option<usize>| {
-            counter.fetch_add(n.unwrap_or(0) as u64, Ordering::Relaxed);
-        };
-        add(
-            &self.inserted_together,
-            staged.proposals.as_ref().map(proposals::Staged::count),
-        );
-        add(
-            &self.claimed_together,
-            staged.claims.as_ref().map(StagedClaims::count),
-        );
-        let settled = staged.settles.as_ref().map(StagedSettles::count);
-        add(&self.settled_together, settled);
-        if staged.together {
-            add(&self.settled_with_leases, settled);
-        }
-    }
 }
 
 impl Writer {

@@ -267,8 +267,8 @@ pub async fn settle_staged(conn: Conn<'_>, reports: &[Arc<Success>]) -> Result<S
 /// report settles a leased command, a lease claims a queued one: a command a report settles
 /// is claimable neither before nor after it, the lease reads no proposal, and the report
 /// reads no command a lease may claim), so one statement seeing neither's writes has the
-/// outcomes of the two made one after the other. A group of leases and reports, the executors' steady state, so makes
-/// one round trip fewer.
+/// outcomes of the two made one after the other. A group of leases and reports, the
+/// executors' steady state, so makes one round trip fewer.
 pub async fn settle_and_claim_staged(
     conn: Conn<'_>,
     reports: &[Arc<Success>],
@@ -328,6 +328,10 @@ macro_rules! pg_settle_moved {
          as proposal_moved"
     };
 }
+
+/// How many parameters the reports' part of a statement takes ([`pg_settle_ctes`],
+/// [`bind_settle`]): a statement with leases after it numbers theirs from the next.
+const SETTLE_PARAMETERS: usize = 9;
 
 /// Binds the reports' parameters (`$1`–`$9` of [`pg_settle_ctes`]) for `reports`.
 fn bind_settle<'q, T>(query: PgQuery<'q, T>, reports: &[&'q Success]) -> PgQuery<'q, T> {
@@ -390,7 +394,7 @@ async fn pg_settle_and_claim(
     let sql = SQL.get_or_init(|| {
         let claim = renumber(
             concat!(pg_claim_ctes!(), ", l as (", pg_claim_update!(), ")"),
-            9,
+            SETTLE_PARAMETERS,
         );
         format!(
             "with {settle}, {claim} \

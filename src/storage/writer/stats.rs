@@ -1,0 +1,62 @@
+//! The writer's running totals: how many of its groups' changes it made together, up front
+//! ([`super::Upfront`]).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::Staged;
+use crate::storage::commands::{StagedClaims, StagedSettles};
+use crate::storage::proposals;
+
+/// The writer's running totals since it started ([`crate::storage::Store::writer_stats`]).
+#[derive(Debug, Default)]
+pub struct WriterStats {
+    inserted_together: AtomicU64,
+    claimed_together: AtomicU64,
+    settled_together: AtomicU64,
+    settled_with_leases: AtomicU64,
+}
+
+impl WriterStats {
+    /// Proposal rows committed groups inserted up front, several to a statement
+    /// ([`super::Tx::staged_proposal`]); a group that started over inserted none so.
+    pub fn inserted_together(&self) -> u64 {
+        self.inserted_together.load(Ordering::Relaxed)
+    }
+
+    /// Leases committed groups asked for up front ([`super::Tx::staged_claim`]), whether or not a
+    /// command was there for them.
+    pub fn claimed_together(&self) -> u64 {
+        self.claimed_together.load(Ordering::Relaxed)
+    }
+
+    /// Success reports committed groups made up front ([`super::Tx::staged_success`]), whether or not
+    /// they held.
+    pub fn settled_together(&self) -> u64 {
+        self.settled_together.load(Ordering::Relaxed)
+    }
+
+    /// Of those, the reports made in the statement that also leased, one round trip for both
+    /// (PostgreSQL: [`crate::storage::commands::settle_and_claim_staged`]).
+    pub fn settled_with_leases(&self) -> u64 {
+        self.settled_with_leases.load(Ordering::Relaxed)
+    }
+
+    pub(super) fn committed(&self, staged: &Staged) {
+        let add = |counter: &AtomicU64, n: Option<usize>| {
+            counter.fetch_add(n.unwrap_or(0) as u64, Ordering::Relaxed);
+        };
+        add(
+            &self.inserted_together,
+            staged.proposals.as_ref().map(proposals::Staged::count),
+        );
+        add(
+            &self.claimed_together,
+            staged.claims.as_ref().map(StagedClaims::count),
+        );
+        let settled = staged.settles.as_ref().map(StagedSettles::count);
+        add(&self.settled_together, settled);
+        if staged.together {
+            add(&self.settled_with_leases, settled);
+        }
+    }
+}
