@@ -21,6 +21,11 @@
 //!   whose failure is an answer rather than an error (a conflict that wrote nothing) should
 //!   return it inside `Ok`, so the group is not run twice for it.
 //!
+//! A group that starts smaller than the writer expects waits, a few hundred microseconds at
+//! most, for the callers the last group answered to come back ([`gather`]): executors leasing
+//! and reporting in a loop otherwise split into two groups of half the size, each paying a
+//! whole commit.
+//!
 //! The writer runs on a thread of its own, with a single-threaded runtime: its every round trip
 //! ends in a wake-up, which on the server's runtime waited in a worker's queue behind the
 //! requests there. On SQLite (a round trip is a hand-off to sqlx's connection thread) that
@@ -44,7 +49,9 @@ use super::{notifications, proposals, wal, webhooks};
 use crate::audit::chain::Head;
 use crate::audit::{Actor, AuditEvent};
 
+mod gather;
 mod stats;
+use gather::Gather;
 pub use stats::WriterStats;
 
 /// A write transaction: the statements of one change, and the audit events it records.
@@ -558,10 +565,12 @@ pub(super) fn spawn(
 }
 
 /// The writer: commits changes in groups, one transaction (one fsync) per group, and wakes
-/// the waiters of every proposal a group moved once it is durable.
+/// the waiters of every proposal a group moved once it is durable. A group waits briefly for
+/// the callers the last one answered ([`gather`]).
 async fn run(mut writer: Writer, mut jobs: mpsc::Receiver<Box<dyn Job>>, changes: Arc<Changes>) {
     let mut batch: Vec<Box<dyn Job>> = Vec::with_capacity(MAX_BATCH);
-    while jobs.recv_many(&mut batch, MAX_BATCH).await > 0 {
+    let mut gather = Gather::default();
+    while gather.next(&mut jobs, &mut batch, MAX_BATCH).await > 0 {
         let failure = match commit_batch(&mut writer, &mut batch, &changes).await {
             Ok(committed) => {
                 changes.proposals_changed(committed.moved);
@@ -578,6 +587,7 @@ async fn run(mut writer: Writer, mut jobs: mpsc::Receiver<Box<dyn Job>>, changes
                 Some(e.to_string())
             }
         };
+        gather.committed(batch.len(), jobs.len());
         for job in batch.drain(..) {
             job.finish(failure.as_deref());
         }
