@@ -192,6 +192,8 @@ async fn proposal_status(services: &Services, command: Uuid) -> ProposalStatus {
 enum Step {
     /// Reports success.
     Succeed,
+    /// Reports success and asks for its next command in the same request.
+    SucceedAndLeaseNext,
     /// Reports a failure that touched nothing: the command goes back to the queue.
     FailUntouched,
     /// Reports a failure that may have had its effect: the command waits for a person.
@@ -202,7 +204,8 @@ enum Step {
 
 fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
-        3 => Just(Step::Succeed),
+        2 => Just(Step::Succeed),
+        2 => Just(Step::SucceedAndLeaseNext),
         2 => Just(Step::FailUntouched),
         1 => Just(Step::FailPossibly),
         1 => Just(Step::Abandon),
@@ -251,10 +254,7 @@ async fn race(backend: &str, commands: usize, plans: Vec<Vec<Step>>) {
             let plan = plan.clone();
             tasks.push(tokio::spawn(async move {
                 let name = format!("exec{e}");
-                for step in plan {
-                    let Some(l) = any(&services, &name).await else {
-                        return;
-                    };
+                let took = |l: &Leased| {
                     assert!(
                         held.lock().expect("held").insert(l.command.id),
                         "command {} handed to two executors at once",
@@ -264,8 +264,34 @@ async fn race(backend: &str, commands: usize, plans: Vec<Vec<Step>>) {
                         .lock()
                         .expect("leases")
                         .push((l.command.id, l.command.attempts));
+                };
+                // A lease taken with the last report, if it took one.
+                let mut carried: Option<Leased> = None;
+                for step in plan {
+                    let l = match carried.take() {
+                        Some(l) => l,
+                        None => {
+                            let Some(l) = any(&services, &name).await else {
+                                return;
+                            };
+                            took(&l);
+                            l
+                        }
+                    };
                     let (outcome, effect) = match step {
                         Step::Abandon => continue,
+                        Step::SucceedAndLeaseNext => {
+                            held.lock().expect("held").remove(&l.command.id);
+                            let r = report(&l, Outcome::Succeeded, SideEffect::None);
+                            let next = next_lease(&name);
+                            let (_, next) = (services.report_and_lease(&name, r, &next).await)
+                                .expect("the holder's report");
+                            if let Some(next) = next {
+                                took(&next);
+                                carried = Some(next);
+                            }
+                            continue;
+                        }
                         Step::Succeed => (Outcome::Succeeded, SideEffect::None),
                         Step::FailUntouched => (Outcome::Failed, SideEffect::None),
                         Step::FailPossibly => (Outcome::Failed, SideEffect::Possible),
@@ -1002,7 +1028,118 @@ async fn a_report_and_a_lease_in_one_group(backend: &str) {
     services.verify_trail(None).await.expect("chain verifies");
 }
 
+fn next_lease(executor: &str) -> LeaseRequest {
+    LeaseRequest {
+        executor: executor.into(),
+        scope: Some(ToolScope::parse_list("*").expect("scope")),
+        wanted: None,
+        lease_seconds: 30,
+        wait: std::time::Duration::ZERO,
+    }
+}
+
+/// Success reports that ask for the executor's next command, in one writer group with a
+/// plain lease: a report that is taken leases its next command in the same transaction; one
+/// that is refused (a stale token) leases nothing, and no command is left leased to nobody.
+/// On PostgreSQL the writer settles the group's reports together, then leases for those that
+/// settled in one more statement.
+async fn a_report_leases_the_next_command_only_if_taken(backend: &str) {
+    let db = db(backend, NO_POLICY).await;
+    let services = Arc::new(db.services.clone());
+    let mut ids = Vec::new();
+    for _ in 0..5 {
+        ids.push(approved(&services, common::proposal_body("agent-a")).await);
+    }
+    let first = any(&services, "exec").await.expect("leased");
+    let second = any(&services, "exec-2").await.expect("leased");
+    let stats = services.store().writer_stats();
+    let claimed_before = stats.claimed_together();
+    let (answers_tx, mut answers) = tokio::sync::mpsc::unbounded_channel();
+    let taken: common::Write = Box::pin({
+        let (services, answers_tx) = (Arc::clone(&services), answers_tx.clone());
+        let r = report(&first, Outcome::Succeeded, SideEffect::None);
+        async move {
+            let (done, next) = (services
+                .report_and_lease("exec", r, &next_lease("exec"))
+                .await)
+                .expect("taken");
+            assert_eq!(done.status, CommandStatus::Succeeded);
+            let next = next.map(|l| l.command.id);
+            answers_tx.send(("exec", next)).expect("answers");
+            Ok(())
+        }
+    });
+    let refused: common::Write = Box::pin({
+        let (services, answers_tx) = (Arc::clone(&services), answers_tx.clone());
+        let mut r = report(&second, Outcome::Succeeded, SideEffect::None);
+        r.lease_token = "not-the-token".into();
+        async move {
+            let answer = (services.report_and_lease("exec-2", r, &next_lease("exec-2"))).await;
+            assert!(
+                matches!(
+                    answer,
+                    Err(ServiceError::Conflict(Conflict::LeaseTokenMismatch))
+                ),
+                "a stale token is refused"
+            );
+            answers_tx.send(("exec-2", None)).expect("answers");
+            Ok(())
+        }
+    });
+    let leasing: common::Write = Box::pin({
+        let services = Arc::clone(&services);
+        async move {
+            let leased = any(&services, "exec-3").await.map(|l| l.command.id);
+            answers_tx.send(("exec-3", leased)).expect("answers");
+            Ok(())
+        }
+    });
+    let written = common::as_one_group(services.store(), vec![taken, refused, leasing]).await;
+    assert!(written.iter().all(Result::is_ok), "{written:?}");
+    let mut got = std::collections::BTreeMap::new();
+    while let Some((who, id)) = answers.recv().await {
+        got.insert(who, id);
+    }
+    // The next lease and the plain one took the two oldest queued commands (which took which
+    // is the writer's order of the group, not a contract); the refused report took none.
+    let mut leased = vec![
+        got["exec"].expect("a next command"),
+        got["exec-3"].expect("leased"),
+    ];
+    leased.sort_by_key(|id| ids.iter().position(|i| i == id));
+    assert_eq!(leased, [ids[2], ids[3]]);
+    assert_eq!(got["exec-2"], None);
+    assert_eq!(status_of(&services, ids[0]).await, CommandStatus::Succeeded);
+    assert_eq!(status_of(&services, ids[1]).await, CommandStatus::Leased);
+    assert_eq!(status_of(&services, ids[2]).await, CommandStatus::Leased);
+    assert_eq!(status_of(&services, ids[3]).await, CommandStatus::Leased);
+    assert_eq!(
+        status_of(&services, ids[4]).await,
+        CommandStatus::Queued,
+        "nothing leased for the refused report"
+    );
+    let next = got["exec"].expect("next");
+    assert_eq!(
+        kinds(&services, next).await,
+        ["command.queued", "command.leased"]
+    );
+    assert_eq!(
+        kinds(&services, ids[0]).await,
+        ["command.queued", "command.leased", "command.succeeded"]
+    );
+    let made = stats.claimed_together() - claimed_before;
+    // PostgreSQL: the plain lease with the reports, the next lease after them. SQLite (a
+    // statement is a call into the library) leases for each change as it runs.
+    assert_eq!(
+        made,
+        if backend == "postgres" { 2 } else { 0 },
+        "leased up front"
+    );
+    services.verify_trail(None).await.expect("chain verifies");
+}
+
 common::on_both_backends!(
+    a_report_leases_the_next_command_only_if_taken,
     a_report_and_a_lease_in_one_group,
     a_stale_lease_token_changes_nothing,
     a_killed_executor_is_retried_only_when_safe,

@@ -4,7 +4,10 @@
 //!   optional): `200` with the command, its lease token and signed grant, or `204` when nothing
 //!   is ready by the end of the wait;
 //! - `POST /api/v1/executor/commands/{id}/heartbeat` `{"lease_token", "lease_seconds"?}`;
-//! - `POST /api/v1/executor/commands/{id}/complete` `{"lease_token", "result"}`;
+//! - `POST /api/v1/executor/commands/{id}/complete` `{"lease_token", "result", "next"?}`:
+//!   with `next` (a lease body without `wait`), the executor's next command is leased in the
+//!   report's transaction if the report is taken, and answered as `next` (null when none is
+//!   ready): one request per command for an executor's loop;
 //! - `POST /api/v1/executor/commands/{id}/fail`
 //!   `{"lease_token", "error", "side_effect": "none"|"possible"|"done"}`;
 //! - `GET /api/v1/executor/public-key`: the Ed25519 key grants verify with.
@@ -28,8 +31,8 @@ use super::ApiState;
 use super::error::ApiError;
 use super::extract::{Executor, JsonBody, PathId};
 use super::openapi::{
-    CommandAnswer, CompleteBody, ErrorBody, FailBody, HeartbeatAnswer, HeartbeatBody, LeaseAnswer,
-    LeaseBody, PublicKeyAnswer,
+    CommandAnswer, CompleteAnswer, CompleteBody, ErrorBody, FailBody, HeartbeatAnswer,
+    HeartbeatBody, LeaseAnswer, LeaseBody, PublicKeyAnswer,
 };
 use super::views::CommandView;
 use crate::domain::FieldError;
@@ -38,7 +41,7 @@ use crate::domain::command::retry::SideEffect;
 use crate::domain::command::scope::ToolScope;
 use crate::domain::command::{MAX_LEASE_WAIT_SECONDS, Outcome, check_report, lease_seconds};
 use crate::domain::contract::wire::{WireEnum, whole_number};
-use crate::service::{LeaseRequest, Report};
+use crate::service::{LeaseRequest, Leased, Report};
 
 pub fn router() -> OpenApiRouter<ApiState> {
     OpenApiRouter::new()
@@ -125,41 +128,60 @@ async fn lease(
     executor: Executor,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
-    only_fields(&body, &["lease_seconds", "wait", "tools"])?;
+    let request = lease_request(&body, executor, true)?;
+    let Some(leased) = state.services.lease(&request).await? else {
+        return Ok(StatusCode::NO_CONTENT.into_response());
+    };
+    Ok(Json(lease_answer(leased)?).into_response())
+}
+
+/// A lease's body (`{"tools", "wait", "lease_seconds"}`, all optional; `wait` only where
+/// `may_wait`) as what the service is asked; each broken rule named by its field.
+fn lease_request(
+    body: &Value,
+    executor: Executor,
+    may_wait: bool,
+) -> Result<LeaseRequest, ApiError> {
+    let allowed: &[&str] = if may_wait {
+        &["lease_seconds", "wait", "tools"]
+    } else {
+        &["lease_seconds", "tools"]
+    };
+    only_fields(body, allowed)?;
     let mut errors = Vec::new();
-    let requested = whole(&body, "lease_seconds", &mut errors);
+    let requested = whole(body, "lease_seconds", &mut errors);
     let seconds = lease_seconds(requested)
         .map_err(|m| errors.push(FieldError::new("lease_seconds", m)))
         .ok();
-    let wait = whole(&body, "wait", &mut errors).unwrap_or(0);
+    let wait = whole(body, "wait", &mut errors).unwrap_or(0);
     if wait > MAX_LEASE_WAIT_SECONDS {
         errors.push(FieldError::new(
             "wait",
             format!("must be between 0 and {MAX_LEASE_WAIT_SECONDS} seconds"),
         ));
     }
-    let wanted = tools(&body, &mut errors);
+    let wanted = tools(body, &mut errors);
     let (Some(seconds), true) = (seconds, errors.is_empty()) else {
         return Err(ApiError::validation(errors));
     };
     let Executor(name, scope) = executor;
-    let request = LeaseRequest {
+    Ok(LeaseRequest {
         executor: name,
         scope,
         wanted,
         lease_seconds: seconds,
         wait: Duration::from_secs(wait),
-    };
-    let Some(leased) = state.services.lease(&request).await? else {
-        return Ok(StatusCode::NO_CONTENT.into_response());
-    };
-    Ok(Json(json!({
+    })
+}
+
+/// A leased command as the API answers it: the command, its lease token and signed grant.
+fn lease_answer(leased: Leased) -> Result<Value, ApiError> {
+    Ok(json!({
         "command": CommandView::from(leased.command),
         "lease_token": leased.lease_token.expose(),
         "lease_expires_at": leased.lease_expires_at.format(&Rfc3339).map_err(|_| ApiError::Internal)?,
         "grant": leased.grant,
     }))
-    .into_response())
 }
 
 /// The Ed25519 public key that verifies grants.
@@ -259,19 +281,47 @@ fn side_effect(body: &Value, errors: &mut Vec<FieldError>) -> SideEffect {
     }
 }
 
+/// `error` with each field it names placed under `parent` (`next.tools`).
+fn under(parent: &str, error: ApiError) -> ApiError {
+    match error {
+        ApiError::Unprocessable {
+            code,
+            message,
+            details,
+        } => ApiError::Unprocessable {
+            code,
+            message,
+            details: (details.into_iter())
+                .map(|e| match e.field.as_str() {
+                    "" => FieldError::new(parent, e.message),
+                    field => FieldError::new(format!("{parent}.{field}"), e.message),
+                })
+                .collect(),
+        },
+        other => other,
+    }
+}
+
 async fn report(
     state: ApiState,
-    executor: String,
+    executor: Executor,
     id: String,
     body: Value,
     outcome: Outcome,
 ) -> Result<Response, ApiError> {
     let (report_field, allowed): (&str, &[&str]) = match outcome {
-        Outcome::Succeeded => ("result", &["lease_token", "result"]),
+        Outcome::Succeeded => ("result", &["lease_token", "result", "next"]),
         Outcome::Failed => ("error", &["lease_token", "error", "side_effect"]),
     };
     let id = Uuid::parse_str(&id).map_err(|_| ApiError::NotFound)?;
     only_fields(&body, allowed)?;
+    // A success report may ask for the executor's next command (a lease body, without `wait`).
+    let next = match body.get("next") {
+        None => None,
+        Some(next) => {
+            Some(lease_request(next, executor.clone(), false).map_err(|e| under("next", e))?)
+        }
+    };
     let mut errors = Vec::new();
     let lease_token = lease_token(&body, &mut errors);
     let payload = body.get(report_field).cloned().unwrap_or(Value::Null);
@@ -289,8 +339,15 @@ async fn report(
         body: payload,
         side_effect,
     };
-    let command = state.services.report(&executor, report).await?;
-    Ok(Json(json!({ "command": CommandView::from(command) })).into_response())
+    let Some(next) = next else {
+        let command = state.services.report(&executor.0, report).await?;
+        return Ok(Json(json!({ "command": CommandView::from(command) })).into_response());
+    };
+    let (command, leased) = (state.services)
+        .report_and_lease(&executor.0, report, &next)
+        .await?;
+    let next = leased.map(lease_answer).transpose()?;
+    Ok(Json(json!({ "command": CommandView::from(command), "next": next })).into_response())
 }
 
 /// Reports success.
@@ -301,7 +358,7 @@ async fn report(
     params(("id" = uuid::Uuid, Path, description = "The command's id")),
     request_body(content = CompleteBody, content_type = "application/json"),
     responses(
-        (status = 200, description = "The command, settled", body = CommandAnswer),
+        (status = 200, description = "The command, settled; with `next` when the report asked for the executor's next command", body = CompleteAnswer),
         (status = 400, description = "The body is not JSON", body = ErrorBody),
         (status = 401, description = "No valid executor token", body = ErrorBody),
         (status = 404, description = "No such command", body = ErrorBody),
@@ -318,7 +375,7 @@ async fn complete(
     PathId(id): PathId,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
-    report(state, executor.0, id, body, Outcome::Succeeded).await
+    report(state, executor, id, body, Outcome::Succeeded).await
 }
 
 /// Reports failure.
@@ -346,5 +403,5 @@ async fn fail(
     PathId(id): PathId,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
-    report(state, executor.0, id, body, Outcome::Failed).await
+    report(state, executor, id, body, Outcome::Failed).await
 }

@@ -66,6 +66,7 @@ impl FromRequestParts<ApiState> for Agent {
 }
 
 /// An authenticated executor: its name and its token's tool scope.
+#[derive(Clone)]
 pub struct Executor(pub String, pub Option<ToolScope>);
 
 impl FromRequestParts<ApiState> for Executor {

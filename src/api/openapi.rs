@@ -116,6 +116,11 @@ component!(
     "CommandAnswer"
 );
 component!(
+    /// The command after a success report, and the next lease if the report asked for one.
+    CompleteAnswer,
+    "CompleteAnswer"
+);
+component!(
     /// The grant-verifying key.
     PublicKeyAnswer,
     "PublicKey"

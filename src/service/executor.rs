@@ -121,6 +121,20 @@ impl Services {
     }
 
     async fn lease_once(&self, request: &LeaseRequest) -> Result<Option<Leased>, ServiceError> {
+        let (secret, lease) = self.lease_ask(request);
+        let upfront = Upfront::Claim(Arc::clone(&lease));
+        let taken = self
+            .store()
+            .write_staged(upfront, move |tx| {
+                let lease = Arc::clone(&lease);
+                Box::pin(async move { take_lease(tx, &lease).await })
+            })
+            .await?;
+        Ok(taken.map(|(command, until)| self.leased(secret, command, until)))
+    }
+
+    /// A lease's ask of the writer, and the token it will hand over.
+    fn lease_ask(&self, request: &LeaseRequest) -> (Secret, Arc<LeaseAsk>) {
         let secret = token::new_lease_token();
         let now = self.now();
         let lease = Arc::new(LeaseAsk {
@@ -131,17 +145,16 @@ impl Services {
             now,
             expires_at: now + seconds(request.lease_seconds),
         });
-        let upfront = Upfront::Claim(Arc::clone(&lease));
-        let taken = self
-            .store()
-            .write_staged(upfront, move |tx| {
-                let lease = Arc::clone(&lease);
-                Box::pin(async move { take_lease(tx, &lease).await })
-            })
-            .await?;
-        let Some((command, lease_expires_at)) = taken else {
-            return Ok(None);
-        };
+        (secret, lease)
+    }
+
+    /// A command the writer leased, handed over with its token and signed grant.
+    fn leased(
+        &self,
+        lease_token: Secret,
+        command: CommandRecord,
+        lease_expires_at: OffsetDateTime,
+    ) -> Leased {
         self.metrics().leased();
         tracing::info!(command.id = %command.id, proposal.id = %command.proposal_id, attempt = command.attempts, "command leased");
         let claims = GrantClaims::new(
@@ -151,12 +164,12 @@ impl Services {
             u32::try_from(command.attempts).unwrap_or(0),
             rfc3339(lease_expires_at).unwrap_or_default(),
         );
-        Ok(Some(Leased {
+        Leased {
             command,
-            lease_token: secret,
+            lease_token,
             lease_expires_at,
             grant: self.sign_grant(claims),
-        }))
+        }
     }
 
     /// Extends the lease `executor` holds on command `id` by `lease_seconds` from now (never
@@ -208,26 +221,9 @@ impl Services {
         executor: &str,
         report: Report,
     ) -> Result<CommandRecord, ServiceError> {
-        let now = self.now();
         let outcome = report.outcome;
-        // A success is settled in one statement, together with the group's other successes.
-        let success = (outcome == Outcome::Succeeded).then(|| {
-            Arc::new(Success {
-                id: report.command_id,
-                result: report.body.clone(),
-                executor: executor.to_owned(),
-                lease_token_hash: token::hash(&report.lease_token),
-                now,
-            })
-        });
-        let inputs = Arc::new(ReportInputs {
-            executor: executor.to_owned(),
-            report,
-            success: success.clone(),
-            policy: Arc::clone(self.policy()),
-            now,
-        });
-        let result = match success {
+        let inputs = self.report_inputs(executor, report);
+        let result = match inputs.success.clone() {
             Some(success) => {
                 self.store()
                     .write_staged(Upfront::Success(success), report_change(inputs))
@@ -236,12 +232,79 @@ impl Services {
             None => self.store().write_repeatable(report_change(inputs)).await?,
         };
         let command = result?;
+        self.reported(&command, outcome);
+        Ok(command)
+    }
+
+    /// Records `executor`'s success report and, in the same transaction and only if the
+    /// report is taken, leases its next command as `next` asks (without waiting: `next.wait`
+    /// is not used). An executor's loop so makes one request per command, not two; the writer
+    /// settles a group's such reports together, then leases for those that settled together.
+    /// Answers the settled command and the next lease, if a command was ready.
+    pub async fn report_and_lease(
+        &self,
+        executor: &str,
+        report: Report,
+        next: &LeaseRequest,
+    ) -> Result<(CommandRecord, Option<Leased>), ServiceError> {
+        let inputs = self.report_inputs(executor, report);
+        let Some(success) = inputs.success.clone() else {
+            return Err(ServiceError::Invalid(vec![crate::domain::FieldError::new(
+                "next",
+                "only a success report leases the next command",
+            )]));
+        };
+        let (secret, lease) = self.lease_ask(next);
+        let upfront = Upfront::SuccessThenClaim(success, Arc::clone(&lease));
+        let written = self
+            .store()
+            .write_staged(upfront, move |tx| {
+                let (inputs, lease) = (Arc::clone(&inputs), Arc::clone(&lease));
+                Box::pin(async move {
+                    let command = match write_report(tx, &inputs).await? {
+                        Ok(command) => command,
+                        Err(refused) => return Ok(Err(refused)),
+                    };
+                    let next = take_lease(tx, &lease).await?;
+                    Ok::<_, ServiceError>(Ok((command, next)))
+                })
+            })
+            .await?;
+        let (command, next) = written?;
+        self.reported(&command, Outcome::Succeeded);
+        let next = next.map(|(leased, until)| self.leased(secret, leased, until));
+        Ok((command, next))
+    }
+
+    /// What the writer needs to record `executor`'s `report`.
+    fn report_inputs(&self, executor: &str, report: Report) -> Arc<ReportInputs> {
+        let now = self.now();
+        // A success is settled in one statement, together with the group's other successes.
+        let success = (report.outcome == Outcome::Succeeded).then(|| {
+            Arc::new(Success {
+                id: report.command_id,
+                result: report.body.clone(),
+                executor: executor.to_owned(),
+                lease_token_hash: token::hash(&report.lease_token),
+                now,
+            })
+        });
+        Arc::new(ReportInputs {
+            executor: executor.to_owned(),
+            report,
+            success,
+            policy: Arc::clone(self.policy()),
+            now,
+        })
+    }
+
+    /// After a report was taken: wakes the executors if it queued the command again.
+    fn reported(&self, command: &CommandRecord, outcome: Outcome) {
         if command.status == CommandStatus::Queued {
             self.queue_signal().wake();
         }
         self.metrics().reported(command.status.as_str());
         tracing::info!(command.id = %command.id, outcome = %outcome, status = %command.status, "command reported");
-        Ok(command)
     }
 }
 

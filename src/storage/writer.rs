@@ -87,7 +87,7 @@ impl Staged {
                 (self.proposals.as_ref()).is_some_and(|staged| staged.outcome(row).is_some())
             }
             Upfront::Claim(ask) => (self.claims.as_ref()).is_some_and(|staged| staged.holds(ask)),
-            Upfront::Success(report) => {
+            Upfront::Success(report) | Upfront::SuccessThenClaim(report, _) => {
                 (self.settles.as_ref()).is_some_and(|staged| staged.holds(report))
             }
         }
@@ -109,6 +109,11 @@ pub enum Upfront {
     Claim(Arc<LeaseAsk>),
     /// It settles a success report first ([`Tx::staged_success`]).
     Success(Arc<Success>),
+    /// It settles a success report first and, only if that settles, leases the next command
+    /// ([`Tx::staged_success`], then [`Tx::staged_claim`]): an executor's report that asks
+    /// for its next command in the same request. The writer leases for it only once the
+    /// group's reports are settled, and only if this one was.
+    SuccessThenClaim(Arc<Success>, Arc<LeaseAsk>),
 }
 
 impl Upfront {
@@ -128,7 +133,15 @@ impl Upfront {
 
     fn success(&self) -> Option<&Arc<Success>> {
         match self {
-            Upfront::Success(report) => Some(report),
+            Upfront::Success(report) | Upfront::SuccessThenClaim(report, _) => Some(report),
+            _ => None,
+        }
+    }
+
+    /// A lease to take only if its report settles.
+    fn claim_after(&self) -> Option<(&Arc<Success>, &Arc<LeaseAsk>)> {
+        match self {
+            Upfront::SuccessThenClaim(report, ask) => Some((report, ask)),
             _ => None,
         }
     }
@@ -671,13 +684,41 @@ async fn stage(tx: &mut Tx, batch: &[Box<dyn Job>]) -> Result<()> {
         tx.staged.settles = Some(settles);
         tx.staged.claims = Some(claims);
         tx.staged.together = true;
-        return Ok(());
+        return stage_claims_after(tx, batch).await;
     }
     if reports.len() > 1 {
         tx.staged.settles = Some(commands::settle_staged(tx.conn(), &reports).await?);
     }
     if asks.len() > 1 {
         tx.staged.claims = Some(commands::claim_staged(tx.conn(), &asks).await?);
+    }
+    stage_claims_after(tx, batch).await
+}
+
+/// PostgreSQL: the leases asked for with success reports ([`Upfront::SuccessThenClaim`]), in
+/// one more statement once the group's reports are settled: each only if the writer settled
+/// its report. A lease whose report it did not settle (none staged, or the report did not hold)
+/// is left to its change, which leases only if its report, made there, is taken. (On SQLite a
+/// statement is a call into the library: each change makes its own.)
+async fn stage_claims_after(tx: &mut Tx, batch: &[Box<dyn Job>]) -> Result<()> {
+    if !matches!(tx.held, Held::Postgres(_)) {
+        return Ok(());
+    }
+    let Some(settles) = tx.staged.settles.as_ref() else {
+        return Ok(());
+    };
+    let asks: Vec<Arc<LeaseAsk>> = (batch.iter())
+        .filter_map(|job| job.upfront()?.claim_after())
+        .filter(|(report, _)| settles.settled(report))
+        .map(|(_, ask)| Arc::clone(ask))
+        .collect();
+    if asks.is_empty() {
+        return Ok(());
+    }
+    let claims = commands::claim_staged(tx.conn(), &asks).await?;
+    match tx.staged.claims.as_mut() {
+        Some(staged) => staged.extend(claims),
+        None => tx.staged.claims = Some(claims),
     }
     Ok(())
 }

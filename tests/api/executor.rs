@@ -195,7 +195,100 @@ async fn the_lease_carries_a_grant_the_public_key_verifies(backend: &str) {
     assert!(key.verify(&message, &Signature::from_bytes(&sig)).is_err());
 }
 
+/// A success report that asks for `next` is answered with the executor's next command, leased
+/// in the report's transaction (its grant signed for it), and `next: null` when none is ready;
+/// a report without `next` answers as before. A refused report (a stale token) leases nothing.
+async fn a_completion_leases_the_next_command(backend: &str) {
+    let app = TestApp::spawn(backend).await;
+    let executor = app.executor_token("exec").await;
+    let first = approved(&app).await;
+    let second = approved(&app).await;
+    let (status, leased) = post(&app, &executor, "/api/v1/executor/lease", json!({})).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(leased["command"]["proposal_id"], json!(first));
+    let id = leased["command"]["id"].as_str().expect("id").to_owned();
+    let token = leased["lease_token"].as_str().expect("token").to_owned();
+    let complete = |id: &str| format!("/api/v1/executor/commands/{id}/complete");
+    let (status, done) = post(
+        &app,
+        &executor,
+        &complete(&id),
+        json!({"lease_token": token, "result": {"ok": 1}, "next": {"lease_seconds": 120}}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{done}");
+    assert_eq!(done["command"]["status"], "succeeded");
+    let next = &done["next"];
+    assert_eq!(next["command"]["proposal_id"], json!(second), "{done}");
+    assert_eq!(next["command"]["status"], "leased");
+    let next_id = next["command"]["id"].as_str().expect("id").to_owned();
+    assert_eq!(next["grant"]["command_id"], json!(next_id));
+    let next_token = next["lease_token"].as_str().expect("token").to_owned();
+    assert_ne!(next_token, token);
+    // The same report again, now stale: refused, and the command approved meanwhile stays
+    // queued for the next lease.
+    let third = approved(&app).await;
+    let (status, e) = post(
+        &app,
+        &executor,
+        &complete(&id),
+        json!({"lease_token": token, "result": {}, "next": {}}),
+    )
+    .await;
+    assert_eq!(
+        (status, e["error"]["code"].as_str()),
+        (StatusCode::CONFLICT, Some("command_not_leased")),
+        "{e}"
+    );
+    assert!(e.get("next").is_none());
+    // The next command's report, taken: it leases the third (the refusal left it queued).
+    let (status, done) = post(
+        &app,
+        &executor,
+        &complete(&next_id),
+        json!({"lease_token": next_token, "result": {}, "next": {"tools": ["crm.*"]}}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{done}");
+    assert_eq!(done["next"]["command"]["proposal_id"], json!(third));
+    let last_id = done["next"]["command"]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let last_token = done["next"]["lease_token"]
+        .as_str()
+        .expect("token")
+        .to_owned();
+    // Nothing queued: `next` is null; without `next`, the answer has none.
+    let (status, done) = post(
+        &app,
+        &executor,
+        &complete(&last_id),
+        json!({"lease_token": last_token, "result": {}, "next": {}}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{done}");
+    assert_eq!(done["command"]["status"], "succeeded");
+    assert!(
+        done["next"].is_null() && done.get("next").is_some(),
+        "{done}"
+    );
+    let fourth = approved(&app).await;
+    let (_, leased) = post(&app, &executor, "/api/v1/executor/lease", json!({})).await;
+    assert_eq!(leased["command"]["proposal_id"], json!(fourth));
+    let (status, done) = post(
+        &app,
+        &executor,
+        &complete(leased["command"]["id"].as_str().expect("id")),
+        json!({"lease_token": leased["lease_token"], "result": {}}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(done.get("next").is_none(), "{done}");
+}
+
 common::on_both_backends!(
+    a_completion_leases_the_next_command,
     a_waiting_lease_answers_as_soon_as_a_command_is_queued,
     reports_need_the_current_lease_token,
     the_lease_carries_a_grant_the_public_key_verifies,
@@ -219,6 +312,34 @@ async fn the_lease_body_is_checked_and_an_empty_wait_ends_in_204() {
     }
     let (status, _) = post(&app, &executor, lease, json!({"wait": 1})).await;
     assert_eq!(status, StatusCode::NO_CONTENT);
+    // A report's `next` is a lease body without `wait`, its errors named under `next`; only a
+    // success report takes one. Checked before the report is made: nothing is written.
+    let id = Uuid::new_v4();
+    let complete = format!("/api/v1/executor/commands/{id}/complete");
+    for (body, field) in [
+        (
+            json!({"lease_token": "t", "result": {}, "next": {"wait": 5}}),
+            "next.wait",
+        ),
+        (
+            json!({"lease_token": "t", "result": {}, "next": {"tools": "crm.*"}}),
+            "next.tools",
+        ),
+        (
+            json!({"lease_token": "t", "result": {}, "next": {"lease_seconds": 0}}),
+            "next.lease_seconds",
+        ),
+        (json!({"lease_token": "t", "result": {}, "next": 3}), "next"),
+    ] {
+        let (status, e) = post(&app, &executor, &complete, body.clone()).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+        assert_eq!(e["error"]["details"][0]["field"], field, "{body}");
+    }
+    let fail = format!("/api/v1/executor/commands/{id}/fail");
+    let body = json!({"lease_token": "t", "error": {}, "next": {}});
+    let (status, e) = post(&app, &executor, &fail, body).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(e["error"]["details"][0]["field"], "next");
 }
 
 /// The example executor (`examples/executor`), built by `cargo test`, leases with long-poll,

@@ -36,6 +36,7 @@ pub fn all() -> Vec<(&'static str, Value)> {
         ("ValidationAnswer", validation()),
         ("LeaseAnswer", lease()),
         ("CommandAnswer", command_answer()),
+        ("CompleteAnswer", complete_answer()),
         ("CompleteReport", complete_report()),
         ("FailReport", fail_report()),
         ("HeartbeatAnswer", heartbeat_answer()),
@@ -166,13 +167,33 @@ fn command_answer() -> Value {
     json!({"type": "object", "required": ["command"], "properties": {"command": command()}})
 }
 
+fn complete_answer() -> Value {
+    json!({
+        "type": "object",
+        "required": ["command"],
+        "properties": {
+            "command": command(),
+            "next": {
+                "anyOf": [lease(), {"type": "null"}],
+                "description": "Present when the report asked for `next`: the executor's next command, leased in the report's transaction, or null when none was ready"
+            }
+        }
+    })
+}
+
 fn complete_report() -> Value {
+    let mut next = lease_request();
+    next["properties"].as_object_mut().map(|p| p.remove("wait"));
+    next["description"] = json!(
+        "Lease the executor's next command in the same transaction, if this report is taken (a lease body without `wait`)"
+    );
     json!({
         "type": "object",
         "required": ["lease_token", "result"],
         "properties": {
             "lease_token": {"type": "string", "minLength": 1},
-            "result": {"not": {"type": "null"}, "description": "What the run produced (at most 64 KiB of JSON)"}
+            "result": {"not": {"type": "null"}, "description": "What the run produced (at most 64 KiB of JSON)"},
+            "next": next
         },
         "additionalProperties": false
     })

@@ -46,6 +46,18 @@ impl<I, O> Staged<I, O> {
         self.rows.iter().any(|(i, _)| Arc::ptr_eq(i, input))
     }
 
+    /// Whether `input` (the very one) was made here, not yet taken, and got something (a
+    /// report that settled, a lease that claimed a command).
+    pub fn settled(&self, input: &Arc<I>) -> bool {
+        (self.rows.iter()).any(|(i, o)| Arc::ptr_eq(i, input) && o.is_some())
+    }
+
+    /// Adds what a later statement made for other inputs.
+    pub fn extend(&mut self, other: Self) {
+        self.made += other.made;
+        self.rows.extend(other.rows);
+    }
+
     /// What became of `input` (the very one, not one equal to it), once: `Some(Some(_))` what
     /// it got, `Some(None)` nothing (no command it may run was queued; a report that did not
     /// hold, whose change must find out why); `None` if it was not among those staged (or was
