@@ -315,14 +315,23 @@ async fn report(
     };
     let id = Uuid::parse_str(&id).map_err(|_| ApiError::NotFound)?;
     only_fields(&body, allowed)?;
-    // A success report may ask for the executor's next command (a lease body, without `wait`).
-    let next = match body.get("next") {
-        None => None,
-        Some(next) => {
-            Some(lease_request(next, executor.clone(), false).map_err(|e| under("next", e))?)
-        }
-    };
     let mut errors = Vec::new();
+    // A success report may ask for the executor's next command (a lease body, without `wait`);
+    // its broken rules are named under `next`, with the report's own.
+    let next = match body
+        .get("next")
+        .map(|n| lease_request(n, executor.clone(), false))
+    {
+        None => None,
+        Some(Ok(next)) => Some(next),
+        Some(Err(e)) => match under("next", e) {
+            ApiError::Unprocessable { details, .. } => {
+                errors.extend(details);
+                None
+            }
+            other => return Err(other),
+        },
+    };
     let lease_token = lease_token(&body, &mut errors);
     let payload = body.get(report_field).cloned().unwrap_or(Value::Null);
     if let Err(m) = check_report(&payload) {

@@ -80,6 +80,12 @@ struct Staged {
 }
 
 impl Staged {
+    /// Whether a lease or a settle made up front was not taken by its change.
+    fn left_over(&self) -> bool {
+        (self.claims.as_ref()).is_some_and(StagedClaims::left_over)
+            || (self.settles.as_ref()).is_some_and(StagedSettles::left_over)
+    }
+
     /// Whether the writer made `upfront` for its change (and the change has not yet run).
     fn holds(&self, upfront: &Upfront) -> bool {
         match upfront {
@@ -641,6 +647,13 @@ async fn commit_batch(
         run_under_savepoints(&mut tx, batch, None).await?;
     }
     let ran = started.elapsed();
+    if tx.staged.left_over() {
+        // Each change takes what was made up front for it; a lease or a settle no change
+        // took would commit a command leased to nobody, or settled without its event.
+        return Err(StorageError::Batch(
+            "a lease or report made up front was not taken by its change".into(),
+        ));
+    }
     // A group that started over holds nothing staged (its transaction is a fresh one).
     let staged = std::mem::take(&mut tx.staged);
     let (mut committed, held) = tx.commit(changed).await?;
@@ -658,14 +671,15 @@ async fn commit_batch(
 /// savepoints), where a failure rolls everything back, staged rows included. The outcomes are
 /// those of the changes run one after another, the staged ones first ([`run_straight`]):
 /// proposal rows ([`rows_to_stage`]), then success reports (but a second report on one
-/// command, left to its own change), then leases, in the order handed over. On PostgreSQL a
-/// group with both reports and leases settles and leases in one statement, even one of each
-/// (the executors' steady state: each group holds some executors' reports and others' next
-/// leases); alone, a lease or a report is its change's own statement anyway. A lease staged
-/// so runs before the group's changes that are not staged (as a group's leases always did when
-/// there were two): one handed over after a submission that queues a command, or a failure
-/// that queues one again, does not see that command and leases the next (or none; the queue's
-/// wake-up then calls its executor back).
+/// command, left to its own change), then leases, in the order handed over, and last, on
+/// PostgreSQL, the leases asked for with reports that settled ([`stage_claims_after`]). On
+/// PostgreSQL a group with both reports and leases settles and leases in one statement, even
+/// one of each (the executors' steady state: each group holds some executors' reports and
+/// others' next leases); alone, a lease or a report is its change's own statement anyway. A
+/// lease staged so runs before the group's changes that are not staged (as a group's leases
+/// always did when there were two): one handed over after a submission that queues a command,
+/// or a failure that queues one again, does not see that command and leases the next (or none;
+/// the queue's wake-up then calls its executor back).
 async fn stage(tx: &mut Tx, batch: &[Box<dyn Job>]) -> Result<()> {
     let rows = rows_to_stage(batch);
     if rows.len() > 1 {
@@ -696,7 +710,8 @@ async fn stage(tx: &mut Tx, batch: &[Box<dyn Job>]) -> Result<()> {
 }
 
 /// PostgreSQL: the leases asked for with success reports ([`Upfront::SuccessThenClaim`]), in
-/// one more statement once the group's reports are settled: each only if the writer settled
+/// one more statement once the group's reports are settled (one for each run of asks with the
+/// same executor and tools, as [`commands::claim_staged`]): each only if the writer settled
 /// its report. A lease whose report it did not settle (none staged, or the report did not hold)
 /// is left to its change, which leases only if its report, made there, is taken. (On SQLite a
 /// statement is a call into the library: each change makes its own.)

@@ -335,6 +335,14 @@ async fn the_lease_body_is_checked_and_an_empty_wait_ends_in_204() {
         assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
         assert_eq!(e["error"]["details"][0]["field"], field, "{body}");
     }
+    // The report's own broken rules are named with those of `next`.
+    let body = json!({"result": {}, "next": {"wait": 5}});
+    let (status, e) = post(&app, &executor, &complete, body).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    let fields: Vec<&str> = (e["error"]["details"].as_array().expect("details").iter())
+        .filter_map(|d| d["field"].as_str())
+        .collect();
+    assert_eq!(fields, ["next.wait", "lease_token"], "{e}");
     let fail = format!("/api/v1/executor/commands/{id}/fail");
     let body = json!({"lease_token": "t", "error": {}, "next": {}});
     let (status, e) = post(&app, &executor, &fail, body).await;

@@ -52,6 +52,12 @@ impl<I, O> Staged<I, O> {
         (self.rows.iter()).any(|(i, o)| Arc::ptr_eq(i, input) && o.is_some())
     }
 
+    /// Whether something made here for an input was never taken (a command leased or
+    /// settled up front that no change answered for, which must never be committed).
+    pub fn left_over(&self) -> bool {
+        self.rows.iter().any(|(_, o)| o.is_some())
+    }
+
     /// Adds what a later statement made for other inputs.
     pub fn extend(&mut self, other: Self) {
         self.made += other.made;
