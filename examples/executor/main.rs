@@ -15,9 +15,14 @@
 //!    ran;
 //! 3. heartbeat, run a harmless local action (write the parameters to `OUT/<command id>.json`,
 //!    keyed by the idempotency key so a retry of the same command writes the same file), and
-//! 4. report `complete` with the result, or `fail` saying whether anything happened.
+//! 4. report `complete` with the result, or `fail` saying whether anything happened. A
+//!    `complete` also asks for the next command (`"next": {"tools": [...]}`): when one is
+//!    ready it is answered right there, leased in the report's transaction, and handled from
+//!    step 2 (its grant verified like any other); when none is, back to step 1.
 //!
-//! `--once` handles one command and exits (the CI test runs it that way).
+//! `--once` handles one command and exits; `--commands N` handles N (the CI test runs it so).
+//! The last one's `complete` asks for nothing next: an executor that is about to stop must not
+//! take a command it will not run.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -47,6 +52,9 @@ struct Args {
     /// Handle one command, then exit.
     #[arg(long)]
     once: bool,
+    /// Handle this many commands, then exit (default: run until stopped).
+    #[arg(long, conflicts_with = "once")]
+    commands: Option<u64>,
 }
 
 type Failure = Box<dyn std::error::Error>;
@@ -57,15 +65,26 @@ async fn main() -> Result<(), Failure> {
     let http = reqwest::Client::new();
     let key = public_key(&http, &args).await?;
     std::fs::create_dir_all(&args.out)?;
-    loop {
-        let Some(leased) = lease(&http, &args).await? else {
-            continue;
+    let mut left = if args.once { Some(1) } else { args.commands };
+    // A command leased with the last report, handled next without a lease request.
+    let mut next: Option<Value> = None;
+    while left != Some(0) {
+        let leased = match next.take() {
+            Some(leased) => {
+                let id = leased["command"]["id"].as_str().unwrap_or("?");
+                eprintln!("command {id} came with the last report");
+                leased
+            }
+            None => match lease(&http, &args).await? {
+                Some(leased) => leased,
+                None => continue,
+            },
         };
-        handle(&http, &args, &key, &leased).await?;
-        if args.once {
-            return Ok(());
-        }
+        left = left.map(|n| n - 1);
+        // Ask for the next command only if it will be run.
+        next = handle(&http, &args, &key, &leased, left != Some(0)).await?;
     }
+    Ok(())
 }
 
 fn api(args: &Args, path: &str) -> String {
@@ -149,28 +168,33 @@ fn grant_problem(key: &VerifyingKey, leased: &Value) -> Option<String> {
     (expires <= time::OffsetDateTime::now_utc()).then(|| "the grant has expired".into())
 }
 
+/// Reports on (or heartbeats) command `id`; the answer.
 async fn report(
     http: &reqwest::Client,
     args: &Args,
     id: &str,
     verb: &str,
     body: Value,
-) -> Result<(), Failure> {
-    http.post(api(args, &format!("/commands/{id}/{verb}")))
+) -> Result<Value, Failure> {
+    let answer = http
+        .post(api(args, &format!("/commands/{id}/{verb}")))
         .bearer_auth(&args.token)
         .json(&body)
         .send()
         .await?
         .error_for_status()?;
-    Ok(())
+    Ok(answer.json().await?)
 }
 
+/// Verifies, runs and reports one leased command; answers the next command if `ask_next` and
+/// the server leased one with the report.
 async fn handle(
     http: &reqwest::Client,
     args: &Args,
     key: &VerifyingKey,
     leased: &Value,
-) -> Result<(), Failure> {
+    ask_next: bool,
+) -> Result<Option<Value>, Failure> {
     let command = &leased["command"];
     let id = command["id"].as_str().ok_or("no command id")?;
     let token = leased["lease_token"].as_str().ok_or("no lease token")?;
@@ -178,7 +202,8 @@ async fn handle(
         eprintln!("refusing command {id}: {problem}");
         let body =
             json!({"lease_token": token, "error": {"refused": problem}, "side_effect": "none"});
-        return report(http, args, id, "fail", body).await;
+        report(http, args, id, "fail", body).await?;
+        return Ok(None);
     }
     report(http, args, id, "heartbeat", json!({"lease_token": token})).await?;
     let file = args.out.join(format!("{id}.json"));
@@ -191,14 +216,22 @@ async fn handle(
     match std::fs::write(&file, serde_json::to_vec_pretty(&action)?) {
         Ok(()) => {
             eprintln!("ran command {id}: wrote {}", file.display());
-            let body = json!({"lease_token": token, "result": {"file": file}});
-            report(http, args, id, "complete", body).await
+            let mut body = json!({"lease_token": token, "result": {"file": file}});
+            if ask_next {
+                body["next"] = match args.tools.is_empty() {
+                    true => json!({}),
+                    false => json!({"tools": args.tools}),
+                };
+            }
+            let done = report(http, args, id, "complete", body).await?;
+            Ok(Some(done["next"].clone()).filter(|next| next.is_object()))
         }
         Err(e) => {
             // The write failed before any byte reached the file only if it could not be
             // opened; say `possible` otherwise and let a person decide.
             let body = json!({"lease_token": token, "error": {"io": e.to_string()}, "side_effect": "possible"});
-            report(http, args, id, "fail", body).await
+            report(http, args, id, "fail", body).await?;
+            Ok(None)
         }
     }
 }

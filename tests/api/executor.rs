@@ -351,12 +351,14 @@ async fn the_lease_body_is_checked_and_an_empty_wait_ends_in_204() {
 }
 
 /// The example executor (`examples/executor`), built by `cargo test`, leases with long-poll,
-/// verifies the grant, heartbeats, runs its harmless action and reports, against a real server.
+/// verifies the grant, heartbeats, runs its harmless action and reports, against a real server;
+/// its first report takes the second command with it (`next`), the last asks for nothing.
 #[tokio::test]
-async fn the_example_executor_runs_an_approved_command() {
+async fn the_example_executor_runs_approved_commands() {
     let app = TestApp::spawn("sqlite").await;
     let executor = app.scoped_executor_token("example", Some("crm.*")).await;
-    let id = approved(&app).await;
+    let ids = [approved(&app).await, approved(&app).await];
+    let third = approved(&app).await;
     let out = tempfile::tempdir().expect("dir");
     let binary = std::env::current_exe()
         .expect("test binary")
@@ -364,19 +366,35 @@ async fn the_example_executor_runs_an_approved_command() {
         .and_then(|deps| deps.parent())
         .expect("target dir")
         .join("examples/executor");
-    let status = tokio::process::Command::new(&binary)
+    let output = tokio::process::Command::new(&binary)
         .args([
-            "--url", &app.base, "--once", "--wait", "10", "--tools", "crm.*", "--out",
+            "--url",
+            &app.base,
+            "--commands",
+            "2",
+            "--wait",
+            "10",
+            "--tools",
+            "crm.*",
+            "--out",
         ])
         .arg(out.path())
         .env("COUNTERSIGN_EXECUTOR_TOKEN", &executor)
-        .status()
+        .output()
         .await
         .unwrap_or_else(|e| panic!("{}: {e}", binary.display()));
-    assert!(status.success());
+    assert!(output.status.success(), "{output:?}");
     let agent = app.agent_token("agent-a").await;
-    let (_, polled) = app.poll(&agent, &id).await;
-    assert_eq!(polled["proposal"]["status"], "succeeded");
+    for id in &ids {
+        let (_, polled) = app.poll(&agent, id).await;
+        assert_eq!(polled["proposal"]["status"], "succeeded", "{id}");
+    }
+    // The second command came with the first's report; the third was not taken by an executor
+    // about to stop.
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("came with the last report"), "{stderr}");
+    let (_, polled) = app.poll(&agent, &third).await;
+    assert_eq!(polled["proposal"]["status"], "approved", "{polled}");
     let written = std::fs::read_dir(out.path()).expect("out").count();
-    assert_eq!(written, 1);
+    assert_eq!(written, 2);
 }
