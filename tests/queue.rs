@@ -109,14 +109,19 @@ fn body_with(extra: Value) -> Value {
     body
 }
 
-async fn lease(services: &Services, executor: &str, scope: Option<&str>) -> Option<Leased> {
-    let request = LeaseRequest {
+/// A 30 s lease for `executor` with this token scope, not waiting.
+fn lease_request(executor: &str, scope: Option<&str>) -> LeaseRequest {
+    LeaseRequest {
         executor: executor.into(),
         scope: scope.map(|s| ToolScope::parse_list(s).expect("scope")),
         wanted: None,
         lease_seconds: 30,
         wait: std::time::Duration::ZERO,
-    };
+    }
+}
+
+async fn lease(services: &Services, executor: &str, scope: Option<&str>) -> Option<Leased> {
+    let request = lease_request(executor, scope);
     services.lease(&request).await.expect("lease")
 }
 
@@ -1028,14 +1033,9 @@ async fn a_report_and_a_lease_in_one_group(backend: &str) {
     services.verify_trail(None).await.expect("chain verifies");
 }
 
+/// What [`any`] asks, as a report's `next`.
 fn next_lease(executor: &str) -> LeaseRequest {
-    LeaseRequest {
-        executor: executor.into(),
-        scope: Some(ToolScope::parse_list("*").expect("scope")),
-        wanted: None,
-        lease_seconds: 30,
-        wait: std::time::Duration::ZERO,
-    }
+    lease_request(executor, Some("*"))
 }
 
 /// Success reports that ask for the executor's next command, in one writer group with a
