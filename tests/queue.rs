@@ -785,7 +785,8 @@ async fn a_command_not_leased_in_its_window_expires(backend: &str) {
 
 /// Leases and success reports handed to the writer together are made a few to a statement
 /// (the writer stages them: on PostgreSQL the reports with the first lease filter's leases,
-/// one statement more for each further filter; SQLite one by one), and each
+/// one statement more for each further filter; on SQLite the reports in two statements and
+/// each filter's leases in one), and each
 /// finds its own outcome as if they ran one after another. In one group: a success report, a
 /// second report on the same command (refused: it is settled), a report with the wrong token
 /// (refused, recorded as drift), a failure with a stale token handed over before them all (it
@@ -860,6 +861,7 @@ async fn leases_and_reports_in_one_group_are_made_together(backend: &str) {
     let stats = services.store().writer_stats();
     let (claimed_before, settled_before) = (stats.claimed_together(), stats.settled_together());
     let with_leases_before = stats.settled_with_leases();
+    let statements_before = stats.queue_statements();
     let written = common::as_one_group(services.store(), writes).await;
     assert!(written.iter().all(Result::is_ok), "{written:?}");
     // On PostgreSQL the reports are settled in the statement that makes the first run of
@@ -879,6 +881,14 @@ async fn leases_and_reports_in_one_group_are_made_together(backend: &str) {
         ),
         (4, 2),
         "leases and reports made together"
+    );
+    // In few statements: the executor `exec`'s three leases in one and `other`'s in another;
+    // the reports in one on PostgreSQL (the first run of leases', there), in two on SQLite
+    // (the commands, then their proposals), never one each.
+    assert_eq!(
+        stats.queue_statements() - statements_before,
+        if backend == "postgres" { 2 } else { 4 },
+        "statements for the leases and reports"
     );
     let mut by_n = std::collections::BTreeMap::new();
     while let Some((n, answer)) = answers.recv().await {
@@ -1000,7 +1010,7 @@ async fn a_report_and_a_lease_in_one_group(backend: &str) {
         stats.settled_together() - before.1,
         stats.settled_with_leases() - before.2,
     );
-    // SQLite (a statement is a call into the library) stages nothing for one of each.
+    // SQLite stages nothing for one of each: each change's own statements are as many.
     let expected = if backend == "postgres" {
         (1, 1, 1)
     } else {
@@ -1041,8 +1051,8 @@ fn next_lease(executor: &str) -> LeaseRequest {
 /// Success reports that ask for the executor's next command, in one writer group with a
 /// plain lease: a report that is taken leases its next command in the same transaction; one
 /// that is refused (a stale token) leases nothing, and no command is left leased to nobody.
-/// On PostgreSQL the writer settles the group's reports together, then leases for those that
-/// settled in one more statement.
+/// The writer settles the group's reports together, then leases for those that settled in one
+/// more statement (on both backends).
 async fn a_report_leases_the_next_command_only_if_taken(backend: &str) {
     let db = db(backend, NO_POLICY).await;
     let services = Arc::new(db.services.clone());
@@ -1053,7 +1063,7 @@ async fn a_report_leases_the_next_command_only_if_taken(backend: &str) {
     let first = any(&services, "exec").await.expect("leased");
     let second = any(&services, "exec-2").await.expect("leased");
     let stats = services.store().writer_stats();
-    let claimed_before = stats.claimed_together();
+    let (claimed_before, statements_before) = (stats.claimed_together(), stats.queue_statements());
     let (answers_tx, mut answers) = tokio::sync::mpsc::unbounded_channel();
     let taken: common::Write = Box::pin({
         let (services, answers_tx) = (Arc::clone(&services), answers_tx.clone());
@@ -1128,18 +1138,179 @@ async fn a_report_leases_the_next_command_only_if_taken(backend: &str) {
         ["command.queued", "command.leased", "command.succeeded"]
     );
     let made = stats.claimed_together() - claimed_before;
-    // PostgreSQL: the plain lease with the reports, the next lease after them. SQLite (a
-    // statement is a call into the library) leases for each change as it runs.
+    let statements = stats.queue_statements() - statements_before;
+    // PostgreSQL: the plain lease in the reports' statement, the next lease in one after them.
+    // SQLite: the reports' commands and their proposals in a statement each, the next lease in
+    // one after them; the plain lease, alone, is its change's own.
+    assert_eq!(
+        (made, statements),
+        if backend == "postgres" {
+            (2, 2)
+        } else {
+            (1, 3)
+        },
+        "leased up front, in so many statements"
+    );
+    services.verify_trail(None).await.expect("chain verifies");
+}
+
+/// Reports that ask for their executors' next commands, alone in their group (no plain
+/// lease): a refused report (a stale token, handed over first) leases nothing and takes no
+/// command from the others; of the two taken, the first leases the one command left and the
+/// second gets none. PostgreSQL settles the reports and leases for those taken in one
+/// statement; SQLite in three (the commands, their proposals, the leases).
+async fn reports_with_next_alone_lease_for_those_taken(backend: &str) {
+    let db = db(backend, NO_POLICY).await;
+    let services = Arc::new(db.services.clone());
+    let mut ids = Vec::new();
+    for _ in 0..4 {
+        ids.push(approved(&services, common::proposal_body("agent-a")).await);
+    }
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        held.push(any(&services, "exec").await.expect("leased"));
+    }
+    let stats = services.store().writer_stats();
+    let before = (stats.claimed_together(), stats.queue_statements());
+    let (answers_tx, mut answers) = tokio::sync::mpsc::unbounded_channel();
+    let mut writes: Vec<common::Write> = Vec::new();
+    // The refused report first: were its lease numbered with the others', it would take the
+    // command left.
+    for (n, at) in [1, 0, 2].into_iter().enumerate() {
+        let (services, answers_tx) = (Arc::clone(&services), answers_tx.clone());
+        let mut r = report(&held[at], Outcome::Succeeded, SideEffect::None);
+        if n == 0 {
+            r.lease_token = "not-the-token".into();
+        }
+        writes.push(Box::pin(async move {
+            let answer = services
+                .report_and_lease("exec", r, &next_lease("exec"))
+                .await
+                .map(|(done, next)| (done.id, next.map(|l| l.command.id)));
+            answers_tx.send((n, answer)).expect("answers");
+            Ok(())
+        }));
+    }
+    drop(answers_tx);
+    let written = common::as_one_group(services.store(), writes).await;
+    assert!(written.iter().all(Result::is_ok), "{written:?}");
+    let mut got = std::collections::BTreeMap::new();
+    while let Some((n, answer)) = answers.recv().await {
+        got.insert(n, answer);
+    }
+    assert!(
+        matches!(
+            got[&0],
+            Err(ServiceError::Conflict(Conflict::LeaseTokenMismatch))
+        ),
+        "{:?}",
+        got[&0]
+    );
+    assert!(
+        matches!(&got[&1], Ok((done, Some(next))) if *done == ids[0] && *next == ids[3]),
+        "{:?}",
+        got[&1]
+    );
+    assert!(
+        matches!(&got[&2], Ok((done, None)) if *done == ids[2]),
+        "{:?}",
+        got[&2]
+    );
+    for (id, status) in [
+        (ids[0], CommandStatus::Succeeded),
+        (ids[1], CommandStatus::Leased),
+        (ids[2], CommandStatus::Succeeded),
+        (ids[3], CommandStatus::Leased),
+    ] {
+        assert_eq!(status_of(&services, id).await, status);
+    }
+    for id in [ids[0], ids[2]] {
+        assert_eq!(
+            proposal_status(&services, id).await,
+            ProposalStatus::Succeeded
+        );
+    }
+    let made = (
+        stats.claimed_together() - before.0,
+        stats.queue_statements() - before.1,
+    );
     assert_eq!(
         made,
-        if backend == "postgres" { 2 } else { 0 },
-        "leased up front"
+        if backend == "postgres" {
+            (2, 1)
+        } else {
+            (2, 3)
+        },
+        "leased up front for the two taken, in so many statements"
     );
+    services.verify_trail(None).await.expect("chain verifies");
+}
+
+/// A command reported twice in one group, the second time asking for the next command (a
+/// client's retry): the first report settles it; the second, left to its own change, finds it
+/// settled, is refused and leases nothing; the writer goes on.
+async fn a_second_report_with_next_on_one_command_leases_nothing(backend: &str) {
+    let db = db(backend, NO_POLICY).await;
+    let services = Arc::new(db.services.clone());
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        ids.push(approved(&services, common::proposal_body("agent-a")).await);
+    }
+    let held = any(&services, "exec").await.expect("leased");
+    let (answers_tx, mut answers) = tokio::sync::mpsc::unbounded_channel();
+    let plain: common::Write = Box::pin({
+        let (services, answers_tx) = (Arc::clone(&services), answers_tx.clone());
+        let r = report(&held, Outcome::Succeeded, SideEffect::None);
+        async move {
+            let answer = services.report("exec", r).await.map(|c| (c.status, None));
+            answers_tx.send((0, answer)).expect("answers");
+            Ok(())
+        }
+    });
+    let again: common::Write = Box::pin({
+        let r = report(&held, Outcome::Succeeded, SideEffect::None);
+        let services = Arc::clone(&services);
+        async move {
+            let answer = (services
+                .report_and_lease("exec", r, &next_lease("exec"))
+                .await)
+                .map(|(c, next)| (c.status, next.map(|l| l.command.id)));
+            answers_tx.send((1, answer)).expect("answers");
+            Ok(())
+        }
+    });
+    let written = common::as_one_group(services.store(), vec![plain, again]).await;
+    assert!(written.iter().all(Result::is_ok), "{written:?}");
+    let mut got = std::collections::BTreeMap::new();
+    while let Some((n, answer)) = answers.recv().await {
+        got.insert(n, answer);
+    }
+    assert!(
+        matches!(got[&0], Ok((CommandStatus::Succeeded, None))),
+        "{:?}",
+        got[&0]
+    );
+    assert!(
+        matches!(
+            got[&1],
+            Err(ServiceError::Conflict(Conflict::CommandNotLeased(
+                CommandStatus::Succeeded
+            )))
+        ),
+        "{:?}",
+        got[&1]
+    );
+    assert_eq!(status_of(&services, ids[1]).await, CommandStatus::Queued);
+    // The writer goes on: the command left is leased.
+    let next = any(&services, "exec").await.expect("leased");
+    assert_eq!(next.command.id, ids[1]);
     services.verify_trail(None).await.expect("chain verifies");
 }
 
 common::on_both_backends!(
     a_report_leases_the_next_command_only_if_taken,
+    reports_with_next_alone_lease_for_those_taken,
+    a_second_report_with_next_on_one_command_leases_nothing,
     a_report_and_a_lease_in_one_group,
     a_stale_lease_token_changes_nothing,
     a_killed_executor_is_retried_only_when_safe,

@@ -239,7 +239,8 @@ impl Services {
     /// Records `executor`'s success report and, in the same transaction and only if the
     /// report is taken, leases its next command as `next` asks (without waiting: `next.wait`
     /// is not used). An executor's loop so makes one request per command, not two; the writer
-    /// settles a group's such reports together, then leases for those that settled together.
+    /// settles a group's such reports together and leases for those that settled together (in
+    /// the same statement on PostgreSQL, one more on SQLite).
     /// Answers the settled command and the next lease, if a command was ready.
     pub async fn report_and_lease(
         &self,

@@ -1,6 +1,7 @@
 //! The executor queue's rows and statements. Who may lease what is decided by
-//! [`crate::domain::command::scope`]; [`claim_next`] states the same rule in SQL (tool globs
-//! match with `GLOB` on SQLite and, translated, `LIKE` on PostgreSQL).
+//! [`crate::domain::command::scope`]; [`claim_next`] and a group's leases ([`claim_staged`])
+//! state the same rule in SQL (tool globs match with `GLOB` on SQLite and, translated, `LIKE`
+//! on PostgreSQL).
 
 use serde_json::Value;
 use sqlx::types::Json;
@@ -408,7 +409,7 @@ macro_rules! pg_approved {
 mod staged;
 pub use staged::{
     SettledSuccess, Staged, StagedClaims, StagedSettles, claim_staged, settle_and_claim_staged,
-    settle_staged,
+    settle_staged, settle_then_claim_staged,
 };
 
 /// Leases the oldest queued command this executor may run: available (backoff over), inside
@@ -416,47 +417,10 @@ pub use staged::{
 /// policy's `allowed_executors` (see [`crate::domain::command::scope::may_run`]), among the
 /// tools it asks for, and not paused. The same statement reads the hash of the command's spec
 /// as approved, from its chained `command.queued` event (one round trip, not two, on the
-/// writer's serial path); the chain's subject id is the command id as hyphenated text.
+/// writer's serial path); the chain's subject id is the command id as hyphenated text. The
+/// statement is a group's leases' ([`claim_staged`]) for one ask.
 pub async fn claim_next(conn: Conn<'_>, lease: &LeaseAsk) -> Result<Option<Claimed>> {
-    let c = match conn {
-        Conn::Sqlite(c) => c,
-        Conn::Postgres(c) => {
-            return Ok(staged::pg_claim(c, &[lease]).await?.pop().map(|(_, c)| c));
-        }
-    };
-    let sql = concat!(
-        "update commands set status = 'leased', attempts = attempts + 1, leased_by = $1, \
-         lease_token_hash = $2, lease_expires_at = $3, run_deadline = null, updated_at = $4 \
-         where seq = (select c.seq from commands c where c.status = 'queued' \
-         and julianday(c.available_at) <= julianday($4) \
-         and (c.attempts > 0 or c.execute_by is null \
-              or julianday(c.execute_by) > julianday($4)) \
-         and (case when c.allowed_executors is null \
-              then exists (select 1 from json_each($5) s where c.tool_name glob s.value) \
-              else instr(c.allowed_executors, ',' || $1 || ',') > 0 and ($5 is null or \
-              exists (select 1 from json_each($5) s where c.tool_name glob s.value)) end) \
-         and ($6 is null or \
-              exists (select 1 from json_each($6) w where c.tool_name glob w.value)) \
-         and not exists (select 1 from paused_tools p where c.tool_name glob p.pattern) \
-         order by c.seq limit 1) returning ",
-        cols!(),
-        ", (select coalesce(cast(json_extract(a.details, '$.spec_sha256') as text), '') \
-         from audit_events a where a.subject_type = 'command' and a.action = 'command.queued' \
-         and a.subject_id = lower(substr(hex(commands.id), 1, 8) || '-' || \
-         substr(hex(commands.id), 9, 4) || '-' || substr(hex(commands.id), 13, 4) || '-' || \
-         substr(hex(commands.id), 17, 4) || '-' || substr(hex(commands.id), 21)) \
-         order by a.seq limit 1) as approved_spec_sha256"
-    );
-    let row: Option<WithApproval> = sqlx::query_as(sql)
-        .bind(&lease.executor)
-        .bind(&lease.lease_token_hash)
-        .bind(lease.expires_at)
-        .bind(lease.now)
-        .bind(lease.scope.as_ref().map(Json))
-        .bind(lease.wanted.as_ref().map(Json))
-        .fetch_optional(c)
-        .await?;
-    row.map(WithApproval::into_claimed).transpose()
+    Ok(staged::claim(conn, &[lease]).await?.pop().map(|(_, c)| c))
 }
 
 /// Sets the running attempt's deadline and (shortened) lease end.

@@ -77,7 +77,8 @@ struct Staged {
     claims: Option<StagedClaims>,
     /// The success reports it settled.
     settles: Option<StagedSettles>,
-    /// Whether it settled them in the statement that leased (PostgreSQL).
+    /// Whether it settled them in a statement that (also) leased, whether or not it leased
+    /// anything (PostgreSQL).
     together: bool,
 }
 

@@ -2,9 +2,10 @@
 //! queue's two commonest writes, made together as the writer inserts a group's proposals
 //! ([`super::super::writer`]). On PostgreSQL, where every statement is a round trip on the
 //! writer's serial path, a group's successful reports and its leases are one statement
-//! ([`settle_and_claim_staged`]; one more for each further executor filter among the leases);
-//! SQLite (a statement is a call into the library) runs them one by one, with the same
-//! outcomes.
+//! ([`settle_and_claim_staged`]; one more for each further executor filter among the leases).
+//! On SQLite, whose statements are each two thread hand-offs on that path (sqlx runs the
+//! connection on a thread of its own), the reports are two statements (their settles, then
+//! their proposals' moves) and the leases one per filter ([`sqlite`]).
 //!
 //! Each change later takes what became of its own lease or report ([`StagedClaims::take`],
 //! [`StagedSettles::take`]); the outcomes are those of running the changes one after another
@@ -15,6 +16,51 @@ use std::sync::Arc;
 use sqlx::PgConnection;
 use sqlx::types::Json;
 use time::OffsetDateTime;
+
+/// Both backends: the update that settles each reported command (rows `r`: `r_id`, `r_result`,
+/// `r_hash`, `r_executor`, `r_now`) the reporting executor holds under the token it presented,
+/// if it may run (a rollback, or an action whose proposal is `$first` or `$second`: still
+/// executable), to `$status`; returning the row and its proposal's status.
+macro_rules! settle_update {
+    ($status:literal, $first:literal, $second:literal) => {
+        concat!(
+            "update commands set status = ",
+            $status,
+            ", result = r.r_result, error = null, \
+             interruption = null, side_effect = null, available_at = r.r_now, \
+             completed_at = r.r_now, updated_at = r.r_now, lease_token_hash = null \
+             from r where commands.id = r.r_id and commands.status = 'leased' \
+             and commands.lease_token_hash = r.r_hash and commands.leased_by = r.r_executor \
+             and (commands.kind <> 'action' or (select p.status from proposals p \
+             where p.id = commands.proposal_id) in (",
+            $first,
+            ", ",
+            $second,
+            ")) returning ",
+            cols!(),
+            ", (select p.status from proposals p where p.id = commands.proposal_id) \
+             as proposal_status"
+        )
+    };
+}
+
+/// Both backends: the update that leases each picked command (rows `numbered`: `p_seq`, `p_n`)
+/// to executor `$1` under the ask of its number (rows `asks`: `a_n`, `a_hash`, `a_expires`,
+/// `a_now`), returning the row.
+macro_rules! claim_update {
+    () => {
+        concat!(
+            "update commands set status = 'leased', attempts = attempts + 1, leased_by = $1, \
+             lease_token_hash = asks.a_hash, lease_expires_at = asks.a_expires, \
+             run_deadline = null, updated_at = asks.a_now \
+             from numbered join asks on asks.a_n = numbered.p_n \
+             where commands.seq = numbered.p_seq returning ",
+            cols!()
+        )
+    };
+}
+
+mod sqlite;
 
 use super::super::Result;
 use super::super::db::Conn;
@@ -28,17 +74,27 @@ use crate::domain::lifecycle::ProposalStatus;
 pub struct Staged<I, O> {
     rows: Vec<(Arc<I>, Option<O>)>,
     made: usize,
+    statements: usize,
 }
 
 impl<I, O> Staged<I, O> {
-    fn new(rows: Vec<(Arc<I>, Option<O>)>) -> Self {
+    fn new(rows: Vec<(Arc<I>, Option<O>)>, statements: usize) -> Self {
         let made = rows.len();
-        Self { rows, made }
+        Self {
+            rows,
+            made,
+            statements,
+        }
     }
 
     /// How many were made together.
     pub fn count(&self) -> usize {
         self.made
+    }
+
+    /// In how many statements (one that also made the other kind counted on the reports' side).
+    pub fn statements(&self) -> usize {
+        self.statements
     }
 
     /// Whether `input` (the very one) was made here and not yet taken.
@@ -61,6 +117,7 @@ impl<I, O> Staged<I, O> {
     /// Adds what a later statement made for other inputs.
     pub fn extend(&mut self, other: Self) {
         self.made += other.made;
+        self.statements += other.statements;
         self.rows.extend(other.rows);
     }
 
@@ -75,33 +132,32 @@ impl<I, O> Staged<I, O> {
 }
 
 /// The leases a writer took for its group's changes ([`claim_staged`],
-/// [`settle_and_claim_staged`]).
+/// [`settle_and_claim_staged`], [`settle_then_claim_staged`]).
 pub type StagedClaims = Staged<LeaseAsk, Claimed>;
 
 /// What a settled success report answers: the command and what was seen of its proposal.
 pub type SettledSuccess = (CommandRecord, Option<ProposalSeen>);
 
 /// The success reports a writer settled for its group's changes ([`settle_staged`],
-/// [`settle_and_claim_staged`]).
+/// [`settle_and_claim_staged`], [`settle_then_claim_staged`]).
 pub type StagedSettles = Staged<Success, SettledSuccess>;
 
 /// Leases for `asks`, in order: each the oldest command it may run that an earlier ask did
-/// not take (as [`super::claim_next`] one after another). On PostgreSQL, one statement for
-/// each run of consecutive asks with the same filter ([`LeaseAsk::same_filter`]).
+/// not take (as [`super::claim_next`] one after another): one statement for each run of
+/// consecutive asks with the same filter ([`LeaseAsk::same_filter`]).
 pub async fn claim_staged(conn: Conn<'_>, asks: &[Arc<LeaseAsk>]) -> Result<StagedClaims> {
     let mut rows = Vec::with_capacity(asks.len());
-    let conn = match conn {
-        Conn::Postgres(c) => c,
-        mut sqlite @ Conn::Sqlite(_) => {
-            for ask in asks {
-                let claimed = super::claim_next(sqlite.reborrow(), ask).await?;
-                rows.push((Arc::clone(ask), claimed));
-            }
-            return Ok(StagedClaims::new(rows));
-        }
-    };
-    claim_runs(conn, asks, None, &mut rows).await?;
-    Ok(StagedClaims::new(rows))
+    let statements = claim_runs(conn, asks, None, &mut rows).await?;
+    Ok(StagedClaims::new(rows, statements))
+}
+
+/// Leases for `asks` (one filter: the first's) in one statement, on either backend
+/// ([`pg_claim`], [`sqlite::claim`]): each lease's token hash and what it claimed.
+pub(super) async fn claim(conn: Conn<'_>, asks: &[&LeaseAsk]) -> Result<Vec<(String, Claimed)>> {
+    match conn {
+        Conn::Postgres(c) => pg_claim(c, asks).await,
+        Conn::Sqlite(c) => sqlite::claim(c, asks).await,
+    }
 }
 
 /// The length of the run of asks at the start of `asks` that one statement claims for.
@@ -125,40 +181,74 @@ fn match_claims(
     }));
 }
 
-/// PostgreSQL: claims for `asks` one run at a time ([`first_run`]), adding each ask's lease
-/// to `rows` in order; `made` is what a statement already made claimed for the first run.
+/// Claims for `asks` one run at a time ([`first_run`]), adding each ask's lease to `rows` in
+/// order; `made` is what a statement already made claimed for the first run. Answers how many
+/// statements it ran.
 async fn claim_runs(
-    conn: &mut PgConnection,
+    mut conn: Conn<'_>,
     asks: &[Arc<LeaseAsk>],
     mut made: Option<Vec<(String, Claimed)>>,
     rows: &mut Vec<(Arc<LeaseAsk>, Option<Claimed>)>,
-) -> Result<()> {
-    let mut start = 0;
+) -> Result<usize> {
+    let (mut start, mut statements) = (0, 0);
     while start < asks.len() {
         let chunk = &asks[start..start + first_run(&asks[start..])];
         let claimed = match made.take() {
             Some(claimed) => claimed,
-            None => pg_claim(conn, &chunk.iter().map(|a| &**a).collect::<Vec<_>>()).await?,
+            None => {
+                statements += 1;
+                let run: Vec<&LeaseAsk> = chunk.iter().map(|a| &**a).collect();
+                claim(conn.reborrow(), &run).await?
+            }
         };
         match_claims(chunk, claimed, rows);
         start += chunk.len();
     }
-    Ok(())
+    Ok(statements)
 }
 
 /// PostgreSQL: a statement's query, its rows as `T`.
 type PgQuery<'q, T> = sqlx::query::QueryAs<'q, sqlx::Postgres, T, sqlx::postgres::PgArguments>;
 
 /// PostgreSQL, the leases' part of a statement (`$1`–`$9`, bound by [`bind_claim`]): the asks
-/// numbered in order, the commands picked for them, locked and numbered in queue order.
+/// numbered in order, then [`pg_pick`] for as many.
 macro_rules! pg_claim_ctes {
     () => {
         concat!(
             "asks as (select * from unnest($2::text[], $3::timestamptz[], $8::timestamptz[]) \
-             with ordinality as a(a_hash, a_expires, a_now, a_n)), \
-             picked as (select c.seq from commands c where ",
+             with ordinality as a(a_hash, a_expires, a_now, a_n)), ",
+            pg_pick!("$9")
+        )
+    };
+}
+
+/// PostgreSQL, the leases asked with reports, after the reports' part of a statement
+/// ([`pg_settle_ctes`]; `$1`–`$9`, bound by [`bind_asks`] and the reports' command ids): the
+/// asks whose report `s` settled, numbered in order, then [`pg_pick`] for as many.
+macro_rules! pg_claim_after_ctes {
+    () => {
+        concat!(
+            "after_asks as (select * from unnest($2::text[], $3::timestamptz[], \
+             $8::timestamptz[], $9::uuid[]) \
+             with ordinality as x(a_hash, a_expires, a_now, a_report, a_order)), \
+             asks as (select a_hash, a_expires, a_now, \
+             row_number() over (order by a_order) as a_n from after_asks \
+             where a_report in (select id from s)), ",
+            pg_pick!("(select count(*) from asks)")
+        )
+    };
+}
+
+/// PostgreSQL: the oldest `$limit` commands the asks may run ([`pg_claimable`]), locked
+/// (skipping those another instance holds) and numbered in queue order.
+macro_rules! pg_pick {
+    ($limit:literal) => {
+        concat!(
+            "picked as (select c.seq from commands c where ",
             pg_claimable!(),
-            " order by c.seq limit $9 for update skip locked), \
+            " order by c.seq limit ",
+            $limit,
+            " for update skip locked), \
              numbered as (select seq as p_seq, row_number() over (order by seq) as p_n \
              from picked)"
         )
@@ -169,22 +259,23 @@ macro_rules! pg_claim_ctes {
 /// ask of its number, returned with the hash of its spec as approved.
 macro_rules! pg_claim_update {
     () => {
-        concat!(
-            "update commands set status = 'leased', attempts = attempts + 1, leased_by = $1, \
-             lease_token_hash = asks.a_hash, lease_expires_at = asks.a_expires, \
-             run_deadline = null, updated_at = asks.a_now \
-             from numbered join asks on asks.a_n = numbered.p_n \
-             where commands.seq = numbered.p_seq returning ",
-            cols!(),
-            pg_approved!()
-        )
+        concat!(claim_update!(), pg_approved!())
     };
 }
 
 /// Binds the leases' parameters (`$1`–`$9` of [`pg_claim_ctes`], after any bound before) for
 /// `asks`, one filter: the first's.
 fn bind_claim<'q, T>(query: PgQuery<'q, T>, asks: &[&'q LeaseAsk]) -> PgQuery<'q, T> {
-    let first = asks[0];
+    bind_asks(query, asks).bind(i64::try_from(asks.len()).unwrap_or(i64::MAX))
+}
+
+/// Binds the asks' parameters (`$1`–`$8` of [`pg_claim_ctes`] and [`pg_claim_after_ctes`],
+/// after any bound before) for `asks`, one filter: the first's.
+fn bind_asks<'q, T>(query: PgQuery<'q, T>, asks: &[&'q LeaseAsk]) -> PgQuery<'q, T> {
+    // Callers make no statement for no asks (one made would fail for want of parameters).
+    let Some(&first) = asks.first() else {
+        return query;
+    };
     let hashes: Vec<&str> = asks.iter().map(|a| a.lease_token_hash.as_str()).collect();
     let expires: Vec<OffsetDateTime> = asks.iter().map(|a| a.expires_at).collect();
     let nows: Vec<OffsetDateTime> = asks.iter().map(|a| a.now).collect();
@@ -203,7 +294,6 @@ fn bind_claim<'q, T>(query: PgQuery<'q, T>, asks: &[&'q LeaseAsk]) -> PgQuery<'q
         .bind(first.wanted.as_ref().map(Json))
         .bind(latest)
         .bind(nows)
-        .bind(i64::try_from(asks.len()).unwrap_or(i64::MAX))
 }
 
 /// A leased row as a lease's token hash and what it claimed.
@@ -243,8 +333,12 @@ fn first_reports(reports: &[Arc<Success>]) -> Vec<Arc<Success>> {
     firsts
 }
 
-/// Matches each of `reports` to what a statement `settled` (by command id).
-fn match_settles(reports: &[Arc<Success>], mut settled: Vec<SettledSuccess>) -> StagedSettles {
+/// Matches each of `reports` to what `statements` statements `settled` (by command id).
+fn match_settles(
+    reports: &[Arc<Success>],
+    mut settled: Vec<SettledSuccess>,
+    statements: usize,
+) -> StagedSettles {
     StagedSettles::new(
         reports
             .iter()
@@ -256,27 +350,31 @@ fn match_settles(reports: &[Arc<Success>], mut settled: Vec<SettledSuccess>) -> 
                 (Arc::clone(report), at)
             })
             .collect(),
+        statements,
     )
 }
 
-/// Settles `reports` in success, in order, each as [`super::settle_succeeded`] would. A report
-/// on a command an earlier one names is left out ([`first_reports`]). On PostgreSQL one
-/// statement, which also moves each settled action's proposal.
+/// Settles `reports` in success, in order, each as [`super::settle_succeeded`] would, and moves
+/// each settled action's proposal to `succeeded`. A report on a command an earlier one names
+/// is left out ([`first_reports`]). One statement on PostgreSQL, two on SQLite.
 pub async fn settle_staged(conn: Conn<'_>, reports: &[Arc<Success>]) -> Result<StagedSettles> {
     let reports = first_reports(reports);
-    let conn = match conn {
-        Conn::Postgres(c) => c,
-        mut sqlite @ Conn::Sqlite(_) => {
-            let mut rows = Vec::with_capacity(reports.len());
-            for report in reports {
-                let settled = super::settle_succeeded(sqlite.reborrow(), &report).await?;
-                rows.push((report, settled));
-            }
-            return Ok(StagedSettles::new(rows));
-        }
-    };
-    let settled = pg_settle(conn, &reports.iter().map(|r| &**r).collect::<Vec<_>>()).await?;
-    Ok(match_settles(&reports, settled))
+    let (settled, statements) =
+        settle(conn, &reports.iter().map(|r| &**r).collect::<Vec<_>>()).await?;
+    Ok(match_settles(&reports, settled, statements))
+}
+
+/// Settles `reports` (no two for one command) in success and moves each settled action's
+/// proposal, on either backend ([`pg_settle`], [`sqlite::settle`]); answers them and how many
+/// statements it ran.
+pub(super) async fn settle(
+    conn: Conn<'_>,
+    reports: &[&Success],
+) -> Result<(Vec<SettledSuccess>, usize)> {
+    match conn {
+        Conn::Postgres(c) => Ok((pg_settle(c, reports).await?, 1)),
+        Conn::Sqlite(c) => sqlite::settle(c, reports).await,
+    }
 }
 
 /// Settles `reports` in success and leases for `asks`, as [`settle_staged`] then
@@ -308,8 +406,59 @@ pub async fn settle_and_claim_staged(
     )
     .await?;
     let mut rows = Vec::with_capacity(asks.len());
-    claim_runs(conn, asks, Some(claimed), &mut rows).await?;
-    Ok((match_settles(&reports, settled), StagedClaims::new(rows)))
+    let more = claim_runs(Conn::Postgres(conn), asks, Some(claimed), &mut rows).await?;
+    // The statement that settled and leased counts on the reports' side.
+    Ok((
+        match_settles(&reports, settled, 1),
+        StagedClaims::new(rows, more),
+    ))
+}
+
+/// Settles `reports` in success, as [`settle_staged`] does, and leases for the asks made with
+/// them (`after`: each with its report, the very one), each only if its report settles. On
+/// PostgreSQL the reports and the first run of those leases are one statement; the leases left
+/// (other runs, or SQLite's) are for the caller to make once it knows which reports settled.
+pub async fn settle_then_claim_staged(
+    conn: Conn<'_>,
+    reports: &[Arc<Success>],
+    after: &[(Arc<Success>, Arc<LeaseAsk>)],
+) -> Result<(StagedSettles, Option<StagedClaims>)> {
+    let conn = match conn {
+        Conn::Postgres(c) => c,
+        other => return Ok((settle_staged(other, reports).await?, None)),
+    };
+    let reports = first_reports(reports);
+    // The asks made with reports settled here, and of those the first run (one filter).
+    let after: Vec<(&Arc<Success>, &Arc<LeaseAsk>)> = (after.iter())
+        .filter(|(report, _)| reports.iter().any(|r| Arc::ptr_eq(r, report)))
+        .map(|(report, ask)| (report, ask))
+        .collect();
+    let run = after
+        .iter()
+        .take_while(|(_, ask)| after.first().is_some_and(|(_, a)| a.same_filter(ask)))
+        .collect::<Vec<_>>();
+    let refs: Vec<&Success> = reports.iter().map(|r| &**r).collect();
+    if run.is_empty() {
+        // Every ask came with a report left to its own change (a second on one command).
+        return Ok((
+            match_settles(&reports, pg_settle(conn, &refs).await?, 1),
+            None,
+        ));
+    }
+    let pairs: Vec<(&Success, &LeaseAsk)> = run.iter().map(|(r, a)| (&***r, &***a)).collect();
+    let (settled, claimed) = pg_settle_then_claim(conn, &refs, &pairs).await?;
+    // The asks the statement leased for: those whose report settled, in order.
+    let asked: Vec<Arc<LeaseAsk>> = (run.iter())
+        .filter(|(report, _)| settled.iter().any(|(c, _)| c.id == report.id))
+        .map(|(_, ask)| Arc::clone(ask))
+        .collect();
+    let mut rows = Vec::with_capacity(asked.len());
+    match_claims(&asked, claimed, &mut rows);
+    // The one statement counts on the reports' side.
+    Ok((
+        match_settles(&reports, settled, 1),
+        Some(StagedClaims::new(rows, 0)),
+    ))
 }
 
 /// PostgreSQL, the reports' part of a statement (`$1`–`$9`, bound by [`bind_settle`]): `s`
@@ -322,16 +471,9 @@ macro_rules! pg_settle_ctes {
         concat!(
             "r as (select * from unnest($1::uuid[], $2::jsonb[], $3::text[], $4::text[], \
              $5::timestamptz[]) as r(r_id, r_result, r_hash, r_executor, r_now)), \
-             s as (update commands set status = $6, result = r.r_result, error = null, \
-             interruption = null, side_effect = null, available_at = r.r_now, \
-             completed_at = r.r_now, updated_at = r.r_now, lease_token_hash = null \
-             from r where commands.id = r.r_id and commands.status = 'leased' \
-             and commands.lease_token_hash = r.r_hash and commands.leased_by = r.r_executor \
-             and (commands.kind <> 'action' or (select p.status from proposals p \
-             where p.id = commands.proposal_id) in ($7, $8)) returning ",
-            cols!(),
-            ", (select p.status from proposals p where p.id = commands.proposal_id) \
-             as proposal_status, r.r_now), \
+             s as (",
+            settle_update!("$6", "$7", "$8"),
+            ", r.r_now), \
              m as (update proposals p set status = $9, updated_at = s.r_now from s \
              where p.id = s.proposal_id and s.kind = 'action' and p.status = s.proposal_status \
              and p.status <> $9 returning p.id)"
@@ -392,6 +534,10 @@ pub(super) async fn pg_settle(
     rows.into_iter().map(Settled::into_parts).collect()
 }
 
+/// What a statement that settles and leases made: the reports settled, and each lease's token
+/// hash with what it claimed.
+type SettledAndLeased = (Vec<SettledSuccess>, Vec<(String, Claimed)>);
+
 /// A row of [`pg_settle_and_claim`]'s statement: a settled command or a leased one.
 #[derive(sqlx::FromRow)]
 struct SettledOrLeased {
@@ -407,26 +553,57 @@ async fn pg_settle_and_claim(
     conn: &mut PgConnection,
     reports: &[&Success],
     asks: &[&LeaseAsk],
-) -> Result<(Vec<SettledSuccess>, Vec<(String, Claimed)>)> {
+) -> Result<SettledAndLeased> {
     static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     let sql = SQL.get_or_init(|| {
-        let claim = renumber(
+        pg_settled_and_leased(&renumber(
             concat!(pg_claim_ctes!(), ", l as (", pg_claim_update!(), ")"),
             SETTLE_PARAMETERS,
-        );
-        format!(
-            "with {settle}, {claim} \
-             select false as leased, {cols}, proposal_status, {moved}, \
-             null::text as approved_spec_sha256 from s \
-             union all \
-             select true, {cols}, null, false, approved_spec_sha256 from l",
-            settle = pg_settle_ctes!(),
-            cols = cols!(),
-            moved = pg_settle_moved!(),
-        )
+        ))
     });
     let query = bind_claim(bind_settle(sqlx::query_as(sql.as_str()), reports), asks);
-    let rows: Vec<SettledOrLeased> = query.fetch_all(conn).await?;
+    split_settled_and_leased(query.fetch_all(conn).await?)
+}
+
+/// The statement's `select` after the reports' part and a leases' part ending in `l`: the
+/// settled rows of `s`, then the leased rows of `l` ([`split_settled_and_leased`]).
+fn pg_settled_and_leased(ctes: &str) -> String {
+    format!(
+        "with {settle}, {ctes} \
+         select false as leased, {cols}, proposal_status, {moved}, \
+         null::text as approved_spec_sha256 from s \
+         union all \
+         select true, {cols}, null, false, approved_spec_sha256 from l",
+        settle = pg_settle_ctes!(),
+        cols = cols!(),
+        moved = pg_settle_moved!(),
+    )
+}
+
+/// PostgreSQL: [`pg_settle`] for `reports` and, in the same statement, leases for `after`
+/// (one run of asks, each asked with the report beside it): an ask only if its report
+/// settles, the oldest commands to the first such ([`pg_claim_after_ctes`]). Executors that
+/// report and ask for their next command so make one statement for both.
+async fn pg_settle_then_claim(
+    conn: &mut PgConnection,
+    reports: &[&Success],
+    after: &[(&Success, &LeaseAsk)],
+) -> Result<SettledAndLeased> {
+    static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let sql = SQL.get_or_init(|| {
+        pg_settled_and_leased(&renumber(
+            concat!(pg_claim_after_ctes!(), ", l as (", pg_claim_update!(), ")"),
+            SETTLE_PARAMETERS,
+        ))
+    });
+    let asks: Vec<&LeaseAsk> = after.iter().map(|(_, ask)| *ask).collect();
+    let ids: Vec<uuid::Uuid> = after.iter().map(|(report, _)| report.id).collect();
+    let query = bind_asks(bind_settle(sqlx::query_as(sql.as_str()), reports), &asks).bind(ids);
+    split_settled_and_leased(query.fetch_all(conn).await?)
+}
+
+/// The rows of a statement that settles and leases, as the settled and the leased.
+fn split_settled_and_leased(rows: Vec<SettledOrLeased>) -> Result<SettledAndLeased> {
     let (mut settled, mut claimed) = (Vec::new(), Vec::new());
     for row in rows {
         if row.leased {

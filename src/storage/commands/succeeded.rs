@@ -1,16 +1,15 @@
-//! A successful report's one statement ([`settle_succeeded`]): the executor queue's commonest
-//! write after the lease, kept apart from the rest of the queue's statements (and, several
-//! reports at once, in [`super::staged`]).
+//! A successful report ([`settle_succeeded`]): the executor queue's commonest write after the
+//! lease, made by the statements that settle a writer group's reports together
+//! ([`super::staged`]; one report is a group of one), kept apart from the rest of the queue's
+//! statements.
 
 use serde_json::Value;
-use sqlx::types::Json;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::super::Result;
 use super::super::db::Conn;
 use super::{CommandRecord, CommandRow, WithProposal};
-use crate::domain::command::CommandStatus;
 use crate::domain::lifecycle::ProposalStatus;
 
 /// A success report to settle: owned, so a write closure and the writer's group
@@ -64,45 +63,17 @@ pub enum ProposalSeen {
     Moved(ProposalStatus),
 }
 
-/// Ends in success the run `executor` holds under this lease token, in one statement, if its
-/// command may run: a rollback, or an action whose proposal is still executable. Answers the
-/// command and what the statement saw of its proposal (on PostgreSQL it also moves an action's
-/// proposal to `succeeded`: [`super::staged::pg_settle`] for one report); `None` if it did not
-/// hold (no such lease, or a proposal that was never approved): [`super::with_proposal_status`]
-/// and [`super::settle_reported`] then tell why. The report's common case, so it is one round
-/// trip on the writer's serial path, where reading first and moving the proposal after took
-/// two more. SQLite, which has no updates inside `with`, leaves moving the proposal to a
-/// statement of its own.
+/// Ends in success the run `executor` holds under this lease token, if its command may run: a
+/// rollback, or an action whose proposal is still executable. Answers the command and what was
+/// seen of its proposal (an action's proposal is moved to `succeeded` with it: in the same
+/// statement on PostgreSQL, in a second one on SQLite, which has no updates inside `with`);
+/// `None` if it did not hold (no such lease, or a proposal that was never approved):
+/// [`super::with_proposal_status`] and [`super::settle_reported`] then tell why. The report's
+/// common case, so it takes no read first on the writer's serial path. The statements are a
+/// group's reports' ([`super::settle_staged`]) for one report.
 pub async fn settle_succeeded(
     conn: Conn<'_>,
     report: &Success,
 ) -> Result<Option<(CommandRecord, Option<ProposalSeen>)>> {
-    let c = match conn {
-        Conn::Sqlite(c) => c,
-        Conn::Postgres(c) => return Ok(super::staged::pg_settle(c, &[report]).await?.pop()),
-    };
-    let sql = concat!(
-        "update commands set status = $1, result = $2, error = null, interruption = null, \
-         side_effect = null, available_at = $3, completed_at = $3, updated_at = $3, \
-         lease_token_hash = null where id = $4 and status = 'leased' \
-         and lease_token_hash = $5 and leased_by = $6 and (kind <> 'action' or \
-         (select p.status from proposals p where p.id = commands.proposal_id) in ($7, $8)) \
-         returning ",
-        cols!(),
-        ", (select p.status from proposals p where p.id = commands.proposal_id) \
-         as proposal_status, 0 as proposal_moved"
-    );
-    let [first, second] = ProposalStatus::EXECUTABLE;
-    let row: Option<Settled> = sqlx::query_as(sql)
-        .bind(CommandStatus::Succeeded.as_str())
-        .bind(Json(&report.result))
-        .bind(report.now)
-        .bind(report.id)
-        .bind(&report.lease_token_hash)
-        .bind(&report.executor)
-        .bind(first.as_str())
-        .bind(second.as_str())
-        .fetch_optional(c)
-        .await?;
-    row.map(Settled::into_parts).transpose()
+    Ok(super::staged::settle(conn, &[report]).await?.0.pop())
 }

@@ -16,11 +16,14 @@ use crate::storage::proposals;
 /// savepoints), where a failure rolls everything back, staged rows included. The outcomes are
 /// those of the changes run one after another, the staged ones first ([`super::run_straight`]):
 /// proposal rows ([`rows_to_stage`]), then success reports (but a second report on one
-/// command, left to its own change), then leases, in the order handed over, and last, on
-/// PostgreSQL, the leases asked for with reports that settled ([`stage_claims_after`]). On
+/// command, left to its own change), then leases, in the order handed over, and last the
+/// leases asked for with reports that settled ([`stage_claims_after`]). On
 /// PostgreSQL a group with both reports and leases settles and leases in one statement, even
-/// one of each (the executors' steady state: each group holds some executors' reports and
-/// others' next leases); alone, a lease or a report is its change's own statement anyway. A
+/// one of each (executors that lease, then report: each group holds some executors' reports
+/// and others' next leases), and so does a group whose reports ask for their next commands
+/// and that has no other lease, even for one report (executors that report with `next`: the
+/// leases for the reports that settle); otherwise, alone, a lease or a report is its change's
+/// own statement anyway. A
 /// lease staged so runs before the group's changes that are not staged (as a group's leases
 /// always did when there were two): one handed over after a submission that queues a command,
 /// or a failure that queues one again, does not see that command and leases the next (or none;
@@ -45,6 +48,20 @@ pub(super) async fn stage(tx: &mut Tx, batch: &[Box<dyn Job>]) -> Result<()> {
         tx.staged.together = true;
         return stage_claims_after(tx, batch).await;
     }
+    let after: Vec<(Arc<Success>, Arc<LeaseAsk>)> = (batch.iter())
+        .filter_map(|job| job.upfront()?.claim_after())
+        .map(|(report, ask)| (Arc::clone(report), Arc::clone(ask)))
+        .collect();
+    if matches!(tx.held, Held::Postgres(_)) && asks.is_empty() && !after.is_empty() {
+        // Reports asking for their executors' next commands: one statement for both on
+        // PostgreSQL, even for one report.
+        let (settles, claims) =
+            commands::settle_then_claim_staged(tx.conn(), &reports, &after).await?;
+        tx.staged.settles = Some(settles);
+        tx.staged.claims = claims;
+        tx.staged.together = true;
+        return stage_claims_after(tx, batch).await;
+    }
     if reports.len() > 1 {
         tx.staged.settles = Some(commands::settle_staged(tx.conn(), &reports).await?);
     }
@@ -54,22 +71,22 @@ pub(super) async fn stage(tx: &mut Tx, batch: &[Box<dyn Job>]) -> Result<()> {
     stage_claims_after(tx, batch).await
 }
 
-/// PostgreSQL: the leases asked for with success reports ([`super::Upfront::SuccessThenClaim`]), in
-/// one more statement once the group's reports are settled (one for each run of asks with the
-/// same executor and tools, as [`commands::claim_staged`]): each only if the writer settled
-/// its report. A lease whose report it did not settle (none staged, or the report did not hold)
-/// is left to its change, which leases only if its report, made there, is taken. (On SQLite a
-/// statement is a call into the library: each change makes its own.)
+/// The leases asked for with success reports ([`super::Upfront::SuccessThenClaim`]), in one
+/// more statement once the group's reports are settled (one for each run of asks with the same
+/// executor and tools, as [`commands::claim_staged`]): each only if the writer settled its
+/// report, and not already made with the reports ([`commands::settle_then_claim_staged`]). A
+/// lease whose report it did not settle (none staged, or the report did not hold) is left to
+/// its change, which leases only if its report, made there, is taken.
 async fn stage_claims_after(tx: &mut Tx, batch: &[Box<dyn Job>]) -> Result<()> {
-    if !matches!(tx.held, Held::Postgres(_)) {
-        return Ok(());
-    }
     let Some(settles) = tx.staged.settles.as_ref() else {
         return Ok(());
     };
+    let staged = tx.staged.claims.as_ref();
     let asks: Vec<Arc<LeaseAsk>> = (batch.iter())
         .filter_map(|job| job.upfront()?.claim_after())
-        .filter(|(report, _)| settles.settled(report))
+        .filter(|(report, ask)| {
+            settles.settled(report) && !staged.is_some_and(|claims| claims.holds(ask))
+        })
         .map(|(_, ask)| Arc::clone(ask))
         .collect();
     if asks.is_empty() {

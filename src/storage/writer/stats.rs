@@ -14,6 +14,7 @@ pub struct WriterStats {
     claimed_together: AtomicU64,
     settled_together: AtomicU64,
     settled_with_leases: AtomicU64,
+    queue_statements: AtomicU64,
 }
 
 impl WriterStats {
@@ -36,9 +37,18 @@ impl WriterStats {
     }
 
     /// Of those, the reports made in the statement that also leased, one round trip for both
-    /// (PostgreSQL: [`crate::storage::commands::settle_and_claim_staged`]).
+    /// (PostgreSQL: [`crate::storage::commands::settle_and_claim_staged`],
+    /// [`crate::storage::commands::settle_then_claim_staged`]).
     pub fn settled_with_leases(&self) -> u64 {
         self.settled_with_leases.load(Ordering::Relaxed)
+    }
+
+    /// The statements committed groups ran up front for those leases and reports: one for each
+    /// run of leases with one executor filter, and for the reports one on PostgreSQL (shared
+    /// with the first run of leases, when there are both), two on SQLite (the commands, then
+    /// their proposals; one when no action's proposal moves).
+    pub fn queue_statements(&self) -> u64 {
+        self.queue_statements.load(Ordering::Relaxed)
     }
 
     pub(super) fn committed(&self, staged: &Staged) {
@@ -58,5 +68,8 @@ impl WriterStats {
         if staged.together {
             add(&self.settled_with_leases, settled);
         }
+        let statements = (staged.claims.as_ref()).map_or(0, StagedClaims::statements)
+            + (staged.settles.as_ref()).map_or(0, StagedSettles::statements);
+        add(&self.queue_statements, Some(statements));
     }
 }
