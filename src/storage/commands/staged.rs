@@ -161,8 +161,14 @@ pub(super) async fn claim(conn: Conn<'_>, asks: &[&LeaseAsk]) -> Result<Vec<(Str
 }
 
 /// The length of the run of asks at the start of `asks` that one statement claims for.
-fn first_run(asks: &[Arc<LeaseAsk>]) -> usize {
-    asks.iter().take_while(|a| a.same_filter(&asks[0])).count()
+/// (Items that carry an ask: `ask` finds it.)
+fn first_run<T>(items: &[T], ask: impl Fn(&T) -> &LeaseAsk) -> usize {
+    let Some(first) = items.first() else {
+        return 0;
+    };
+    (items.iter())
+        .take_while(|item| ask(item).same_filter(ask(first)))
+        .count()
 }
 
 /// Matches the leases of `chunk` (one run) to what a statement `claimed` (by token hash) and
@@ -192,7 +198,7 @@ async fn claim_runs(
 ) -> Result<usize> {
     let (mut start, mut statements) = (0, 0);
     while start < asks.len() {
-        let chunk = &asks[start..start + first_run(&asks[start..])];
+        let chunk = &asks[start..start + first_run(&asks[start..], |a| &**a)];
         let claimed = match made.take() {
             Some(claimed) => claimed,
             None => {
@@ -398,7 +404,10 @@ pub async fn settle_and_claim_staged(
         }
     };
     let reports = first_reports(reports);
-    let run: Vec<&LeaseAsk> = asks[..first_run(asks)].iter().map(|a| &**a).collect();
+    let run: Vec<&LeaseAsk> = asks[..first_run(asks, |a| &**a)]
+        .iter()
+        .map(|a| &**a)
+        .collect();
     let (settled, claimed) = pg_settle_and_claim(
         conn,
         &reports.iter().map(|r| &**r).collect::<Vec<_>>(),
@@ -423,29 +432,20 @@ pub async fn settle_then_claim_staged(
     reports: &[Arc<Success>],
     after: &[(Arc<Success>, Arc<LeaseAsk>)],
 ) -> Result<(StagedSettles, Option<StagedClaims>)> {
+    let firsts = first_reports(reports);
+    // The asks made with reports settled here, and of those the first run (one filter).
+    let after: Vec<&(Arc<Success>, Arc<LeaseAsk>)> = (after.iter())
+        .filter(|(report, _)| firsts.iter().any(|r| Arc::ptr_eq(r, report)))
+        .collect();
+    let run = &after[..first_run(&after, |(_, ask)| &**ask)];
     let conn = match conn {
-        Conn::Postgres(c) => c,
+        Conn::Postgres(c) if !run.is_empty() => c,
+        // No ask but with a report left to its own change (a second on one command), or SQLite.
         other => return Ok((settle_staged(other, reports).await?, None)),
     };
-    let reports = first_reports(reports);
-    // The asks made with reports settled here, and of those the first run (one filter).
-    let after: Vec<(&Arc<Success>, &Arc<LeaseAsk>)> = (after.iter())
-        .filter(|(report, _)| reports.iter().any(|r| Arc::ptr_eq(r, report)))
-        .map(|(report, ask)| (report, ask))
-        .collect();
-    let run = after
-        .iter()
-        .take_while(|(_, ask)| after.first().is_some_and(|(_, a)| a.same_filter(ask)))
-        .collect::<Vec<_>>();
+    let reports = firsts;
     let refs: Vec<&Success> = reports.iter().map(|r| &**r).collect();
-    if run.is_empty() {
-        // Every ask came with a report left to its own change (a second on one command).
-        return Ok((
-            match_settles(&reports, pg_settle(conn, &refs).await?, 1),
-            None,
-        ));
-    }
-    let pairs: Vec<(&Success, &LeaseAsk)> = run.iter().map(|(r, a)| (&***r, &***a)).collect();
+    let pairs: Vec<(&Success, &LeaseAsk)> = run.iter().map(|(r, a)| (&**r, &**a)).collect();
     let (settled, claimed) = pg_settle_then_claim(conn, &refs, &pairs).await?;
     // The asks the statement leased for: those whose report settled, in order.
     let asked: Vec<Arc<LeaseAsk>> = (run.iter())
