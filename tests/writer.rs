@@ -625,7 +625,80 @@ async fn postgres_plans_generically_only_groups_of_staged_changes() {
     assert_eq!(seen, ["auto", "auto", "failed"]);
 }
 
+/// Records that only append events (pre-tool-checks', above all) commit together; on SQLite
+/// the writer appends them on its own thread (the connection's handle taken once, not a
+/// hand-off to sqlx's thread per statement), on PostgreSQL as any group. One refused by the
+/// database (a trigger here) fails with its group and moves nothing: the next record links
+/// after the head as it was, and the chain verifies with every row in the form the rest of
+/// the trail is read in.
+async fn events_alone_commit_together_and_a_refused_one_moves_nothing(backend: &str) {
+    use countersign::audit::{AuditEvent, PolicyLoaded};
+    let (services, url, _dir) = common::fresh_services(backend).await;
+    let store = services.store().clone();
+    let loaded = |i: usize| {
+        AuditEvent::PolicyLoaded(PolicyLoaded {
+            policy_version: format!("v{i}"),
+            source: "file",
+            tool_rules: i,
+        })
+    };
+    let start = services.verify_trail(None).await.expect("verifies").count;
+    let inline_before = store.writer_stats().appended_on_thread();
+    let mut records = tokio::task::JoinSet::new();
+    for i in 0..64 {
+        let (store, event) = (store.clone(), loaded(i));
+        records.spawn(async move {
+            let now = OffsetDateTime::now_utc();
+            store
+                .record(vec![(now, Actor::agent("agent-a"), event)])
+                .await
+        });
+    }
+    while let Some(recorded) = records.join_next().await {
+        recorded.expect("task").expect("recorded");
+    }
+    let inline = store.writer_stats().appended_on_thread() - inline_before;
+    assert_eq!(inline, if backend == "sqlite" { 64 } else { 0 });
+    common::exec_sql(
+        &url,
+        if backend == "sqlite" {
+            "create trigger refuse_me before insert on audit_events \
+             when new.actor = 'refuse-me' begin select raise(abort, 'refused'); end"
+        } else {
+            "create function refuse_me() returns trigger language plpgsql as \
+             'begin if new.actor = ''refuse-me'' then raise exception ''refused''; end if; \
+             return new; end'"
+        },
+    )
+    .await;
+    if backend != "sqlite" {
+        common::exec_sql(
+            &url,
+            "create trigger refuse_me before insert on audit_events \
+             for each row execute function refuse_me()",
+        )
+        .await;
+    }
+    let now = OffsetDateTime::now_utc();
+    let refused = store
+        .record(vec![(now, Actor::agent("refuse-me"), loaded(64))])
+        .await;
+    assert!(refused.is_err(), "{refused:?}");
+    store
+        .record(vec![(now, Actor::agent("agent-a"), loaded(65))])
+        .await
+        .expect("the next record, after the head as it was");
+    let ok = services
+        .verify_trail(None)
+        .await
+        .expect("the chain verifies");
+    let mut read = store.read().await.expect("read");
+    let (head, _) = storage::audit::head(read.conn()).await.expect("head");
+    assert_eq!((ok.count, head.seq), (start + 65, start + 65));
+}
+
 common::on_both_backends!(
+    events_alone_commit_together_and_a_refused_one_moves_nothing,
     a_failed_change_leaves_nothing_and_spares_the_rest,
     a_failed_change_alone_leaves_the_writer_ready,
     a_failure_in_a_repeatable_group_runs_the_others_again,

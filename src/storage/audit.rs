@@ -47,7 +47,7 @@ impl PendingEvent {
     }
 
     /// The proposal whose status this event records a change of, if it does.
-    fn moved_proposal(&self) -> Option<Uuid> {
+    pub(super) fn moved_proposal(&self) -> Option<Uuid> {
         let row = &self.row;
         if row.subject_type != "proposal" || row.after_status.is_none() {
             return None;
@@ -150,6 +150,9 @@ macro_rules! insert_columns {
     };
 }
 
+mod inline;
+pub(super) use inline::append_and_commit;
+
 /// PostgreSQL: the rows as one array a column (parameters `$1` to `$17`), zipped back into rows
 /// (`r`); `details` is kept as the canonical text given (`json`, which `jsonb` would re-print).
 macro_rules! unnest_rows {
@@ -188,31 +191,7 @@ pub(super) async fn append(
             targets: None,
         });
     }
-    let mut proposals = Vec::with_capacity(events.len());
-    let mut rows = Vec::with_capacity(events.len());
-    let mut texts = Vec::with_capacity(events.len());
-    for e in events {
-        proposals.push(e.moved_proposal());
-        // Kept as the canonical text the hash covers, so verifying reads it as it is.
-        let text = e.text.ok_or_else(|| {
-            StorageError::Corrupt(format!("{} details without a canonical form", e.row.kind))
-        })?;
-        rows.push(ChainedEvent {
-            seq: 0,
-            id: Uuid::now_v7(),
-            at: e.at,
-            actor_kind: e.actor.kind.as_str().to_owned(),
-            actor: e.actor.name,
-            kind: e.row.kind.to_owned(),
-            subject_type: e.row.subject_type.to_owned(),
-            subject_id: e.row.subject_id,
-            before_status: e.row.before_status,
-            after_status: e.row.after_status,
-            details: e.row.details,
-            hash: String::new(),
-        });
-        texts.push(text);
-    }
+    let (proposals, mut rows, texts) = unlinked(events)?;
     let mut moved: Vec<Uuid> = proposals.iter().flatten().copied().collect();
     moved.sort_unstable();
     moved.dedup();
@@ -256,6 +235,40 @@ pub(super) async fn append(
         targets,
     })
 }
+
+/// `events` as rows to link (each with a fresh id, not yet linked), with the proposal each
+/// moves (if any) and its details' canonical text, in order.
+fn unlinked(events: Vec<PendingEvent>) -> Result<Unlinked> {
+    let mut proposals = Vec::with_capacity(events.len());
+    let mut rows = Vec::with_capacity(events.len());
+    let mut texts = Vec::with_capacity(events.len());
+    for e in events {
+        proposals.push(e.moved_proposal());
+        // Kept as the canonical text the hash covers, so verifying reads it as it is.
+        let text = e.text.ok_or_else(|| {
+            StorageError::Corrupt(format!("{} details without a canonical form", e.row.kind))
+        })?;
+        rows.push(ChainedEvent {
+            seq: 0,
+            id: Uuid::now_v7(),
+            at: e.at,
+            actor_kind: e.actor.kind.as_str().to_owned(),
+            actor: e.actor.name,
+            kind: e.row.kind.to_owned(),
+            subject_type: e.row.subject_type.to_owned(),
+            subject_id: e.row.subject_id,
+            before_status: e.row.before_status,
+            after_status: e.row.after_status,
+            details: e.row.details,
+            hash: String::new(),
+        });
+        texts.push(text);
+    }
+    Ok((proposals, rows, texts))
+}
+
+/// What [`unlinked`] makes of events: the proposals they move, the rows, their texts.
+type Unlinked = (Vec<Option<Uuid>>, Vec<ChainedEvent>, Vec<String>);
 
 /// What [`append`] did.
 pub(super) struct Appended {

@@ -8,7 +8,7 @@
 //! instance's group pays for that lock and its commit once.
 //!
 //! The writer is the one serial path, so every round trip it makes is latency for every change
-//! waiting behind it. Two things keep them few:
+//! waiting behind it. Three things keep them few:
 //! - It keeps its connection from one group to the next, out of a transaction as it left it,
 //!   instead of taking it from the pool and giving it back (sqlx pings a connection on every
 //!   return to its pool: one more round trip per group).
@@ -20,6 +20,9 @@
 //!   such a group, events-only records are appended after the changes' own events. A change
 //!   whose failure is an answer rather than an error (a conflict that wrote nothing) should
 //!   return it inside `Ok`, so the group is not run twice for it.
+//! - On SQLite, a group that only records events moving no proposal (pre-tool-checks) is
+//!   appended and committed on the writer's own thread, with no hand-off to sqlx's connection
+//!   thread per statement ([`commit_events`], [`audit::append_and_commit`]).
 //!
 //! A group that starts smaller than the writer expects waits, a few hundred microseconds at
 //! most, for the callers the last group answered to come back ([`gather`]): executors leasing
@@ -513,6 +516,21 @@ impl Writer {
     /// plan for the expiry sweep, for one, reads every pending proposal (benches/README.md,
     /// 2026-11-25).
     async fn begin(&mut self, generic_plans: bool) -> Result<Tx> {
+        let mut tx = self.hold().await?;
+        let begin = match tx.held {
+            Held::Sqlite(_) => "begin immediate",
+            Held::Postgres(_) if generic_plans => {
+                "begin; set local plan_cache_mode = force_generic_plan"
+            }
+            Held::Postgres(_) => "begin",
+        };
+        tx.execute(begin).await?;
+        Ok(tx)
+    }
+
+    /// The group's connection (kept from the last group, or a fresh one), no transaction open
+    /// yet ([`Writer::begin`] opens one).
+    async fn hold(&mut self) -> Result<Tx> {
         let mut held = match self.idle.take() {
             Some(held) => held,
             None => match &self.pool {
@@ -531,14 +549,6 @@ impl Writer {
             Held::Sqlite(c) => c.close_on_drop(),
             Held::Postgres(c) => c.close_on_drop(),
         }
-        let begin = match held {
-            Held::Sqlite(_) => "begin immediate",
-            Held::Postgres(_) if generic_plans => {
-                "begin; set local plan_cache_mode = force_generic_plan"
-            }
-            Held::Postgres(_) => "begin",
-        };
-        held.execute(begin).await?;
         Ok(Tx {
             held,
             events: Vec::new(),
@@ -546,6 +556,13 @@ impl Writer {
             head: self.head.take(),
             staged: Staged::default(),
         })
+    }
+
+    /// Keeps `held` for the next group and the head `committed` left; answers the rest.
+    fn committed(&mut self, held: Held, mut committed: Committed) -> Committed {
+        self.idle = Some(held);
+        self.head = committed.head.take();
+        committed
     }
 
     /// Rolls `tx` back and opens the group's transaction again, from before anything in it
@@ -624,6 +641,11 @@ async fn commit_batch(
     changed: &Changes,
 ) -> Result<Committed> {
     let started = std::time::Instant::now();
+    if matches!(writer.pool, WritePool::Sqlite(..))
+        && batch.iter().all(|job| job.runs() == Runs::Events)
+    {
+        return commit_events(writer, batch, changed, started).await;
+    }
     let mut tx = writer.begin(plans_generically(batch)).await?;
     if let [only] = batch {
         // A batch of one needs no savepoint: its failure rolls the transaction back.
@@ -659,12 +681,47 @@ async fn commit_batch(
     }
     // A group that started over holds nothing staged (its transaction is a fresh one).
     let staged = std::mem::take(&mut tx.staged);
-    let (mut committed, held) = tx.commit(changed).await?;
+    let (committed, held) = tx.commit(changed).await?;
     tracing::debug!(changes = batch.len(), ?ran, took = ?started.elapsed(), "group committed");
     writer.stats.committed(&staged);
-    writer.idle = Some(held);
-    writer.head = committed.head.take();
-    Ok(committed)
+    Ok(writer.committed(held, committed))
+}
+
+/// SQLite: a group whose changes only record events. When none of them moves a proposal
+/// (nothing to wake, deliver or notify), the events are appended and committed on the
+/// writer's own thread ([`audit::append_and_commit`]); otherwise the group commits as any.
+async fn commit_events(
+    writer: &mut Writer,
+    batch: &mut [Box<dyn Job>],
+    changed: &Changes,
+    started: std::time::Instant,
+) -> Result<Committed> {
+    let mut tx = writer.hold().await?;
+    for job in batch.iter_mut() {
+        job.run(&mut tx).await;
+    }
+    let events = std::mem::take(&mut tx.events);
+    let (committed, held) = match tx.held {
+        Held::Sqlite(ref mut c)
+            if tx.notices.is_empty() && events.iter().all(|e| e.moved_proposal().is_none()) =>
+        {
+            let appended = events.len();
+            let head = audit::append_and_commit(c, events, tx.head.take()).await?;
+            writer.stats.appended(appended);
+            let committed = Committed {
+                head: Some(head),
+                ..Committed::default()
+            };
+            (committed, tx.held)
+        }
+        _ => {
+            tx.events = events;
+            tx.execute("begin immediate").await?;
+            tx.commit(changed).await?
+        }
+    };
+    tracing::debug!(changes = batch.len(), took = ?started.elapsed(), "group committed");
+    Ok(writer.committed(held, committed))
 }
 
 /// Runs a group of changes that may all run again, without savepoints: first those that run

@@ -15,6 +15,7 @@ pub struct WriterStats {
     settled_together: AtomicU64,
     settled_with_leases: AtomicU64,
     queue_statements: AtomicU64,
+    appended_on_thread: AtomicU64,
 }
 
 impl WriterStats {
@@ -49,6 +50,17 @@ impl WriterStats {
     /// their proposals; one when no action's proposal moves).
     pub fn queue_statements(&self) -> u64 {
         self.queue_statements.load(Ordering::Relaxed)
+    }
+
+    /// Audit events committed groups that only recorded events appended on the writer's own
+    /// thread (SQLite: [`crate::storage::audit::append_and_commit`]).
+    pub fn appended_on_thread(&self) -> u64 {
+        self.appended_on_thread.load(Ordering::Relaxed)
+    }
+
+    /// Counts `events` appended on the writer's own thread.
+    pub(super) fn appended(&self, events: usize) {
+        (self.appended_on_thread).fetch_add(events as u64, Ordering::Relaxed);
     }
 
     pub(super) fn committed(&self, staged: &Staged) {
