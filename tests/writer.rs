@@ -630,7 +630,8 @@ async fn postgres_plans_generically_only_groups_of_staged_changes() {
 /// hand-off to sqlx's thread per statement), on PostgreSQL as any group. One refused by the
 /// database (a trigger here) fails with its group and moves nothing: the next record links
 /// after the head as it was, and the chain verifies with every row in the form the rest of
-/// the trail is read in.
+/// the trail is read in (verification also checks each facet column against its details: the
+/// pre-tool-checks among the records fill all five).
 async fn events_alone_commit_together_and_a_refused_one_moves_nothing(backend: &str) {
     use countersign::audit::{AuditEvent, PolicyLoaded};
     let (services, url, _dir) = common::fresh_services(backend).await;
@@ -653,12 +654,22 @@ async fn events_alone_commit_together_and_a_refused_one_moves_nothing(backend: &
                 .record(vec![(now, Actor::agent("agent-a"), event)])
                 .await
         });
+        // Pre-tool-checks among them: events with every facet column set.
+        let services = services.clone();
+        records.spawn(async move {
+            let checked = services
+                .pre_tool_check("agent-a", &common::check_body())
+                .await;
+            checked
+                .map(|_| ())
+                .map_err(|e| StorageError::Batch(e.to_string()))
+        });
     }
     while let Some(recorded) = records.join_next().await {
         recorded.expect("task").expect("recorded");
     }
     let inline = store.writer_stats().appended_on_thread() - inline_before;
-    assert_eq!(inline, if backend == "sqlite" { 64 } else { 0 });
+    assert_eq!(inline, if backend == "sqlite" { 128 } else { 0 });
     common::exec_sql(
         &url,
         if backend == "sqlite" {
@@ -694,7 +705,7 @@ async fn events_alone_commit_together_and_a_refused_one_moves_nothing(backend: &
         .expect("the chain verifies");
     let mut read = store.read().await.expect("read");
     let (head, _) = storage::audit::head(read.conn()).await.expect("head");
-    assert_eq!((ok.count, head.seq), (start + 65, start + 65));
+    assert_eq!((ok.count, head.seq), (start + 129, start + 129));
 }
 
 common::on_both_backends!(

@@ -703,7 +703,9 @@ async fn commit_events(
     let events = std::mem::take(&mut tx.events);
     let (committed, held) = match tx.held {
         Held::Sqlite(ref mut c)
-            if tx.notices.is_empty() && events.iter().all(|e| e.moved_proposal().is_none()) =>
+            if !events.is_empty()
+                && tx.notices.is_empty()
+                && events.iter().all(|e| e.moved_proposal().is_none()) =>
         {
             let appended = events.len();
             let head = audit::append_and_commit(c, events, tx.head.take()).await?;

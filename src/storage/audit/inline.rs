@@ -32,11 +32,13 @@ pub(in crate::storage) async fn append_and_commit(
     let mut locked = conn.lock_handle().await?;
     // SAFETY: the handle is sqlx's open connection, which its own thread does not touch while
     // `locked` is held; `db` does not close it, and is dropped (finalizing the statements it
-    // prepared) before `locked` is.
+    // prepared) before `locked` is. (rusqlite is built without its `hooks` feature: with it,
+    // dropping `db` would also clear any hooks set on sqlx's handle.)
     let db = unsafe { Connection::from_handle(locked.as_raw_handle().as_ptr()) }.map_err(sqlite)?;
     let appended = append(&db, &mut rows, &texts, known);
     if appended.is_err() && !db.is_autocommit() {
-        // The error stands; a rollback that fails too leaves the connection to be closed.
+        // The error stands (the writer closes its connection after any failed group); the
+        // rollback releases the write lock at once all the same.
         let _ = db.execute_batch("rollback");
     }
     drop(db);
