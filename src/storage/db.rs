@@ -565,11 +565,19 @@ mod tests {
                 .await
                 .expect("write");
         }
-        let (_, log, _): (i64, i64, i64) = sqlx::query_as("pragma wal_checkpoint(passive)")
-            .fetch_one(&side)
-            .await
-            .expect("log");
-        log
+        // The store's own checkpoint task may be checkpointing at this very moment: the pragma
+        // then answers -1 (it could not run). Ask again once that one is done.
+        for _ in 0..100_000 {
+            let (_, log, _): (i64, i64, i64) = sqlx::query_as("pragma wal_checkpoint(passive)")
+                .fetch_one(&side)
+                .await
+                .expect("log");
+            if log >= 0 {
+                return log;
+            }
+            tokio::task::yield_now().await;
+        }
+        panic!("the log's length could not be read: a checkpoint never ended");
     }
 
     #[tokio::test]
