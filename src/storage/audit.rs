@@ -390,9 +390,7 @@ async fn move_head_inserting(
 ) -> Result<Moved> {
     match conn {
         Conn::Sqlite(c) => {
-            let sql = "update audit_chain set seq = $1, hash = $2 \
-                       where id = 1 and seq = $3 and hash = $4";
-            let moved = sqlx::query(sql)
+            let moved = sqlx::query(SQLITE_MOVE_HEAD)
                 .bind(to.to.seq)
                 .bind(&to.to.hash)
                 .bind(to.from.seq)
@@ -457,9 +455,16 @@ async fn move_head_inserting(
 /// (`None`s where there is none).
 type HeadAndTarget = (i64, String, Option<Uuid>, Option<Uuid>, Option<String>);
 
+/// SQLite: moves the head to `$1`, `$2` if it is at `$3`, `$4` (with sqlx, and with rusqlite
+/// on the writer's thread: [`inline`]).
+const SQLITE_MOVE_HEAD: &str =
+    "update audit_chain set seq = $1, hash = $2 where id = 1 and seq = $3 and hash = $4";
+
+/// Sets the head to `$1`, `$2` (both backends; on SQLite also on the writer's thread).
+const SET_HEAD: &str = "update audit_chain set seq = $1, hash = $2 where id = 1";
+
 async fn set_head(conn: Conn<'_>, head: &Head) -> Result<()> {
-    let sql = "update audit_chain set seq = $1, hash = $2 where id = 1";
-    on!(conn, |c| sqlx::query(sql)
+    on!(conn, |c| sqlx::query(SET_HEAD)
         .bind(head.seq)
         .bind(&head.hash)
         .execute(c)

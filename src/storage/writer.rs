@@ -225,6 +225,18 @@ impl Tx {
         self.notices.push(notice);
     }
 
+    /// Opens the group's transaction on the connection held ([`Writer::begin`]).
+    async fn open(&mut self, generic_plans: bool) -> Result<()> {
+        let begin = match self.held {
+            Held::Sqlite(_) => "begin immediate",
+            Held::Postgres(_) if generic_plans => {
+                "begin; set local plan_cache_mode = force_generic_plan"
+            }
+            Held::Postgres(_) => "begin",
+        };
+        self.execute(begin).await
+    }
+
     /// Runs statements without parameters (several, separated by `;`), unprepared: PostgreSQL
     /// takes several statements only in its simple protocol.
     async fn execute(&mut self, sql: &'static str) -> Result<()> {
@@ -517,14 +529,7 @@ impl Writer {
     /// 2026-11-25).
     async fn begin(&mut self, generic_plans: bool) -> Result<Tx> {
         let mut tx = self.hold().await?;
-        let begin = match tx.held {
-            Held::Sqlite(_) => "begin immediate",
-            Held::Postgres(_) if generic_plans => {
-                "begin; set local plan_cache_mode = force_generic_plan"
-            }
-            Held::Postgres(_) => "begin",
-        };
-        tx.execute(begin).await?;
+        tx.open(generic_plans).await?;
         Ok(tx)
     }
 
@@ -718,7 +723,7 @@ async fn commit_events(
         }
         _ => {
             tx.events = events;
-            tx.execute("begin immediate").await?;
+            tx.open(false).await?;
             tx.commit(changed).await?
         }
     };

@@ -15,7 +15,9 @@ use rusqlite::{Connection, params};
 use sqlx::SqliteConnection;
 use time::format_description::well_known::Rfc3339;
 
-use super::{FACETS, Head, PendingEvent, facet_of, link_all, unlinked};
+// The head's statements are sqlx's (`$1`…): SQLite numbers `$n` parameters in the order they
+// first appear, so rusqlite binds them by position as sqlx does.
+use super::{FACETS, Head, PendingEvent, SET_HEAD, SQLITE_MOVE_HEAD, facet_of, link_all, unlinked};
 use crate::storage::direct::sqlite;
 use crate::storage::{Result, StorageError};
 
@@ -58,9 +60,7 @@ fn append(
     let moved = match &known {
         Some(from) => {
             let to = link_all(rows, texts, from);
-            let sql = "update audit_chain set seq = ?1, hash = ?2 \
-                       where id = 1 and seq = ?3 and hash = ?4";
-            let n = (db.prepare_cached(sql).map_err(sqlite)?)
+            let n = (db.prepare_cached(SQLITE_MOVE_HEAD).map_err(sqlite)?)
                 .execute(params![to.seq, to.hash, from.seq, from.hash])
                 .map_err(sqlite)?;
             (n == 1).then_some(to)
@@ -80,8 +80,7 @@ fn append(
                 })
                 .map_err(sqlite)?;
             let head = link_all(rows, texts, &current);
-            let sql = "update audit_chain set seq = ?1, hash = ?2 where id = 1";
-            (db.prepare_cached(sql).map_err(sqlite)?)
+            (db.prepare_cached(SET_HEAD).map_err(sqlite)?)
                 .execute(params![head.seq, head.hash])
                 .map_err(sqlite)?;
             head
