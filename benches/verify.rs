@@ -56,7 +56,10 @@ impl Trail {
         let parsed: Vec<_> = (0..TEMPLATES.min(n))
             .map(|i| {
                 let (actor, event) = trail_gen::event(&salt, &policy, i);
-                (actor, event.into_row())
+                (
+                    actor,
+                    event.into_row().unwrap_or_else(|e| unreachable!("{e}")),
+                )
             })
             .collect();
         let templates: Vec<_> = parsed
@@ -94,7 +97,7 @@ impl Trail {
                     details: row.details.clone(),
                     hash: String::new(),
                 };
-                let hash = event.link_hash(&prev);
+                let hash = (event.link_hash(&prev)).unwrap_or_else(|e| unreachable!("{e}"));
                 prev.clone_from(&hash);
                 (t, event.id, event.at, hash)
             })

@@ -40,21 +40,7 @@ async fn main() -> Result<(), String> {
         let lease = tokio::spawn(lease(api.clone(), base.clone(), executor.clone()));
         tokio::time::sleep(Duration::from_millis(20)).await;
         let sent = Instant::now();
-        let r = browser
-            .post(format!("{base}/fn/decide_proposal"))
-            .header("accept", "text/html")
-            .header("referer", &page)
-            .form(&[
-                ("csrf_token", token.as_str()),
-                ("id", &id),
-                ("verdict", "approved"),
-            ])
-            .send()
-            .await
-            .map_err(|e| e.to_string())?;
-        if !r.status().is_redirection() {
-            return Err(format!("approval answered {}", r.status()));
-        }
+        bench_client::approve(&browser, base, &token, &id).await?;
         let (leased_at, (command_id, lease_token)) = lease.await.map_err(|e| e.to_string())??;
         complete(&api, base, executor, &command_id, &lease_token).await?;
         samples.push(leased_at.duration_since(sent));

@@ -7,6 +7,7 @@
 //! cargo run --release --example fill_queue -- sqlite:///tmp/queue.db 100000
 //! ```
 
+use countersign::domain::principal::Principal;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
@@ -74,7 +75,10 @@ async fn submit_until(
             return Ok(());
         }
         let agent = format!("agent-{}", i % 10);
-        match services.submit(&agent, &proposal(i, &agent)).await {
+        match services
+            .submit(&Principal::Agent(agent.clone()), &proposal(i, &agent))
+            .await
+        {
             Ok(Submitted::Created(_)) => {}
             Ok(other) => return Err(format!("proposal {i}: {other:?}")),
             Err(e) => return Err(format!("proposal {i}: {e:?}")),

@@ -89,21 +89,7 @@ async fn main() -> Result<(), String> {
                 (browser.clone(), base.clone(), token.clone(), sent.clone());
             async move {
                 let at = Instant::now();
-                let r = browser
-                    .post(format!("{base}/fn/decide_proposal"))
-                    .header("accept", "text/html")
-                    .header("referer", format!("{base}/proposals/{id}"))
-                    .form(&[
-                        ("csrf_token", token.as_str()),
-                        ("id", &id),
-                        ("verdict", "approved"),
-                    ])
-                    .send()
-                    .await
-                    .map_err(|e| e.to_string())?;
-                if !r.status().is_redirection() {
-                    return Err(format!("approval answered {}", r.status()));
-                }
+                bench_client::approve(&browser, &base, &token, &id).await?;
                 sent.lock().map_err(|e| e.to_string())?.insert(id, at);
                 Ok(())
             }

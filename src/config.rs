@@ -29,6 +29,8 @@ pub struct Settings {
     pub secure_cookies: bool,
     /// The routing policy file; `None` means the built-in default (every tool Category C).
     pub policy: Option<PathBuf>,
+    /// The MCP gateway's upstreams (`serve --gateway`); `None`: no `/mcp/gateway`.
+    pub gateway: Option<crate::domain::gateway::GatewayConfig>,
     /// The key that signs audit checkpoints; `None`: the head is not signed.
     pub audit_key: Option<PathBuf>,
     /// Earlier checkpoint public keys (hex) still trusted for older checkpoints.
@@ -56,7 +58,7 @@ pub struct Settings {
     pub oidc: Option<OidcSettings>,
 }
 
-/// Single sign-on through an OpenID provider (see README, Single sign-on).
+/// Single sign-on through an OpenID provider (see docs/sso.md).
 #[derive(Debug, Clone)]
 pub struct OidcSettings {
     /// The provider's issuer URL (its discovery document is under it).
@@ -159,6 +161,7 @@ impl Settings {
             leptos_config: PathBuf::from("Leptos.toml"),
             secure_cookies: false,
             policy: None,
+            gateway: None,
             audit_key: None,
             audit_earlier_keys: Vec::new(),
             grant_key: None,

@@ -13,6 +13,7 @@ pub mod auth;
 pub mod cli;
 pub mod config;
 pub mod domain;
+pub mod gateway;
 pub mod metrics;
 pub mod serve;
 pub mod service;

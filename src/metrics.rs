@@ -20,8 +20,6 @@ use prometheus::{
     HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
-use crate::service::Services;
-
 /// Seconds from submission to a reviewer's final decision: a minute to a week.
 const DECISION_BUCKETS: &[f64] = &[
     60.0, 300.0, 900.0, 1_800.0, 3_600.0, 7_200.0, 14_400.0, 28_800.0, 86_400.0, 259_200.0,
@@ -231,38 +229,51 @@ impl Metrics {
     }
 }
 
+/// What a scrape reads: this instance's counters, and the pending proposals by domain and risk
+/// from the database, so the gauge agrees across instances. The service layer implements it
+/// (`Services`); this module names no use case, so the counters sit below the use cases that
+/// record them.
+pub trait Scraped: Clone + Send + Sync + 'static {
+    /// Why the pending proposals could not be read (logged, never shown).
+    type Error: std::fmt::Display;
+    /// This instance's counters.
+    fn counters(&self) -> &Metrics;
+    /// The pending proposals: (domain, risk, count).
+    fn pending(
+        &self,
+    ) -> impl Future<Output = Result<Vec<(String, String, i64)>, Self::Error>> + Send;
+}
+
 /// Who may scrape: a bearer of `token` (main listener), or anyone (the separate listener).
 #[derive(Clone)]
-struct Scrape {
-    services: Services,
+struct Scrape<S> {
+    source: S,
     token: Option<String>,
 }
 
 /// `GET /metrics` on the main listener, answering only a bearer of `token`; without a token,
 /// the route is not there (`404`).
-pub fn router(services: Services, token: Option<String>) -> Router {
+pub fn router<S: Scraped>(source: S, token: Option<String>) -> Router {
     match token.filter(|t| !t.is_empty()) {
         Some(token) => Router::new()
-            .route("/metrics", get(scrape))
+            .route("/metrics", get(scrape::<S>))
             .with_state(Scrape {
-                services,
+                source,
                 token: Some(token),
             }),
         None => Router::new(),
     }
 }
 
-/// Serves `GET /metrics`, without a token, on its own listener (`--metrics-bind`).
-pub async fn serve_separately(listener: tokio::net::TcpListener, services: Services) {
-    let app = Router::new()
-        .route("/metrics", get(scrape))
+/// `GET /metrics` without a token, for its own listener (`--metrics-bind`), which
+/// [`crate::startup`] serves under the main listener's bounds.
+pub fn separate_router<S: Scraped>(source: S) -> Router {
+    Router::new()
+        .route("/metrics", get(scrape::<S>))
         .with_state(Scrape {
-            services,
+            source,
             token: None,
-        });
-    if let Err(e) = axum::serve(listener, app).await {
-        tracing::error!(error = %e, "the metrics listener stopped");
-    }
+        })
 }
 
 /// The address of the separate metrics listener, bound (a failure to bind stops the start).
@@ -270,7 +281,7 @@ pub async fn bind(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> 
     tokio::net::TcpListener::bind(addr).await
 }
 
-async fn scrape(State(scrape): State<Scrape>, headers: HeaderMap) -> Response {
+async fn scrape<S: Scraped>(State(scrape): State<Scrape<S>>, headers: HeaderMap) -> Response {
     if let Some(token) = &scrape.token {
         let presented = headers
             .get(header::AUTHORIZATION)
@@ -288,13 +299,13 @@ async fn scrape(State(scrape): State<Scrape>, headers: HeaderMap) -> Response {
                 .into_response();
         }
     }
-    match scrape.services.pending_by_domain_and_risk().await {
+    match scrape.source.pending().await {
         Ok(pending) => (
             [(
                 header::CONTENT_TYPE,
                 "text/plain; version=0.0.4; charset=utf-8",
             )],
-            scrape.services.metrics().render(&pending),
+            scrape.source.counters().render(&pending),
         )
             .into_response(),
         Err(e) => {

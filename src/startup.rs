@@ -3,6 +3,7 @@
 //! [`crate::serve`] under its timeouts and connection cap. Tests build it the same way on a
 //! random port.
 
+use crate::domain::principal::Principal;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -147,13 +148,14 @@ pub fn load_policy(settings: &Settings) -> Result<Policy, StartError> {
     })
 }
 
-/// The whole router over the use cases; single sign-on's routes when `oidc` is set.
+/// The whole router over the use cases; single sign-on's routes when `oidc` is set, the MCP
+/// gateway's when `gateway` is.
 pub fn router(
     services: Services,
     sessions: AnySessionStore,
     settings: &Settings,
     options: LeptosOptions,
-    oidc: Option<Arc<Oidc>>,
+    (oidc, gateway): (Option<Arc<Oidc>>, Option<Arc<crate::gateway::Gateway>>),
 ) -> Router {
     let desk: DynDesk = ReviewDesk::new(services.clone());
     let ledger: DynLedger = AuditLedger::new(services.clone());
@@ -206,14 +208,15 @@ pub fn router(
         services,
         settings: Arc::new(settings.clone()),
         limits: Arc::new(api::limits::TokenLimits::new(settings.rate)),
+        agent_hub: Arc::default(),
+        gateway,
     }));
     let edge = Edge {
         hsts: settings.secure_cookies,
         trusted_proxies: settings.trusted_proxies.clone().into(),
     };
-    api.merge(metrics)
-        .merge(slack)
-        .merge(web)
+    let app = api.merge(metrics).merge(slack).merge(web);
+    crate::web::body_limit::limited(app, api::MAX_BODY_BYTES)
         .layer(security::EdgeLayer(edge))
         .layer(TraceLayer::new_for_http())
 }
@@ -260,6 +263,9 @@ impl Application {
         let mut services = Services::with_clock(store, Arc::new(policy), clock)
             .with_webhooks(settings.webhooks)
             .with_notifications(settings.notify.clone());
+        if let Some(gateway) = &settings.gateway {
+            services = services.with_gateway_upstreams(gateway.names());
+        }
         if let Some(key) = &checkpoint_key {
             // The page's verification trusts only checkpoints this server's key signed (and
             // its earlier keys'). A trail without any yet (a new server) is not a failure.
@@ -288,7 +294,15 @@ impl Application {
             .record_policy_loaded(source)
             .await
             .map_err(StartError::Record)?;
-        let router = router(services.clone(), sessions.clone(), &settings, options, oidc);
+        let gateway =
+            (settings.gateway.as_ref()).map(|g| crate::gateway::Gateway::start(g, &services));
+        let router = router(
+            services.clone(),
+            sessions.clone(),
+            &settings,
+            options,
+            (oidc, gateway),
+        );
         let metrics_listener = match settings.metrics_bind {
             Some(addr) => Some(
                 crate::metrics::bind(addr)
@@ -343,6 +357,7 @@ impl Application {
             &self.services,
             self.listen_url.clone(),
             self.metrics_listener,
+            self.limits,
         );
         tokio::spawn(purge_sessions(self.sessions.clone(), self.services.clone()));
         match self.checkpoint_key.clone() {
@@ -361,6 +376,7 @@ impl Application {
             &self.services,
             self.listen_url.clone(),
             self.metrics_listener,
+            self.limits,
         );
         let forever = std::future::pending::<()>();
         crate::serve::serve(self.listener, self.router, self.limits, forever).await
@@ -369,11 +385,13 @@ impl Application {
 
 /// The tasks every server runs, tests' included: hearing other instances' changes
 /// (PostgreSQL at `listen_url`), sending agents' webhooks and reviewers' notifications, and the
-/// separate metrics listener.
+/// separate metrics listener, served as the main one is (`crate::serve` under `limits`, and the
+/// body limit), with a connection cap of its own, so a scrape gets in when the main one is full.
 fn spawn_shared(
     services: &Services,
     listen_url: Option<String>,
     metrics: Option<tokio::net::TcpListener>,
+    limits: crate::config::ConnectionLimits,
 ) {
     if let Some(url) = listen_url {
         tokio::spawn(listen_for_changes(url, services.clone()));
@@ -381,7 +399,14 @@ fn spawn_shared(
     tokio::spawn(dispatch(services.clone(), Outbox::Webhooks));
     tokio::spawn(dispatch(services.clone(), Outbox::Notifications));
     if let Some(listener) = metrics {
-        tokio::spawn(crate::metrics::serve_separately(listener, services.clone()));
+        let router = crate::metrics::separate_router(services.clone());
+        let router = crate::web::body_limit::limited(router, api::MAX_BODY_BYTES);
+        tokio::spawn(async move {
+            let forever = std::future::pending::<()>();
+            if let Err(e) = crate::serve::serve(listener, router, limits, forever).await {
+                tracing::error!(error = %e, "the metrics listener stopped");
+            }
+        });
     }
 }
 
@@ -564,7 +589,10 @@ async fn sign_checkpoints(services: Services, key: Arc<CheckpointKey>) {
         if !due {
             continue;
         }
-        match services.sign_checkpoint(&key).await {
+        match services
+            .sign_checkpoint(&Principal::System("checkpoint"), &key)
+            .await
+        {
             Ok(Some(cp)) => {
                 last_signed = tokio::time::Instant::now();
                 tracing::info!(seq = cp.seq, "audit checkpoint signed");

@@ -4,6 +4,7 @@
 //! a pending proposal whose time ran out is shown expired until the sweep records it.
 
 pub mod admin;
+pub mod body_limit;
 pub mod export;
 pub mod filters;
 pub mod ledger;
@@ -32,8 +33,10 @@ use uuid::Uuid;
 use crate::audit::{self as trail, Actor, AuditEvent};
 use crate::domain::erasure::ErasureError;
 use crate::domain::lifecycle::{DecisionError, ProposalStatus, ReviewVerdict};
+use crate::domain::principal::Principal;
 use crate::domain::principal::Role;
-use crate::service::{Conflict, Decided, Reviewer, ServiceError, Services, SignIn};
+use crate::domain::review::text::{hidden_in_json, visible};
+use crate::service::{Conflict, Decided, ServiceError, Services, SignIn};
 use crate::storage::proposals::ProposalRecord;
 
 /// The reviewer's desk. Its methods receive a viewer the server functions have just checked
@@ -68,9 +71,19 @@ pub(crate) fn role_of(viewer: &Viewer) -> Role {
     }
 }
 
+/// The person behind `viewer`, with the domains their account is limited to: what every use
+/// case is asked as.
+pub(crate) async fn principal(services: &Services, viewer: &Viewer) -> Result<Principal, AppError> {
+    services
+        .person(&viewer.username, role_of(viewer))
+        .await
+        .map_err(internal)
+}
+
 fn internal(e: ServiceError) -> AppError {
     match e {
         ServiceError::NotFound => AppError::NotFound,
+        ServiceError::Denied(denied) => AppError::Forbidden(denied.to_string()),
         other => {
             tracing::error!(error = %other, "service failed");
             AppError::Internal
@@ -121,6 +134,33 @@ fn targets(p: &ProposalRecord) -> Vec<String> {
         .iter()
         .map(|t| format!("{}:{}", t.kind, t.id))
         .collect()
+}
+
+/// Agent-written text for a list or card (the queue, `/runs`, the agent's record, the trail):
+/// each string made visible as the proposal page shows it ([`visible`]: every hidden character
+/// as `⟦U+…⟧`), their hidden characters counted for the row's flag.
+#[derive(Debug, Default)]
+struct Flagged {
+    /// Hidden characters in everything shown so far.
+    hidden: usize,
+}
+
+impl Flagged {
+    /// `s` made visible; its hidden characters counted.
+    fn text(&mut self, s: &str) -> String {
+        let v = visible(s);
+        self.hidden += v.hidden;
+        v.text
+    }
+
+    /// A preview `line` of `params` made visible; the hidden characters of every parameter
+    /// key and value counted, the ones the preview cut off or withholds too.
+    fn parameters(&mut self, line: &str, params: &serde_json::Map<String, Value>) -> String {
+        self.hidden += (params.iter())
+            .map(|(k, v)| visible(k).hidden + hidden_in_json(v))
+            .sum::<usize>();
+        visible(line).text
+    }
 }
 
 /// `key=…` for every parameter, cut to `max` characters.
@@ -220,12 +260,8 @@ impl Desk for ReviewDesk {
     async fn queue(&self, viewer: &Viewer, params: QueueParams) -> Result<QueueView, AppError> {
         may_view(viewer)?;
         let q = queue::parse(&params)?;
-        let domains = self
-            .services
-            .reviewer_domains(&viewer.username)
-            .await
-            .map_err(internal)?;
-        queue::page(&self.services, &q, domains).await
+        let who = principal(&self.services, viewer).await?;
+        queue::page(&self.services, &who, &q).await
     }
 
     async fn proposal(
@@ -315,13 +351,10 @@ impl Desk for ReviewDesk {
             return Ok(DecideOutcome::Refused(Notice::BadVerdict));
         };
         let id = Uuid::parse_str(id).map_err(|_| AppError::NotFound)?;
-        let reviewer = Reviewer {
-            username: viewer.username.clone(),
-            role: role_of(viewer),
-        };
+        let who = principal(&self.services, viewer).await?;
         let decided = self
             .services
-            .decide_confirmed(&reviewer, id, verdict, reason, confirmation)
+            .decide_confirmed(&who, id, verdict, reason, confirmation)
             .await;
         match decided {
             Ok(Decided::ApprovalRecorded(_)) => {
@@ -347,15 +380,15 @@ impl ReviewDesk {
         id: &str,
         reason: &str,
     ) -> Result<DecideOutcome, AppError> {
-        if role_of(viewer) != Role::Admin {
-            self.security(Some(viewer), SecurityEvent::AccessDenied(dto::Page::Erase))
-                .await?;
-            return Ok(DecideOutcome::Refused(Notice::EraseRole));
-        }
         let id = Uuid::parse_str(id).map_err(|_| AppError::NotFound)?;
-        let actor = Actor::user(&viewer.username);
-        match self.services.erase_proposal(&actor, id, reason).await {
+        let who = principal(&self.services, viewer).await?;
+        match self.services.erase_proposal(&who, id, reason).await {
             Ok(_) => Ok(DecideOutcome::Decided(Notice::Erased)),
+            Err(ServiceError::Denied(_)) => {
+                self.security(Some(viewer), SecurityEvent::AccessDenied(dto::Page::Erase))
+                    .await?;
+                Ok(DecideOutcome::Refused(Notice::EraseRole))
+            }
             Err(ServiceError::Erasure(e)) => Ok(DecideOutcome::Refused(match e {
                 ErasureError::Pending => Notice::ErasePending,
                 ErasureError::CommandOpen(_) => Notice::EraseCommandOpen,
@@ -387,6 +420,7 @@ fn security_event(viewer: Option<&Viewer>, event: SecurityEvent) -> (Actor, Audi
                 dto::Form::Decide => "decide",
                 dto::Form::Erase => "erase",
                 dto::Form::Verify => "verify",
+                dto::Form::Export => "export",
                 dto::Form::Resolve => "resolve",
                 dto::Form::Rollback => "rollback",
                 dto::Form::ToolSwitch => "tool_switch",

@@ -7,6 +7,7 @@
 
 mod common;
 
+use countersign::domain::principal::Principal;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -108,7 +109,7 @@ fn verify_cli(db_url: &str, extra: &[&str]) -> Result<String, String> {
 }
 
 async fn first_bad(db: &Db) -> i64 {
-    match db.services.verify_trail(None).await {
+    match db.services.verify_trail(&Principal::Operator, None).await {
         Err(VerifyError::Chain(e)) => e.seq(),
         Err(VerifyError::HeadMismatch(seq)) => seq,
         other => panic!("expected a broken chain, got {other:?}"),
@@ -118,7 +119,11 @@ async fn first_bad(db: &Db) -> i64 {
 async fn a_long_chain_verifies_and_every_edit_is_named(backend: &str) {
     let db = db(backend).await;
     fill(&db.services, 10_000).await;
-    let ok = db.services.verify_trail(None).await.expect("verifies");
+    let ok = db
+        .services
+        .verify_trail(&Principal::Operator, None)
+        .await
+        .expect("verifies");
     assert_eq!((ok.count, ok.head.seq), (10_000, 10_000));
     let out = verify_cli(&db.url, &[]).expect("cli verifies");
     assert!(out.contains("10000 events"), "{out}");
@@ -179,7 +184,7 @@ async fn signed_and_kept_checkpoints_catch_rewrites_and_cut_tails(backend: &str)
     fill(&db.services, 9_950).await;
     let signed = db
         .services
-        .sign_checkpoint(&key)
+        .sign_checkpoint(&Principal::Operator, &key)
         .await
         .expect("sign")
         .expect("new");
@@ -229,7 +234,7 @@ async fn signed_and_kept_checkpoints_catch_rewrites_and_cut_tails(backend: &str)
     tamper(&db, "delete from audit_checkpoints").await;
     let forged = db
         .services
-        .sign_checkpoint(&mallory)
+        .sign_checkpoint(&Principal::Operator, &mallory)
         .await
         .expect("sign")
         .expect("new");
@@ -250,7 +255,7 @@ async fn signed_and_kept_checkpoints_catch_rewrites_and_cut_tails(backend: &str)
         keys: vec![public.clone()],
         require_one: false,
     });
-    match server.verify_trail(None).await {
+    match server.verify_trail(&Principal::Operator, None).await {
         Err(VerifyError::UntrustedCheckpoint(10_000)) => {}
         other => panic!("expected the forged checkpoint named, got {other:?}"),
     }
@@ -266,7 +271,12 @@ async fn signed_and_kept_checkpoints_catch_rewrites_and_cut_tails(backend: &str)
         "{err}"
     );
     // The server does not require one (a new trail has none yet); what it has must be its own.
-    assert!(server.verify_trail(None).await.is_ok());
+    assert!(
+        server
+            .verify_trail(&Principal::Operator, None)
+            .await
+            .is_ok()
+    );
 
     // A cut tail: the last 20 rows deleted and the head record moved back.
     let db = self::db(backend).await;
@@ -274,7 +284,7 @@ async fn signed_and_kept_checkpoints_catch_rewrites_and_cut_tails(backend: &str)
     let key2 = CheckpointKey::load_or_create(&dir.path().join("audit2.key")).expect("key");
     let cp = db
         .services
-        .sign_checkpoint(&key2)
+        .sign_checkpoint(&Principal::Operator, &key2)
         .await
         .expect("sign")
         .expect("new");
@@ -325,7 +335,7 @@ async fn recompute_from(db: &Db, seq: i64) -> usize {
                 "update audit_events set actor = 'mallory' where seq = {seq};"
             ));
         }
-        row.hash = row.link_hash(&prev);
+        row.hash = row.link_hash(&prev).expect("canonical");
         prev = row.hash.clone();
         sql.push_str(&format!(
             "update audit_events set hash = '{}' where seq = {};",
@@ -343,7 +353,10 @@ async fn an_export_verifies_offline_and_fails_after_one_byte(backend: &str) {
     let dir = tempfile::tempdir().expect("dir");
     let key = CheckpointKey::load_or_create(&dir.path().join("audit.key")).expect("key");
     fill(&db.services, 500).await;
-    db.services.sign_checkpoint(&key).await.expect("sign");
+    db.services
+        .sign_checkpoint(&Principal::Operator, &key)
+        .await
+        .expect("sign");
     let out = dir.path().join("bundle");
     let bundle = out.to_str().expect("utf-8");
     common::run_ok(&db.url, &["audit", "export", "--out", bundle], None);
@@ -494,7 +507,7 @@ async fn two_instances_on_one_database_write_one_chain(backend: &str) {
     }
     let ok = first
         .services
-        .verify_trail(None)
+        .verify_trail(&Principal::Operator, None)
         .await
         .expect("one valid chain");
     assert_eq!(ok.head.seq, 400);
@@ -592,7 +605,7 @@ async fn a_writer_links_after_a_head_another_instance_moved(backend: &str) {
     }
     let ok = first
         .services
-        .verify_trail(None)
+        .verify_trail(&Principal::Operator, None)
         .await
         .expect("one valid chain");
     assert_eq!(ok.head.seq, 18);
@@ -632,7 +645,7 @@ async fn verify_reads_one_snapshot_while_writers_append(backend: &str) {
         let before = head_seq(&db).await;
         let ok = db
             .services
-            .verify_trail(None)
+            .verify_trail(&Principal::Operator, None)
             .await
             .unwrap_or_else(|e| panic!("verification under load failed: {e}"));
         let after = head_seq(&db).await;
@@ -655,14 +668,21 @@ async fn verify_reads_one_snapshot_while_writers_append(backend: &str) {
         overlapped, OVERLAPPING,
         "the writers never overlapped a walk"
     );
-    let ok = db.services.verify_trail(None).await.expect("verifies");
+    let ok = db
+        .services
+        .verify_trail(&Principal::Operator, None)
+        .await
+        .expect("verifies");
     assert_eq!(ok.head.seq, 25_000 + written as i64);
 }
 
 async fn a_facet_that_differs_from_its_details_is_named(backend: &str) {
     let db = db(backend).await;
     fill(&db.services, 300).await;
-    db.services.verify_trail(None).await.expect("verifies");
+    db.services
+        .verify_trail(&Principal::Operator, None)
+        .await
+        .expect("verifies");
 
     // A facet set where `details` has no such key.
     tamper(
@@ -677,7 +697,7 @@ async fn a_facet_that_differs_from_its_details_is_named(backend: &str) {
         Err(other) => panic!("expected a chain error, got {other:?}"),
     };
     assert_eq!(
-        facet_error(db.services.verify_trail(None).await).map(|v| v.count),
+        facet_error(db.services.verify_trail(&Principal::Operator, None).await).map(|v| v.count),
         named(120, "tool")
     );
     // A facet changed from its key, earlier in the trail.
@@ -687,7 +707,7 @@ async fn a_facet_that_differs_from_its_details_is_named(backend: &str) {
     )
     .await;
     assert_eq!(
-        facet_error(db.services.verify_trail(None).await).map(|v| v.count),
+        facet_error(db.services.verify_trail(&Principal::Operator, None).await).map(|v| v.count),
         named(77, "agent")
     );
     let err = verify_cli(&db.url, &[]).expect_err("cli fails");
@@ -734,7 +754,7 @@ async fn details_are_kept_as_their_canonical_text(backend: &str) {
     assert_eq!(count(&db, spaced).await, 1);
     let ok = db
         .services
-        .verify_trail(None)
+        .verify_trail(&Principal::Operator, None)
         .await
         .expect("still verifies");
     assert_eq!(ok.count, 20);
@@ -747,6 +767,47 @@ async fn details_are_kept_as_their_canonical_text(backend: &str) {
     };
     tamper(&db, edit).await;
     assert_eq!(first_bad(&db).await, 7);
+}
+
+/// A clock stopped at one moment.
+struct Stopped(time::OffsetDateTime);
+
+impl countersign::service::Clock for Stopped {
+    fn now(&self) -> time::OffsetDateTime {
+        self.0
+    }
+}
+
+/// A checkpoint whose time has no RFC 3339 form (a clock before year 0) is refused and nothing
+/// is stored: never a signature over an empty time.
+async fn a_checkpoint_that_cannot_be_written_is_an_error(backend: &str) {
+    let db = db(backend).await;
+    let dir = tempfile::tempdir().expect("dir");
+    let key = CheckpointKey::load_or_create(&dir.path().join("audit.key")).expect("key");
+    fill(&db.services, 3).await;
+    let before_year_0 = time::OffsetDateTime::UNIX_EPOCH
+        .replace_year(-1)
+        .expect("year");
+    let skewed = Services::with_clock(
+        db.services.store().clone(),
+        Arc::new(Policy::builtin()),
+        Arc::new(Stopped(before_year_0)),
+    );
+    assert!(
+        skewed
+            .sign_checkpoint(&Principal::Operator, &key)
+            .await
+            .is_err()
+    );
+    let stored = "select count(*) from audit_checkpoints";
+    assert_eq!(count(&db, stored).await, 0);
+    let signed = db
+        .services
+        .sign_checkpoint(&Principal::Operator, &key)
+        .await
+        .expect("sign");
+    assert!(signed.is_some_and(|cp| cp.signature_holds() && !cp.at.is_empty()));
+    assert_eq!(count(&db, stored).await, 1);
 }
 
 /// A count straight from the database.
@@ -765,4 +826,5 @@ on_both_backends!(
     a_writer_links_after_a_head_another_instance_moved,
     verify_reads_one_snapshot_while_writers_append,
     a_facet_that_differs_from_its_details_is_named,
+    a_checkpoint_that_cannot_be_written_is_an_error,
 );

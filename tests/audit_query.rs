@@ -5,6 +5,7 @@
 
 mod common;
 
+use countersign::domain::principal::Principal;
 use std::collections::BTreeSet;
 
 use countersign::audit::bundle;
@@ -67,7 +68,10 @@ async fn walk_older(services: &Services, sel: &Selection) -> (Vec<i64>, usize) {
     let mut cursor = Cursor::Newest;
     let mut pages = 0;
     loop {
-        let page: TrailPage = services.trail_page(sel, cursor).await.expect("page");
+        let page: TrailPage = services
+            .trail_page(&Principal::Operator, sel, cursor)
+            .await
+            .expect("page");
         pages += 1;
         assert!(page.events.len() <= TRAIL_PAGE as usize);
         seen.extend(page.events.iter().map(|e| e.event.seq));
@@ -85,7 +89,10 @@ async fn walk_newer(services: &Services, sel: &Selection) -> Vec<i64> {
     let mut seen = Vec::new();
     let mut cursor = Cursor::Oldest;
     loop {
-        let page = services.trail_page(sel, cursor).await.expect("page");
+        let page = services
+            .trail_page(&Principal::Operator, sel, cursor)
+            .await
+            .expect("page");
         let mut seqs: Vec<i64> = page.events.iter().map(|e| e.event.seq).collect();
         seqs.reverse();
         seen.extend(seqs);
@@ -143,7 +150,10 @@ async fn pages_visit_every_selected_event_exactly_once(backend: &str) {
     let (seen, pages) = walk_older(s, &two).await;
     assert_once(&seen, &want);
     assert!(pages > 1, "the budget split the walk");
-    let first = s.trail_page(&two, Cursor::Newest).await.expect("page");
+    let first = s
+        .trail_page(&Principal::Operator, &two, Cursor::Newest)
+        .await
+        .expect("page");
     assert!(first.searched_to.is_some());
 
     let mut up = walk_newer(s, &two).await;
@@ -187,7 +197,7 @@ async fn an_export_of_a_selection_with_gaps_verifies_row_by_row(backend: &str) {
     let out = dir.path().join("gaps");
     let manifest = db
         .services
-        .export_selection(&out, &sel)
+        .export_selection(&Principal::Operator, &out, &sel)
         .await
         .expect("export");
     let want = expected(300, |i| i >= 30 && agent_of(i) == "agent-b");
@@ -215,7 +225,7 @@ async fn an_export_of_a_selection_with_gaps_verifies_row_by_row(backend: &str) {
     };
     let m = db
         .services
-        .export_selection(&stretch, &range)
+        .export_selection(&Principal::Operator, &stretch, &range)
         .await
         .expect("export");
     assert_eq!(

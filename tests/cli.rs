@@ -552,26 +552,31 @@ fn reviewers_are_limited_to_domains_from_the_shell() {
 #[tokio::test]
 async fn a_proposal_is_erased_and_a_time_range_exported_from_the_shell() {
     use countersign::domain::lifecycle::{ProposalStatus, ReviewVerdict};
+    use countersign::domain::principal::Principal;
     use countersign::domain::principal::Role;
-    use countersign::service::{Reviewer, Submitted};
+    use countersign::service::Submitted;
 
     let (services, db, _dir) = common::fresh_services("sqlite").await;
     let id = match services
-        .submit("agent-a", &common::proposal_body("agent-a"))
+        .submit(
+            &Principal::Agent("agent-a".into()),
+            &common::proposal_body("agent-a"),
+        )
         .await
     {
         Ok(Submitted::Created(p)) => p.id,
         other => panic!("expected a new proposal, got {other:?}"),
     };
-    let rev = Reviewer {
-        username: "rev".into(),
-        role: Role::Reviewer,
-    };
+    let rev = Principal::person("rev", Role::Reviewer);
     services
         .decide(&rev, id, ReviewVerdict::Rejected, Some("not today"))
         .await
         .expect("rejected");
-    let before = services.proposal(id).await.expect("read").expect("exists");
+    let before = services
+        .proposal(&Principal::Operator, id)
+        .await
+        .expect("read")
+        .expect("exists");
     assert_eq!(before.status, ProposalStatus::Rejected);
     let value = "new@example.com";
     assert!(
@@ -588,7 +593,11 @@ async fn a_proposal_is_erased_and_a_time_range_exported_from_the_shell() {
         .success();
     let said = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
     assert!(said.contains(&format!("erased: proposal {id}")), "{said}");
-    let after = services.proposal(id).await.expect("read").expect("exists");
+    let after = services
+        .proposal(&Principal::Operator, id)
+        .await
+        .expect("read")
+        .expect("exists");
     let erased_contract = serde_json::to_string(&after.contract).expect("json");
     assert!(!erased_contract.contains(value), "{erased_contract}");
     assert_eq!(after.status, ProposalStatus::Rejected, "the decision stays");
@@ -617,7 +626,10 @@ async fn a_proposal_is_erased_and_a_time_range_exported_from_the_shell() {
     let erased = "select count(*) from audit_events where action = 'proposal.erased' \
                   and actor = 'cli'";
     assert_eq!(common::count(&db, erased).await, 1);
-    let trail = services.trail("proposal", &id_text).await.expect("trail");
+    let trail = services
+        .trail(&Principal::Operator, "proposal", &id_text)
+        .await
+        .expect("trail");
     let row = trail
         .iter()
         .find(|e| e.action == "proposal.erased")

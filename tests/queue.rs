@@ -5,10 +5,10 @@
 
 mod common;
 
+use countersign::domain::principal::Principal;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use countersign::audit::Actor;
 use countersign::domain::Policy;
 use countersign::domain::command::grant::GrantClaims;
 use countersign::domain::command::retry::SideEffect;
@@ -18,8 +18,7 @@ use countersign::domain::lifecycle::{ProposalStatus, ReviewVerdict};
 use countersign::domain::principal::Role;
 use countersign::service::Cursor;
 use countersign::service::{
-    Clock, Conflict, Decided, LeaseRequest, Leased, Report, Reviewer, ServiceError, Services,
-    Submitted,
+    Clock, Conflict, Decided, LeaseRequest, Leased, Report, ServiceError, Services, Submitted,
 };
 use countersign::storage;
 use countersign::storage::audit_query::Selection;
@@ -78,14 +77,14 @@ const NO_POLICY: &str = "";
 
 /// Submits `body` (a proposal by `agent-a`) and approves it; the command's id.
 async fn approved(services: &Services, body: Value) -> Uuid {
-    let id = match services.submit("agent-a", &body).await {
+    let id = match services
+        .submit(&Principal::Agent("agent-a".into()), &body)
+        .await
+    {
         Ok(Submitted::Created(p)) => p.id,
         other => panic!("expected a new proposal, got {other:?}"),
     };
-    let rev = Reviewer {
-        username: "rev".into(),
-        role: Role::Reviewer,
-    };
+    let rev = Principal::person("rev", Role::Reviewer);
     match services
         .decide(&rev, id, ReviewVerdict::Approved, None)
         .await
@@ -94,7 +93,7 @@ async fn approved(services: &Services, body: Value) -> Uuid {
         other => panic!("expected an approval, got {other:?}"),
     }
     services
-        .command_for_proposal(id)
+        .command_for_proposal(&Principal::Operator, id)
         .await
         .expect("read")
         .expect("queued")
@@ -122,7 +121,10 @@ fn lease_request(executor: &str, scope: Option<&str>) -> LeaseRequest {
 
 async fn lease(services: &Services, executor: &str, scope: Option<&str>) -> Option<Leased> {
     let request = lease_request(executor, scope);
-    services.lease(&request).await.expect("lease")
+    services
+        .lease(&Principal::Executor(request.executor.clone()), &request)
+        .await
+        .expect("lease")
 }
 
 async fn any(services: &Services, executor: &str) -> Option<Leased> {
@@ -139,16 +141,13 @@ fn report(l: &Leased, outcome: Outcome, side_effect: SideEffect) -> Report {
     }
 }
 
-fn admin() -> Reviewer {
-    Reviewer {
-        username: "boss".into(),
-        role: Role::Admin,
-    }
+fn admin() -> Principal {
+    Principal::person("boss", Role::Admin)
 }
 
 async fn kinds(services: &Services, id: Uuid) -> Vec<String> {
     services
-        .trail("command", &id.to_string())
+        .trail(&Principal::Operator, "command", &id.to_string())
         .await
         .expect("trail")
         .into_iter()
@@ -163,7 +162,7 @@ async fn of_kind(services: &Services, kind: &str) -> Vec<Value> {
         ..Selection::default()
     };
     let page = services
-        .trail_page(&sel, Cursor::Oldest)
+        .trail_page(&Principal::Operator, &sel, Cursor::Oldest)
         .await
         .expect("trail");
     page.events.into_iter().map(|e| e.event.details).collect()
@@ -171,7 +170,7 @@ async fn of_kind(services: &Services, kind: &str) -> Vec<Value> {
 
 async fn status_of(services: &Services, id: Uuid) -> CommandStatus {
     services
-        .command(id)
+        .command(&Principal::Operator, id)
         .await
         .expect("read")
         .expect("exists")
@@ -180,12 +179,12 @@ async fn status_of(services: &Services, id: Uuid) -> CommandStatus {
 
 async fn proposal_status(services: &Services, command: Uuid) -> ProposalStatus {
     let c = services
-        .command(command)
+        .command(&Principal::Operator, command)
         .await
         .expect("read")
         .expect("exists");
     services
-        .proposal(c.proposal_id)
+        .proposal(&Principal::Operator, c.proposal_id)
         .await
         .expect("read")
         .expect("exists")
@@ -289,7 +288,9 @@ async fn race(backend: &str, commands: usize, plans: Vec<Vec<Step>>) {
                             held.lock().expect("held").remove(&l.command.id);
                             let r = report(&l, Outcome::Succeeded, SideEffect::None);
                             let next = next_lease(&name);
-                            let (_, next) = (services.report_and_lease(&name, r, &next).await)
+                            let (_, next) = (services
+                                .report_and_lease(&Principal::Executor(name.clone()), r, &next)
+                                .await)
                                 .expect("the holder's report");
                             if let Some(next) = next {
                                 took(&next);
@@ -303,7 +304,10 @@ async fn race(backend: &str, commands: usize, plans: Vec<Vec<Step>>) {
                     };
                     held.lock().expect("held").remove(&l.command.id);
                     services
-                        .report(&name, report(&l, outcome, effect))
+                        .report(
+                            &Principal::Executor(name.clone()),
+                            report(&l, outcome, effect),
+                        )
                         .await
                         .expect("the holder's report");
                 }
@@ -328,13 +332,22 @@ async fn a_stale_lease_token_changes_nothing(backend: &str) {
     let l = any(&db.services, "exec").await.expect("leased");
     let mut stale = report(&l, Outcome::Succeeded, SideEffect::None);
     stale.lease_token = "lease_not-the-token".into();
-    match db.services.report("exec", stale).await {
+    match db
+        .services
+        .report(&Principal::Executor("exec".into()), stale)
+        .await
+    {
         Err(ServiceError::Conflict(Conflict::LeaseTokenMismatch)) => {}
         other => panic!("expected 409 lease_token_mismatch, got {other:?}"),
     }
     match db
         .services
-        .heartbeat("exec", id, "lease_not-the-token", 60)
+        .heartbeat(
+            &Principal::Executor("exec".into()),
+            id,
+            "lease_not-the-token",
+            60,
+        )
         .await
     {
         Err(ServiceError::Conflict(Conflict::LeaseTokenMismatch)) => {}
@@ -342,7 +355,7 @@ async fn a_stale_lease_token_changes_nothing(backend: &str) {
     }
     let c = db
         .services
-        .command(id)
+        .command(&Principal::Operator, id)
         .await
         .expect("read")
         .expect("exists");
@@ -354,7 +367,12 @@ async fn a_stale_lease_token_changes_nothing(backend: &str) {
     db.clock.advance(Duration::seconds(20));
     let beat = db
         .services
-        .heartbeat("exec", id, l.lease_token.expose(), 60)
+        .heartbeat(
+            &Principal::Executor("exec".into()),
+            id,
+            l.lease_token.expose(),
+            60,
+        )
         .await
         .expect("heartbeat");
     assert!(beat.lease_expires_at > c.lease_expires_at);
@@ -480,7 +498,10 @@ async fn failures_follow_their_side_effect(backend: &str) {
     ] {
         let l = &by_id[&id];
         db.services
-            .report("exec", report(l, Outcome::Failed, side_effect))
+            .report(
+                &Principal::Executor("exec".into()),
+                report(l, Outcome::Failed, side_effect),
+            )
             .await
             .expect("report");
     }
@@ -498,7 +519,11 @@ async fn failures_follow_their_side_effect(backend: &str) {
         proposal_status(&db.services, possible).await,
         ProposalStatus::OutcomeUnknown
     );
-    let unknown = db.services.needing_resolution().await.expect("list");
+    let unknown = db
+        .services
+        .needing_resolution(&admin())
+        .await
+        .expect("list");
     assert_eq!(unknown.iter().map(|c| c.id).collect::<Vec<_>>(), [possible]);
 }
 
@@ -529,7 +554,7 @@ async fn a_timeout_opens_a_rollback_task(backend: &str) {
         proposal_status(&db.services, id).await,
         ProposalStatus::TimedOut
     );
-    let tasks = db.services.rollback_tasks().await.expect("tasks");
+    let tasks = db.services.rollback_tasks(&admin()).await.expect("tasks");
     assert_eq!(tasks.len(), 1);
     let task = &tasks[0];
     assert_eq!(
@@ -540,7 +565,11 @@ async fn a_timeout_opens_a_rollback_task(backend: &str) {
             CommandStatus::AwaitingApproval
         )
     );
-    let told = db.services.recent_notifications(50).await.expect("list");
+    let told = db
+        .services
+        .recent_notifications(&Principal::Operator, 50)
+        .await
+        .expect("list");
     let reasons: Vec<&str> = told.iter().map(|n| n.reason.as_str()).collect();
     assert!(reasons.contains(&"rollback"), "{reasons:?}");
     // Not leasable until a reviewer approves it.
@@ -568,7 +597,11 @@ async fn drift_is_refused_and_listed(backend: &str) {
         body: json!({}),
         side_effect: SideEffect::Possible,
     };
-    match db.services.report("rogue", bogus).await {
+    match db
+        .services
+        .report(&Principal::Executor("rogue".into()), bogus)
+        .await
+    {
         Err(ServiceError::Conflict(Conflict::CommandNotLeased(CommandStatus::Queued))) => {}
         other => panic!("expected 409, got {other:?}"),
     }
@@ -589,7 +622,10 @@ async fn drift_is_refused_and_listed(backend: &str) {
     let genuine = approved(&db.services, common::proposal_body("agent-a")).await;
     let pending = match db
         .services
-        .submit("agent-a", &common::proposal_body("agent-a"))
+        .submit(
+            &Principal::Agent("agent-a".into()),
+            &common::proposal_body("agent-a"),
+        )
         .await
     {
         Ok(Submitted::Created(p)) => p.id,
@@ -626,7 +662,11 @@ async fn drift_is_refused_and_listed(backend: &str) {
     .await;
     assert_eq!(forged, 1);
     // The genuine proposal the copy named is left as it was: still pending, for a reviewer.
-    let proposal = db.services.proposal(pending).await.expect("read");
+    let proposal = db
+        .services
+        .proposal(&Principal::Operator, pending)
+        .await
+        .expect("read");
     assert_eq!(proposal.expect("exists").status, ProposalStatus::Pending);
     // A report, with the right token, on a command whose proposal is no longer approved (a
     // database edit after the lease): refused, and nothing moves.
@@ -640,7 +680,10 @@ async fn drift_is_refused_and_listed(backend: &str) {
     .await;
     match db
         .services
-        .report("exec", report(&l, Outcome::Succeeded, SideEffect::Done))
+        .report(
+            &Principal::Executor("exec".into()),
+            report(&l, Outcome::Succeeded, SideEffect::Done),
+        )
         .await
     {
         Err(ServiceError::Forbidden { code, .. }) => assert_eq!(code, "never_approved"),
@@ -677,13 +720,19 @@ async fn the_grant_verifies_and_fails_after_any_change(backend: &str) {
         .expect("64");
     let sig = Signature::from_bytes(&sig);
     let claims = &l.grant.claims;
-    assert!(key.verify(&claims.message(), &sig).is_ok());
+    assert!(
+        key.verify(&claims.message().expect("message"), &sig)
+            .is_ok()
+    );
     assert!(claims.describe(l.command.id, &l.command.spec));
     assert_eq!(claims.attempt, 1);
     // Any change to the claims breaks the signature...
     let mut forged: GrantClaims = claims.clone();
     forged.tool = "payments.refund".into();
-    assert!(key.verify(&forged.message(), &sig).is_err());
+    assert!(
+        key.verify(&forged.message().expect("message"), &sig)
+            .is_err()
+    );
     // ...and any change to the command no longer matches the claims.
     let mut spec = l.command.spec.clone();
     spec.parameters
@@ -735,29 +784,28 @@ async fn scopes_and_the_policy_decide_who_leases(backend: &str) {
 
 async fn a_paused_tool_is_not_leased(backend: &str) {
     let db = db(backend, NO_POLICY).await;
-    let id = approved(&db.services, common::proposal_body("agent-a")).await;
-    let actor = Actor::user("boss");
+    let body = common::proposal_body("agent-a");
+    let proposal = Uuid::parse_str(body["proposal_id"].as_str().expect("id")).expect("uuid");
+    let id = approved(&db.services, body).await;
+    let actor = Principal::Operator;
     assert!(
         db.services
-            .pause_tool("crm.*", &actor)
+            .pause_tool(&actor, "crm.*")
             .await
             .expect("pause")
     );
     assert!(any(&db.services, "exec").await.is_none());
-    let command = db
-        .services
-        .command(id)
+    let why = (db.services)
+        .waiting_reason(&Principal::Operator, proposal)
         .await
-        .expect("read")
-        .expect("exists");
-    let why = db.services.waiting_reason(&command).await.expect("reason");
+        .expect("reason");
     assert!(
         why.is_some_and(|w| w.contains("paused")),
         "the page says why it waits"
     );
     assert!(
         db.services
-            .resume_tool("crm.*", &actor)
+            .resume_tool(&actor, "crm.*")
             .await
             .expect("resume")
     );
@@ -834,7 +882,10 @@ async fn leases_and_reports_in_one_group_are_made_together(backend: &str) {
     for (n, r) in reports.into_iter().enumerate() {
         let (services, answers_tx) = (Arc::clone(&services), answers_tx.clone());
         writes.push(Box::pin(async move {
-            let answer = services.report("exec", r).await.map(|c| Some(c.id));
+            let answer = services
+                .report(&Principal::Executor("exec".into()), r)
+                .await
+                .map(|c| Some(c.id));
             answers_tx.send((n, answer)).expect("answers");
             Ok(())
         }));
@@ -958,7 +1009,10 @@ async fn leases_and_reports_in_one_group_are_made_together(backend: &str) {
             "executor.drift"
         ]
     );
-    services.verify_trail(None).await.expect("chain verifies");
+    services
+        .verify_trail(&Principal::Operator, None)
+        .await
+        .expect("chain verifies");
 }
 
 /// The executors' steady state: one executor reports its success while another leases, both
@@ -984,7 +1038,10 @@ async fn a_report_and_a_lease_in_one_group(backend: &str) {
         let (services, answers_tx) = (Arc::clone(&services), answers_tx.clone());
         let r = report(&first, Outcome::Succeeded, SideEffect::None);
         async move {
-            let done = services.report("exec", r).await.expect("settled");
+            let done = services
+                .report(&Principal::Executor("exec".into()), r)
+                .await
+                .expect("settled");
             answers_tx.send(("report", Some(done.id))).expect("answers");
             Ok(())
         }
@@ -1040,7 +1097,10 @@ async fn a_report_and_a_lease_in_one_group(backend: &str) {
     let finished = of_kind(&services, "proposal.succeeded").await;
     assert_eq!(finished.len(), 1, "{finished:?}");
     assert_eq!(finished[0]["command_id"], ids[0].to_string());
-    services.verify_trail(None).await.expect("chain verifies");
+    services
+        .verify_trail(&Principal::Operator, None)
+        .await
+        .expect("chain verifies");
 }
 
 /// What [`any`] asks, as a report's `next`.
@@ -1070,7 +1130,7 @@ async fn a_report_leases_the_next_command_only_if_taken(backend: &str) {
         let r = report(&first, Outcome::Succeeded, SideEffect::None);
         async move {
             let (done, next) = (services
-                .report_and_lease("exec", r, &next_lease("exec"))
+                .report_and_lease(&Principal::Executor("exec".into()), r, &next_lease("exec"))
                 .await)
                 .expect("taken");
             assert_eq!(done.status, CommandStatus::Succeeded);
@@ -1084,7 +1144,12 @@ async fn a_report_leases_the_next_command_only_if_taken(backend: &str) {
         let mut r = report(&second, Outcome::Succeeded, SideEffect::None);
         r.lease_token = "not-the-token".into();
         async move {
-            let answer = (services.report_and_lease("exec-2", r, &next_lease("exec-2"))).await;
+            let answer = (services.report_and_lease(
+                &Principal::Executor("exec-2".into()),
+                r,
+                &next_lease("exec-2"),
+            ))
+            .await;
             assert!(
                 matches!(
                     answer,
@@ -1151,7 +1216,10 @@ async fn a_report_leases_the_next_command_only_if_taken(backend: &str) {
         },
         "leased up front, in so many statements"
     );
-    services.verify_trail(None).await.expect("chain verifies");
+    services
+        .verify_trail(&Principal::Operator, None)
+        .await
+        .expect("chain verifies");
 }
 
 /// Reports that ask for their executors' next commands, alone in their group (no plain
@@ -1184,7 +1252,7 @@ async fn reports_with_next_alone_lease_for_those_taken(backend: &str) {
         }
         writes.push(Box::pin(async move {
             let answer = services
-                .report_and_lease("exec", r, &next_lease("exec"))
+                .report_and_lease(&Principal::Executor("exec".into()), r, &next_lease("exec"))
                 .await
                 .map(|(done, next)| (done.id, next.map(|l| l.command.id)));
             answers_tx.send((n, answer)).expect("answers");
@@ -1243,7 +1311,10 @@ async fn reports_with_next_alone_lease_for_those_taken(backend: &str) {
         },
         "leased up front for the two taken, in so many statements"
     );
-    services.verify_trail(None).await.expect("chain verifies");
+    services
+        .verify_trail(&Principal::Operator, None)
+        .await
+        .expect("chain verifies");
 }
 
 /// A command reported twice in one group, the second time asking for the next command (a
@@ -1262,7 +1333,10 @@ async fn a_second_report_with_next_on_one_command_leases_nothing(backend: &str) 
         let (services, answers_tx) = (Arc::clone(&services), answers_tx.clone());
         let r = report(&held, Outcome::Succeeded, SideEffect::None);
         async move {
-            let answer = services.report("exec", r).await.map(|c| (c.status, None));
+            let answer = services
+                .report(&Principal::Executor("exec".into()), r)
+                .await
+                .map(|c| (c.status, None));
             answers_tx.send((0, answer)).expect("answers");
             Ok(())
         }
@@ -1272,7 +1346,7 @@ async fn a_second_report_with_next_on_one_command_leases_nothing(backend: &str) 
         let services = Arc::clone(&services);
         async move {
             let answer = (services
-                .report_and_lease("exec", r, &next_lease("exec"))
+                .report_and_lease(&Principal::Executor("exec".into()), r, &next_lease("exec"))
                 .await)
                 .map(|(c, next)| (c.status, next.map(|l| l.command.id)));
             answers_tx.send((1, answer)).expect("answers");
@@ -1304,7 +1378,10 @@ async fn a_second_report_with_next_on_one_command_leases_nothing(backend: &str) 
     // The writer goes on: the command left is leased.
     let next = any(&services, "exec").await.expect("leased");
     assert_eq!(next.command.id, ids[1]);
-    services.verify_trail(None).await.expect("chain verifies");
+    services
+        .verify_trail(&Principal::Operator, None)
+        .await
+        .expect("chain verifies");
 }
 
 common::on_both_backends!(

@@ -7,13 +7,13 @@
 mod common;
 
 use common::LeaseAs;
+use countersign::domain::principal::Principal;
 
-use countersign::audit::Actor;
 use countersign::domain::command::retry::SideEffect;
 use countersign::domain::command::{CommandStatus, Outcome};
 use countersign::domain::lifecycle::ReviewVerdict;
 use countersign::domain::principal::Role;
-use countersign::service::{Report, Reviewer, Services, Submitted};
+use countersign::service::{Report, Services, Submitted};
 use countersign::storage::{Backend, Store, commands, proposals};
 use serde_json::{Value, json};
 use time::format_description::well_known::Rfc3339;
@@ -41,17 +41,17 @@ async fn same_as_pooled(store: &Store, id: Uuid) {
 }
 
 async fn submit(services: &Services, body: &Value) -> Uuid {
-    match services.submit("agent-a", body).await {
+    match services
+        .submit(&Principal::Agent("agent-a".into()), body)
+        .await
+    {
         Ok(Submitted::Created(p)) => p.id,
         other => panic!("expected a new proposal, got {other:?}"),
     }
 }
 
-fn reviewer() -> Reviewer {
-    Reviewer {
-        username: "rev".into(),
-        role: Role::Reviewer,
-    }
+fn reviewer() -> Principal {
+    Principal::person("rev", Role::Reviewer)
 }
 
 /// A reviewer approves proposal `id`.
@@ -103,13 +103,16 @@ async fn a_point_read_answers_what_the_pool_answers(backend: &str) {
     same_as_pooled(&store, id).await;
     let failure = json!({"error": "the CRM said no", "code": 503});
     let settled = services
-        .report("exec", report(&leased, Outcome::Failed, failure))
+        .report(
+            &Principal::Executor("exec".into()),
+            report(&leased, Outcome::Failed, failure),
+        )
         .await
         .expect("report");
     assert_eq!(settled.status, CommandStatus::Failed);
     same_as_pooled(&store, id).await;
     services
-        .erase_proposal(&Actor::user("admin"), id, "the customer asked")
+        .erase_proposal(&Principal::Operator, id, "the customer asked")
         .await
         .expect("erase");
     same_as_pooled(&store, id).await;
@@ -124,7 +127,10 @@ async fn a_point_read_answers_what_the_pool_answers(backend: &str) {
     let mut timed = common::proposal_body("agent-a");
     timed["execution"] = json!({"timeout_ms": 30_000});
     let (timed, leased) = approved_and_leased(&services, &timed).await;
-    let running = services.command_for_proposal(timed).await.expect("read");
+    let running = services
+        .command_for_proposal(&Principal::Operator, timed)
+        .await
+        .expect("read");
     assert!(
         running.and_then(|c| c.run_deadline).is_some(),
         "a run deadline"
@@ -132,7 +138,7 @@ async fn a_point_read_answers_what_the_pool_answers(backend: &str) {
     same_as_pooled(&store, timed).await;
     let done = services
         .report(
-            "exec",
+            &Principal::Executor("exec".into()),
             report(&leased, Outcome::Succeeded, json!({"rows": 1})),
         )
         .await
@@ -198,7 +204,10 @@ async fn a_read_with_every_connection_lent_uses_the_pool(backend: &str) {
     let (services, _, _dir) = common::fresh_services(backend).await;
     let store = services.store().clone();
     let id = submit(&services, &common::proposal_body("agent-a")).await;
-    let expected = services.proposal(id).await.expect("read");
+    let expected = services
+        .proposal(&Principal::Operator, id)
+        .await
+        .expect("read");
     assert!(expected.is_some());
     let mut held = Vec::new();
     loop {

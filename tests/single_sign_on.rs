@@ -4,12 +4,13 @@
 
 mod common;
 
+use countersign::domain::principal::Principal;
 use std::sync::Arc;
 
-use countersign::audit::Actor;
 use countersign::domain::Policy;
 use countersign::domain::principal::Role;
 use countersign::domain::sso::SsoIdentity;
+use countersign::service::NewUser;
 use countersign::service::{Services, SignIn, SsoSignIn};
 use countersign::storage;
 use serde_json::{Value, json};
@@ -48,7 +49,10 @@ async fn kinds(s: &Services, username: &str) -> (Vec<String>, Vec<String>) {
     let user = s.user(username).await.expect("read").expect("made");
     let mut of = Vec::new();
     for subject in [username.to_owned(), user.id.to_string()] {
-        let trail = s.trail("user", &subject).await.expect("trail");
+        let trail = s
+            .trail(&Principal::Operator, "user", &subject)
+            .await
+            .expect("trail");
         of.push(trail.into_iter().map(|e| e.action).collect::<Vec<_>>());
     }
     let changes = of.pop().unwrap_or_default();
@@ -78,7 +82,9 @@ async fn a_first_sign_in_makes_an_account_with_the_claimed_role(backend: &str) {
     let (sign_ins, changes) = kinds(&s, "rita").await;
     assert_eq!(sign_ins, ["auth.signed_in", "auth.signed_in"]);
     assert_eq!(changes, ["user.created"]);
-    s.verify_trail(None).await.expect("the chain verifies");
+    s.verify_trail(&Principal::Operator, None)
+        .await
+        .expect("the chain verifies");
 }
 
 async fn no_role_claimed_means_no_role_until_granted(backend: &str) {
@@ -96,7 +102,7 @@ async fn no_role_claimed_means_no_role_until_granted(backend: &str) {
         SignIn::Refused
     ));
     // An admin grants a role; a later sign-in without a claim keeps it.
-    s.set_role("nora", Role::Compliance, &Actor::user("admin"))
+    s.set_role(&Principal::Operator, "nora", Role::Compliance)
         .await
         .expect("granted");
     assert_eq!(
@@ -108,10 +114,8 @@ async fn no_role_claimed_means_no_role_until_granted(backend: &str) {
 async fn a_taken_name_is_never_taken_over(backend: &str) {
     let (s, _dir) = services(backend).await;
     s.add_user(
-        "alice",
-        Role::Admin,
-        "a long enough password".into(),
-        &Actor::system("test"),
+        &Principal::Operator,
+        NewUser::new("alice", Role::Admin, "a long enough password"),
     )
     .await
     .expect("added");
@@ -139,7 +143,7 @@ async fn the_claim_moves_the_role_and_a_disabled_account_is_refused(backend: &st
         kinds(&s, "bob").await.1,
         ["user.created", "user.role_changed"]
     );
-    s.disable_user("bob", &Actor::user("admin"))
+    s.disable_user(&Principal::Operator, "bob")
         .await
         .expect("disabled");
     assert!(matches!(
@@ -155,7 +159,66 @@ async fn the_claim_moves_the_role_and_a_disabled_account_is_refused(backend: &st
     );
 }
 
+/// A role the claim granted goes when the claim stops granting it; a role an admin granted
+/// stays; a claim that grants a role again brings it back.
+async fn a_role_the_claim_stops_granting_is_taken_away(backend: &str) {
+    let (s, _dir) = services(backend).await;
+    let rory = |roles: Option<Value>| identity("sub-rory", "rory", roles);
+    assert_eq!(
+        signed_in(&s, rory(Some(json!(["reviewer"])))).await.1,
+        Some(Role::Reviewer)
+    );
+    assert_eq!(signed_in(&s, rory(None)).await.1, None);
+    assert_eq!(
+        s.user("rory").await.expect("read").expect("kept").role,
+        None
+    );
+    assert_eq!(
+        kinds(&s, "rory").await.1,
+        ["user.created", "user.role_changed"]
+    );
+    let trail = s
+        .trail(
+            &Principal::Operator,
+            "user",
+            &s.user("rory")
+                .await
+                .expect("read")
+                .expect("kept")
+                .id
+                .to_string(),
+        )
+        .await
+        .expect("trail");
+    let last = trail.last().expect("the revocation");
+    assert_eq!(last.details["to"], Value::Null);
+    assert_eq!(last.details["from"], "reviewer");
+    assert_eq!(
+        signed_in(&s, rory(Some(json!("compliance")))).await.1,
+        Some(Role::Compliance)
+    );
+
+    // An admin's grant outlives a claim that grants nothing, even after a claim granted one.
+    s.set_role(&Principal::Operator, "rory", Role::Reviewer)
+        .await
+        .expect("granted");
+    assert_eq!(signed_in(&s, rory(None)).await.1, Some(Role::Reviewer));
+    assert_eq!(
+        signed_in(&s, rory(Some(json!([])))).await.1,
+        Some(Role::Reviewer)
+    );
+
+    // The last enabled admin keeps the role a claim gave.
+    let ada = |roles: Option<Value>| identity("sub-ada", "ada", roles);
+    assert_eq!(
+        signed_in(&s, ada(Some(json!(["admin"])))).await.1,
+        Some(Role::Admin)
+    );
+    assert_eq!(signed_in(&s, ada(None)).await.1, Some(Role::Admin));
+}
+
 common::on_both_backends!(
+    a_role_the_claim_stops_granting_is_taken_away,
     a_first_sign_in_makes_an_account_with_the_claimed_role,
     no_role_claimed_means_no_role_until_granted,
     a_taken_name_is_never_taken_over,

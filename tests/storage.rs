@@ -9,10 +9,10 @@
 mod common;
 
 use common::LeaseAs;
+use countersign::domain::principal::Principal;
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use countersign::audit::Actor;
 use countersign::auth::token;
 use countersign::domain::Policy;
 use countersign::domain::command::retry::SideEffect;
@@ -20,8 +20,9 @@ use countersign::domain::command::{CommandStatus, Outcome};
 use countersign::domain::contract::vocab::AuthorizationState;
 use countersign::domain::lifecycle::{DecisionError, ProposalStatus, ReviewVerdict};
 use countersign::domain::principal::{ActorKind, Role, TokenKind};
+use countersign::service::NewUser;
 use countersign::service::{
-    AccountError, Clock, Conflict, Decided, Report, Reviewer, ServiceError, Services, Submitted,
+    AccountError, Clock, Conflict, Cursor, Decided, Report, ServiceError, Services, Submitted,
 };
 use countersign::storage;
 use countersign::storage::proposals::ProposalRecord;
@@ -82,11 +83,8 @@ async fn db_with(backend: &str, policy: Policy) -> Db {
     }
 }
 
-fn reviewer(name: &str) -> Reviewer {
-    Reviewer {
-        username: name.into(),
-        role: Role::Reviewer,
-    }
+fn reviewer(name: &str) -> Principal {
+    Principal::person(name, Role::Reviewer)
 }
 
 async fn submit(services: &Services, agent: &str) -> Uuid {
@@ -94,7 +92,13 @@ async fn submit(services: &Services, agent: &str) -> Uuid {
 }
 
 async fn submit_record(services: &Services, agent: &str) -> ProposalRecord {
-    match services.submit(agent, &common::proposal_body(agent)).await {
+    match services
+        .submit(
+            &Principal::Agent(agent.into()),
+            &common::proposal_body(agent),
+        )
+        .await
+    {
         Ok(Submitted::Created(p)) => p,
         other => panic!("expected a new proposal, got {other:?}"),
     }
@@ -110,7 +114,7 @@ async fn approve(services: &Services, id: Uuid, by: &str) -> Result<Uuid, Servic
         Decided::ApprovalRecorded(p) => panic!("one approval should decide, got {p:?}"),
     }
     let command = services
-        .command_for_proposal(id)
+        .command_for_proposal(&Principal::Operator, id)
         .await?
         .expect("an approval queues a command");
     Ok(command.id)
@@ -138,7 +142,7 @@ fn report(command_id: Uuid, lease_token: &str, outcome: Outcome) -> Report {
 
 async fn actions(services: &Services, subject_type: &str, id: Uuid) -> Vec<String> {
     services
-        .trail(subject_type, &id.to_string())
+        .trail(&Principal::Operator, subject_type, &id.to_string())
         .await
         .expect("audit")
         .into_iter()
@@ -156,7 +160,11 @@ async fn count_users(services: &Services) -> i64 {
 async fn submission_is_idempotent_per_agent_and_body(backend: &str) {
     let db = db(backend).await;
     let body = common::proposal_body("agent-a");
-    let first = db.services.submit("agent-a", &body).await.expect("first");
+    let first = db
+        .services
+        .submit(&Principal::Agent("agent-a".into()), &body)
+        .await
+        .expect("first");
     let Submitted::Created(original) = first else {
         panic!("first submission must create")
     };
@@ -166,7 +174,11 @@ async fn submission_is_idempotent_per_agent_and_body(backend: &str) {
     // The same request again, even with a new timestamp, returns the original.
     let mut retry = body.clone();
     retry["timestamp"] = json!("2026-11-22T10:05:00Z");
-    match db.services.submit("agent-a", &retry).await {
+    match db
+        .services
+        .submit(&Principal::Agent("agent-a".into()), &retry)
+        .await
+    {
         Ok(Submitted::Replayed(p)) => assert_eq!(p.id, original.id),
         other => panic!("expected a replay, got {other:?}"),
     }
@@ -174,7 +186,11 @@ async fn submission_is_idempotent_per_agent_and_body(backend: &str) {
     // The same key with a different body is refused.
     let mut changed = body.clone();
     changed["parameters"]["email"] = json!("other@example.com");
-    match db.services.submit("agent-a", &changed).await {
+    match db
+        .services
+        .submit(&Principal::Agent("agent-a".into()), &changed)
+        .await
+    {
         Err(ServiceError::Conflict(Conflict::IdempotencyKeyReused)) => {}
         other => panic!("expected idempotency_key_reused, got {other:?}"),
     }
@@ -182,7 +198,11 @@ async fn submission_is_idempotent_per_agent_and_body(backend: &str) {
     // The same proposal id under another key is a conflict, and nothing was written twice.
     let mut same_id = common::proposal_body("agent-a");
     same_id["proposal_id"] = body["proposal_id"].clone();
-    match db.services.submit("agent-a", &same_id).await {
+    match db
+        .services
+        .submit(&Principal::Agent("agent-a".into()), &same_id)
+        .await
+    {
         Err(ServiceError::Conflict(Conflict::ProposalIdTaken)) => {}
         other => panic!("expected proposal id conflict, got {other:?}"),
     }
@@ -191,7 +211,9 @@ async fn submission_is_idempotent_per_agent_and_body(backend: &str) {
     let mut other_agent = common::proposal_body("agent-b");
     other_agent["idempotency_key"] = body["idempotency_key"].clone();
     assert!(matches!(
-        db.services.submit("agent-b", &other_agent).await,
+        db.services
+            .submit(&Principal::Agent("agent-b".into()), &other_agent)
+            .await,
         Ok(Submitted::Created(_))
     ));
     assert_eq!(
@@ -206,7 +228,7 @@ async fn approval_confirms_queues_and_audits_in_one_go(backend: &str) {
     let command_id = approve(&db.services, id, "rev").await.expect("approve");
     let p = db
         .services
-        .proposal(id)
+        .proposal(&Principal::Operator, id)
         .await
         .expect("read")
         .expect("exists");
@@ -219,7 +241,7 @@ async fn approval_confirms_queues_and_audits_in_one_go(backend: &str) {
     );
     let command = db
         .services
-        .command_for_proposal(id)
+        .command_for_proposal(&Principal::Operator, id)
         .await
         .expect("read")
         .expect("queued");
@@ -239,7 +261,7 @@ async fn approval_confirms_queues_and_audits_in_one_go(backend: &str) {
     );
     let audit = db
         .services
-        .trail("proposal", &id.to_string())
+        .trail(&Principal::Operator, "proposal", &id.to_string())
         .await
         .expect("audit");
     assert_eq!(audit[1].before_status.as_deref(), Some("pending"));
@@ -281,7 +303,7 @@ async fn a_decided_proposal_is_never_decided_again(backend: &str) {
     assert!(claimed.is_none(), "claimed a decided proposal: {claimed:?}");
     let p = db
         .services
-        .proposal(id)
+        .proposal(&Principal::Operator, id)
         .await
         .expect("read")
         .expect("exists");
@@ -320,7 +342,7 @@ async fn concurrent_reviewers_produce_one_decision_and_one_command(backend: &str
     assert_eq!(approvals, 1);
     assert!(
         db.services
-            .command_for_proposal(id)
+            .command_for_proposal(&Principal::Operator, id)
             .await
             .expect("read")
             .is_some()
@@ -351,7 +373,7 @@ async fn rejection_records_the_reason_and_queues_nothing(backend: &str) {
     );
     assert!(
         db.services
-            .command_for_proposal(id)
+            .command_for_proposal(&Principal::Operator, id)
             .await
             .expect("read")
             .is_none()
@@ -397,7 +419,10 @@ async fn leases_are_exclusive_and_reports_need_the_current_token(backend: &str) 
 
     match db
         .services
-        .report("exec", report(command_id, "wrong", Outcome::Succeeded))
+        .report(
+            &Principal::Executor("exec".into()),
+            report(command_id, "wrong", Outcome::Succeeded),
+        )
         .await
     {
         Err(ServiceError::Conflict(Conflict::LeaseTokenMismatch)) => {}
@@ -406,7 +431,10 @@ async fn leases_are_exclusive_and_reports_need_the_current_token(backend: &str) 
     // The right token from another executor is refused too: the lease is "exec"'s.
     match db
         .services
-        .report("intruder", report(command_id, &token, Outcome::Succeeded))
+        .report(
+            &Principal::Executor("intruder".into()),
+            report(command_id, &token, Outcome::Succeeded),
+        )
         .await
     {
         Err(ServiceError::Conflict(Conflict::LeaseTokenMismatch)) => {}
@@ -414,21 +442,27 @@ async fn leases_are_exclusive_and_reports_need_the_current_token(backend: &str) 
     }
     let done = db
         .services
-        .report("exec", report(command_id, &token, Outcome::Succeeded))
+        .report(
+            &Principal::Executor("exec".into()),
+            report(command_id, &token, Outcome::Succeeded),
+        )
         .await
         .expect("report");
     assert_eq!(done.status, CommandStatus::Succeeded);
     assert_eq!(done.result, Some(json!({"ok": true})));
     let p = db
         .services
-        .proposal(id)
+        .proposal(&Principal::Operator, id)
         .await
         .expect("read")
         .expect("exists");
     assert_eq!(p.status, ProposalStatus::Succeeded);
     match db
         .services
-        .report("exec", report(command_id, &token, Outcome::Failed))
+        .report(
+            &Principal::Executor("exec".into()),
+            report(command_id, &token, Outcome::Failed),
+        )
         .await
     {
         Err(ServiceError::Conflict(Conflict::CommandNotLeased(CommandStatus::Succeeded))) => {}
@@ -436,7 +470,10 @@ async fn leases_are_exclusive_and_reports_need_the_current_token(backend: &str) 
     }
     match db
         .services
-        .report("exec", report(Uuid::now_v7(), &token, Outcome::Failed))
+        .report(
+            &Principal::Executor("exec".into()),
+            report(Uuid::now_v7(), &token, Outcome::Failed),
+        )
         .await
     {
         Err(ServiceError::NotFound) => {}
@@ -478,7 +515,7 @@ async fn failures_are_recorded_on_command_and_proposal(backend: &str) {
     let failed = db
         .services
         .report(
-            "exec",
+            &Principal::Executor("exec".into()),
             Report {
                 side_effect: SideEffect::Done,
                 ..report(command_id, leased.lease_token.expose(), Outcome::Failed)
@@ -490,7 +527,7 @@ async fn failures_are_recorded_on_command_and_proposal(backend: &str) {
     assert_eq!(failed.error, Some(json!({"ok": false})));
     assert_eq!(
         db.services
-            .proposal(id)
+            .proposal(&Principal::Operator, id)
             .await
             .expect("read")
             .expect("exists")
@@ -523,7 +560,7 @@ async fn an_expired_lease_is_never_re_leased_silently(backend: &str) {
     assert_eq!((swept.retried, swept.settled), (0, 1));
     let p = db
         .services
-        .proposal(id)
+        .proposal(&Principal::Operator, id)
         .await
         .expect("read")
         .expect("exists");
@@ -532,7 +569,7 @@ async fn an_expired_lease_is_never_re_leased_silently(backend: &str) {
     match db
         .services
         .report(
-            "slow",
+            &Principal::Executor("slow".into()),
             report(command_id, first.lease_token.expose(), Outcome::Succeeded),
         )
         .await
@@ -585,26 +622,37 @@ async fn the_queue_lists_pending_proposals_oldest_first(backend: &str) {
     let ids = |list: Vec<ProposalRecord>| list.into_iter().map(|p| p.id).collect::<Vec<_>>();
     let pending = ids(db
         .services
-        .proposals_in(ProposalStatus::Pending, 10)
+        .proposals_in(
+            &Principal::person("boss", Role::Admin),
+            ProposalStatus::Pending,
+            10,
+        )
         .await
         .expect("list"));
     assert_eq!(pending, [a, c]);
-    let queue = ids(db.services.pending(10).await.expect("queue"));
+    let queue = ids(db
+        .services
+        .pending(&Principal::person("boss", Role::Admin), 10)
+        .await
+        .expect("queue"));
     assert_eq!(queue, [a, c]);
 }
 
 async fn users_and_tokens_round_trip(backend: &str) {
     let db = db(backend).await;
-    let actor = Actor::system("test");
+    let actor = Principal::Operator;
     let password = "correct horse battery staple";
     assert_eq!(count_users(&db.services).await, 0);
     db.services
-        .add_user("rev", Role::Reviewer, password.into(), &actor)
+        .add_user(&actor, NewUser::new("rev", Role::Reviewer, password))
         .await
         .expect("insert");
     match db
         .services
-        .add_user("rev", Role::Admin, "another long password".into(), &actor)
+        .add_user(
+            &actor,
+            NewUser::new("rev", Role::Admin, "another long password"),
+        )
         .await
     {
         Err(AccountError::Taken(name)) => assert_eq!(name, "rev"),
@@ -642,7 +690,7 @@ async fn users_and_tokens_round_trip(backend: &str) {
 
     let secret = db
         .services
-        .create_token(TokenKind::Executor, "n8n", None, &actor)
+        .create_token(&actor, TokenKind::Executor, "n8n", None)
         .await
         .expect("token");
     let found = db
@@ -704,7 +752,7 @@ async fn the_audit_trail_refuses_updates_and_deletes(backend: &str) {
     );
     let trail = db
         .services
-        .trail("proposal", &id.to_string())
+        .trail(&Principal::Operator, "proposal", &id.to_string())
         .await
         .expect("audit");
     assert_eq!(
@@ -723,7 +771,11 @@ async fn migrations_run_twice_without_harm(backend: &str) {
     let again = Services::new(again, Arc::new(Policy::builtin()));
     assert_eq!(
         again
-            .proposals_in(ProposalStatus::Pending, 10)
+            .proposals_in(
+                &Principal::person("boss", Role::Admin),
+                ProposalStatus::Pending,
+                10
+            )
             .await
             .expect("list")
             .len(),
@@ -752,7 +804,7 @@ async fn undecided_proposals_expire_and_are_never_approved(backend: &str) {
     }
     let p = db
         .services
-        .proposal(late.id)
+        .proposal(&Principal::Operator, late.id)
         .await
         .expect("read")
         .expect("exists");
@@ -762,7 +814,7 @@ async fn undecided_proposals_expire_and_are_never_approved(backend: &str) {
     );
     assert!(
         db.services
-            .command_for_proposal(late.id)
+            .command_for_proposal(&Principal::Operator, late.id)
             .await
             .expect("read")
             .is_none()
@@ -779,7 +831,11 @@ async fn undecided_proposals_expire_and_are_never_approved(backend: &str) {
     assert_eq!(swept.iter().map(|p| p.id).collect::<Vec<_>>(), [timely.id]);
     assert_eq!(
         db.services
-            .proposals_in(ProposalStatus::Pending, 10)
+            .proposals_in(
+                &Principal::person("boss", Role::Admin),
+                ProposalStatus::Pending,
+                10
+            )
             .await
             .expect("list")
             .len(),
@@ -832,7 +888,7 @@ async fn quorum_needs_distinct_approvers(backend: &str) {
     );
     assert!(
         db.services
-            .command_for_proposal(id)
+            .command_for_proposal(&Principal::Operator, id)
             .await
             .expect("read")
             .is_none()
@@ -852,16 +908,18 @@ async fn quorum_needs_distinct_approvers(backend: &str) {
     );
     assert!(
         db.services
-            .command_for_proposal(id)
+            .command_for_proposal(&Principal::Operator, id)
             .await
             .expect("read")
             .is_some()
     );
     let approvers: Vec<String> = db
         .services
-        .approvals(id)
+        .proposal_page(&Principal::Operator, id, Cursor::Newest)
         .await
         .expect("read")
+        .expect("the page")
+        .approvals
         .into_iter()
         .map(|a| a.0)
         .collect();

@@ -5,6 +5,7 @@
 
 mod common;
 
+use countersign::domain::principal::Principal;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -238,7 +239,7 @@ async fn submissions_in_one_group_are_inserted_together(backend: &str) {
         // key (and so is refused, as one after another).
         let before_group = common::proposal_body("agent-w");
         services
-            .submit("agent-w", &before_group)
+            .submit(&Principal::Agent("agent-w".into()), &before_group)
             .await
             .expect("stored before the group");
         let mut chain_refused = common::proposal_body("agent-w");
@@ -266,7 +267,9 @@ async fn submissions_in_one_group_are_inserted_together(backend: &str) {
                 let (services, body, answers_tx) =
                     (Arc::clone(&services), body.clone(), answers_tx.clone());
                 Box::pin(async move {
-                    let answer = services.submit("agent-w", &body).await;
+                    let answer = services
+                        .submit(&Principal::Agent("agent-w".into()), &body)
+                        .await;
                     answers_tx.send((n, answer)).expect("answers");
                     Ok(())
                 }) as Write
@@ -351,7 +354,7 @@ async fn submissions_in_one_group_are_inserted_together(backend: &str) {
         for n in (0..40).chain([43, 46]) {
             let p = created(n);
             let stored = services
-                .proposal(p.id)
+                .proposal(&Principal::Operator, p.id)
                 .await
                 .expect("read")
                 .expect("stored");
@@ -406,7 +409,10 @@ async fn a_row_refused_in_a_group_insert_fails_alone(backend: &str) {
             let services = Arc::clone(&services);
             Box::pin(async move {
                 services
-                    .submit(agent, &common::proposal_body(agent))
+                    .submit(
+                        &Principal::Agent(agent.into()),
+                        &common::proposal_body(agent),
+                    )
                     .await
                     .map(|_| ())
                     .map_err(|e| StorageError::Batch(e.to_string()))
@@ -484,7 +490,7 @@ async fn token_change(
 /// The number of events in the trail, once it verifies.
 async fn trail_len(services: &Services) -> i64 {
     services
-        .verify_trail(None)
+        .verify_trail(&Principal::Operator, None)
         .await
         .expect("chain verifies")
         .count
@@ -643,7 +649,11 @@ async fn events_alone_commit_together_and_a_refused_one_moves_nothing(backend: &
             tool_rules: i,
         })
     };
-    let start = services.verify_trail(None).await.expect("verifies").count;
+    let start = services
+        .verify_trail(&Principal::Operator, None)
+        .await
+        .expect("verifies")
+        .count;
     let inline_before = store.writer_stats().appended_on_thread();
     let mut records = tokio::task::JoinSet::new();
     for i in 0..64 {
@@ -658,7 +668,7 @@ async fn events_alone_commit_together_and_a_refused_one_moves_nothing(backend: &
         let services = services.clone();
         records.spawn(async move {
             let checked = services
-                .pre_tool_check("agent-a", &common::check_body())
+                .pre_tool_check(&Principal::Agent("agent-a".into()), &common::check_body())
                 .await;
             checked
                 .map(|_| ())
@@ -700,7 +710,7 @@ async fn events_alone_commit_together_and_a_refused_one_moves_nothing(backend: &
         .await
         .expect("the next record, after the head as it was");
     let ok = services
-        .verify_trail(None)
+        .verify_trail(&Principal::Operator, None)
         .await
         .expect("the chain verifies");
     let mut read = store.read().await.expect("read");

@@ -212,6 +212,197 @@ pub enum Notice {
     AdminRole,
 }
 
+/// What the page says for each notice (a notice without a line here says nothing: a test
+/// keeps every one written).
+const NOTICE_TEXT: &[(Notice, &str)] = &[
+    (
+        Notice::Approved,
+        "Approved. Its authorization is now confirmed and its command is in the executor queue.",
+    ),
+    (
+        Notice::Rejected,
+        "Rejected. The agent will see your reason.",
+    ),
+    (
+        Notice::ChangesRequested,
+        "Changes requested. The agent sees what must change and may submit a revision.",
+    ),
+    (Notice::SignedOut, "You are signed out."),
+    (
+        Notice::InvalidCredentials,
+        "That username and password do not match.",
+    ),
+    (
+        Notice::Throttled,
+        "Too many failed sign-ins. Wait a few minutes, then try again.",
+    ),
+    (
+        Notice::SsoFailed,
+        "Single sign-on did not work. Try again, or sign in with your password.",
+    ),
+    (
+        Notice::SsoRefused,
+        "Your account may not sign in. Ask an admin.",
+    ),
+    (Notice::Csrf, "This form had expired. Please try again."),
+    (
+        Notice::AlreadyDecided,
+        "Someone else decided this proposal meanwhile; it cannot be decided twice. Their decision, and who took it, is below.",
+    ),
+    (
+        Notice::OwnProposal,
+        "You proposed this action, so someone else must decide it.",
+    ),
+    (
+        Notice::Role,
+        "Your role may view proposals but not decide them.",
+    ),
+    (
+        Notice::ReasonRequired,
+        "A rejection needs a reason (up to 2,000 characters).",
+    ),
+    (
+        Notice::Expired,
+        "This proposal expired before anyone decided it; it will never run. The agent may propose it again.",
+    ),
+    (
+        Notice::ApprovalRecorded,
+        "Your approval is recorded. The policy asks for more approvers; the proposal waits for them.",
+    ),
+    (
+        Notice::AlreadyApproved,
+        "You already approved this proposal; it waits for other approvers.",
+    ),
+    (Notice::BadVerdict, "Choose approve or reject."),
+    (Notice::NotFound, "No such proposal."),
+    (
+        Notice::Erased,
+        "Personal data erased. Keys, request hash and decision remain; the erasure is in the audit trail.",
+    ),
+    (
+        Notice::ErasePending,
+        "This proposal still waits for a decision: reject it first, then erase it.",
+    ),
+    (
+        Notice::EraseCommandOpen,
+        "A command of it may still run: wait for or settle its outcome, then erase it.",
+    ),
+    (Notice::AlreadyErased, "This proposal was already erased."),
+    (
+        Notice::EraseReasonRequired,
+        "Erasure needs a reason; it stays on the proposal.",
+    ),
+    (Notice::EraseRole, "Only an admin may erase personal data."),
+    (
+        Notice::Resolved,
+        "Settled. The agent sees the outcome; the trail records your reason.",
+    ),
+    (
+        Notice::Released,
+        "Released: the command is back in the queue for one more attempt.",
+    ),
+    (
+        Notice::RollbackApproved,
+        "Rollback approved: it is queued as its own command for the executors.",
+    ),
+    (
+        Notice::RollbackDismissed,
+        "Rollback dismissed; the trail records your reason.",
+    ),
+    (
+        Notice::CommandState,
+        "This command no longer waits for that: someone settled it first.",
+    ),
+    (
+        Notice::ResolveReasonRequired,
+        "Settling a command, or dismissing a rollback, needs a reason (up to 2,000 characters).",
+    ),
+    (
+        Notice::ToolPaused,
+        "Paused: no executor leases this tool until it is resumed.",
+    ),
+    (
+        Notice::ToolResumed,
+        "Resumed: executors lease this tool again.",
+    ),
+    (
+        Notice::BadTool,
+        "Give a tool name or glob (`crm.*`, or `*` for every tool).",
+    ),
+    (
+        Notice::PauseRole,
+        "Only an admin may pause or resume tools.",
+    ),
+    (
+        Notice::Revealed,
+        "Personal data revealed for the next 15 minutes; the audit trail records that you revealed it.",
+    ),
+    (
+        Notice::NothingToReveal,
+        "This proposal withholds no personal data.",
+    ),
+    (
+        Notice::ConfirmationMissing,
+        "Not approved: this action needs the target's name typed to approve it.",
+    ),
+    (
+        Notice::ConfirmationMismatch,
+        "Not approved: what you typed is not the target's name. Type it exactly as shown.",
+    ),
+    (
+        Notice::OperatesAgent,
+        "You operate the agent that proposed this action, so someone else must approve it.",
+    ),
+    (
+        Notice::UserAdded,
+        "User added. Their one-time password is shown below, once: hand it over now.",
+    ),
+    (
+        Notice::UserDisabled,
+        "User disabled: they cannot sign in, and their open sessions ended.",
+    ),
+    (Notice::UserEnabled, "User enabled: they may sign in again."),
+    (
+        Notice::PasswordReset,
+        "Password reset; their sessions ended. The one-time password is shown below, once.",
+    ),
+    (
+        Notice::RoleChanged,
+        "Role changed; their sessions ended, so they sign in again under the new role.",
+    ),
+    (Notice::DomainsChanged, "Domains changed."),
+    (Notice::EmailChanged, "Email address changed."),
+    (
+        Notice::TokenCreated,
+        "Token created. It is shown below, once: copy it now; only its hash is stored.",
+    ),
+    (
+        Notice::TokenRevoked,
+        "Token revoked: its next request is refused.",
+    ),
+    (
+        Notice::WebhookSecretRotated,
+        "Webhook signing secret rotated: the old one signs deliveries too for 24 h.",
+    ),
+    (
+        Notice::LastAdmin,
+        "Refused: that is the last enabled admin. Make another admin first.",
+    ),
+    (
+        Notice::AccountInvalid,
+        "That was refused: check the name (lowercase letters, digits, -, _, .), role, domains, tool scope, operator and webhook URL (https, or loopback; no private addresses).",
+    ),
+    (Notice::UsernameTaken, "A user of that name already exists."),
+    (
+        Notice::AccountMissing,
+        "No such user or token in that state (already disabled, enabled or revoked?).",
+    ),
+    (
+        Notice::AdminRole,
+        "Only an admin may manage accounts and tokens.",
+    ),
+];
+
 impl Notice {
     const ALL: [Notice; 54] = [
         Notice::SsoFailed,
@@ -337,116 +528,10 @@ impl Notice {
 
     /// What the page says.
     pub fn text(self) -> &'static str {
-        match self {
-            Notice::Approved => {
-                "Approved. Its authorization is now confirmed and its command is in the executor queue."
-            }
-            Notice::Rejected => "Rejected. The agent will see your reason.",
-            Notice::ChangesRequested => {
-                "Changes requested. The agent sees what must change and may submit a revision."
-            }
-            Notice::SignedOut => "You are signed out.",
-            Notice::InvalidCredentials => "That username and password do not match.",
-            Notice::Throttled => "Too many failed sign-ins. Wait a few minutes, then try again.",
-            Notice::SsoFailed => {
-                "Single sign-on did not work. Try again, or sign in with your password."
-            }
-            Notice::SsoRefused => "Your account may not sign in. Ask an admin.",
-            Notice::Csrf => "This form had expired. Please try again.",
-            Notice::AlreadyDecided => {
-                "Someone else decided this proposal meanwhile; it cannot be decided twice. Their decision, and who took it, is below."
-            }
-            Notice::OwnProposal => "You proposed this action, so someone else must decide it.",
-            Notice::Role => "Your role may view proposals but not decide them.",
-            Notice::ReasonRequired => "A rejection needs a reason (up to 2,000 characters).",
-            Notice::Expired => {
-                "This proposal expired before anyone decided it; it will never run. The agent may propose it again."
-            }
-            Notice::ApprovalRecorded => {
-                "Your approval is recorded. The policy asks for more approvers; the proposal waits for them."
-            }
-            Notice::AlreadyApproved => {
-                "You already approved this proposal; it waits for other approvers."
-            }
-            Notice::BadVerdict => "Choose approve or reject.",
-            Notice::NotFound => "No such proposal.",
-            Notice::Erased => {
-                "Personal data erased. Keys, request hash and decision remain; the erasure is in the audit trail."
-            }
-            Notice::ErasePending => {
-                "This proposal still waits for a decision: reject it first, then erase it."
-            }
-            Notice::EraseCommandOpen => {
-                "Its command may still run: wait for the executor's outcome, then erase it."
-            }
-            Notice::AlreadyErased => "This proposal was already erased.",
-            Notice::EraseReasonRequired => "Erasure needs a reason; it stays on the proposal.",
-            Notice::EraseRole => "Only an admin may erase personal data.",
-            Notice::Resolved => {
-                "Settled. The agent sees the outcome; the trail records your reason."
-            }
-            Notice::Released => "Released: the command is back in the queue for one more attempt.",
-            Notice::RollbackApproved => {
-                "Rollback approved: it is queued as its own command for the executors."
-            }
-            Notice::RollbackDismissed => "Rollback dismissed; the trail records your reason.",
-            Notice::CommandState => {
-                "This command no longer waits for that: someone settled it first."
-            }
-            Notice::ResolveReasonRequired => {
-                "Settling a command, or dismissing a rollback, needs a reason (up to 2,000 characters)."
-            }
-            Notice::ToolPaused => "Paused: no executor leases this tool until it is resumed.",
-            Notice::ToolResumed => "Resumed: executors lease this tool again.",
-            Notice::BadTool => "Give a tool name or glob (`crm.*`, or `*` for every tool).",
-            Notice::PauseRole => "Only an admin may pause or resume tools.",
-            Notice::Revealed => {
-                "Personal data revealed for the next 15 minutes; the audit trail records that you revealed it."
-            }
-            Notice::NothingToReveal => "This proposal withholds no personal data.",
-            Notice::ConfirmationMissing => {
-                "Not approved: this action needs the target's name typed to approve it."
-            }
-            Notice::ConfirmationMismatch => {
-                "Not approved: what you typed is not the target's name. Type it exactly as shown."
-            }
-            Notice::OperatesAgent => {
-                "You operate the agent that proposed this action, so someone else must approve it."
-            }
-            Notice::UserAdded => {
-                "User added. Their one-time password is shown below, once: hand it over now."
-            }
-            Notice::UserDisabled => {
-                "User disabled: they cannot sign in, and their open sessions ended."
-            }
-            Notice::UserEnabled => "User enabled: they may sign in again.",
-            Notice::PasswordReset => {
-                "Password reset; their sessions ended. The one-time password is shown below, once."
-            }
-            Notice::RoleChanged => {
-                "Role changed; their sessions ended, so they sign in again under the new role."
-            }
-            Notice::DomainsChanged => "Domains changed.",
-            Notice::EmailChanged => "Email address changed.",
-            Notice::TokenCreated => {
-                "Token created. It is shown below, once: copy it now; only its hash is stored."
-            }
-            Notice::TokenRevoked => "Token revoked: its next request is refused.",
-            Notice::WebhookSecretRotated => {
-                "Webhook signing secret rotated: the old one signs deliveries too for 24 h."
-            }
-            Notice::LastAdmin => {
-                "Refused: that is the last enabled admin. Make another admin first."
-            }
-            Notice::AccountInvalid => {
-                "That was refused: check the name (lowercase letters, digits, -, _, .), role, domains, tool scope, operator and webhook URL (https, or loopback; no private addresses)."
-            }
-            Notice::UsernameTaken => "A user of that name already exists.",
-            Notice::AccountMissing => {
-                "No such user or token in that state (already disabled, enabled or revoked?)."
-            }
-            Notice::AdminRole => "Only an admin may manage accounts and tokens.",
-        }
+        NOTICE_TEXT
+            .iter()
+            .find(|(n, _)| *n == self)
+            .map_or("", |(_, text)| text)
     }
 }
 
@@ -463,6 +548,8 @@ pub enum Form {
     Erase,
     /// Verify the audit chain now.
     Verify,
+    /// Download an audit export.
+    Export,
     /// Settle a command's outcome.
     Resolve,
     /// Approve or dismiss a rollback task.
@@ -507,4 +594,17 @@ pub enum SecurityEvent {
     CsrfRejected(Form),
     /// The viewer's role may not see this page or do this.
     AccessDenied(Page),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Notice;
+
+    #[test]
+    fn every_notice_has_words_and_a_code_of_its_own() {
+        for n in Notice::ALL {
+            assert!(!n.text().is_empty(), "{n:?} says nothing");
+            assert_eq!(Notice::parse(n.code()), Some(n));
+        }
+    }
 }

@@ -5,6 +5,10 @@
 //! the [`ports`] the root crate implements. This crate never touches the database, sessions or
 //! password hashes itself, so none of that reaches the wasm build.
 
+// The hydrated pages' view types nest deeply (a table of rows of lists of times): the
+// compiler's default query depth of 128 overflows computing their layout in the wasm build.
+#![recursion_limit = "256"]
+
 pub mod components;
 pub mod dto;
 pub mod pages;

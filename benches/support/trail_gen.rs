@@ -65,7 +65,8 @@ pub fn event(salt: &Salt, policy: &Policy, i: usize) -> (Actor, AuditEvent) {
     };
     let decision = check(&event, policy);
     let check_id = format!("0192f0c4-0000-7000-8000-{i:012x}");
-    let decided = PreToolCheckDecided::new(salt, &check_id, &event, &decision);
+    let decided = PreToolCheckDecided::new(salt, &check_id, &event, &decision)
+        .unwrap_or_else(|e| unreachable!("{e}"));
     (
         Actor::agent(&agent),
         AuditEvent::PreToolCheckDecided(decided),

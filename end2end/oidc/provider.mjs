@@ -4,7 +4,10 @@
 // page) stand in for a company's sign-in pages.
 //
 // Environment: OIDC_PORT, OIDC_CLIENT_ID, OIDC_CLIENT_SECRET, OIDC_REDIRECT_URI, OIDC_ROLE_CLAIM,
-// OIDC_ACCOUNTS (JSON: account id → claims). Prints `ready <issuer>` once it listens.
+// OIDC_ACCOUNTS_FILE (a JSON file: account id → claims, read again at every sign-in, so a
+// spec can change what the provider vouches for). Prints `ready <issuer>` once it listens.
+import { readFileSync } from 'node:fs';
+
 import Provider from 'oidc-provider';
 
 function required(name) {
@@ -15,7 +18,8 @@ function required(name) {
 
 const port = Number(required('OIDC_PORT'));
 const roleClaim = required('OIDC_ROLE_CLAIM');
-const accounts = JSON.parse(required('OIDC_ACCOUNTS'));
+const accountsFile = required('OIDC_ACCOUNTS_FILE');
+const accounts = () => JSON.parse(readFileSync(accountsFile, 'utf8'));
 const issuer = `http://127.0.0.1:${port}`;
 
 const provider = new Provider(issuer, {
@@ -41,9 +45,8 @@ const provider = new Provider(issuer, {
   features: { devInteractions: { enabled: true } },
   cookies: { keys: ['countersign-e2e-oidc-cookie-key'] },
   async findAccount(_ctx, id) {
-    const claims = accounts[id];
-    if (claims === undefined) return undefined;
-    return { accountId: id, claims: async () => ({ sub: id, ...claims }) };
+    if (accounts()[id] === undefined) return undefined;
+    return { accountId: id, claims: async () => ({ sub: id, ...accounts()[id] }) };
   },
 });
 

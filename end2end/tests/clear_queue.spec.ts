@@ -80,6 +80,8 @@ test.describe('clear the queue', () => {
     await page.goto(`/?domain=${domain}`);
     await expect(queueRow(page, first.id)).toBeVisible();
     await expect(page.locator('[data-testid=queue-keys][data-ready="1"]')).toBeVisible();
+    // The desk's stream is open: every change from now on is told to the page.
+    await expect(page.locator('[data-testid=queue-keys][data-live="1"]')).toBeVisible();
 
     // An agent submits while the page is open: the row arrives by itself.
     const second = await api.proposeOk(server.agentToken, { ...QUIET, domain });

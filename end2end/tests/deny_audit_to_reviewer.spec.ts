@@ -24,7 +24,10 @@ test.describe('deny the audit pages to a reviewer', () => {
     await page.setViewportSize({ width: 1400, height: 1000 });
     await page.screenshot({ path: '/tmp/shots/audit-forbidden.png' });
     await page.screenshot({ path: '/tmp/shots/audit-forbidden-full.png', fullPage: true });
-    const res = await page.request.get('/audit/export.zip');
+    // The export form, posted with the reviewer's own good token, is refused too.
+    await page.goto('/');
+    const csrf = await page.locator('input[name=csrf_token]').first().getAttribute('value');
+    const res = await page.request.post('/audit/export.zip', { form: { csrf_token: csrf ?? '' } });
     expect(res.status()).toBe(403);
 
     // A compliance officer sees each refusal in the trail.

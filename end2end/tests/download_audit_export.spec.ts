@@ -1,6 +1,7 @@
-// A compliance officer downloads the current selection of the trail as one archive; it verifies
-// offline with `countersign audit verify --bundle`, fails after a one-byte edit, and the
-// download itself is in the trail.
+// A compliance officer downloads the current selection of the trail as one archive (a form
+// posted with the CSRF token; a GET of the old link exports nothing); it verifies offline with
+// `countersign audit verify --bundle`, fails after a one-byte edit, and the download itself is
+// in the trail.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
@@ -22,9 +23,19 @@ test.describe('download an audit export', () => {
     await login(page, server.auditor);
     await page.goto(`/audit?tool=${tool}`);
     await expect(page.getByTestId('audit-row')).toHaveCount(3);
-    const link = page.getByTestId('audit-export');
-    await expect(link).toHaveAttribute('href', `/audit/export.zip?tool=${tool}`);
-    const [download] = await Promise.all([page.waitForEvent('download'), link.click()]);
+    // The download is a form posted with the CSRF token: an export is recorded, and no GET
+    // changes state (an old link only shows the trail of the same filters).
+    const form = page.getByTestId('audit-export');
+    await expect(form).toHaveAttribute('method', 'post');
+    await expect(form).toHaveAttribute('action', '/audit/export.zip');
+    await expect(form.locator('input[name="tool"]')).toHaveValue(tool);
+    const get = await page.request.get(`/audit/export.zip?tool=${tool}`, { maxRedirects: 0 });
+    expect(get.status()).toBe(303);
+    expect(get.headers()['location']).toBe(`/audit?tool=${tool}`);
+    const [download] = await Promise.all([
+      page.waitForEvent('download'),
+      form.getByRole('button', { name: 'Download this selection (.zip)' }).click(),
+    ]);
     expect(download.suggestedFilename()).toMatch(/^countersign-audit-\d+-\d+\.zip$/);
 
     const dir = mkdtempSync(path.join(tmpdir(), 'countersign-export-'));
@@ -59,11 +70,10 @@ test.describe('download an audit export', () => {
     expect(bad.status).not.toBe(0);
     expect(bad.stderr).toContain('events.jsonl');
 
-    // The export is itself audited, with what was selected.
+    // The export is itself audited, with what was selected: once (the GET recorded nothing).
     await page.goto(`/audit?kind=audit.exported&actor=${server.auditor.username}`);
-    const recorded = page.getByTestId('audit-row').first();
-    await expect(recorded).toBeVisible();
-    await expect(recorded).toContainText(tool);
+    const recorded = page.getByTestId('audit-row').filter({ hasText: tool });
+    await expect(recorded).toHaveCount(1);
     await expect(recorded).toContainText('count');
   });
 });

@@ -5,6 +5,8 @@
 // neither open a proposal nor decide one.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 
 import type { Page } from '@playwright/test';
@@ -18,11 +20,20 @@ const ROLE_CLAIM = 'countersign_roles';
 const READY_TIMEOUT_MS = 20_000;
 
 /** The provider's accounts: id → the claims it vouches for. */
-const ACCOUNTS = {
+const ACCOUNTS: Record<string, Record<string, unknown>> = {
   'sso-rita': { preferred_username: 'Rita', email: 'rita@example.com', [ROLE_CLAIM]: ['reviewer'] },
   'sso-nora': { preferred_username: 'Nora', email: 'nora@example.com' },
   'sso-gale': { preferred_username: 'gale', [ROLE_CLAIM]: [] },
+  'sso-rory': { preferred_username: 'rory', [ROLE_CLAIM]: ['reviewer'] },
 };
+
+/** The file the provider reads its accounts from at every sign-in. */
+const ACCOUNTS_FILE = path.join(mkdtempSync(path.join(tmpdir(), 'cs-oidc-')), 'accounts.json');
+
+/** What the provider vouches for from now on. */
+function vouchFor(accounts: Record<string, Record<string, unknown>>): void {
+  writeFileSync(ACCOUNTS_FILE, JSON.stringify(accounts));
+}
 
 interface Provider {
   issuer: string;
@@ -39,7 +50,7 @@ async function startProvider(port: number, redirectUri: string, clientSecret: st
       OIDC_CLIENT_SECRET: clientSecret,
       OIDC_REDIRECT_URI: redirectUri,
       OIDC_ROLE_CLAIM: ROLE_CLAIM,
-      OIDC_ACCOUNTS: JSON.stringify(ACCOUNTS),
+      OIDC_ACCOUNTS_FILE: ACCOUNTS_FILE,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -88,6 +99,7 @@ test.describe('single sign-on', () => {
   test.beforeAll(async ({ backend }, workerInfo) => {
     test.setTimeout(180_000);
     const clientSecret = `e2e-${randomBytes(24).toString('hex')}`;
+    vouchFor(ACCOUNTS);
     const [providerPort, port] = [await freePort(), await freePort()];
     const publicUrl = `http://127.0.0.1:${port}`;
     provider = await startProvider(providerPort, `${publicUrl}/auth/oidc/callback`, clientSecret);
@@ -209,5 +221,24 @@ test.describe('single sign-on', () => {
     // The provider remembers the person and their consent, so it sends them straight back.
     await expect(page).toHaveURL(`${info.baseURL}/`);
     await expect(page.getByTestId('viewer')).toContainText('gale · reviewer');
+  });
+
+  test('a role the provider stops granting is taken away at the next sign-in', async ({ page }) => {
+    const info = server();
+    await signInAtProvider(page, info.baseURL, 'sso-rory');
+    await expect(page).toHaveURL(`${info.baseURL}/`);
+    await expect(page.getByTestId('viewer')).toContainText('rory · reviewer');
+
+    // The identity provider no longer grants rory a role.
+    vouchFor({ ...ACCOUNTS, 'sso-rory': { preferred_username: 'rory', [ROLE_CLAIM]: [] } });
+    await page.getByTestId('logout').click();
+    await expect(page).toHaveURL(/\/login(\?.*)?$/);
+    await page.getByTestId('sso-login').click();
+    // The provider remembers the person and their consent, so it sends them straight back.
+    await expect(page).toHaveURL(`${info.baseURL}/no-role`);
+    await expect(page.getByTestId('no-role')).toContainText('rory');
+    await page.goto(`${info.baseURL}/`);
+    await expect(page).toHaveURL(`${info.baseURL}/no-role`);
+    vouchFor(ACCOUNTS);
   });
 });

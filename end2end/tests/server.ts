@@ -55,27 +55,42 @@ const READY_POLL_MS = 100;
 const STOP_GRACE_MS = 5_000;
 const LOG_TAIL_CHARS = 8_000;
 
-/** The server binary: `COUNTERSIGN_BIN`, else the debug build `cargo leptos build` leaves. */
+/**
+ * The server binary: `COUNTERSIGN_BIN`, else the debug build that `cargo build` and
+ * `cargo test` leave (scripts/test runs the one its `cargo test --workspace` built).
+ */
 export function serverBinary(): string {
   const bin = process.env.COUNTERSIGN_BIN ?? path.join(REPO_ROOT, 'target', 'debug', 'countersign');
   if (!existsSync(bin)) {
     throw new Error(
-      `Countersign binary not found at ${bin}: run \`cargo leptos build\` first ` +
+      `Countersign binary not found at ${bin}: run \`cargo build --bin countersign\` first ` +
         '(or point COUNTERSIGN_BIN at a built binary).',
     );
   }
   return bin;
 }
 
-/** A database URL no other worker or earlier run has touched; `cleanup` removes local files. */
-function freshDatabase(backend: Backend): { url: string; cleanup: () => void } {
+/** The site the pages load: without it they render but never hydrate. */
+function checkSite(): void {
+  const wasm = path.join(REPO_ROOT, 'target', 'site', 'pkg', 'countersign.wasm');
+  if (!existsSync(wasm)) {
+    throw new Error(`${wasm} not found: run \`scripts/build-site\` first.`);
+  }
+}
+
+/**
+ * A database URL no other worker or earlier run has touched, and a directory of this server's
+ * own (its key files: servers started at once never share one); `cleanup` removes local files.
+ */
+function freshDatabase(backend: Backend): { url: string; dir: string; cleanup: () => void } {
+  const dir = mkdtempSync(path.join(tmpdir(), 'countersign-e2e-'));
+  const cleanup = (): void => rmSync(dir, { recursive: true, force: true });
   if (backend === 'sqlite') {
-    const dir = mkdtempSync(path.join(tmpdir(), 'countersign-e2e-'));
-    return { url: `sqlite://${dir}/e2e.db`, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+    return { url: `sqlite://${dir}/e2e.db`, dir, cleanup };
   }
   const base = (process.env.COUNTERSIGN_E2E_PG_URL_BASE ?? 'postgres://postgres@127.0.0.1:5432').replace(/\/+$/, '');
   // The server creates and migrates a missing database; nothing here needs psql.
-  return { url: `${base}/cs_e2e_${randomBytes(6).toString('hex')}`, cleanup: () => {} };
+  return { url: `${base}/cs_e2e_${randomBytes(6).toString('hex')}`, dir, cleanup };
 }
 
 /** 24 characters: a fixed prefix covers upper, lower, digit and symbol; 120 random bits follow. */
@@ -254,6 +269,7 @@ export interface ServeOptions {
 /** Builds a database, seeds principals and starts `countersign serve` on a free port. */
 export async function startServer(backend: Backend, logFile: string, options: ServeOptions = {}): Promise<RunningServer> {
   const bin = serverBinary();
+  checkSite();
   const db = freshDatabase(backend);
   try {
     const url = db.url;
@@ -273,7 +289,18 @@ export async function startServer(backend: Backend, logFile: string, options: Se
     const port = options.port ?? (await freePort());
     const baseURL = `http://127.0.0.1:${port}`;
     const log = new OutputLog(logFile);
-    const serveArgs = ['serve', '--database-url', url, '--bind', `127.0.0.1:${port}`, ...(options.args ?? [])];
+    const serveArgs = [
+      'serve',
+      '--database-url',
+      url,
+      '--bind',
+      `127.0.0.1:${port}`,
+      '--audit-key',
+      path.join(db.dir, 'audit.key'),
+      '--grant-key',
+      path.join(db.dir, 'grant.key'),
+      ...(options.args ?? []),
+    ];
     const child = spawn(bin, serveArgs, {
       cwd: REPO_ROOT, // the server reads Leptos.toml and target/site relative to the repo root
       env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? 'info', ...(options.env ?? {}) },

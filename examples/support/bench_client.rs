@@ -1,5 +1,6 @@
-//! What the benchmark examples share (`approve_to_lease`, `wait_storm`): a reviewer signed in
-//! through the login form, a page's CSRF token, and an agent's proposal submitted over the API.
+//! What the benchmark examples share (`approve_to_lease`, `wait_storm`, `gateway_load`): a
+//! reviewer signed in through the login form, a page's CSRF token, an approval through the
+//! page's form, and an agent's proposal submitted over the API.
 
 use reqwest::Client;
 use serde_json::json;
@@ -41,6 +42,23 @@ pub async fn csrf(browser: &Client, url: &str) -> Result<String, String> {
     let marker = "name=\"csrf_token\" value=\"";
     let start = html.find(marker).ok_or(format!("no CSRF token on {url}"))? + marker.len();
     Ok(html[start..start + 64].to_owned())
+}
+
+/// Approves proposal `id` through its page's form, as `browser` (signed in, with the page's
+/// CSRF token `csrf`); an error unless the form answers with a redirect.
+pub async fn approve(browser: &Client, base: &str, csrf: &str, id: &str) -> Result<(), String> {
+    let r = browser
+        .post(format!("{base}/fn/decide_proposal"))
+        .header("accept", "text/html")
+        .header("referer", format!("{base}/proposals/{id}"))
+        .form(&[("csrf_token", csrf), ("id", id), ("verdict", "approved")])
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    if !r.status().is_redirection() {
+        return Err(format!("approval answered {}", r.status()));
+    }
+    Ok(())
 }
 
 /// Submits a low-risk CRM proposal as `bench-agent`; answers its id.

@@ -13,6 +13,7 @@
 //! Paths are AANA's: dot-separated, array indexes as numbers (`evidence_refs.0.kind`), the
 //! document itself `""`. Every path needs the agent's bearer token, as `/api/v1` does.
 
+use crate::domain::principal::Principal;
 use axum::Json;
 use axum::extract::State;
 use serde_json::{Value, json};
@@ -111,7 +112,7 @@ async fn check(
 /// `countersign_pre_tool_check`).
 pub async fn aana_check(
     services: &Services,
-    agent: &str,
+    agent: &Principal,
     event: &Value,
 ) -> Result<Value, ApiError> {
     match services.pre_tool_check(agent, event).await {

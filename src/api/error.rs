@@ -9,7 +9,6 @@ use serde::Serialize;
 
 use crate::domain::FieldError;
 use crate::service::{Conflict, ServiceError};
-use crate::storage::StorageError;
 
 /// An API error.
 #[derive(Debug)]
@@ -50,6 +49,13 @@ pub enum ApiError {
     /// after `Retry-After` seconds.
     TooManyRequests {
         /// Whole seconds until a request will be accepted.
+        retry_after: u64,
+    },
+    /// 429: this client's address presented too many tokens that match no active token lately
+    /// (`too_many_unknown_tokens`); its unknown tokens are refused, without a lookup and after
+    /// a pause, for `Retry-After` seconds. A valid token is still accepted.
+    TooManyUnknownTokens {
+        /// Whole seconds until an unknown token from this address is looked up again.
         retry_after: u64,
     },
     /// 429: this token already has as many requests waiting (`?wait=`, event streams, MCP's
@@ -113,9 +119,9 @@ impl ApiError {
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Unprocessable { .. } => StatusCode::UNPROCESSABLE_ENTITY,
-            ApiError::TooManyRequests { .. } | ApiError::TooManyWaits { .. } => {
-                StatusCode::TOO_MANY_REQUESTS
-            }
+            ApiError::TooManyRequests { .. }
+            | ApiError::TooManyUnknownTokens { .. }
+            | ApiError::TooManyWaits { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
         }
@@ -166,6 +172,15 @@ impl ApiError {
                 ),
                 &[],
             ),
+            ApiError::TooManyUnknownTokens { retry_after } => (
+                "too_many_unknown_tokens",
+                format!(
+                    "too many requests from this address carried a token that matches no \
+                     active token; such tokens are refused for {retry_after} s (a valid token is \
+                     accepted)"
+                ),
+                &[],
+            ),
             ApiError::TooManyWaits { limit } => (
                 "too_many_waits",
                 format!(
@@ -207,7 +222,8 @@ impl IntoResponse for ApiError {
         let status = self.status();
         let mut response = (status, Json(self.body())).into_response();
         let retry_after = match &self {
-            ApiError::TooManyRequests { retry_after } => Some(*retry_after),
+            ApiError::TooManyRequests { retry_after }
+            | ApiError::TooManyUnknownTokens { retry_after } => Some(*retry_after),
             ApiError::TooManyWaits { .. } => Some(1),
             _ => None,
         };
@@ -236,13 +252,20 @@ impl From<ServiceError> for ApiError {
                 code: "forbidden",
                 message: e.to_string(),
             },
+            ServiceError::Denied(e) => ApiError::Forbidden {
+                code: "not_permitted",
+                message: e.to_string(),
+            },
             ServiceError::Conflict(c) => conflict(c),
             ServiceError::NotFound => ApiError::NotFound,
             ServiceError::Erasure(e) => ApiError::Conflict {
                 code: "erasure_not_possible",
                 message: e.to_string(),
             },
-            ServiceError::Storage(e) => e.into(),
+            ServiceError::Storage(e) => {
+                tracing::error!(error = %e, "storage failed");
+                ApiError::Internal
+            }
         }
     }
 }
@@ -289,18 +312,6 @@ fn conflict(c: Conflict) -> ApiError {
             code: "username_taken",
             message: "a user with this name exists".into(),
         },
-    }
-}
-
-impl From<StorageError> for ApiError {
-    fn from(e: StorageError) -> Self {
-        match e {
-            StorageError::NotFound => ApiError::NotFound,
-            other => {
-                tracing::error!(error = %other, "storage failed");
-                ApiError::Internal
-            }
-        }
     }
 }
 

@@ -128,8 +128,8 @@ async fn lease(
     executor: Executor,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
-    let request = lease_request(&body, executor, true)?;
-    let Some(leased) = state.services.lease(&request).await? else {
+    let request = lease_request(&body, &executor, true)?;
+    let Some(leased) = state.services.lease(&executor.0, &request).await? else {
         return Ok(StatusCode::NO_CONTENT.into_response());
     };
     Ok(Json(lease_answer(leased)?).into_response())
@@ -139,7 +139,7 @@ async fn lease(
 /// `may_wait`) as what the service is asked; each broken rule named by its field.
 fn lease_request(
     body: &Value,
-    executor: Executor,
+    executor: &Executor,
     may_wait: bool,
 ) -> Result<LeaseRequest, ApiError> {
     let allowed: &[&str] = if may_wait {
@@ -164,10 +164,9 @@ fn lease_request(
     let (Some(seconds), true) = (seconds, errors.is_empty()) else {
         return Err(ApiError::validation(errors));
     };
-    let Executor(name, scope) = executor;
     Ok(LeaseRequest {
-        executor: name,
-        scope,
+        executor: executor.0.name().to_owned(),
+        scope: executor.1.clone(),
         wanted,
         lease_seconds: seconds,
         wait: Duration::from_secs(wait),
@@ -318,10 +317,7 @@ async fn report(
     let mut errors = Vec::new();
     // A success report may ask for the executor's next command (a lease body, without `wait`);
     // its broken rules are named under `next`, with the report's own.
-    let next = match body
-        .get("next")
-        .map(|n| lease_request(n, executor.clone(), false))
-    {
+    let next = match body.get("next").map(|n| lease_request(n, &executor, false)) {
         None => None,
         Some(Ok(next)) => Some(next),
         Some(Err(e)) => match under("next", e) {

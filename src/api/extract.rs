@@ -1,6 +1,11 @@
 //! Extractors: who is calling (bearer tokens of agents and executors), and the JSON body,
 //! read by hand so that every failure gets the API's error shape and status.
+//!
+//! A token is checked from the client's address (the edge's [`ClientAddr`]): an address the
+//! service throttles for presenting unknown tokens is answered `429 too_many_unknown_tokens`
+//! with `Retry-After` (see `service::tokens`), after [`THROTTLED_PAUSE`].
 
+use app::ports::ClientAddr;
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::header::{AUTHORIZATION, CONTENT_TYPE};
@@ -11,8 +16,15 @@ use super::ApiState;
 use super::error::ApiError;
 use crate::auth::token;
 use crate::domain::command::scope::ToolScope;
+use crate::domain::principal::Principal;
 use crate::domain::principal::TokenKind;
-use crate::storage::accounts::TokenRecord;
+use crate::domain::record::TokenRecord;
+use crate::service::TokenCheck;
+
+/// How long a refusal of a throttled address's unknown token is held before it is sent. It
+/// costs the server a timer; a client that floods guesses waits for each answer on each of its
+/// connections, so its flood cannot take the CPU the agents need.
+pub const THROTTLED_PAUSE: std::time::Duration = std::time::Duration::from_secs(1);
 
 async fn principal(
     parts: &Parts,
@@ -29,15 +41,28 @@ async fn principal(
         .map(str::trim)
         .filter(|t| !t.is_empty() && t.len() <= 256)
         .ok_or(ApiError::Unauthenticated)?;
-    let record = state
+    // Without the edge (a router served bare), every client counts as one address.
+    let client = parts
+        .extensions
+        .get::<ClientAddr>()
+        .map_or(std::net::Ipv4Addr::UNSPECIFIED.into(), |c| c.0);
+    let record = match state
         .services
-        .token(&token::hash(presented))
+        .authenticate_token(&token::hash(presented), client)
         .await?
-        .filter(|t| !t.revoked)
-        .ok_or(ApiError::Unauthenticated)?;
+    {
+        TokenCheck::Active(record) => record,
+        TokenCheck::Refused => return Err(ApiError::Unauthenticated),
+        TokenCheck::Throttled { retry_after } => {
+            tokio::time::sleep(THROTTLED_PAUSE).await;
+            return Err(ApiError::TooManyUnknownTokens {
+                retry_after: whole_seconds(retry_after.unsigned_abs()),
+            });
+        }
+    };
     if let Err(wait) = state.limits.check(record.id) {
         return Err(ApiError::TooManyRequests {
-            retry_after: wait.as_secs() + u64::from(wait.subsec_nanos() > 0),
+            retry_after: whole_seconds(wait),
         });
     }
     if record.kind != kind {
@@ -52,8 +77,13 @@ async fn principal(
     Ok(record)
 }
 
+/// `wait` in whole seconds, rounded up: what `Retry-After` says.
+fn whole_seconds(wait: std::time::Duration) -> u64 {
+    wait.as_secs() + u64::from(wait.subsec_nanos() > 0)
+}
+
 /// An authenticated agent: its name and its token's id.
-pub struct Agent(pub String, pub uuid::Uuid);
+pub struct Agent(pub Principal, pub uuid::Uuid);
 
 impl FromRequestParts<ApiState> for Agent {
     type Rejection = ApiError;
@@ -61,13 +91,13 @@ impl FromRequestParts<ApiState> for Agent {
     async fn from_request_parts(parts: &mut Parts, state: &ApiState) -> Result<Self, ApiError> {
         principal(parts, state, TokenKind::Agent)
             .await
-            .map(|r| Agent(r.name, r.id))
+            .map(|r| Agent(Principal::Agent(r.name), r.id))
     }
 }
 
 /// An authenticated executor: its name and its token's tool scope.
 #[derive(Clone)]
-pub struct Executor(pub String, pub Option<ToolScope>);
+pub struct Executor(pub Principal, pub Option<ToolScope>);
 
 impl FromRequestParts<ApiState> for Executor {
     type Rejection = ApiError;
@@ -85,7 +115,7 @@ impl FromRequestParts<ApiState> for Executor {
                 })?,
             ),
         };
-        Ok(Executor(record.name, scope))
+        Ok(Executor(Principal::Executor(record.name), scope))
     }
 }
 

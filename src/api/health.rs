@@ -8,7 +8,7 @@ use utoipa_axum::routes;
 
 use super::ApiState;
 use super::error::ApiError;
-use crate::storage::Backend;
+use crate::service::Backend;
 
 pub fn router() -> OpenApiRouter<ApiState> {
     OpenApiRouter::new().routes(routes!(healthz))
@@ -20,7 +20,7 @@ pub fn router() -> OpenApiRouter<ApiState> {
     path = "/healthz",
     tag = "contracts",
     responses(
-        (status = 200, description = "`{\"status\": \"ok\", \"database\": \"sqlite\"|\"postgres\"}`", body = super::openapi::JsonSchemaDocument),
+        (status = 200, description = "`{\"status\": \"ok\", \"database\": \"sqlite\"|\"postgres\"}`, and with a gateway `\"gateway\": {\"UPSTREAM\": \"starting\"|\"up\"|\"down\"|\"restarting\"}`", body = super::openapi::JsonSchemaDocument),
         (status = 503, description = "The database does not answer", body = super::openapi::ErrorBody),
     )
 )]
@@ -33,5 +33,14 @@ async fn healthz(State(state): State<ApiState>) -> Result<Json<Value>, ApiError>
         Backend::Sqlite => "sqlite",
         Backend::Postgres => "postgres",
     };
-    Ok(Json(json!({ "status": "ok", "database": database })))
+    let mut body = json!({ "status": "ok", "database": database });
+    if let Some(gateway) = &state.gateway {
+        let states: serde_json::Map<String, Value> = gateway
+            .states()
+            .into_iter()
+            .map(|(name, s)| (name, Value::from(s.as_str())))
+            .collect();
+        body["gateway"] = Value::Object(states);
+    }
+    Ok(Json(body))
 }

@@ -9,6 +9,7 @@
 //! [`WaitSlot`] until it answers; one more is `429 too_many_waits`.
 
 use std::collections::HashMap;
+use std::hash::Hash;
 use std::num::NonZeroU32;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -23,25 +24,58 @@ use crate::config::RateLimit;
 pub struct TokenLimits {
     limiter: DefaultKeyedRateLimiter<Uuid>,
     clock: DefaultClock,
-    waiting: u32,
-    waits: Arc<Mutex<HashMap<Uuid, u32>>>,
+    waits: Places<Uuid>,
 }
 
 /// One waiting request of a token; its place is given back when dropped.
-pub struct WaitSlot {
-    token: Uuid,
-    waits: Arc<Mutex<HashMap<Uuid, u32>>>,
+pub type WaitSlot = Place<Uuid>;
+
+/// Places held at once per key (a token's waiting requests, a session's event streams), at
+/// most a limit each. Only keys holding a place are kept.
+pub struct Places<K: Hash + Eq + Clone> {
+    limit: u32,
+    held: Arc<Mutex<HashMap<K, u32>>>,
 }
 
-impl Drop for WaitSlot {
+/// One place held under a key; given back when dropped.
+pub struct Place<K: Hash + Eq + Clone> {
+    key: K,
+    held: Arc<Mutex<HashMap<K, u32>>>,
+}
+
+impl<K: Hash + Eq + Clone> Drop for Place<K> {
     fn drop(&mut self) {
-        let mut waits = self.waits.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(n) = waits.get_mut(&self.token) {
+        let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(n) = held.get_mut(&self.key) {
             *n = n.saturating_sub(1);
             if *n == 0 {
-                waits.remove(&self.token);
+                held.remove(&self.key);
             }
         }
+    }
+}
+
+impl<K: Hash + Eq + Clone> Places<K> {
+    /// At most `limit` places per key.
+    pub fn new(limit: u32) -> Self {
+        Self {
+            limit,
+            held: Arc::default(),
+        }
+    }
+
+    /// One more place under `key`; `Err` with the limit when it holds as many as it may.
+    pub fn take(&self, key: K) -> Result<Place<K>, u32> {
+        let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+        let n = held.get(&key).copied().unwrap_or(0);
+        if n >= self.limit {
+            return Err(self.limit);
+        }
+        held.insert(key.clone(), n + 1);
+        Ok(Place {
+            key,
+            held: Arc::clone(&self.held),
+        })
     }
 }
 
@@ -53,8 +87,7 @@ impl TokenLimits {
         Self {
             limiter: RateLimiter::keyed(Quota::per_second(per_second).allow_burst(burst)),
             clock: DefaultClock::default(),
-            waiting: rate.waiting,
-            waits: Arc::default(),
+            waits: Places::new(rate.waiting),
         }
     }
 
@@ -67,19 +100,7 @@ impl TokenLimits {
     /// A place for one more waiting request of `token`; `Err` with the limit when it holds as
     /// many as it may.
     pub fn wait_slot(&self, token: Uuid) -> Result<WaitSlot, u32> {
-        let mut waits = self.waits.lock().unwrap_or_else(PoisonError::into_inner);
-        let held = waits.entry(token).or_insert(0);
-        if *held >= self.waiting {
-            if *held == 0 {
-                waits.remove(&token);
-            }
-            return Err(self.waiting);
-        }
-        *held += 1;
-        Ok(WaitSlot {
-            token,
-            waits: Arc::clone(&self.waits),
-        })
+        self.waits.take(token)
     }
 
     /// Counts a request of `token`; `Err` with how long to wait when it is over its limit.
@@ -130,7 +151,7 @@ mod tests {
         let third = limits.wait_slot(a).expect("a place came free");
         drop((second, third));
         assert!(
-            limits.waits.lock().expect("waits").is_empty(),
+            limits.waits.held.lock().expect("waits").is_empty(),
             "nothing is kept for tokens that wait no more"
         );
     }

@@ -17,6 +17,7 @@
 //! request. Host-header checks against DNS rebinding are off: no request acts without a bearer
 //! token, which a rebinding page cannot attach.
 
+use crate::domain::principal::Principal;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -47,9 +48,10 @@ use crate::service::{MAX_WAIT, Services, Submitted};
 /// How long `wait_for_decision` waits when not told.
 const DEFAULT_WAIT: Duration = Duration::from_secs(30);
 
-/// The agent a request authenticated as, and its token's id, for the tools.
+/// The agent a request authenticated as, and its token's id, for the tools (here and at
+/// `/mcp/gateway`).
 #[derive(Clone)]
-struct Caller(String, uuid::Uuid);
+pub(super) struct Caller(pub(super) Principal, pub(super) uuid::Uuid);
 
 /// The MCP routes: the rmcp service behind the bearer-token check.
 pub fn router(state: ApiState) -> Router {
@@ -75,7 +77,11 @@ pub fn router(state: ApiState) -> Router {
 }
 
 /// Lets a request through only with a valid agent token, and tells the tools whose it is.
-async fn authenticate(State(state): State<ApiState>, request: Request, next: Next) -> Response {
+pub(super) async fn authenticate(
+    State(state): State<ApiState>,
+    request: Request,
+    next: Next,
+) -> Response {
     let (mut parts, body) = request.into_parts();
     match Agent::from_request_parts(&mut parts, &state).await {
         Ok(Agent(name, token)) => {
@@ -181,7 +187,7 @@ impl Mcp {
             Submitted::Created(r) => (r, false),
             Submitted::Replayed(r) => (r, true),
         };
-        let command = self.services.command_for_proposal(record.id).await?;
+        let (_, command) = self.services.agent_proposal(&caller.0, record.id).await?;
         Ok(json!({ "proposal": AgentProposal::new(record, command), "replayed": replayed }))
     }
 
@@ -202,7 +208,7 @@ impl Mcp {
     }
 
     async fn call(&self, caller: &Caller, name: &str, args: JsonObject) -> Result<Value, ApiError> {
-        let agent = caller.0.as_str();
+        let agent = &caller.0;
         match name {
             "countersign_pre_tool_check" => {
                 super::aana::aana_check(&self.services, agent, &Value::Object(args)).await

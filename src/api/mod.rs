@@ -2,12 +2,15 @@
 //! ([`aana`]); and `/healthz`.
 //!
 //! Every response is JSON with snake_case fields and RFC 3339 UTC times; every error has the
-//! one shape of [`error::ApiError`]. Request bodies are limited to [`MAX_BODY_BYTES`].
+//! one shape of [`error::ApiError`]. Request bodies are limited to [`MAX_BODY_BYTES`], on these
+//! routes as on every other (`web::body_limit`, around the whole router).
 
 mod aana;
+mod agent_events;
 pub mod error;
 mod executor;
 pub mod extract;
+mod gateway;
 mod health;
 pub mod limits;
 mod mcp;
@@ -20,13 +23,12 @@ pub mod views;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::DefaultBodyLimit;
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::config::Settings;
 use crate::service::Services;
 
-/// Largest request body the API accepts: 256 KiB.
+/// Largest request body any route accepts: 256 KiB.
 pub const MAX_BODY_BYTES: usize = 256 * 1024;
 
 /// What API handlers share, behind one `Arc`: axum clones the state for every request, and
@@ -42,6 +44,10 @@ pub struct ApiShared {
     pub settings: Arc<Settings>,
     /// Per-token rate limits.
     pub limits: Arc<limits::TokenLimits>,
+    /// The agents' event streams' one watcher on this instance (`GET /api/v1/events`).
+    pub agent_hub: Arc<crate::service::AgentHub>,
+    /// The MCP gateway, when `serve --gateway` names one (`POST /mcp/gateway`).
+    pub gateway: Option<Arc<crate::gateway::Gateway>>,
 }
 
 impl ApiState {
@@ -64,6 +70,7 @@ impl std::ops::Deref for ApiState {
 pub fn router(state: ApiState) -> Router {
     let (v1, v1_doc) = OpenApiRouter::new()
         .merge(proposals::router())
+        .merge(agent_events::router())
         .merge(executor::router())
         .merge(pre_tool_check::router())
         .merge(schemas::router())
@@ -83,13 +90,13 @@ pub fn router(state: ApiState) -> Router {
         .nest("/aana", bridge)
         .merge(health)
         .with_state(state.clone())
+        .merge(gateway::router(state.clone()))
         .merge(mcp::router(state))
 }
 
-/// JSON errors for unknown paths and methods, and the body limit.
+/// JSON errors for unknown paths and methods.
 fn finish(router: Router<ApiState>) -> Router<ApiState> {
     router
         .fallback(error::not_found)
         .method_not_allowed_fallback(error::method_not_allowed)
-        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
 }

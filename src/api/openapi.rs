@@ -11,14 +11,13 @@
 //! `/api/v1/schemas/` (generated from the Rust types it parses into); responses by the schemas
 //! in [`responses`]: the fields clients rely on, with further fields allowed.
 
-use std::borrow::Cow;
 use std::sync::OnceLock;
 
 use axum::Json;
 use axum::response::Html;
 use serde_json::{Map, Value, json};
+use utoipa::openapi::OpenApi;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
-use utoipa::openapi::{ObjectBuilder, OpenApi, RefOr, Schema};
 use utoipa::{Modify, OpenApi as _};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -29,107 +28,10 @@ use crate::domain::contract::aana::Event;
 use crate::domain::contract::proposal::ToolProposal;
 use crate::domain::webhook::StatusChanged;
 
+pub mod components;
 pub mod responses;
 
-/// Declares a named component whose schema is filled in from JSON after the document is built
-/// (utoipa names it in operations; [`document`] puts the real schema under that name).
-macro_rules! component {
-    ($(#[$doc:meta])* $ty:ident, $name:literal) => {
-        $(#[$doc])*
-        pub struct $ty;
-        impl utoipa::PartialSchema for $ty {
-            fn schema() -> RefOr<Schema> {
-                ObjectBuilder::new().into()
-            }
-        }
-        impl utoipa::ToSchema for $ty {
-            fn name() -> Cow<'static, str> {
-                Cow::Borrowed($name)
-            }
-        }
-    };
-}
-
-component!(
-    /// Seed 004's tool proposal (the body of `POST /api/v1/proposals`).
-    ToolProposalBody,
-    "ToolProposal"
-);
-component!(
-    /// AANA's Agent Action Contract v1 event.
-    AgentActionEvent,
-    "AgentActionContractV1"
-);
-component!(
-    /// `{"proposal": …}`.
-    ProposalAnswer,
-    "ProposalAnswer"
-);
-component!(
-    /// The pre-tool-check decision envelope.
-    DecisionEnvelope,
-    "DecisionEnvelope"
-);
-component!(
-    /// AANA's schema-validation answer.
-    ValidationAnswer,
-    "ValidationAnswer"
-);
-component!(
-    /// Every error's shape.
-    ErrorBody,
-    "Error"
-);
-component!(
-    /// A leased command with its lease token and signed grant.
-    LeaseAnswer,
-    "LeaseAnswer"
-);
-component!(
-    /// A success report's body.
-    CompleteBody,
-    "CompleteReport"
-);
-component!(
-    /// A failure report's body.
-    FailBody,
-    "FailReport"
-);
-component!(
-    /// A heartbeat's answer.
-    HeartbeatAnswer,
-    "HeartbeatAnswer"
-);
-component!(
-    /// A lease request body.
-    LeaseBody,
-    "LeaseRequest"
-);
-component!(
-    /// A heartbeat body.
-    HeartbeatBody,
-    "Heartbeat"
-);
-component!(
-    /// The command after a report or heartbeat.
-    CommandAnswer,
-    "CommandAnswer"
-);
-component!(
-    /// The command after a success report, and the next lease if the report asked for one.
-    CompleteAnswer,
-    "CompleteAnswer"
-);
-component!(
-    /// The grant-verifying key.
-    PublicKeyAnswer,
-    "PublicKey"
-);
-component!(
-    /// A JSON Schema document.
-    JsonSchemaDocument,
-    "JsonSchemaDocument"
-);
+pub use components::*;
 
 /// The document's fixed parts: title, version, security schemes.
 #[derive(utoipa::OpenApi)]
@@ -200,7 +102,7 @@ fn component_schema<T: schemars::JsonSchema>(definitions: &mut Map<String, Value
     root
 }
 
-/// What an agent token's callback URL receives (OpenAPI 3.1 `webhooks`; README, Webhooks).
+/// What an agent token's callback URL receives (OpenAPI 3.1 `webhooks`; docs/api.md, Webhooks).
 fn webhooks() -> Value {
     json!({
         "proposalStatusChanged": {
@@ -258,7 +160,8 @@ pub fn document(built: OpenApi) -> Value {
             );
         }
     }
-    // Every token may be rate limited (src/api/limits.rs).
+    // Every token may be rate limited (src/api/limits.rs), and every address throttled for
+    // unknown tokens (src/service/tokens.rs).
     if let Some(Value::Object(paths)) = doc.get_mut("paths") {
         for op in paths
             .values_mut()
@@ -270,7 +173,7 @@ pub fn document(built: OpenApi) -> Value {
                 responses.insert(
                     "429".into(),
                     json!({
-                        "description": "This token made more requests than its rate limit allows (`rate_limited`) or, waiting for a change, already holds as many waiting requests as it may (`too_many_waits`); retry after `Retry-After` seconds",
+                        "description": "This token made more requests than its rate limit allows (`rate_limited`), or, waiting for a change, already holds as many waiting requests as it may (`too_many_waits`), or this client's address presented too many tokens that match no active token (`too_many_unknown_tokens`); retry after `Retry-After` seconds",
                         "headers": {"Retry-After": {"schema": {"type": "integer"}}},
                         "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
                     }),

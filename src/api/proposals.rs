@@ -3,6 +3,7 @@
 //! of status changes that ends after the final status), for agents. A waiting request holds
 //! one of its token's waiting places ([`super::limits`]) until it answers.
 
+use crate::domain::principal::Principal;
 use std::convert::Infallible;
 use std::time::Duration;
 
@@ -71,7 +72,7 @@ async fn submit(
     // A new proposal has a command only when the policy accepted it outright; a replayed one
     // only once it was approved or accepted.
     let command = if record.status.may_have_command() {
-        state.services.command_for_proposal(record.id).await?
+        (state.services.agent_proposal(&agent.0, record.id).await?).1
     } else {
         None
     };
@@ -185,7 +186,7 @@ enum Next {
 
 fn status_events(
     services: Services,
-    agent: String,
+    agent: Principal,
     id: Uuid,
     first: AgentView,
 ) -> impl Stream<Item = Result<Event, Infallible>> {

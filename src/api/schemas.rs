@@ -91,7 +91,7 @@ pub fn router() -> OpenApiRouter<ApiState> {
     get,
     path = "/schemas/tool-proposal.json",
     tag = "contracts",
-    responses((status = 200, description = "JSON Schema 2020-12", body = super::openapi::JsonSchemaDocument))
+    responses((status = 200, description = "JSON Schema 2020-12", body = super::openapi::components::JsonSchemaDocument))
 )]
 async fn tool_proposal() -> Json<Value> {
     Json(TOOL_PROPOSAL.clone())
@@ -103,7 +103,7 @@ async fn tool_proposal() -> Json<Value> {
     get,
     path = "/schemas/agent-action-contract-v1.json",
     tag = "contracts",
-    responses((status = 200, description = "JSON Schema 2020-12", body = super::openapi::JsonSchemaDocument))
+    responses((status = 200, description = "JSON Schema 2020-12", body = super::openapi::components::JsonSchemaDocument))
 )]
 async fn agent_action_contract() -> Json<Value> {
     Json(AGENT_ACTION_CONTRACT.clone())

@@ -9,10 +9,10 @@ use crate::domain::command::{CommandKind, CommandSpec, CommandStatus};
 use crate::domain::contract::proposal::{Intent, ToolRef};
 use crate::domain::contract::vocab::{AuthorizationState, RiskLevel};
 use crate::domain::lifecycle::{ProposalStatus, ReviewVerdict};
+use crate::domain::record::CommandRecord;
+use crate::domain::record::ProposalRecord;
 use crate::domain::routing::proposal::ProposalDecision;
 use crate::domain::routing::verdict::Blocker;
-use crate::storage::commands::CommandRecord;
-use crate::storage::proposals::ProposalRecord;
 
 /// `{"proposal": …}`, how the agent API answers with one proposal: serialized as it stands,
 /// not built as a `serde_json::Value` first (a tree of maps and strings per answer).

@@ -95,6 +95,9 @@ pub enum BundleError {
     /// Keys were given to trust, and the bundle holds no checkpoint signed with one of them.
     #[error("no checkpoint signed with a trusted key: nothing vouches for the bundle")]
     NoTrustedCheckpoint,
+    /// The principal may not export the trail.
+    #[error(transparent)]
+    Denied(#[from] crate::domain::access::Denied),
     /// Reading the trail to export failed (internal; logged, never echoed to a browser).
     #[error("reading the trail failed: {0}")]
     Read(String),
@@ -291,7 +294,7 @@ impl LinkWalk {
                 });
             }
         };
-        if e.link_hash(&previous) != e.hash {
+        if e.link_hash(&previous).as_ref() != Ok(&e.hash) {
             return Err(ChainError::HashMismatch { seq: e.seq });
         }
         for cp in &self.checkpoints {

@@ -27,12 +27,14 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use time::OffsetDateTime;
-use uuid::Uuid;
 
+pub use crate::domain::contract::canonical::Uncanonical;
+
+mod event;
 mod jcs;
 mod stored;
 
+pub use event::{ChainedEvent, trail_time};
 pub use stored::{FACETS, RowRef, StoredRow, facet_of};
 use stored::{FacetKeys, first_facet_mismatch, write_payload};
 
@@ -42,75 +44,39 @@ pub const FORMAT: &str = "countersign-audit/1";
 /// The "previous hash" of the first row.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
-/// One row of the trail, as stored and as exported (`events.jsonl`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ChainedEvent {
-    /// Position: 1, 2, 3, … without gaps.
-    pub seq: i64,
-    /// Unique id.
-    pub id: Uuid,
-    /// When (UTC, microseconds).
-    #[serde(with = "time::serde::rfc3339")]
-    pub at: OffsetDateTime,
-    /// `user`, `agent`, `executor` or `system`.
-    pub actor_kind: String,
-    /// Who.
-    pub actor: String,
-    /// What, e.g. `proposal.approved`.
-    pub kind: String,
-    /// What kind of thing it happened to.
-    pub subject_type: String,
-    /// Its id.
-    pub subject_id: String,
-    /// Status before.
-    pub before_status: Option<String>,
-    /// Status after.
-    pub after_status: Option<String>,
-    /// Audit-safe payload.
-    pub details: Value,
-    /// This row's link in the chain (hex sha256).
-    pub hash: String,
-}
-
-/// Times in the trail are kept to the microsecond, the precision both databases store.
-pub fn trail_time(t: OffsetDateTime) -> OffsetDateTime {
-    let t = t.to_offset(time::UtcOffset::UTC);
-    t.replace_nanosecond(t.nanosecond() / 1_000 * 1_000)
-        .unwrap_or(t)
-}
-
 /// The canonical (RFC 8785) text of an event's details, as storage keeps it and its hash
-/// covers (`None` only for a number RFC 8785 cannot print, which a `Value` cannot hold).
-pub fn canonical_text(details: &Value) -> Option<String> {
+/// covers; an error for a number RFC 8785 cannot print (which a `Value` cannot hold unless
+/// serde_json's `arbitrary_precision` is on), never a default in its place.
+pub fn canonical_text(details: &Value) -> Result<String, Uncanonical> {
     let mut text = Vec::with_capacity(512);
-    jcs::write_value(&mut text, details).ok()?;
-    String::from_utf8(text).ok()
+    jcs::write_value(&mut text, details)?;
+    String::from_utf8(text).map_err(|e| Uncanonical(e.to_string()))
 }
 
 impl ChainedEvent {
     /// The canonical (RFC 8785) payload this row's hash covers: the JSON object of everything
     /// the row says (`id`, `at`, `actor_kind`, `actor`, `kind`, `subject_type`, `subject_id`,
-    /// `before_status`, `after_status`, `details`), canonicalised.
-    pub fn canonical_payload(&self) -> String {
-        self.canonical_details()
-            .map(|details| self.canonical_payload_over(details.as_bytes()))
-            .unwrap_or_default()
+    /// `before_status`, `after_status`, `details`), canonicalised; an error if its details
+    /// have no canonical form.
+    pub fn canonical_payload(&self) -> Result<String, Uncanonical> {
+        let details = self.canonical_details()?;
+        String::from_utf8(self.canonical_payload_over(details.as_bytes()))
+            .map_err(|e| Uncanonical(e.to_string()))
     }
 
     /// The canonical (RFC 8785) text of `details`: what storage keeps, so that a verifier
-    /// reads the bytes the hash covers as they are (`None` only for a number RFC 8785 cannot
-    /// print, which a `Value` cannot hold).
-    pub fn canonical_details(&self) -> Option<String> {
+    /// reads the bytes the hash covers as they are ([`canonical_text`]).
+    pub fn canonical_details(&self) -> Result<String, Uncanonical> {
         canonical_text(&self.details)
     }
 
     /// The hash this row must carry after `previous`, its details' canonical text given.
     pub fn link_hash_over(&self, previous: &str, canonical_details: &str) -> String {
         let payload = self.canonical_payload_over(canonical_details.as_bytes());
-        link(self.seq, previous, &payload)
+        hex::encode(link_digest(self.seq, previous, &payload))
     }
 
-    fn canonical_payload_over(&self, details: &[u8]) -> String {
+    fn canonical_payload_over(&self, details: &[u8]) -> Vec<u8> {
         let row = RowRef {
             seq: self.seq,
             id: self.id,
@@ -128,26 +94,19 @@ impl ChainedEvent {
         };
         let mut out = Vec::with_capacity(details.len() + 256);
         write_payload(&mut out, &row, details);
-        String::from_utf8(out).unwrap_or_default()
+        out
     }
 
-    /// The hash this row must carry after `previous`.
-    pub fn link_hash(&self, previous: &str) -> String {
-        link(self.seq, previous, &self.canonical_payload())
+    /// The hash this row must carry after `previous`; an error if its details have no
+    /// canonical form (such a row can neither be linked nor verify).
+    pub fn link_hash(&self, previous: &str) -> Result<String, Uncanonical> {
+        Ok(self.link_hash_over(previous, &self.canonical_details()?))
     }
 }
 
 /// `sha256(FORMAT ‖ seq ‖ previous ‖ payload)`, hex; fields separated by newlines.
 pub fn link(seq: i64, previous: &str, canonical_payload: &str) -> String {
-    let mut h = Sha256::new();
-    h.update(FORMAT.as_bytes());
-    h.update(b"\n");
-    h.update(seq.to_string().as_bytes());
-    h.update(b"\n");
-    h.update(previous.as_bytes());
-    h.update(b"\n");
-    h.update(canonical_payload.as_bytes());
-    hex::encode(h.finalize())
+    hex::encode(link_digest(seq, previous, canonical_payload.as_bytes()))
 }
 
 /// The end of the chain: the last row's position and hash.
@@ -264,7 +223,7 @@ impl Verifier {
     /// Checks the next row.
     pub fn push(&mut self, row: &ChainedEvent) -> Result<(), ChainError> {
         self.check_seq(row.seq)?;
-        if row.link_hash(&self.head.hash) != row.hash {
+        if row.link_hash(&self.head.hash).as_ref() != Ok(&row.hash) {
             return Err(ChainError::HashMismatch { seq: row.seq });
         }
         self.advance(row.seq, &row.hash)
@@ -368,6 +327,9 @@ fn link_digest(seq: i64, previous: &str, canonical_payload: &[u8]) -> [u8; 32] {
 /// A linked chain of `n` sample rows (`details` carries the `agent` facet), for tests.
 #[cfg(test)]
 pub(crate) fn sample_chain(n: i64) -> Vec<ChainedEvent> {
+    use time::OffsetDateTime;
+    use uuid::Uuid;
+
     let mut prev = GENESIS.to_owned();
     (1..=n)
         .map(|seq| {
@@ -385,7 +347,7 @@ pub(crate) fn sample_chain(n: i64) -> Vec<ChainedEvent> {
                 details: serde_json::json!({"n": seq, "agent": "a"}),
                 hash: String::new(),
             };
-            e.hash = e.link_hash(&prev);
+            e.hash = e.link_hash(&prev).expect("canonical");
             prev = e.hash.clone();
             e
         })
@@ -395,7 +357,9 @@ pub(crate) fn sample_chain(n: i64) -> Vec<ChainedEvent> {
 #[cfg(test)]
 mod tests {
     use serde_json::json;
+    use time::OffsetDateTime;
     use time::format_description::well_known::Rfc3339;
+    use uuid::Uuid;
 
     use super::*;
 
@@ -441,7 +405,7 @@ mod tests {
         rewritten[1].actor = "mallory".into();
         let mut prev = rewritten[0].hash.clone();
         for r in &mut rewritten[1..] {
-            r.hash = r.link_hash(&prev);
+            r.hash = r.link_hash(&prev).expect("canonical");
             prev = r.hash.clone();
         }
         assert!(verify(&rewritten, vec![]).is_ok());
@@ -476,11 +440,11 @@ mod tests {
             hash: String::new(),
         };
         assert_eq!(
-            e.canonical_payload(),
+            e.canonical_payload().expect("canonical"),
             r#"{"actor":"agent-a","actor_kind":"agent","after_status":"pending","at":"2026-11-24T10:00:00.123456Z","before_status":null,"details":{"agent":"agent-a","n":3,"tool":"crm.update"},"id":"0192f0c4-0000-7000-8000-000000000001","kind":"proposal.submitted","subject_id":"p-1","subject_type":"proposal"}"#
         );
         assert_eq!(
-            e.link_hash(GENESIS),
+            e.link_hash(GENESIS).expect("canonical"),
             "2f5038bf43066e8f52015750cb25ef07e6a052a1a8171e80a2c98694ad11442d"
         );
     }

@@ -10,6 +10,7 @@ use ed25519_dalek::{Signature, Signer, SigningKey, Verifier as _, VerifyingKey};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use super::chain::Uncanonical;
 use super::chain::{FORMAT, Head};
 
 /// Which keys a verifier takes checkpoints from. A signature proves only that its key's holder
@@ -92,26 +93,44 @@ pub fn load_or_create_key(path: &Path) -> Result<SigningKey, KeyError> {
         source,
     };
     match std::fs::read_to_string(path) {
-        Ok(text) => {
-            let bytes = hex::decode(text.trim())
-                .ok()
-                .and_then(|b| <[u8; 32]>::try_from(b).ok())
-                .ok_or_else(|| KeyError::Malformed(shown.clone()))?;
-            Ok(SigningKey::from_bytes(&bytes))
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let key = SigningKey::generate(&mut rand::rngs::OsRng);
-            let mut options = std::fs::OpenOptions::new();
-            options.write(true).create_new(true);
-            #[cfg(unix)]
-            std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-            let mut file = options.open(path).map_err(io)?;
-            writeln!(file, "{}", hex::encode(key.to_bytes())).map_err(io)?;
-            file.sync_all().map_err(io)?;
-            Ok(key)
-        }
+        Ok(text) => parse_key(&text).ok_or(KeyError::Malformed(shown)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => match create_key(path) {
+            Ok(Some(key)) => Ok(key),
+            Ok(None) => Err(KeyError::Malformed(shown)),
+            Err(e) => Err(io(e)),
+        },
         Err(e) => Err(io(e)),
     }
+}
+
+/// Writes a new key beside `path` and links it into place without replacing a file already
+/// there: when two processes start at once, both end up with the key that won, never with a
+/// half-written file or two different keys. `None` when the file that won is not a key.
+fn create_key(path: &Path) -> std::io::Result<Option<SigningKey>> {
+    let key = SigningKey::generate(&mut rand::rngs::OsRng);
+    let dir = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    let mut file = tempfile::NamedTempFile::new_in(dir)?;
+    // NamedTempFile is created mode 0600 on unix.
+    writeln!(file, "{}", hex::encode(key.to_bytes()))?;
+    file.as_file().sync_all()?;
+    match file.persist_noclobber(path) {
+        Ok(_) => Ok(Some(key)),
+        Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => {
+            Ok(parse_key(&std::fs::read_to_string(path)?))
+        }
+        Err(e) => Err(e.error),
+    }
+}
+
+/// A key file's text: 64 hex characters, surrounding whitespace ignored.
+fn parse_key(text: &str) -> Option<SigningKey> {
+    let bytes = hex::decode(text.trim()).ok()?;
+    <[u8; 32]>::try_from(bytes)
+        .ok()
+        .map(|b| SigningKey::from_bytes(&b))
 }
 
 impl CheckpointKey {
@@ -120,16 +139,17 @@ impl CheckpointKey {
         hex::encode(self.key.verifying_key().to_bytes())
     }
 
-    /// Signs the head at time `at` (RFC 3339).
-    pub fn sign(&self, head: &Head, at: &str) -> Checkpoint {
-        let signature = self.key.sign(message(head, at).as_bytes());
-        Checkpoint {
+    /// Signs the head at time `at` (RFC 3339); an error if the message has no canonical form
+    /// (never a signature over something else).
+    pub fn sign(&self, head: &Head, at: &str) -> Result<Checkpoint, Uncanonical> {
+        let signature = self.key.sign(message(head, at)?.as_bytes());
+        Ok(Checkpoint {
             seq: head.seq,
             hash: head.hash.clone(),
             at: at.to_owned(),
             public_key: self.public_key(),
             signature: hex::encode(signature.to_bytes()),
-        }
+        })
     }
 }
 
@@ -165,7 +185,8 @@ impl Checkpoint {
             hash: self.hash.clone(),
         };
         match (key, signature) {
-            (Some(k), Some(s)) => k.verify(message(&head, &self.at).as_bytes(), &s).is_ok(),
+            (Some(k), Some(s)) => message(&head, &self.at)
+                .is_ok_and(|message| k.verify(message.as_bytes(), &s).is_ok()),
             _ => false,
         }
     }
@@ -180,9 +201,9 @@ impl Checkpoint {
 }
 
 /// What is signed: the canonical JSON of the format, seq, hash and time.
-fn message(head: &Head, at: &str) -> String {
+fn message(head: &Head, at: &str) -> Result<String, Uncanonical> {
     let value = json!({"format": FORMAT, "seq": head.seq, "hash": head.hash, "at": at});
-    serde_json_canonicalizer::to_string(&value).unwrap_or_default()
+    crate::audit::chain::canonical_text(&value)
 }
 
 #[cfg(test)]
@@ -206,7 +227,7 @@ mod tests {
             seq: 42,
             hash: "ab".repeat(32),
         };
-        let cp = key.sign(&head, "2026-11-23T12:00:00Z");
+        let cp = key.sign(&head, "2026-11-23T12:00:00Z").expect("canonical");
         assert!(cp.signature_holds());
         let mut moved = cp.clone();
         moved.seq = 43;
@@ -214,5 +235,25 @@ mod tests {
         let mut rehashed = cp;
         rehashed.hash = "cd".repeat(32);
         assert!(!rehashed.signature_holds());
+    }
+
+    #[test]
+    fn processes_starting_at_once_share_one_key() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("audit.key");
+        let keys: Vec<String> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..8)
+                .map(|_| {
+                    scope.spawn(|| CheckpointKey::load_or_create(&path).map(|k| k.public_key()))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("thread").expect("every caller gets a key"))
+                .collect()
+        });
+        assert!(keys.iter().all(|k| *k == keys[0]), "{keys:?}");
+        let leftovers = std::fs::read_dir(dir.path()).expect("read dir").count();
+        assert_eq!(leftovers, 1, "no temporary files are left beside the key");
     }
 }

@@ -11,14 +11,14 @@ pub mod bundle;
 pub mod chain;
 pub mod checkpoint;
 mod events;
+mod row;
 pub mod safe;
+pub mod trail;
 
 pub use events::*;
+pub use row::EventRow;
 
-use serde::Serialize;
-use serde_json::Value;
-
-use crate::domain::principal::ActorKind;
+use crate::domain::principal::{ActorKind, Principal};
 
 /// Who did something.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,6 +46,16 @@ impl Actor {
     pub fn system(name: &str) -> Self {
         Self::new(ActorKind::System, name)
     }
+    /// Whoever `principal` is, as the trail names them (the operator is `system:cli`).
+    pub fn of(principal: &Principal) -> Self {
+        let kind = match principal {
+            Principal::Person(_) => ActorKind::User,
+            Principal::Agent(_) => ActorKind::Agent,
+            Principal::Executor(_) => ActorKind::Executor,
+            Principal::Operator | Principal::System(_) => ActorKind::System,
+        };
+        Self::new(kind, principal.name())
+    }
     /// Any kind.
     pub fn new(kind: ActorKind, name: &str) -> Self {
         Self {
@@ -53,27 +63,4 @@ impl Actor {
             name: name.to_owned(),
         }
     }
-}
-
-/// An event as a row of the trail, without its position, time and actor.
-#[derive(Debug, Clone, PartialEq)]
-pub struct EventRow {
-    /// What happened, e.g. `proposal.approved`.
-    pub kind: &'static str,
-    /// What kind of thing it happened to.
-    pub subject_type: &'static str,
-    /// Its id.
-    pub subject_id: String,
-    /// Status before.
-    pub before_status: Option<String>,
-    /// Status after.
-    pub after_status: Option<String>,
-    /// The payload.
-    pub details: Value,
-}
-
-/// Serialises a payload struct into the row's details (its subject fields are `serde(skip)`).
-fn details<T: Serialize>(payload: &T) -> Value {
-    // Payloads are plain structs of strings, numbers and ids: serialising cannot fail.
-    serde_json::to_value(payload).unwrap_or(Value::Null)
 }

@@ -16,6 +16,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use sha2::Sha256;
 
+use crate::domain::contract::canonical::Uncanonical;
 use crate::domain::routing::scan::{WITHHELD, audit_safe_name};
 
 /// Most parameter keys one event records; the rest are counted in `omitted`.
@@ -72,14 +73,16 @@ impl Salt {
     }
 
     /// The hash of a JSON value's canonical (RFC 8785) form (as the chain writes it: the same
-    /// bytes as `serde_json_canonicalizer`, at a fraction of the cost).
-    pub fn value(&self, value: &Value) -> String {
-        let canonical = crate::audit::chain::canonical_text(value).unwrap_or_default();
-        self.hash(canonical.as_bytes())
+    /// bytes as `serde_json_canonicalizer`, at a fraction of the cost); an error for a value
+    /// without one, never the hash of something else.
+    pub fn value(&self, value: &Value) -> Result<String, Uncanonical> {
+        let canonical = crate::audit::chain::canonical_text(value)?;
+        Ok(self.hash(canonical.as_bytes()))
     }
 
-    /// Parameters as their (audit-safe) keys and value hashes, at most [`MAX_KEYS`] of them.
-    pub fn parameters(&self, params: &Map<String, Value>) -> ParameterDigest {
+    /// Parameters as their (audit-safe) keys and value hashes, at most [`MAX_KEYS`] of them;
+    /// an error if a value has no canonical form.
+    pub fn parameters(&self, params: &Map<String, Value>) -> Result<ParameterDigest, Uncanonical> {
         let mut keys = BTreeMap::new();
         for (k, v) in params.iter().take(MAX_KEYS) {
             let name = audit_safe_name(k);
@@ -89,12 +92,12 @@ impl Salt {
             } else {
                 name.to_owned()
             };
-            keys.insert(key, self.value(v));
+            keys.insert(key, self.value(v)?);
         }
-        ParameterDigest {
+        Ok(ParameterDigest {
             keys,
             omitted: params.len().saturating_sub(MAX_KEYS),
-        }
+        })
     }
 }
 
@@ -172,20 +175,23 @@ mod tests {
         let Value::Object(map) = params else {
             unreachable!()
         };
-        let d = salt().parameters(&map);
+        let d = salt().parameters(&map).expect("canonical");
         let text = serde_json::to_string(&d).expect("serialises");
         assert!(!text.contains("John"), "{text}");
         assert!(!text.contains("diabetes"), "{text}");
         assert!(!text.contains("a b"), "{text}");
         assert!(d.keys.contains_key("patient"));
         assert!(d.keys.contains_key("diagnosis"));
-        assert_eq!(d.keys["patient"], salt().value(&json!("John Smith")));
+        assert_eq!(
+            d.keys["patient"],
+            salt().value(&json!("John Smith")).expect("canonical")
+        );
     }
 
     #[test]
     fn keys_are_bounded() {
         let map: Map<String, Value> = (0..100).map(|i| (format!("k{i}"), json!(i))).collect();
-        let d = salt().parameters(&map);
+        let d = salt().parameters(&map).expect("canonical");
         assert_eq!(d.keys.len(), MAX_KEYS);
         assert_eq!(d.omitted, 36);
         let row = serde_json::to_value(&d).expect("serialises");
@@ -205,9 +211,12 @@ mod tests {
     #[test]
     fn hashes_are_pinned() {
         assert_eq!(salt().hash(b"Jane Doe, 12 Elm Street"), "716fb1b60b2003e2");
-        assert_eq!(salt().value(&json!("John Smith")), "c41caed8ec5034e8");
+        assert_eq!(
+            salt().value(&json!("John Smith")).as_deref(),
+            Ok("c41caed8ec5034e8")
+        );
         let value = json!({"b": 1, "a": [1.5, "x", 1e30]});
-        assert_eq!(salt().value(&value), "de6fefaa99bc009a");
+        assert_eq!(salt().value(&value).as_deref(), Ok("de6fefaa99bc009a"));
     }
 
     #[test]

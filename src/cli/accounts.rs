@@ -7,9 +7,10 @@ use std::io::{BufRead, IsTerminal, Write};
 use clap::Subcommand;
 
 use super::{Database, parse_role, services};
-use crate::audit::Actor;
 use crate::domain::command::scope::ToolScope;
+use crate::domain::principal::Principal;
 use crate::domain::principal::{Role, TokenKind};
+use crate::service::NewUser;
 use crate::service::{AccountError, RotateWhich, TokenRequest};
 
 #[derive(Debug, Subcommand)]
@@ -210,14 +211,14 @@ async fn limit_domains(
     services: &crate::service::Services,
     username: &str,
     domains: Option<Vec<String>>,
-    cli: &Actor,
+    cli: &Principal,
 ) -> Result<(), String> {
     let shown = domains.as_ref().map_or_else(
         || "every domain".to_owned(),
         |d| format!("{} only", d.join(", ")),
     );
     services
-        .set_domains(username, domains, cli)
+        .set_domains(cli, username, domains)
         .await
         .map_err(words)?;
     eprintln!("`{username}` reviews {shown}");
@@ -230,7 +231,7 @@ async fn set_email(
     email: Option<&str>,
 ) -> Result<(), String> {
     services
-        .set_email(username, email, &Actor::system("cli"))
+        .set_email(&Principal::Operator, username, email)
         .await
         .map_err(words)?;
     match email {
@@ -240,8 +241,8 @@ async fn set_email(
     Ok(())
 }
 
-/// `user add`: the account, then its domains, Slack id and email address when given.
-async fn add_user(command: UserCommand, cli: &Actor) -> Result<(), String> {
+/// `user add`: the account with its domains, Slack id and email address, in one change.
+async fn add_user(command: UserCommand, cli: &Principal) -> Result<(), String> {
     let UserCommand::Add {
         db,
         username,
@@ -256,29 +257,29 @@ async fn add_user(command: UserCommand, cli: &Actor) -> Result<(), String> {
     };
     let password = read_password(password_stdin)?;
     let services = services(&db.database_url).await?;
-    services
-        .add_user(&username, role, password, cli)
-        .await
-        .map_err(words)?;
+    let new = NewUser {
+        domains: domains.map(|DomainList(d)| d),
+        email,
+        slack_id,
+        ..NewUser::new(&username, role, &password)
+    };
+    let (domains, slack_id, email) = (new.domains.clone(), new.slack_id.clone(), new.email.clone());
+    services.add_user(cli, new).await.map_err(words)?;
     eprintln!("added {role} `{username}`");
-    if let Some(DomainList(domains)) = domains {
-        limit_domains(&services, &username, Some(domains), cli).await?;
+    if let Some(domains) = domains {
+        eprintln!("`{username}` reviews {} only", domains.join(", "));
     }
     if let Some(slack_id) = slack_id {
-        services
-            .set_slack_id(&username, &slack_id)
-            .await
-            .map_err(words)?;
-        eprintln!("`{username}` is Slack user `{slack_id}`");
+        eprintln!("`{username}` is Slack user `{}`", slack_id.trim());
     }
     if let Some(email) = email {
-        set_email(&services, &username, Some(&email)).await?;
+        eprintln!("`{username}` is emailed at {}", email.trim());
     }
     Ok(())
 }
 
 pub(crate) async fn user_command(command: UserCommand) -> Result<(), String> {
-    let cli = Actor::system("cli");
+    let cli = Principal::Operator;
     match command {
         add @ UserCommand::Add { .. } => add_user(add, &cli).await?,
         UserCommand::Email {
@@ -303,7 +304,7 @@ pub(crate) async fn user_command(command: UserCommand) -> Result<(), String> {
         UserCommand::Role { db, username, role } => {
             let services = services(&db.database_url).await?;
             services
-                .set_role(&username, role, &cli)
+                .set_role(&cli, &username, role)
                 .await
                 .map_err(words)?;
             eprintln!("`{username}` is now {role}");
@@ -311,14 +312,14 @@ pub(crate) async fn user_command(command: UserCommand) -> Result<(), String> {
         UserCommand::Disable { db, username } => {
             let services = services(&db.database_url).await?;
             services
-                .disable_user(&username, &cli)
+                .disable_user(&cli, &username)
                 .await
                 .map_err(words)?;
             eprintln!("`{username}` is disabled");
         }
         UserCommand::Enable { db, username } => {
             let services = services(&db.database_url).await?;
-            services.enable_user(&username, &cli).await.map_err(words)?;
+            services.enable_user(&cli, &username).await.map_err(words)?;
             eprintln!("`{username}` is enabled");
         }
         UserCommand::ResetPassword {
@@ -334,7 +335,7 @@ pub(crate) async fn user_command(command: UserCommand) -> Result<(), String> {
             let password = read_password(password_stdin)?;
             let services = services(&db.database_url).await?;
             services
-                .reset_password(&username, password, &cli)
+                .reset_password(&cli, &username, password)
                 .await
                 .map_err(words)?;
             eprintln!("`{username}` has a new password; their sessions have ended");
@@ -362,7 +363,7 @@ fn principal(
 }
 
 pub(crate) async fn token_command(command: TokenCommand) -> Result<(), String> {
-    let cli = Actor::system("cli");
+    let cli = Principal::Operator;
     match command {
         TokenCommand::Create {
             db,
@@ -391,7 +392,7 @@ pub(crate) async fn token_command(command: TokenCommand) -> Result<(), String> {
                 ..TokenRequest::new(kind, &name)
             };
             let created = services
-                .create_operated_token(request, &cli)
+                .create_operated_token(&cli, request)
                 .await
                 .map_err(words)?;
             let scoped = scope.map_or(String::new(), |s| format!(" for tools `{}`", s.to_list()));
@@ -415,7 +416,7 @@ pub(crate) async fn token_command(command: TokenCommand) -> Result<(), String> {
             let (kind, name) = principal(agent, executor)?;
             let services = services(&db.database_url).await?;
             let n = services
-                .revoke_tokens(kind, &name, &cli)
+                .revoke_tokens(&cli, kind, &name)
                 .await
                 .map_err(words)?;
             eprintln!("revoked {n} token(s) of {kind} `{name}`");
@@ -434,11 +435,11 @@ async fn rotate_webhook_secret(
     db: &Database,
     agent: String,
     overlap: time::Duration,
-    cli: &Actor,
+    cli: &Principal,
 ) -> Result<(), String> {
     let services = services(&db.database_url).await?;
     let rotated = services
-        .rotate_webhook_secrets(RotateWhich::Agent(agent.clone()), overlap, cli)
+        .rotate_webhook_secrets(cli, RotateWhich::Agent(agent.clone()), overlap)
         .await
         .map_err(words)?;
     let old = match rotated.first().and_then(|r| r.previous_until) {
@@ -461,7 +462,7 @@ async fn reset_password(
     db: &Database,
     username: &str,
     from_stdin: bool,
-    cli: &Actor,
+    cli: &Principal,
 ) -> Result<(), String> {
     let made = !from_stdin;
     let password = if made {
@@ -471,7 +472,7 @@ async fn reset_password(
     };
     let services = services(&db.database_url).await?;
     services
-        .reset_password(username, password.clone(), cli)
+        .reset_password(cli, username, password.clone())
         .await
         .map_err(words)?;
     eprintln!("`{username}` has a new password; their sessions have ended");
@@ -488,7 +489,7 @@ async fn list_tokens(db: &Database) -> Result<(), String> {
 
     let services = services(&db.database_url).await?;
     let tokens = services
-        .list_tokens()
+        .list_tokens(&Principal::Operator)
         .await
         .map_err(|e| format!("storage: {e}"))?;
     let at = |t: time::OffsetDateTime| t.format(&Rfc3339).unwrap_or_default();

@@ -2,6 +2,7 @@
 //! exits 0 and prints the count and head when the chain holds; otherwise it exits non-zero and
 //! names the first bad sequence number and what is wrong.
 
+use crate::domain::principal::Principal;
 use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
@@ -9,7 +10,6 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 use super::{Database, services};
-use crate::audit::Actor;
 use crate::audit::checkpoint::{self, Checkpoint, CheckpointKey, Trust};
 use crate::config::DEFAULT_AUDIT_KEY;
 use crate::service::verify_bundle;
@@ -112,7 +112,7 @@ pub(crate) async fn run(command: AuditCommand) -> Result<(), String> {
         AuditCommand::Export { db, out, from, to } => {
             let manifest = services(&db.database_url)
                 .await?
-                .export_trail(&Actor::system("cli"), &out, from, to)
+                .export_trail(&Principal::Operator, &out, from, to)
                 .await
                 .map_err(|e| e.to_string())?;
             eprintln!(
@@ -147,7 +147,7 @@ async fn verify_the_database(
     let verified = services(&db.database_url)
         .await?
         .with_checkpoint_trust(trust)
-        .verify_trail(kept)
+        .verify_trail(&Principal::Operator, kept)
         .await
         .map_err(|e| format!("verification failed: {e}"))?;
     println!(
@@ -186,7 +186,7 @@ async fn checkpoint(db: &Database, audit_key: &Path, new_key: bool) -> Result<()
     }
     // A new checkpoint if the head moved since the last one, else the last one.
     let signed = services
-        .sign_checkpoint(&key)
+        .sign_checkpoint(&Principal::Operator, &key)
         .await
         .map_err(|e| e.to_string())?;
     let latest = signed

@@ -11,6 +11,7 @@ use clap::{Args, Parser, Subcommand};
 
 mod accounts;
 mod audit;
+mod gateway;
 mod oidc;
 mod proposal;
 mod tool;
@@ -68,6 +69,11 @@ enum Command {
         #[command(subcommand)]
         command: accounts::TokenCommand,
     },
+    /// The MCP gateway: check its file, list its pinned tools, accept a changed definition.
+    Gateway {
+        #[command(subcommand)]
+        command: gateway::GatewayCommand,
+    },
     /// Pause or resume tools for every executor (the kill switch).
     Tool {
         #[command(subcommand)]
@@ -85,7 +91,7 @@ enum Command {
     },
 }
 
-/// What `serve` runs with (see README, Configuration).
+/// What `serve` runs with (see docs/configuration.md).
 #[derive(Debug, Args)]
 struct ServeArgs {
     #[command(flatten)]
@@ -103,6 +109,10 @@ struct ServeArgs {
     /// Category C].
     #[arg(long, env = "COUNTERSIGN_POLICY")]
     policy: Option<PathBuf>,
+    /// Serve the upstream MCP servers this file names at `/mcp/gateway` (TOML; see
+    /// docs/gateway.md): agents reach their tools only through Countersign.
+    #[arg(long, env = "COUNTERSIGN_GATEWAY")]
+    gateway: Option<PathBuf>,
     /// The Ed25519 key that signs audit checkpoints (created, mode 0600, if missing). Keep
     /// it where the database's owner cannot write.
     #[arg(long, env = "COUNTERSIGN_AUDIT_KEY", default_value = DEFAULT_AUDIT_KEY)]
@@ -133,7 +143,7 @@ struct ServeArgs {
     oidc: oidc::OidcArgs,
 }
 
-/// Where `serve` tells reviewers that work waits (see README, Notifications).
+/// Where `serve` tells reviewers that work waits (see docs/notifications.md).
 #[derive(Debug, Args)]
 struct NotifyArgs {
     /// Countersign's address as reviewers reach it, for the links in notifications (e.g.
@@ -285,7 +295,7 @@ enum PolicyCommand {
     },
 }
 
-/// Timeouts, caps and session limits of `serve` (see README, Configuration).
+/// Timeouts, caps and session limits of `serve` (see docs/configuration.md).
 #[derive(Debug, Args)]
 struct Hardening {
     /// A request's line and headers must arrive within this (e.g. `10s`); also how long a
@@ -366,7 +376,7 @@ impl WebhookTargets {
     }
 }
 
-/// How `serve` sends agents' webhooks (see README, Webhooks).
+/// How `serve` sends agents' webhooks (see docs/api.md, Webhooks).
 #[derive(Debug, Args)]
 struct WebhookArgs {
     #[command(flatten)]
@@ -449,6 +459,7 @@ async fn execute(command: Command) -> Result<(), String> {
                 leptos_config,
                 secure_cookies,
                 policy,
+                gateway,
                 audit_key,
                 audit_earlier_keys,
                 grant_key,
@@ -474,6 +485,7 @@ async fn execute(command: Command) -> Result<(), String> {
                     })
                     .collect::<Result<_, _>>()?,
                 grant_key: Some(grant_key),
+                gateway: gateway.as_deref().map(gateway::load_gateway).transpose()?,
                 ..Settings::for_database(db.database_url)
             };
             hardening.apply(&mut settings);
@@ -491,6 +503,7 @@ async fn execute(command: Command) -> Result<(), String> {
         Command::Audit { command } => audit::run(command).await,
         Command::Proposal { command } => proposal::run(command).await,
         Command::Tool { command } => tool::run(command).await,
+        Command::Gateway { command } => gateway::run(command).await,
     }
 }
 

@@ -1,4 +1,4 @@
-//! `serve`'s single sign-on flags (see README, Single sign-on): the OpenID provider, this
+//! `serve`'s single sign-on flags (see docs/sso.md): the OpenID provider, this
 //! app's client id, the role claim. The client secret is read from the environment only
 //! (`COUNTERSIGN_OIDC_CLIENT_SECRET`), never from a flag, where `ps` would show it.
 

@@ -6,7 +6,7 @@ use clap::Subcommand;
 use uuid::Uuid;
 
 use super::{Database, services};
-use crate::audit::Actor;
+use crate::domain::principal::Principal;
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum ProposalCommand {
@@ -27,7 +27,7 @@ pub(crate) async fn run(command: ProposalCommand) -> Result<(), String> {
         ProposalCommand::Erase { db, id, reason } => {
             let p = services(&db.database_url)
                 .await?
-                .erase_proposal(&Actor::system("cli"), id, &reason)
+                .erase_proposal(&Principal::Operator, id, &reason)
                 .await
                 .map_err(|e| format!("proposal {id}: {e}"))?;
             println!(

@@ -5,7 +5,7 @@
 use clap::Subcommand;
 
 use super::{Database, services};
-use crate::audit::Actor;
+use crate::domain::principal::Principal;
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum ToolCommand {
@@ -31,12 +31,12 @@ pub(crate) enum ToolCommand {
 }
 
 pub(crate) async fn run(command: ToolCommand) -> Result<(), String> {
-    let cli = Actor::system("cli");
+    let cli = Principal::Operator;
     match command {
         ToolCommand::Pause { db, name } => {
             let changed = services(&db.database_url)
                 .await?
-                .pause_tool(&name, &cli)
+                .pause_tool(&cli, &name)
                 .await
                 .map_err(|e| format!("tool `{name}`: {e}"))?;
             if changed {
@@ -48,7 +48,7 @@ pub(crate) async fn run(command: ToolCommand) -> Result<(), String> {
         ToolCommand::Resume { db, name } => {
             let changed = services(&db.database_url)
                 .await?
-                .resume_tool(&name, &cli)
+                .resume_tool(&cli, &name)
                 .await
                 .map_err(|e| format!("tool `{name}`: {e}"))?;
             if !changed {
@@ -61,7 +61,7 @@ pub(crate) async fn run(command: ToolCommand) -> Result<(), String> {
         ToolCommand::List { db } => {
             for p in services(&db.database_url)
                 .await?
-                .paused_tools()
+                .paused_tools(&cli)
                 .await
                 .map_err(|e| e.to_string())?
             {

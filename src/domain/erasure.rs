@@ -23,8 +23,8 @@ pub enum ErasureError {
     /// It waits for a decision: reject it first (an approval would run erased values).
     #[error("the proposal is still pending: reject it first, then erase it")]
     Pending,
-    /// Its command may still run with these values.
-    #[error("its command is {0}: wait for its outcome, then erase it")]
+    /// A command of it may still run with these values ([`CommandStatus::may_still_run`]).
+    #[error("its command is {0} and may still run: wait for or settle its outcome, then erase it")]
     CommandOpen(CommandStatus),
     /// It was erased already.
     #[error("the proposal was already erased")]
@@ -34,10 +34,12 @@ pub enum ErasureError {
     ReasonRequired,
 }
 
-/// Whether a proposal in `status`, with its command in `command`, may be erased now.
+/// Whether a proposal in `status`, whose commands (its action and any rollback of it) are in
+/// `commands`, may be erased now: the one rule; storage only checks, as it writes, that none of
+/// these statuses moved since they were read.
 pub fn check(
     status: ProposalStatus,
-    command: Option<CommandStatus>,
+    commands: &[CommandStatus],
     already_erased: bool,
     reason: &str,
 ) -> Result<(), ErasureError> {
@@ -50,11 +52,9 @@ pub fn check(
     if status == ProposalStatus::Pending {
         return Err(ErasureError::Pending);
     }
-    match command {
-        Some(s @ (CommandStatus::Queued | CommandStatus::Leased)) => {
-            Err(ErasureError::CommandOpen(s))
-        }
-        _ => Ok(()),
+    match commands.iter().find(|s| s.may_still_run()) {
+        Some(&open) => Err(ErasureError::CommandOpen(open)),
+        None => Ok(()),
     }
 }
 
@@ -133,27 +133,38 @@ mod tests {
         use CommandStatus as C;
         use ProposalStatus as P;
         assert_eq!(
-            check(P::Pending, None, false, "r"),
+            check(P::Pending, &[], false, "r"),
             Err(ErasureError::Pending)
         );
+        for open in [
+            C::Queued,
+            C::Leased,
+            C::OutcomeUnknown,
+            C::TimedOut,
+            C::AwaitingApproval,
+        ] {
+            assert_eq!(
+                check(P::Approved, &[open], false, "r"),
+                Err(ErasureError::CommandOpen(open))
+            );
+            assert_eq!(
+                check(P::Failed, &[C::Failed, open], false, "r"),
+                Err(ErasureError::CommandOpen(open)),
+                "a rollback that may still run keeps the values too"
+            );
+        }
+        for settled in [C::Succeeded, C::Failed, C::Expired, C::Dismissed] {
+            assert_eq!(check(P::Succeeded, &[settled], false, "r"), Ok(()));
+        }
         assert_eq!(
-            check(P::Approved, Some(C::Queued), false, "r"),
-            Err(ErasureError::CommandOpen(C::Queued))
-        );
-        assert_eq!(
-            check(P::Approved, Some(C::Leased), false, "r"),
-            Err(ErasureError::CommandOpen(C::Leased))
-        );
-        assert_eq!(
-            check(P::Rejected, None, false, " "),
+            check(P::Rejected, &[], false, " "),
             Err(ErasureError::ReasonRequired)
         );
         assert_eq!(
-            check(P::Rejected, None, true, "r"),
+            check(P::Rejected, &[], true, "r"),
             Err(ErasureError::AlreadyErased)
         );
-        assert_eq!(check(P::Succeeded, Some(C::Succeeded), false, "r"), Ok(()));
-        assert_eq!(check(P::Rejected, None, false, "request 42"), Ok(()));
-        assert_eq!(check(P::Expired, None, false, "r"), Ok(()));
+        assert_eq!(check(P::Rejected, &[], false, "request 42"), Ok(()));
+        assert_eq!(check(P::Expired, &[], false, "r"), Ok(()));
     }
 }

@@ -190,6 +190,65 @@ pub fn check_operator(
     Ok(())
 }
 
+/// Where a person stands towards approving a proposal now: what the proposal page shows
+/// beside its buttons. The same rules as [`check_decision`] and [`check_operator`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Standing {
+    /// The proposal's status now (a pending proposal past its time reads expired).
+    pub status: ProposalStatus,
+    /// Whether they may decide it at all.
+    pub can_decide: bool,
+    /// Why they may not, for an open proposal.
+    pub cannot: Option<String>,
+    /// Why they may not approve (again), when they may still reject.
+    pub approve_blocked: Option<String>,
+}
+
+/// What a person limited to nothing else sees of a proposal's decision: who they are
+/// (`reviewer`, `role`), the proposal (`status` as of now, its `proposer`, the people who
+/// `operators` its agent) and who approved it so far out of `required_approvals`.
+pub fn standing(
+    status: ProposalStatus,
+    proposer: &str,
+    operators: &[String],
+    (reviewer, role): (&str, Role),
+    approvals: &[String],
+    required_approvals: u8,
+) -> Standing {
+    let check = check_decision(
+        status,
+        proposer,
+        reviewer,
+        role,
+        ReviewVerdict::Approved,
+        None,
+    );
+    let (can_decide, cannot) = match check {
+        Ok(_) => (true, None),
+        Err(DecisionError::AlreadyDecided(_)) => (false, None),
+        Err(e) => (false, Some(e.to_string())),
+    };
+    let approved = approvals.iter().any(|who| who == reviewer);
+    let approve_blocked = if !can_decide {
+        None
+    } else if approved {
+        let more = usize::from(required_approvals.max(1)).saturating_sub(approvals.len());
+        Some(format!(
+            "You approved. {more} more approval(s) from other reviewers are needed."
+        ))
+    } else {
+        check_operator(operators, reviewer, ReviewVerdict::Approved)
+            .err()
+            .map(|e| e.to_string())
+    };
+    Standing {
+        status,
+        can_decide,
+        cannot: if status.is_open() { cannot } else { None },
+        approve_blocked,
+    }
+}
+
 /// The status a proposal starts in, by its route: `accept` is queued at once, `ask` and
 /// `defer` wait for a reviewer, `refuse` never executes.
 pub fn initial_status(route: Route) -> ProposalStatus {
@@ -338,5 +397,44 @@ mod tests {
         );
         assert!(check_operator(&ops, "rita", ReviewVerdict::Approved).is_ok());
         assert!(check_operator(&ops, "olga", ReviewVerdict::Rejected).is_ok());
+    }
+
+    #[test]
+    fn standing_says_why_a_person_may_not_approve() {
+        let ops = vec!["olga".to_owned()];
+        let open = ProposalStatus::Pending;
+        let rita = standing(open, "agent-1", &ops, ("rita", Role::Reviewer), &[], 1);
+        assert!(rita.can_decide && rita.approve_blocked.is_none() && rita.cannot.is_none());
+        let olga = standing(open, "agent-1", &ops, ("olga", Role::Reviewer), &[], 1);
+        assert!(olga.can_decide);
+        assert_eq!(
+            olga.approve_blocked,
+            Some(DecisionError::OperatesAgent.to_string())
+        );
+        let again = standing(
+            open,
+            "agent-1",
+            &[],
+            ("rita", Role::Admin),
+            &["rita".into()],
+            2,
+        );
+        assert_eq!(
+            again.approve_blocked.as_deref(),
+            Some("You approved. 1 more approval(s) from other reviewers are needed.")
+        );
+        let compliance = standing(open, "agent-1", &[], ("cora", Role::Compliance), &[], 1);
+        assert!(!compliance.can_decide && compliance.cannot.is_some());
+        let own = standing(open, "rita", &[], ("rita", Role::Reviewer), &[], 1);
+        assert_eq!(own.cannot, Some(DecisionError::OwnProposal.to_string()));
+        let done = standing(
+            ProposalStatus::Approved,
+            "a",
+            &[],
+            ("rita", Role::Reviewer),
+            &[],
+            1,
+        );
+        assert!(!done.can_decide && done.cannot.is_none());
     }
 }

@@ -24,6 +24,8 @@
 //!   proposal's life after routing, the executor queue, who acts, and what a reviewer's queue
 //!   shows. They may import any wing; no wing imports
 //!   them.
+//! - [`access`]: who may call which use case (the table ARCHITECTURE.md shows). Imports
+//!   `principal`.
 //! - [`sign_in`]: throttling failed sign-ins and how long sessions last. Imports nothing.
 //! - [`notify`]: what reviewers' notifications say on each channel, and digests. Imports
 //!   `review`'s text rules and `routing`'s scanners.
@@ -36,15 +38,21 @@
 //! - [`review`]: what a reviewer is shown before deciding (hidden characters made visible,
 //!   secrets and personal data withheld, the typed-name confirmation, the agent's record).
 //!   Imports `contract`, `routing`'s scanners and `lifecycle`.
+//! - [`record`]: the records use cases answer with (a proposal, its command, a token's
+//!   principal), which storage builds from its rows. Imports `contract`, `routing`,
+//!   `lifecycle`, `command` and `principal`.
 
+pub mod access;
 pub mod command;
 pub mod contract;
 pub mod erasure;
+pub mod gateway;
 pub mod lifecycle;
 pub mod notify;
 pub mod policy;
 pub mod principal;
 pub mod queue;
+pub mod record;
 pub mod review;
 pub mod routing;
 pub mod sign_in;

@@ -26,6 +26,75 @@ impl Role {
     }
 }
 
+/// A signed-in person acting: who they are, their role, and the domains they are limited to
+/// (`None`: every domain), as their account stood when the request was checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Person {
+    /// Username.
+    pub username: String,
+    /// Role.
+    pub role: Role,
+    /// The domains they review (`None`: every domain).
+    pub domains: Option<Vec<String>>,
+}
+
+/// Whoever calls a use case. Every service function that reads or changes something takes
+/// one and decides, itself, whether it may ([`super::access::authorize`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Principal {
+    /// A person, signed in (a page, a server function, Slack).
+    Person(Person),
+    /// An agent, by its API token's name.
+    Agent(String),
+    /// An executor, by its API token's name.
+    Executor(String),
+    /// The operator at the shell: whoever can run `countersign` against the database.
+    Operator,
+    /// Countersign's own background work (`sweep`, `expiry`, `webhooks`, ...).
+    System(&'static str),
+}
+
+impl std::fmt::Display for Principal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Principal {
+    /// A person with `role`, limited to no domain.
+    pub fn person(username: &str, role: Role) -> Self {
+        Self::person_in(username, role, None)
+    }
+
+    /// A person with `role`, limited to `domains` (`None`: every domain).
+    pub fn person_in(username: &str, role: Role, domains: Option<Vec<String>>) -> Self {
+        Principal::Person(Person {
+            username: username.to_owned(),
+            role,
+            domains,
+        })
+    }
+
+    /// The person acting, if a person is.
+    pub fn as_person(&self) -> Option<&Person> {
+        match self {
+            Principal::Person(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// The name the trail records: the username, the token's name, `cli` for the operator, or
+    /// the background task's name.
+    pub fn name(&self) -> &str {
+        match self {
+            Principal::Person(p) => &p.username,
+            Principal::Agent(n) | Principal::Executor(n) => n,
+            Principal::Operator => "cli",
+            Principal::System(n) => n,
+        }
+    }
+}
+
 wire_enum! {
     /// The kind of machine principal an API token belongs to.
     pub enum TokenKind { Agent => "agent", Executor => "executor" }

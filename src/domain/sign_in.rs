@@ -5,6 +5,9 @@
 //!   and per client address. After [`ThrottleRule::free_failures`] failures, each further
 //!   attempt waits: 30 s after the last failure, doubling with every failure after that, at
 //!   most 15 min. A quiet [`ThrottleRule::window`] forgets the count.
+//! - **Unknown bearer tokens** are throttled per client address by the same kind of rule
+//!   ([`UNKNOWN_TOKEN_RULE`]): an address whose tokens keep matching no active token is refused
+//!   a while, so guessing cannot make the token table the bottleneck.
 //! - **Sessions.** A session ends [`SessionLimits::idle`] after its last use and
 //!   [`SessionLimits::lifetime`] after sign-in, whatever its activity; it is renewed (and so
 //!   its idle deadline moved on) at most once per [`TOUCH_EVERY`].
@@ -55,6 +58,16 @@ pub const ACCOUNT_RULE: ThrottleRule = ThrottleRule {
 
 /// Per client address: more room, since an office behind one address shares it.
 pub const ADDRESS_RULE: ThrottleRule = ThrottleRule {
+    free_failures: 20,
+    base: Duration::seconds(30),
+    max: Duration::minutes(15),
+    window: Duration::hours(1),
+};
+
+/// Per client address, for API bearer tokens that match no active token (unknown or
+/// revoked): twenty free, for an agent with a mistyped or just revoked token, then the same
+/// waits as sign-ins.
+pub const UNKNOWN_TOKEN_RULE: ThrottleRule = ThrottleRule {
     free_failures: 20,
     base: Duration::seconds(30),
     max: Duration::minutes(15),
@@ -232,6 +245,19 @@ mod tests {
         assert_eq!(r.locked_until(50, last, last + Duration::hours(2)), None);
         assert_eq!(ADDRESS_RULE.locked_until(19, last, last), None);
         assert!(ADDRESS_RULE.locked_until(20, last, last).is_some());
+    }
+
+    #[test]
+    fn twenty_unknown_tokens_are_free_then_the_address_waits() {
+        let r = UNKNOWN_TOKEN_RULE;
+        let last = t0();
+        assert_eq!(r.locked_until(19, last, last), None);
+        assert_eq!(
+            r.locked_until(20, last, last),
+            Some(last + Duration::seconds(30))
+        );
+        assert_eq!(r.wait_after(21), Duration::seconds(60));
+        assert_eq!(r.locked_until(40, last, last + Duration::hours(2)), None);
     }
 
     #[test]

@@ -16,6 +16,7 @@
 //! e-mail address, made a valid name ([`super::principal::parse_name`]); when another account
 //! has it, a suffix derived from the subject makes it unique ([`username_with_suffix`]).
 
+use super::contract::wire::wire_enum;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -122,6 +123,18 @@ fn rank(role: Role) -> u8 {
         Role::Reviewer => 2,
         Role::Compliance => 1,
     }
+}
+
+wire_enum! {
+    /// Where an account's role came from: an admin's grant (or the operator's, or the account
+    /// was made with it) or the identity provider's role claim.
+    pub enum RoleSource { Admin => "admin", Claim => "claim" }
+}
+
+/// Whether a later sign-in takes the account's role away: the claim grants no role now, and
+/// the role the account has came from a claim. An admin's grant is never taken this way.
+pub fn revokes(stored: Option<Role>, source: Option<RoleSource>, grant: &Grant) -> bool {
+    grant.role.is_none() && stored.is_some() && source == Some(RoleSource::Claim)
 }
 
 /// What a later sign-in changes on the account: the claim's role (and its domains, when the

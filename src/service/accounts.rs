@@ -3,40 +3,55 @@
 //! installation, roles, disabling and password resets (both end the account's sessions).
 //! Signing in is [`super::sign_in`].
 
+use crate::domain::access::UseCase;
+use crate::domain::principal::Principal;
+use crate::domain::sso::RoleSource;
 use uuid::Uuid;
 
-use super::{Conflict, ServiceError, Services};
+use super::error::{AccountError, Conflict, ServiceError};
+use super::services::Services;
+use super::slack::check_slack_id;
 use crate::audit::{
-    Actor, AuditEvent, PasswordReset, RoleChanged, TokenCreated, TokenRevoked, UserCreated,
-    UserDisabled,
+    Actor, AuditEvent, DomainsChanged, EmailChanged, PasswordReset, RoleChanged, TokenCreated,
+    TokenRevoked, UserCreated, UserDisabled,
 };
 use crate::auth::password::Password;
 use crate::auth::token::{self, Secret};
 use crate::domain::command::scope::ToolScope;
-use crate::domain::principal::{
-    AdminChange, LastAdmin, Role, TokenKind, keeps_an_admin, parse_name,
-};
+use crate::domain::principal::{AdminChange, Role, TokenKind, keeps_an_admin, parse_name};
 use crate::domain::webhook::check_url;
 use crate::storage::accounts::{self, NewToken, UserRecord};
+use crate::storage::alerts;
 
-/// Why an account could not be created.
-#[derive(Debug, thiserror::Error)]
-pub enum AccountError {
-    /// Bad name, role or password.
-    #[error("{0}")]
-    Invalid(String),
-    /// The username is taken.
-    #[error("a user named `{0}` already exists")]
-    Taken(String),
-    /// No active account or token of that name.
-    #[error("no active {0}")]
-    Missing(String),
-    /// The change would leave no enabled admin.
-    #[error(transparent)]
-    LastAdmin(#[from] LastAdmin),
-    /// The store failed.
-    #[error(transparent)]
-    Service(#[from] ServiceError),
+/// A person to add, with everything their account starts with.
+#[derive(Debug, Clone)]
+pub struct NewUser {
+    /// Username.
+    pub username: String,
+    /// Role.
+    pub role: Role,
+    /// Initial password (a one-time one from the admin page).
+    pub password: String,
+    /// The domains they review (`None`: every domain).
+    pub domains: Option<Vec<String>>,
+    /// The address they are emailed at.
+    pub email: Option<String>,
+    /// Their Slack user id.
+    pub slack_id: Option<String>,
+}
+
+impl NewUser {
+    /// A person with `role` and `password`, limited to no domain, with no address.
+    pub fn new(username: &str, role: Role, password: &str) -> Self {
+        Self {
+            username: username.to_owned(),
+            role,
+            password: password.to_owned(),
+            domains: None,
+            email: None,
+            slack_id: None,
+        }
+    }
 }
 
 /// The account made on a fresh installation, with its one-time password.
@@ -83,16 +98,26 @@ pub struct CreatedToken {
 }
 
 impl Services {
-    /// Adds a user; `actor` is who did it (for the audit trail).
-    pub async fn add_user(
-        &self,
-        username: &str,
-        role: Role,
-        password: String,
-        actor: &Actor,
-    ) -> Result<(), AccountError> {
-        let username = parse_name(username).map_err(AccountError::Invalid)?;
-        let password = Password::new(password).map_err(AccountError::Invalid)?;
+    /// Adds a person with everything the admin asked for — role, domains, email address,
+    /// Slack id — in one change: the account never exists without the domain limit it was
+    /// made with. Audited as `user.created`, with `user.domains_changed` and
+    /// `user.email_changed` when given.
+    pub async fn add_user(&self, who: &Principal, new: NewUser) -> Result<(), AccountError> {
+        self.authorize(who, UseCase::AddUser)?;
+        self.insert_user(Actor::of(who), new).await
+    }
+
+    /// Adds `new` for `actor`, whoever decided it may.
+    async fn insert_user(&self, actor: Actor, new: NewUser) -> Result<(), AccountError> {
+        let username = parse_name(&new.username).map_err(AccountError::Invalid)?;
+        let email = new
+            .email
+            .as_deref()
+            .map(super::mail::check_address)
+            .transpose()
+            .map_err(AccountError::Invalid)?;
+        let slack_id = new.slack_id.as_deref().map(check_slack_id).transpose()?;
+        let password = Password::new(new.password).map_err(AccountError::Invalid)?;
         let password_hash = self
             .hashing()
             .hash(password)
@@ -102,12 +127,11 @@ impl Services {
             id: Uuid::now_v7(),
             username: username.clone(),
             password_hash,
-            role: Some(role),
+            role: Some(new.role),
             disabled: false,
             session_epoch: 0,
         };
-        let now = self.now();
-        let actor = actor.clone();
+        let (now, domains) = (self.now(), new.domains);
         let added = self
             .store()
             .write(move |tx| {
@@ -115,13 +139,37 @@ impl Services {
                     if !accounts::insert_user(tx.conn(), &user, now).await? {
                         return Err(ServiceError::Conflict(Conflict::UsernameTaken));
                     }
+                    let (id, name) = (user.id, user.username.clone());
                     let created = UserCreated {
-                        user_id: user.id,
-                        username: user.username.clone(),
+                        user_id: id,
+                        username: name.clone(),
                         role: user.role,
                         via: None,
                     };
                     tx.record(now, &actor, AuditEvent::UserCreated(created));
+                    if let Some(to) = domains {
+                        accounts::set_user_domains(tx.conn(), &name, Some(&to)).await?;
+                        let event = DomainsChanged {
+                            user_id: id,
+                            username: name.clone(),
+                            from: None,
+                            to: Some(to),
+                        };
+                        tx.record(now, &actor, AuditEvent::DomainsChanged(event));
+                    }
+                    if let Some(email) = email {
+                        alerts::set_email(tx.conn(), &name, Some(&email)).await?;
+                        let event = EmailChanged {
+                            user_id: id,
+                            username: name.clone(),
+                            has_email: true,
+                        };
+                        tx.record(now, &actor, AuditEvent::EmailChanged(event));
+                    }
+                    if let Some(slack_id) = slack_id {
+                        crate::storage::slack::set_slack_id(tx.conn(), &name, Some(&slack_id))
+                            .await?;
+                    }
                     Ok(())
                 })
             })
@@ -137,16 +185,17 @@ impl Services {
     /// Creates an API token for an agent or executor and returns the secret, to show once.
     pub async fn create_token(
         &self,
+        who: &Principal,
         kind: TokenKind,
         name: &str,
         scope: Option<&ToolScope>,
-        actor: &Actor,
     ) -> Result<Secret, AccountError> {
+        self.authorize(who, UseCase::ManageTokens)?;
         let request = TokenRequest {
             scope,
             ..TokenRequest::new(kind, name)
         };
-        Ok(self.create_operated_token(request, actor).await?.token)
+        Ok(self.create_operated_token(who, request).await?.token)
     }
 
     /// Creates an API token; an agent's may name its `operator`, an existing person who then
@@ -155,9 +204,11 @@ impl Services {
     /// submitted with it. Returns the secrets, to show once.
     pub async fn create_operated_token(
         &self,
+        who: &Principal,
         request: TokenRequest<'_>,
-        actor: &Actor,
     ) -> Result<CreatedToken, AccountError> {
+        self.authorize(who, UseCase::ManageTokens)?;
+        let actor = &Actor::of(who);
         let TokenRequest {
             kind,
             name,
@@ -166,6 +217,11 @@ impl Services {
             webhook,
         } = request;
         let name = parse_name(name).map_err(AccountError::Invalid)?;
+        if kind == TokenKind::Executor && name == crate::domain::gateway::GATEWAY_EXECUTOR {
+            return Err(AccountError::Invalid(format!(
+                "`{name}` is the built-in gateway executor's name; no token may take it"
+            )));
+        }
         if scope.is_some() && kind != TokenKind::Executor {
             return Err(AccountError::Invalid(
                 "only executor tokens carry a tool scope".into(),
@@ -266,15 +322,9 @@ impl Services {
             return Ok(None);
         }
         let password = token::random_hex()[..24].to_owned();
-        match self
-            .add_user(
-                "admin",
-                Role::Admin,
-                password.clone(),
-                &Actor::system("bootstrap"),
-            )
-            .await
-        {
+        // Only on a database without users: nobody else could have made this account.
+        let admin = NewUser::new("admin", Role::Admin, &password);
+        match self.insert_user(Actor::system("bootstrap"), admin).await {
             Ok(()) => Ok(Some(Bootstrap {
                 username: "admin".into(),
                 password: Secret::from_shown(password),
@@ -317,10 +367,12 @@ impl Services {
     /// enabled admin keeps theirs ([`keeps_an_admin`]).
     pub async fn set_role(
         &self,
+        who: &Principal,
         username: &str,
         role: Role,
-        actor: &Actor,
     ) -> Result<(), AccountError> {
+        self.authorize(who, UseCase::ChangeUser)?;
+        let actor = &Actor::of(who);
         let user = self
             .user(username)
             .await?
@@ -336,14 +388,14 @@ impl Services {
                     {
                         return Ok(Err(e));
                     }
-                    if !accounts::update_role(tx.conn(), user.id, role).await? {
+                    if !accounts::update_role(tx.conn(), user.id, role, RoleSource::Admin).await? {
                         return Ok(Ok(false));
                     }
                     let event = RoleChanged {
                         user_id: user.id,
                         username: user.username,
                         from: user.role,
-                        to: role,
+                        to: Some(role),
                     };
                     tx.record(now, &actor, AuditEvent::RoleChanged(event));
                     Ok::<_, ServiceError>(Ok(true))
@@ -357,7 +409,9 @@ impl Services {
 
     /// Disables `username`: no more sign-ins; every session of theirs ends at its next request.
     /// The last enabled admin is never disabled ([`keeps_an_admin`]).
-    pub async fn disable_user(&self, username: &str, actor: &Actor) -> Result<(), AccountError> {
+    pub async fn disable_user(&self, who: &Principal, username: &str) -> Result<(), AccountError> {
+        self.authorize(who, UseCase::ChangeUser)?;
+        let actor = &Actor::of(who);
         let (now, actor, name) = (self.now(), actor.clone(), username.to_owned());
         let disabled = self
             .store()
@@ -392,10 +446,12 @@ impl Services {
     /// each finds the session epoch moved on).
     pub async fn reset_password(
         &self,
+        who: &Principal,
         username: &str,
         password: String,
-        actor: &Actor,
     ) -> Result<(), AccountError> {
+        self.authorize(who, UseCase::ChangeUser)?;
+        let actor = &Actor::of(who);
         let password = Password::new(password).map_err(AccountError::Invalid)?;
         let password_hash = self
             .hashing()
@@ -429,10 +485,12 @@ impl Services {
     /// Revokes every active token of an agent or executor; how many were revoked.
     pub async fn revoke_tokens(
         &self,
+        who: &Principal,
         kind: TokenKind,
         name: &str,
-        actor: &Actor,
     ) -> Result<usize, AccountError> {
+        self.authorize(who, UseCase::ManageTokens)?;
+        let actor = &Actor::of(who);
         let (now, actor, owner) = (self.now(), actor.clone(), name.to_owned());
         let revoked = self
             .store()

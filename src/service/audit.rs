@@ -2,15 +2,18 @@
 //! (against every stored signed checkpoint and, optionally, one kept elsewhere), sign the head,
 //! and export a selection as a bundle that verifies offline.
 
+use crate::domain::access::UseCase;
+use crate::domain::principal::Principal;
 use std::path::Path;
 
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-use super::{ServiceError, Services};
+use super::error::ServiceError;
+use super::services::Services;
 use crate::audit::Actor;
 use crate::audit::bundle::{self, BundleError, Manifest};
-use crate::audit::chain::{ChainError, GENESIS, Head, RowRef, Verifier};
+use crate::audit::chain::{ChainError, GENESIS, Head, RowRef, Uncanonical, Verifier};
 use crate::audit::checkpoint::{Checkpoint, CheckpointKey, Trust};
 use crate::storage::audit_query::Selection;
 use crate::storage::{Snapshot, StorageError, audit, audit_walk};
@@ -64,7 +67,12 @@ impl Services {
     /// Verifies the whole chain in the database, on one snapshot: the head record, the
     /// checkpoints and every row as of one moment, however much is appended meanwhile. Rows
     /// are read a page at a time.
-    pub async fn verify_trail(&self, kept: Option<&Checkpoint>) -> Result<Verified, VerifyError> {
+    pub async fn verify_trail(
+        &self,
+        who: &Principal,
+        kept: Option<&Checkpoint>,
+    ) -> Result<Verified, VerifyError> {
+        self.authorize(who, UseCase::VerifyTrail)?;
         let mut snapshot = self.store().snapshot().await?;
         let verified = verify_snapshot(&mut snapshot, kept, self.checkpoint_trust()).await;
         snapshot.end().await?;
@@ -74,8 +82,10 @@ impl Services {
     /// Signs the current head if it moved since the last checkpoint; returns the new one.
     pub async fn sign_checkpoint(
         &self,
+        who: &Principal,
         key: &CheckpointKey,
     ) -> Result<Option<Checkpoint>, ServiceError> {
+        self.authorize(who, UseCase::VerifyTrail)?;
         let mut read = self.read().await?;
         let (head, _) = audit::head(read.conn()).await?;
         let last = audit::latest_checkpoint(read.conn()).await?;
@@ -83,8 +93,10 @@ impl Services {
         if head.seq == 0 || last.is_some_and(|c| c.seq >= head.seq) {
             return Ok(None);
         }
-        let at = self.now().format(&Rfc3339).unwrap_or_default();
-        let cp = key.sign(&head, &at);
+        let now = self.now();
+        let at = (now.format(&Rfc3339))
+            .map_err(|e| Uncanonical(format!("checkpoint time {now}: {e}")))?;
+        let cp = key.sign(&head, &at)?;
         let stored = cp.clone();
         self.store()
             .write(move |tx| {
@@ -110,7 +122,7 @@ impl Services {
     /// after the bundle is written: the bundle never contains its own export event.
     pub async fn export_trail(
         &self,
-        actor: &Actor,
+        who: &Principal,
         dir: &Path,
         from: Option<OffsetDateTime>,
         to: Option<OffsetDateTime>,
@@ -121,8 +133,8 @@ impl Services {
             until: to.map(|t| t + time::Duration::MICROSECOND),
             ..Selection::default()
         };
-        let manifest = self.export_selection(dir, &sel).await?;
-        self.record_export(actor, &sel, &manifest, "directory")
+        let manifest = self.export_selection(who, dir, &sel).await?;
+        self.record_export(&Actor::of(who), &sel, &manifest, "directory")
             .await
             .map_err(|e| BundleError::Malformed(format!("recording the export: {e}")))?;
         Ok(manifest)

@@ -3,12 +3,15 @@
 //! reviewers reject most, and each reviewer's decisions. Counts and names only, never a
 //! parameter value. The pages draw them ([`app::components::chart`]).
 
+use crate::domain::access::UseCase;
+use crate::domain::principal::Principal;
 use std::collections::BTreeMap;
 
 use time::OffsetDateTime;
 
+use super::error::ServiceError;
 use super::ledger::{COMMIT_LAG, window_start};
-use super::{ServiceError, Services};
+use super::services::Services;
 use crate::storage::audit_query;
 use crate::storage::charts::{self, DayCount, DecisionRow};
 
@@ -79,7 +82,8 @@ pub struct Charts {
 
 impl Services {
     /// The charts over the last [`CHART_DAYS`] days.
-    pub async fn charts(&self) -> Result<Charts, ServiceError> {
+    pub async fn charts(&self, who: &Principal) -> Result<Charts, ServiceError> {
+        self.authorize(who, UseCase::ReadTrail)?;
         let start = window_start(self.now(), CHART_DAYS);
         let mut read = self.read().await?;
         let after = audit_query::seq_before_time(read.conn(), start - COMMIT_LAG)

@@ -4,32 +4,25 @@
 
 use uuid::Uuid;
 
-use super::NewQueued;
+use super::error::{Conflict, ServiceError};
 use super::expire::expire_due_in;
+use super::services::NewQueued;
+use super::services::Services;
 use super::submit::queue_command;
-use super::{Conflict, ServiceError, Services};
 use crate::audit::safe::{Salt, TextDigest};
 use crate::audit::{
     Actor, ApprovalRecorded, AuditEvent, DecisionRefused, ProposalDecided, ProposalFacets,
 };
+use crate::domain::access::UseCase;
 use crate::domain::contract::vocab::AuthorizationState;
 use crate::domain::lifecycle::{
     self, DecisionError, ProposalStatus, ReviewDecision, ReviewVerdict, check_decision,
     check_operator,
 };
-use crate::domain::principal::Role;
+use crate::domain::principal::{Person, Principal};
 use crate::domain::review::confirm;
 use crate::storage::Tx;
 use crate::storage::proposals::{self, DecisionRow, ProposalRecord};
-
-/// A person deciding, as the session knows them.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Reviewer {
-    /// Username.
-    pub username: String,
-    /// Role.
-    pub role: Role,
-}
 
 /// What a decision came to.
 #[derive(Debug)]
@@ -61,55 +54,30 @@ enum Applied {
 }
 
 impl Services {
-    /// `reviewer` approves or rejects proposal `id`, without a typed confirmation: approving
+    /// `who` approves or rejects proposal `id`, without a typed confirmation: approving
     /// an action that needs one is refused (see [`Services::decide_confirmed`]).
     pub async fn decide(
         &self,
-        reviewer: &Reviewer,
+        who: &Principal,
         id: Uuid,
         verdict: ReviewVerdict,
         reason: Option<&str>,
     ) -> Result<Decided, ServiceError> {
-        self.decide_confirmed(reviewer, id, verdict, reason, None)
-            .await
+        self.decide_confirmed(who, id, verdict, reason, None).await
     }
 
-    /// `reviewer` approves or rejects proposal `id`; `confirmation` is the target's name as
+    /// `who` approves or rejects proposal `id`; `confirmation` is the target's name as
     /// they typed it, which approving a high-risk or wide-reaching action needs
     /// ([`confirm`]).
     pub async fn decide_confirmed(
         &self,
-        reviewer: &Reviewer,
+        who: &Principal,
         id: Uuid,
         verdict: ReviewVerdict,
         reason: Option<&str>,
         confirmation: Option<&str>,
     ) -> Result<Decided, ServiceError> {
-        let p = self.proposal(id).await?.ok_or(ServiceError::NotFound)?;
-        // A reviewer limited to domains neither sees nor decides the others.
-        if !self.may_review(&reviewer.username, &p).await? {
-            return Err(ServiceError::NotFound);
-        }
-        // The people who operate the proposing agent do not approve it (separation of duties).
-        let operators = self.agent_operators(&p.agent).await?;
-        let decision = check_decision(
-            p.status,
-            &p.agent,
-            &reviewer.username,
-            reviewer.role,
-            verdict,
-            reason,
-        )
-        .and_then(|d| check_operator(&operators, &reviewer.username, d.verdict).map(|()| d))
-        .and_then(|d| confirmed(&p, d, confirmation));
-        let decision = match decision {
-            Ok(decision) => decision,
-            Err(DecisionError::Unconfirmed(_)) if self.approved_by(id, reviewer).await? => {
-                // Said first: a second approval is refused whatever was typed.
-                return Err(ServiceError::Conflict(Conflict::AlreadyApproved));
-            }
-            Err(refused) => return Err(self.refuse(reviewer, &p, verdict, refused).await),
-        };
+        let (reviewer, p, decision) = self.checked(who, id, verdict, reason, confirmation).await?;
         let now = self.now();
         let command = (decision.verdict == ReviewVerdict::Approved).then(|| {
             self.approved_command(
@@ -157,17 +125,57 @@ impl Services {
 }
 
 impl Services {
-    /// Whether `reviewer` already approved proposal `id` (it waits for other approvers).
-    async fn approved_by(&self, id: Uuid, reviewer: &Reviewer) -> Result<bool, ServiceError> {
-        let approvals = self.approvals(id).await?;
-        Ok(approvals.iter().any(|(who, _)| *who == reviewer.username))
+    /// The decision `who` asks for on proposal `id`, under every rule: the table (only people
+    /// decide; a role that may not is refused and the refusal recorded), their domains (another
+    /// domain's proposal is not found), the review rules, separation of duties (the people who
+    /// operate the proposing agent do not approve it) and the typed confirmation.
+    async fn checked<'p>(
+        &self,
+        who: &'p Principal,
+        id: Uuid,
+        verdict: ReviewVerdict,
+        reason: Option<&str>,
+        confirmation: Option<&str>,
+    ) -> Result<(&'p Person, ProposalRecord, ReviewDecision), ServiceError> {
+        let Some(reviewer) = who.as_person() else {
+            self.authorize(who, UseCase::Decide)?;
+            return Err(ServiceError::NotFound);
+        };
+        let p = self.proposal_row(id).await?.ok_or(ServiceError::NotFound)?;
+        if !self.may_see(who, UseCase::ViewProposal, &p).await? {
+            return Err(ServiceError::NotFound);
+        }
+        if self.authorize(who, UseCase::Decide).is_err() {
+            let refused = DecisionError::RoleMayNotDecide;
+            return Err(self.refuse(reviewer, &p, verdict, refused).await);
+        }
+        let operators = self.agent_operators(&p.agent).await?;
+        let name = reviewer.username.as_str();
+        let decision = check_decision(p.status, &p.agent, name, reviewer.role, verdict, reason)
+            .and_then(|d| check_operator(&operators, name, d.verdict).map(|()| d))
+            .and_then(|d| confirmed(&p, d, confirmation));
+        match decision {
+            Ok(decision) => Ok((reviewer, p, decision)),
+            // Said first: a second approval is refused whatever was typed.
+            Err(DecisionError::Unconfirmed(_)) if self.approved_by(id, name).await? => {
+                Err(ServiceError::Conflict(Conflict::AlreadyApproved))
+            }
+            Err(refused) => Err(self.refuse(reviewer, &p, verdict, refused).await),
+        }
+    }
+
+    /// Whether `username` already approved proposal `id` (it waits for other approvers).
+    async fn approved_by(&self, id: Uuid, username: &str) -> Result<bool, ServiceError> {
+        let mut read = self.read().await?;
+        let approvals = proposals::approvals(read.conn(), id).await?;
+        Ok(approvals.iter().any(|(who, _)| who == username))
     }
 
     /// Records a refusal that says something about the person (wrong role, own proposal) and
     /// returns the error to answer. Refusals that only mean "too late" are not security events.
     async fn refuse(
         &self,
-        reviewer: &Reviewer,
+        reviewer: &Person,
         p: &ProposalRecord,
         verdict: ReviewVerdict,
         refused: DecisionError,

@@ -10,13 +10,17 @@
 //! once; another instance's change shows within [`FACETS_FRESH`].
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::{AccountError, ServiceError, Services};
+use super::error::{AccountError, ServiceError};
+use super::services::Services;
 use crate::audit::{Actor, AuditEvent, DomainsChanged};
+use crate::domain::access::UseCase;
+use crate::domain::principal::{Principal, Role};
 use crate::domain::queue::{QueueFilter, QueueKey, QueueQuery, Regime, may_review_domain};
 use crate::storage::accounts;
+use crate::storage::audit;
 use crate::storage::proposals::ProposalRecord;
 use crate::storage::queue::{self, Domains, QueueGroup};
 
@@ -39,6 +43,9 @@ pub struct QueuePage {
     pub total: i64,
     /// Every filter value and how many pending proposals have it.
     pub facets: Facets,
+    /// The trail's head when the page was read, read before the rows: the page's live stream
+    /// starts from it (`GET /events/desk?seen=`), so a change the rows missed is told.
+    pub head: i64,
 }
 
 /// Per-value counts of the pending proposals a reviewer may see.
@@ -83,21 +90,6 @@ impl Facets {
     }
 }
 
-/// The last grouped read and whether a refresh is under way.
-#[derive(Default)]
-pub(crate) struct FacetCache {
-    state: Mutex<CacheState>,
-}
-
-#[derive(Default)]
-struct CacheState {
-    /// When it was read, at which generation, and what.
-    groups: Option<(Instant, u64, Arc<Vec<QueueGroup>>)>,
-    /// Moves on with every change to the pending set this instance makes.
-    generation: u64,
-    refreshing: bool,
-}
-
 /// Whether a group's proposals match every filter of `f`.
 fn matches(f: &QueueFilter, g: &QueueGroup) -> bool {
     let eq = |want: &Option<String>, have: &str| want.as_deref().is_none_or(|w| w == have);
@@ -114,13 +106,23 @@ fn matches(f: &QueueFilter, g: &QueueGroup) -> bool {
 }
 
 impl Services {
-    /// A page of pending proposals for `q`, within `domains` (`None`: every domain).
+    /// Where the desk is: the trail's head, which every state change moves. The queue's live
+    /// stream tells its page when it moves.
+    pub async fn desk_position(&self, who: &Principal) -> Result<i64, ServiceError> {
+        self.authorize(who, UseCase::ViewQueue)?;
+        self.trail_head().await
+    }
+
+    /// A page of pending proposals for `q`, within `who`'s domains.
     pub async fn queue_page(
         &self,
+        who: &Principal,
         q: &QueueQuery,
-        domains: Domains<'_>,
     ) -> Result<QueuePage, ServiceError> {
+        let reach = self.authorize(who, UseCase::ViewQueue)?;
+        let domains: Domains<'_> = reach.domains();
         let mut read = self.read().await?;
+        let head = audit::head(read.conn()).await?.0.seq;
         let mut items = queue::page(read.conn(), q, domains, self.now(), QUEUE_PAGE + 1).await?;
         let next = (items.len() > usize::try_from(QUEUE_PAGE).unwrap_or(usize::MAX))
             .then(|| {
@@ -137,6 +139,7 @@ impl Services {
             .map(|g| g.n)
             .sum();
         Ok(QueuePage {
+            head,
             items,
             next,
             matching,
@@ -249,27 +252,21 @@ impl Services {
         Ok(accounts::user_domains(read.conn(), username).await?)
     }
 
-    /// Whether `username` may see and decide `p`: its domain is one of theirs, or an
-    /// escalation of it reached them.
-    pub async fn may_review(
-        &self,
-        username: &str,
-        p: &ProposalRecord,
-    ) -> Result<bool, ServiceError> {
+    /// `username` as they act now: their role and the domains their account is limited to.
+    pub async fn person(&self, username: &str, role: Role) -> Result<Principal, ServiceError> {
         let domains = self.reviewer_domains(username).await?;
-        if may_review_domain(domains.as_deref(), &p.contract.domain) {
-            return Ok(true);
-        }
-        self.escalated_to(username, p.id).await
+        Ok(Principal::person_in(username, role, domains))
     }
 
     /// Limits `username` to `domains` (`None`: every domain); audited.
     pub async fn set_domains(
         &self,
+        who: &Principal,
         username: &str,
         domains: Option<Vec<String>>,
-        actor: &Actor,
     ) -> Result<(), AccountError> {
+        self.authorize(who, UseCase::ChangeUser)?;
+        let actor = &Actor::of(who);
         let user = self
             .user(username)
             .await?
@@ -303,8 +300,12 @@ impl Services {
 }
 
 impl Services {
-    /// The proposals that revise `id`, oldest first.
-    pub async fn revisions_of(&self, id: uuid::Uuid) -> Result<Vec<uuid::Uuid>, ServiceError> {
+    /// The proposals that revise `id`, oldest first, for a use case that has decided who may
+    /// see them.
+    pub(super) async fn revisions_of(
+        &self,
+        id: uuid::Uuid,
+    ) -> Result<Vec<uuid::Uuid>, ServiceError> {
         let mut read = self.read().await?;
         Ok(crate::storage::proposals::revisions_of(read.conn(), id).await?)
     }

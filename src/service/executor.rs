@@ -3,6 +3,8 @@
 //! signed grant. A report from anyone but the current lease holder changes nothing and is
 //! recorded as drift; what follows a failure is [`crate::domain::command::retry`]'s call.
 
+use crate::domain::access::UseCase;
+use crate::domain::principal::Principal;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,15 +13,17 @@ use serde_json::Value;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
+use super::error::ServiceError;
 use super::queue::{Drift, after_run, drift};
+use super::services::Services;
 use super::submit::rfc3339;
-use super::{Conflict, ServiceError, Services};
 use crate::audit::{Actor, AuditEvent, CommandFacets, CommandLeased};
 use crate::auth::token::{self, Secret};
 use crate::domain::command::grant::{GrantClaims, spec_sha256};
 use crate::domain::command::retry::{Interruption, SideEffect};
 use crate::domain::command::scope::ToolScope;
 use crate::domain::command::{CommandKind, CommandStatus, Outcome};
+use crate::domain::contract::canonical::Uncanonical;
 use crate::domain::lifecycle::ProposalStatus;
 use crate::storage::commands::{
     self, Approval, CommandRecord, LeaseAsk, ProposalSeen, Settle, Success,
@@ -92,16 +96,24 @@ impl Services {
         hex::encode(self.grant_key.verifying_key().to_bytes())
     }
 
-    fn sign_grant(&self, claims: GrantClaims) -> Grant {
-        let signature = self.grant_key.sign(&claims.message());
-        Grant {
+    fn sign_grant(&self, claims: GrantClaims) -> Result<Grant, Uncanonical> {
+        let signature = self.grant_key.sign(&claims.message()?);
+        Ok(Grant {
             claims,
             signature: hex::encode(signature.to_bytes()),
-        }
+        })
     }
 
     /// Leases the oldest command the executor may run, waiting up to `request.wait` for one.
-    pub async fn lease(&self, request: &LeaseRequest) -> Result<Option<Leased>, ServiceError> {
+    /// `who` must be the executor the request names.
+    pub async fn lease(
+        &self,
+        who: &Principal,
+        request: &LeaseRequest,
+    ) -> Result<Option<Leased>, ServiceError> {
+        if self.executor_of(who, UseCase::Execute)? != request.executor {
+            return Err(ServiceError::NotFound);
+        }
         let until = tokio::time::Instant::now() + request.wait;
         loop {
             let mut woken = self.queue_signal().subscribe();
@@ -130,7 +142,9 @@ impl Services {
                 Box::pin(async move { take_lease(tx, &lease).await })
             })
             .await?;
-        Ok(taken.map(|(command, until)| self.leased(secret, command, until)))
+        taken
+            .map(|(command, until)| self.leased(secret, command, until))
+            .transpose()
     }
 
     /// A lease's ask of the writer, and the token it will hand over.
@@ -148,39 +162,44 @@ impl Services {
         (secret, lease)
     }
 
-    /// A command the writer leased, handed over with its token and signed grant.
+    /// A command the writer leased, handed over with its token and signed grant (an error if
+    /// the grant cannot be written: never a grant signed over something else).
     fn leased(
         &self,
         lease_token: Secret,
         command: CommandRecord,
         lease_expires_at: OffsetDateTime,
-    ) -> Leased {
+    ) -> Result<Leased, ServiceError> {
         self.metrics().leased();
         tracing::info!(command.id = %command.id, proposal.id = %command.proposal_id, attempt = command.attempts, "command leased");
+        let expires_at = rfc3339(lease_expires_at).ok_or_else(|| {
+            Uncanonical(format!("lease end {lease_expires_at} has no RFC 3339 form"))
+        })?;
         let claims = GrantClaims::new(
             command.id,
             command.kind.as_str(),
             &command.spec,
             u32::try_from(command.attempts).unwrap_or(0),
-            rfc3339(lease_expires_at).unwrap_or_default(),
-        );
-        Leased {
+            expires_at,
+        )?;
+        Ok(Leased {
             command,
             lease_token,
             lease_expires_at,
-            grant: self.sign_grant(claims),
-        }
+            grant: self.sign_grant(claims)?,
+        })
     }
 
     /// Extends the lease `executor` holds on command `id` by `lease_seconds` from now (never
     /// past the run's `execution.timeout_ms`).
     pub async fn heartbeat(
         &self,
-        executor: &str,
+        who: &Principal,
         id: Uuid,
         lease_token: &str,
         lease_seconds: u64,
     ) -> Result<CommandRecord, ServiceError> {
+        let executor = self.executor_of(who, UseCase::Execute)?;
         let now = self.now();
         let executor = executor.to_owned();
         let token_hash = token::hash(lease_token);
@@ -218,9 +237,10 @@ impl Services {
     /// `failed`, `outcome_unknown`, a rollback task) is decided by the retry rules.
     pub async fn report(
         &self,
-        executor: &str,
+        who: &Principal,
         report: Report,
     ) -> Result<CommandRecord, ServiceError> {
+        let executor = self.executor_of(who, UseCase::Execute)?;
         let outcome = report.outcome;
         let inputs = self.report_inputs(executor, report);
         let result = match inputs.success.clone() {
@@ -244,10 +264,11 @@ impl Services {
     /// Answers the settled command and the next lease, if a command was ready.
     pub async fn report_and_lease(
         &self,
-        executor: &str,
+        who: &Principal,
         report: Report,
         next: &LeaseRequest,
     ) -> Result<(CommandRecord, Option<Leased>), ServiceError> {
+        let executor = self.executor_of(who, UseCase::Execute)?;
         let inputs = self.report_inputs(executor, report);
         let Some(success) = inputs.success.clone() else {
             return Err(ServiceError::Invalid(vec![crate::domain::FieldError::new(
@@ -273,7 +294,7 @@ impl Services {
             .await?;
         let (command, next) = written?;
         self.reported(&command, Outcome::Succeeded);
-        let next = next.map(|(leased, until)| self.leased(secret, leased, until));
+        let next = (next.map(|(leased, until)| self.leased(secret, leased, until))).transpose()?;
         Ok((command, next))
     }
 
@@ -290,8 +311,10 @@ impl Services {
                 now,
             })
         });
+        let digest = BodyDigest::of(&report.body);
         Arc::new(ReportInputs {
             executor: executor.to_owned(),
+            digest,
             report,
             success,
             policy: Arc::clone(self.policy()),
@@ -343,8 +366,9 @@ async fn take_lease(
                 }
             }
         };
+        // A spec with no canonical form has no hash: it cannot be what was approved.
         let why = approved
-            .is_some_and(|h| h != spec_sha256(&command.spec))
+            .is_some_and(|h| !spec_sha256(&command.spec).is_ok_and(|now| now == h))
             .then_some(Drift::SpecMismatch);
         if let Some(why) = why {
             refuse_drifted(tx, &command, lease, why).await?;
@@ -417,6 +441,8 @@ async fn refuse_drifted(
 struct ReportInputs {
     executor: String,
     report: Report,
+    /// The body's size and hash, for the trail (never its content).
+    digest: BodyDigest,
     /// A success, as the writer may settle it with its group's others.
     success: Option<Arc<Success>>,
     policy: Arc<crate::domain::Policy>,
@@ -437,23 +463,29 @@ fn report_change(
     }
 }
 
+/// What a report attempted, as drift names it.
+fn attempted(outcome: Outcome) -> &'static str {
+    match outcome {
+        Outcome::Succeeded => "complete",
+        Outcome::Failed => "fail",
+    }
+}
+
 async fn write_report(tx: &mut Tx, inputs: &ReportInputs) -> ReportWritten {
     let ReportInputs {
         executor,
         report,
+        digest,
         success,
         policy,
         now,
     } = inputs;
     let (executor, now) = (executor.as_str(), *now);
-    let attempted = match report.outcome {
-        Outcome::Succeeded => "complete",
-        Outcome::Failed => "fail",
-    };
+    let attempted = attempted(report.outcome);
     let id = report.command_id;
     let actor = Actor::executor(executor);
     if let Some(success) = success
-        && let Some(command) = write_success(tx, &actor, report, success, now).await?
+        && let Some(command) = write_success(tx, &actor, (report, digest), success, now).await?
     {
         return Ok(Ok(command));
     }
@@ -505,7 +537,15 @@ async fn write_report(tx: &mut Tx, inputs: &ReportInputs) -> ReportWritten {
     };
     let side_effect = settle.side_effect;
     let late = current.lease_expires_at.is_some_and(|t| t < now);
-    record_reported(tx, &command, report, late, side_effect, &actor, now);
+    record_reported(
+        tx,
+        &command,
+        (report, digest),
+        late,
+        side_effect,
+        &actor,
+        now,
+    );
     let proposal = proposal.map(ProposalSeen::Read);
     after_run(tx, &command, &actor, side_effect, proposal, now).await?;
     Ok(Ok(command))
@@ -517,7 +557,7 @@ async fn write_report(tx: &mut Tx, inputs: &ReportInputs) -> ReportWritten {
 async fn write_success(
     tx: &mut Tx,
     actor: &Actor,
-    report: &Report,
+    report: (&Report, &BodyDigest),
     success: &Arc<Success>,
     now: OffsetDateTime,
 ) -> Result<Option<CommandRecord>, ServiceError> {
@@ -535,11 +575,28 @@ async fn write_success(
     Ok(Some(command))
 }
 
+/// A report body's size (bytes of its JSON) and SHA-256: what the trail keeps of a result.
+#[derive(Debug, Clone)]
+struct BodyDigest {
+    bytes: usize,
+    sha256: String,
+}
+
+impl BodyDigest {
+    fn of(body: &Value) -> Self {
+        let text = body.to_string();
+        BodyDigest {
+            bytes: text.len(),
+            sha256: crate::domain::contract::canonical::sha256_hex(text.as_bytes()),
+        }
+    }
+}
+
 /// Records `command.succeeded` / `command.failed` for a report that settled `command`.
 fn record_reported(
     tx: &mut Tx,
     command: &CommandRecord,
-    report: &Report,
+    (report, digest): (&Report, &BodyDigest),
     late: bool,
     side_effect: Option<SideEffect>,
     actor: &Actor,
@@ -554,6 +611,8 @@ fn record_reported(
         late,
         side_effect,
         after: command.status,
+        body_bytes: digest.bytes,
+        body_sha256: digest.sha256.clone(),
     };
     tx.record(now, actor, AuditEvent::CommandReported(event));
 }
@@ -601,16 +660,5 @@ fn what_follows(
             let (status, available_at) = super::queue::next_status(next, now);
             (status, available_at, Some("failed"))
         }
-    }
-}
-
-/// The conflict a drift answers with.
-pub(super) fn drift_conflict(current: Option<&CommandRecord>) -> ServiceError {
-    match current {
-        None => ServiceError::NotFound,
-        Some(c) if c.status != CommandStatus::Leased => {
-            ServiceError::Conflict(Conflict::CommandNotLeased(c.status))
-        }
-        Some(_) => ServiceError::Conflict(Conflict::LeaseTokenMismatch),
     }
 }

@@ -1,7 +1,8 @@
 //! Expiry: a pending proposal nobody decided before its policy's deadline is expired, never
 //! approved. The server sweeps periodically; a decision that comes too late expires it too.
 
-use super::{ServiceError, Services};
+use super::error::ServiceError;
+use super::services::Services;
 use crate::audit::{Actor, AuditEvent, ProposalExpired, ProposalFacets};
 use crate::storage::Tx;
 use crate::storage::proposals::{self, ProposalRecord};

@@ -5,12 +5,15 @@
 //! each of its rows is written with the hash of the row before it in the chain, and the
 //! manifest says `contiguous: false`.
 
+use crate::domain::access::UseCase;
+use crate::domain::principal::Principal;
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use super::{ServiceError, Services};
+use super::error::ServiceError;
+use super::services::Services;
 use crate::audit::bundle::{BundleError, BundleWriter, Manifest};
 use crate::audit::chain::{FORMAT, GENESIS};
 use crate::audit::{Actor, AuditEvent, AuditExported};
@@ -22,7 +25,10 @@ const EXPORT_PAGE: i64 = 5_000;
 
 impl From<ServiceError> for BundleError {
     fn from(e: ServiceError) -> Self {
-        BundleError::Read(e.to_string())
+        match e {
+            ServiceError::Denied(denied) => BundleError::Denied(denied),
+            other => BundleError::Read(other.to_string()),
+        }
     }
 }
 
@@ -70,9 +76,11 @@ impl Services {
     /// Exports the chained rows `sel` selects into a bundle in `dir`, oldest first.
     pub async fn export_selection(
         &self,
+        who: &Principal,
         dir: &Path,
         sel: &Selection,
     ) -> Result<Manifest, BundleError> {
+        self.authorize(who, UseCase::ExportTrail)?;
         let mut range = self.selection_bounds(sel).await?;
         let mut read = self.read().await?;
         let (_, chained_from) = audit::head(read.conn()).await?;

@@ -8,15 +8,20 @@
 //! far it got, so a page never costs more than that however rare the matches (see
 //! [`crate::storage::audit_query`]).
 
+use crate::domain::access::UseCase;
+use crate::domain::principal::Principal;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::{ServiceError, Services};
+use super::error::ServiceError;
+use super::services::Services;
 use crate::audit::chain::Head;
 use crate::audit::checkpoint::Checkpoint;
 use crate::storage::ReadConn;
 use crate::storage::audit::{self};
 use crate::storage::audit_query::{self, Selection, SeqRange, TrailEvent, Walk};
+use crate::storage::commands::CommandRecord;
+use crate::storage::proposals::ProposalRecord;
 
 /// Events per page.
 pub const TRAIL_PAGE: i64 = 50;
@@ -118,13 +123,29 @@ pub struct ChainState {
     pub checkpoint: Option<Checkpoint>,
 }
 
+/// One proposal's timeline: the proposal, its command, a page of their trail, and the event
+/// that recorded its submission (with the policy and rule that routed it).
+#[derive(Debug, Clone)]
+pub struct ProposalTimeline {
+    /// The proposal.
+    pub proposal: ProposalRecord,
+    /// Its command, once queued.
+    pub command: Option<CommandRecord>,
+    /// A page of its trail and its command's.
+    pub trail: TrailPage,
+    /// Its `proposal.submitted` event.
+    pub submitted: Option<TrailEvent>,
+}
+
 impl Services {
     /// One page of the events `sel` selects, from `cursor`.
     pub async fn trail_page(
         &self,
+        who: &Principal,
         sel: &Selection,
         cursor: Cursor,
     ) -> Result<TrailPage, ServiceError> {
+        self.authorize(who, UseCase::ReadTrail)?;
         let mut read = self.read().await?;
         let bounds = time_bounds(&mut read, sel).await?;
         let (range, walk) = cursor.window(bounds);
@@ -140,8 +161,33 @@ impl Services {
         Ok(TrailPage::new(rows, cursor, walk, edge))
     }
 
-    /// One page of the trail of proposal `id` and of its command, from `cursor`.
-    pub async fn proposal_trail(
+    /// Proposal `id`'s timeline as `who` reads it, from `cursor` on; `None` when there is
+    /// none or it is out of `who`'s reach. A reader of the whole trail (`audit.read`) reads a
+    /// proposal's timeline as `proposal.view` holds them: another domain's is not found.
+    pub async fn proposal_timeline(
+        &self,
+        who: &Principal,
+        id: Uuid,
+        cursor: Cursor,
+    ) -> Result<Option<ProposalTimeline>, ServiceError> {
+        self.authorize(who, UseCase::ReadTrail)?;
+        let Some(proposal) = self.reachable(who, UseCase::ViewProposal, id).await? else {
+            return Ok(None);
+        };
+        let command = self.command_row(id).await?;
+        let trail = (self.proposal_trail(id, command.as_ref().map(|c| c.id), cursor)).await?;
+        let submitted = self.proposal_event(id, "proposal.submitted").await?;
+        Ok(Some(ProposalTimeline {
+            proposal,
+            command,
+            trail,
+            submitted,
+        }))
+    }
+
+    /// One page of the trail of proposal `id` and of its command, from `cursor`, for a use
+    /// case that has decided who may read it.
+    pub(super) async fn proposal_trail(
         &self,
         id: Uuid,
         command: Option<Uuid>,
@@ -161,7 +207,7 @@ impl Services {
     }
 
     /// The first event of `kind` about proposal `id` (e.g. its `proposal.submitted`).
-    pub async fn proposal_event(
+    async fn proposal_event(
         &self,
         id: Uuid,
         kind: &str,
@@ -177,7 +223,8 @@ impl Services {
     }
 
     /// The chain's head and latest signed checkpoint.
-    pub async fn chain_state(&self) -> Result<ChainState, ServiceError> {
+    pub async fn chain_state(&self, who: &Principal) -> Result<ChainState, ServiceError> {
+        self.authorize(who, UseCase::ReadTrail)?;
         let mut read = self.read().await?;
         let (head, _) = audit::head(read.conn()).await?;
         let checkpoint = audit::latest_checkpoint(read.conn()).await?;

@@ -11,141 +11,21 @@
 //! to the proposal page under `--public-url`; they never carry parameter values. The link only
 //! opens the page: deciding takes a signed-in POST there.
 
-use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
-use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::mail::Mailer;
-use super::{ServiceError, Services};
+use super::error::ServiceError;
+use super::services::Services;
+use crate::domain::access::UseCase;
 use crate::domain::notify::{self, Message, Reason, Subject};
+use crate::domain::principal::Principal;
 use crate::domain::webhook::{self, AfterAttempt, DELIVERY_HEADER, SIGNATURE_HEADER};
 use crate::storage::notifications::{self, DueNotification, NotificationListing, Settled};
 
 /// Notifications one message carries at most: a digest folds a whole flood (10,000 in its
 /// window), and what is beyond waits for the next window.
 const PER_MESSAGE: i64 = 10_000;
-
-/// A channel's address; never printed (a Slack or Teams webhook URL is a credential).
-#[derive(Clone, PartialEq, Eq)]
-pub struct ChannelUrl(pub url::Url);
-
-impl std::fmt::Debug for ChannelUrl {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "ChannelUrl({}://{}/***)",
-            self.0.scheme(),
-            self.0.host_str().unwrap_or("")
-        )
-    }
-}
-
-impl std::str::FromStr for ChannelUrl {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        url::Url::parse(s.trim())
-            .map(ChannelUrl)
-            .map_err(|e| format!("not a URL ({e})"))
-    }
-}
-
-/// Where and how reviewers are notified (`serve --slack-webhook-url …`).
-#[derive(Debug, Clone, Default)]
-pub struct NotifySettings {
-    /// Email over SMTP, to each reviewer with an address (`--smtp-url`, `--smtp-from`).
-    pub mailer: Option<Mailer>,
-    /// Warn this long before a waiting proposal expires (`None`: [`DEFAULT_EXPIRY_WARNING`]).
-    pub expiry_warning: Option<time::Duration>,
-    /// Countersign's address as reviewers reach it, for links (`--public-url`).
-    pub public_url: Option<url::Url>,
-    /// A Slack incoming webhook.
-    pub slack: Option<ChannelUrl>,
-    /// A Microsoft Teams incoming webhook.
-    pub teams: Option<ChannelUrl>,
-    /// A generic webhook, and the secret its messages are signed with.
-    pub webhook: Option<(ChannelUrl, String)>,
-    /// At most one message per channel in this long (`None`: [`notify::DEFAULT_WINDOW`]).
-    pub window: Option<time::Duration>,
-    /// The Slack app's signing secret: Slack messages then carry Approve and Reject buttons,
-    /// answered at `POST /integrations/slack/actions`.
-    pub slack_signing_secret: Option<SigningSecret>,
-}
-
-/// Reviewers hear that a proposal is about to expire undecided this long before.
-pub const DEFAULT_EXPIRY_WARNING: time::Duration = time::Duration::minutes(15);
-
-/// A Slack app's signing secret; never printed.
-#[derive(Clone, PartialEq, Eq)]
-pub struct SigningSecret(pub String);
-
-impl std::fmt::Debug for SigningSecret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("SigningSecret(***)")
-    }
-}
-
-impl NotifySettings {
-    /// The channels configured, by their stored names.
-    pub fn channels(&self) -> Vec<&'static str> {
-        let mut channels = Vec::new();
-        if self.slack.is_some() {
-            channels.push("slack");
-        }
-        if self.teams.is_some() {
-            channels.push("teams");
-        }
-        if self.webhook.is_some() {
-            channels.push("webhook");
-        }
-        // Last: a slow mail server holds up no shared channel.
-        if self.mailer.is_some() {
-            channels.push("email");
-        }
-        channels
-    }
-
-    fn window(&self) -> time::Duration {
-        self.window.unwrap_or(notify::DEFAULT_WINDOW)
-    }
-
-    /// How long before expiry reviewers are warned.
-    pub fn expiry_warning(&self) -> time::Duration {
-        self.expiry_warning.unwrap_or(DEFAULT_EXPIRY_WARNING)
-    }
-
-    pub(super) fn link(&self, path: &str) -> String {
-        match &self.public_url {
-            Some(base) => base
-                .join(path)
-                .map_or_else(|_| path.to_owned(), String::from),
-            None => path.to_owned(),
-        }
-    }
-}
-
-/// When each channel's (each person's, on email) window opens again, as this instance last
-/// saw it: the dispatcher, woken by every commit that queued something, leaves the database
-/// alone until then. Another instance's sends only make the window later, which the database
-/// says when it is asked.
-#[derive(Debug, Default)]
-pub(super) struct Windows(Mutex<HashMap<(&'static str, String), OffsetDateTime>>);
-
-impl Windows {
-    fn closed(&self, channel: &'static str, recipient: &str, now: OffsetDateTime) -> bool {
-        let key = (channel, recipient.to_owned());
-        let opens = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        opens.get(&key).is_some_and(|at| now < *at)
-    }
-
-    fn close_until(&self, channel: &'static str, recipient: &str, at: OffsetDateTime) {
-        let mut opens = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        opens.insert((channel, recipient.to_owned()), at);
-    }
-}
 
 impl Services {
     /// Sends every channel's due notifications: one message per channel (per reviewer on
@@ -231,7 +111,7 @@ impl Services {
     async fn subjects(&self, due: &[DueNotification]) -> Result<Vec<Subject>, ServiceError> {
         let mut subjects = Vec::with_capacity(due.len());
         for d in due {
-            let Some(p) = self.proposal(d.proposal_id).await? else {
+            let Some(p) = self.proposal_row(d.proposal_id).await? else {
                 continue;
             };
             let reason = Reason::parse(&d.reason).unwrap_or(Reason::Waiting);
@@ -291,7 +171,7 @@ impl Services {
         }
         match request.body(body).send().await {
             Ok(answer) => Ok(answer.status().as_u16()),
-            Err(e) => Err(super::webhooks::describe(&e.without_url())),
+            Err(e) => Err(super::webhook_client::describe(&e.without_url())),
         }
     }
 
@@ -372,8 +252,10 @@ impl Services {
     /// The newest reviewers' notifications, for admins.
     pub async fn recent_notifications(
         &self,
+        who: &Principal,
         limit: i64,
     ) -> Result<Vec<NotificationListing>, ServiceError> {
+        self.authorize(who, UseCase::ManageTokens)?;
         let mut read = self.read().await?;
         Ok(notifications::recent(read.conn(), limit).await?)
     }

@@ -3,10 +3,13 @@
 //! keyed hashes of their values, free text as length and hash). A schema-invalid event is
 //! recorded by field path only.
 
+use crate::domain::access::UseCase;
+use crate::domain::principal::Principal;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{ServiceError, Services};
+use super::error::ServiceError;
+use super::services::Services;
 use crate::audit::safe;
 use crate::audit::{Actor, AuditEvent, PreToolCheckDecided, PreToolCheckRejected, policy_ref};
 use crate::domain::contract::aana::Event;
@@ -24,12 +27,13 @@ pub struct CheckAnswer {
 }
 
 impl Services {
-    /// Answers `agent`'s pre-tool-check for the event `body`.
+    /// Answers agent `who`'s pre-tool-check for the event `body`.
     pub async fn pre_tool_check(
         &self,
-        agent: &str,
+        who: &Principal,
         body: &Value,
     ) -> Result<CheckAnswer, ServiceError> {
+        let agent = self.agent_of(who, UseCase::PreToolCheck)?;
         let started = std::time::Instant::now();
         let answer = self.check_event(agent, body).await;
         self.metrics().checked(started.elapsed());
@@ -74,7 +78,7 @@ impl Services {
             None => event.agent_id = Some(agent.to_owned()),
         }
         let decision = gate::check(&event, self.policy());
-        let decided = PreToolCheckDecided::new(self.store().salt(), &check_id, &event, &decision);
+        let decided = PreToolCheckDecided::new(self.store().salt(), &check_id, &event, &decision)?;
         let record = (self.now(), actor, AuditEvent::PreToolCheckDecided(decided));
         self.store().record(vec![record]).await?;
         tracing::info!(tool = %event.tool_name, route = %decision.route, "pre-tool-check");

@@ -3,13 +3,14 @@
 //! window expire), settling unknown outcomes, rollback tasks, drift, the kill switch, and the
 //! wake-up signal long-polling executors wait on.
 
+use std::collections::HashMap;
+
 use time::OffsetDateTime;
-use tokio::sync::watch;
 use uuid::Uuid;
 
-use super::decide::Reviewer;
+use super::error::{Conflict, ServiceError};
+use super::services::Services;
 use super::submit::rfc3339;
-use super::{Conflict, ServiceError, Services};
 use crate::audit::safe::TextDigest;
 use crate::audit::{
     Actor, AuditEvent, CommandExpired, CommandFacets, CommandInterrupted, CommandQueued,
@@ -17,6 +18,7 @@ use crate::audit::{
     ToolSwitched,
 };
 use crate::domain::FieldError;
+use crate::domain::access::{Reach, UseCase};
 use crate::domain::command::grant::spec_sha256;
 use crate::domain::command::retry::{Interruption, Next, RetryRules, SideEffect};
 use crate::domain::command::scope::{ToolScope, unreachable_reason};
@@ -26,6 +28,7 @@ use crate::domain::lifecycle::{MAX_REASON, ProposalStatus};
 use crate::domain::notify::Reason;
 use crate::domain::policy::glob::Glob;
 use crate::domain::policy::model::Policy;
+use crate::domain::principal::Principal;
 use crate::storage::commands::{self, CommandRecord, NewCommand, ProposalSeen, Resolve, Settle};
 use crate::storage::notifications::Notice;
 use crate::storage::paused::{self, PausedTool};
@@ -36,30 +39,17 @@ const SWEEP_BATCH: i64 = 500;
 /// Most commands shown on a reviewer's list.
 pub const ATTENTION_LIMIT: i64 = 200;
 
-/// Wakes long-polling leases when the queue may hold something new. Counts changes; a waiter
-/// subscribes before it looks, so a change between its look and its wait still wakes it.
-pub struct QueueSignal {
-    changes: watch::Sender<u64>,
-}
-
-impl Default for QueueSignal {
-    fn default() -> Self {
-        Self {
-            changes: watch::Sender::new(0),
-        }
-    }
-}
-
-impl QueueSignal {
-    /// Something was queued.
-    pub fn wake(&self) {
-        self.changes.send_modify(|n| *n = n.wrapping_add(1));
-    }
-
-    /// A receiver that sees every later [`QueueSignal::wake`].
-    pub fn subscribe(&self) -> watch::Receiver<u64> {
-        self.changes.subscribe()
-    }
+/// What the runs page shows, read for one viewer.
+#[derive(Debug, Clone)]
+pub struct RunsPage {
+    /// Commands whose outcome a person must settle, oldest first.
+    pub unknown: Vec<CommandRecord>,
+    /// Rollback tasks waiting for a reviewer, oldest first.
+    pub rollbacks: Vec<CommandRecord>,
+    /// Every paused tool pattern.
+    pub paused: Vec<PausedTool>,
+    /// The intent summaries of those commands' proposals, by proposal id.
+    pub summaries: HashMap<Uuid, String>,
 }
 
 /// Why a report or a lease was refused as drift.
@@ -118,7 +108,18 @@ pub(super) fn drift(
             code: "never_approved",
             message: "this command's proposal was never approved; nothing was recorded".into(),
         },
-        _ => super::executor::drift_conflict(current),
+        _ => drift_conflict(current),
+    }
+}
+
+/// The conflict a drift answers with.
+pub(super) fn drift_conflict(current: Option<&CommandRecord>) -> ServiceError {
+    match current {
+        None => ServiceError::NotFound,
+        Some(c) if c.status != CommandStatus::Leased => {
+            ServiceError::Conflict(Conflict::CommandNotLeased(c.status))
+        }
+        Some(_) => ServiceError::Conflict(Conflict::LeaseTokenMismatch),
     }
 }
 
@@ -278,30 +279,77 @@ impl Services {
         Ok(swept)
     }
 
-    /// Commands a person must settle, oldest first.
-    pub async fn needing_resolution(&self) -> Result<Vec<CommandRecord>, ServiceError> {
+    /// Commands a person must settle, oldest first: those of `who`'s domains.
+    pub async fn needing_resolution(
+        &self,
+        who: &Principal,
+    ) -> Result<Vec<CommandRecord>, ServiceError> {
+        let reach = self.authorize(who, UseCase::ViewRuns)?;
         let mut read = self.read().await?;
-        Ok(commands::needing_resolution(read.conn(), ATTENTION_LIMIT).await?)
+        let domains = reach.domains();
+        Ok(commands::needing_resolution(read.conn(), domains, ATTENTION_LIMIT).await?)
     }
 
-    /// Rollback tasks waiting for a reviewer, oldest first.
-    pub async fn rollback_tasks(&self) -> Result<Vec<CommandRecord>, ServiceError> {
+    /// Rollback tasks waiting for a reviewer, oldest first: those of `who`'s domains.
+    pub async fn rollback_tasks(
+        &self,
+        who: &Principal,
+    ) -> Result<Vec<CommandRecord>, ServiceError> {
+        let reach = self.authorize(who, UseCase::ViewRuns)?;
         let mut read = self.read().await?;
-        Ok(commands::rollback_tasks(read.conn(), ATTENTION_LIMIT).await?)
+        Ok(commands::rollback_tasks(read.conn(), reach.domains(), ATTENTION_LIMIT).await?)
     }
 
-    /// A command by id.
-    pub async fn command(&self, id: Uuid) -> Result<Option<CommandRecord>, ServiceError> {
-        let mut read = self.read().await?;
-        Ok(commands::by_id(read.conn(), id).await?)
+    /// The runs page as `who` sees it: the commands they must settle and the rollback tasks
+    /// waiting (both of their domains), with their proposals' intents, and the paused tools.
+    pub async fn runs_page(&self, who: &Principal) -> Result<RunsPage, ServiceError> {
+        let unknown = self.needing_resolution(who).await?;
+        let rollbacks = self.rollback_tasks(who).await?;
+        let paused = self.paused_tools(who).await?;
+        let ids: Vec<Uuid> = (unknown.iter().chain(&rollbacks))
+            .map(|c| c.proposal_id)
+            .collect();
+        let summaries = (self.proposals(&ids).await?.into_iter())
+            .map(|p| (p.id, p.contract.intent.summary))
+            .collect();
+        Ok(RunsPage {
+            unknown,
+            rollbacks,
+            paused,
+            summaries,
+        })
     }
 
-    /// Why a queued command reaches no executor now (no token's scope or policy entry lets
-    /// anyone run it, or its tool is paused); `None` when someone may lease it.
+    /// A command by id, as the runs page holds it: one outside `who`'s domains is not found.
+    pub async fn command(
+        &self,
+        who: &Principal,
+        id: Uuid,
+    ) -> Result<Option<CommandRecord>, ServiceError> {
+        let reach = Within::of(self.authorize(who, UseCase::ViewRuns)?);
+        let mut read = self.read().await?;
+        let found = commands::by_id(read.conn(), id).await?;
+        Ok(found.filter(|c| reach.check(c).is_ok()))
+    }
+
+    /// Why proposal `id`'s queued command reaches no executor now (no token's scope or policy
+    /// entry lets anyone run it, or its tool is paused); `None` when someone may lease it, when
+    /// it has no queued command, or when the proposal is out of `who`'s reach.
     pub async fn waiting_reason(
         &self,
-        command: &CommandRecord,
+        who: &Principal,
+        id: Uuid,
     ) -> Result<Option<String>, ServiceError> {
+        if self
+            .reachable(who, UseCase::ViewProposal, id)
+            .await?
+            .is_none()
+        {
+            return Ok(None);
+        }
+        let Some(command) = self.command_row(id).await? else {
+            return Ok(None);
+        };
         if command.status != CommandStatus::Queued {
             return Ok(None);
         }
@@ -330,25 +378,33 @@ impl Services {
     }
 
     /// A reviewer settles a command whose outcome is unknown: it succeeded, it failed, or it
-    /// may run once more. Audited with the reason.
+    /// may run once more. Audited with the reason. A command outside `who`'s domains is not
+    /// found.
     pub async fn resolve_command(
         &self,
-        reviewer: &Reviewer,
+        who: &Principal,
         id: Uuid,
         resolution: Resolution,
         reason: &str,
     ) -> Result<CommandRecord, ServiceError> {
-        may_act(reviewer)?;
+        let reach = Within::of(self.authorize(who, UseCase::ResolveCommand)?);
         let reason = checked_reason(reason, true)?.unwrap_or_default();
         let digest = self.store().salt().text(&reason);
         let now = self.now();
-        let by = reviewer.username.clone();
+        let by = Actor::of(who);
         let done = self
             .store()
             .write(move |tx| {
-                Box::pin(
-                    async move { resolve_in(tx, id, resolution, &by, &reason, digest, now).await },
-                )
+                Box::pin(async move {
+                    let change = Resolving {
+                        id,
+                        resolution,
+                        by: &by,
+                        reason: &reason,
+                        digest,
+                    };
+                    resolve_in(tx, &reach, change, now).await
+                })
             })
             .await?;
         if done.status == CommandStatus::Queued {
@@ -357,24 +413,26 @@ impl Services {
         Ok(done)
     }
 
-    /// A reviewer approves (queues) or dismisses a rollback task.
+    /// A reviewer approves (queues) or dismisses a rollback task. A task outside `who`'s
+    /// domains is not found.
     pub async fn decide_rollback(
         &self,
-        reviewer: &Reviewer,
+        who: &Principal,
         id: Uuid,
         approve: bool,
         reason: Option<&str>,
     ) -> Result<CommandRecord, ServiceError> {
-        may_act(reviewer)?;
+        let reach = Within::of(self.authorize(who, UseCase::DecideRollback)?);
         let reason = checked_reason(reason.unwrap_or_default(), !approve)?;
         let digest = reason.as_deref().map(|r| self.store().salt().text(r));
         let now = self.now();
-        let by = reviewer.username.clone();
+        let by = Actor::of(who);
         let done = self
             .store()
             .write(move |tx| {
                 Box::pin(async move {
-                    decide_rollback_in(tx, id, approve, &by, reason.as_deref(), digest, now).await
+                    let reason = reason.as_deref();
+                    decide_rollback_in(tx, &reach, id, approve, (&by, reason, digest), now).await
                 })
             })
             .await?;
@@ -386,21 +444,23 @@ impl Services {
 
     /// Pauses `pattern` (a tool name, a glob, or `*`) for every executor; `false` if it was
     /// paused already.
-    pub async fn pause_tool(&self, pattern: &str, actor: &Actor) -> Result<bool, ServiceError> {
-        self.switch_tool(pattern, actor, true).await
+    pub async fn pause_tool(&self, who: &Principal, pattern: &str) -> Result<bool, ServiceError> {
+        self.switch_tool(who, pattern, true).await
     }
 
     /// Lets executors lease `pattern` again; `false` if it was not paused.
-    pub async fn resume_tool(&self, pattern: &str, actor: &Actor) -> Result<bool, ServiceError> {
-        self.switch_tool(pattern, actor, false).await
+    pub async fn resume_tool(&self, who: &Principal, pattern: &str) -> Result<bool, ServiceError> {
+        self.switch_tool(who, pattern, false).await
     }
 
     async fn switch_tool(
         &self,
+        who: &Principal,
         pattern: &str,
-        actor: &Actor,
         pause: bool,
     ) -> Result<bool, ServiceError> {
+        self.authorize(who, UseCase::SwitchTool)?;
+        let actor = &Actor::of(who);
         let glob = Glob::new(pattern.trim())
             .map_err(|m| ServiceError::Invalid(vec![FieldError::new("tool", m)]))?;
         let pattern = glob.as_str().to_owned();
@@ -435,21 +495,40 @@ impl Services {
         Ok(changed)
     }
 
-    /// Every paused tool pattern.
-    pub async fn paused_tools(&self) -> Result<Vec<PausedTool>, ServiceError> {
+    /// Every paused tool pattern (shown on the runs page).
+    pub async fn paused_tools(&self, who: &Principal) -> Result<Vec<PausedTool>, ServiceError> {
+        self.authorize(who, UseCase::ViewRuns)?;
         let mut read = self.read().await?;
         Ok(paused::all(read.conn()).await?)
     }
 }
 
-fn may_act(reviewer: &Reviewer) -> Result<(), ServiceError> {
-    if reviewer.role.can_decide() {
-        Ok(())
-    } else {
-        Err(ServiceError::Refused(
-            crate::domain::lifecycle::DecisionError::RoleMayNotDecide,
-        ))
+/// The domains a person settling commands is limited to, owned so a write can carry it.
+struct Within(Option<Vec<String>>);
+
+impl Within {
+    fn of(reach: Reach<'_>) -> Self {
+        Self(reach.domains().map(<[String]>::to_vec))
     }
+
+    /// A command outside the domains is not found: it is neither shown nor settled.
+    fn check(&self, command: &CommandRecord) -> Result<(), ServiceError> {
+        match &self.0 {
+            Some(ds) if !Reach::Domains(ds).covers(&command.spec.domain) => {
+                Err(ServiceError::NotFound)
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// A person's settlement of an unknown outcome.
+struct Resolving<'a> {
+    id: Uuid,
+    resolution: Resolution,
+    by: &'a Actor,
+    reason: &'a str,
+    digest: TextDigest,
 }
 
 /// A reason, trimmed; `required` ones may not be empty.
@@ -531,20 +610,25 @@ async fn sweep_in(
 
 async fn resolve_in(
     tx: &mut Tx,
-    id: Uuid,
-    resolution: Resolution,
-    by: &str,
-    reason: &str,
-    digest: TextDigest,
+    within: &Within,
+    change: Resolving<'_>,
     now: OffsetDateTime,
 ) -> Result<CommandRecord, ServiceError> {
-    let Some(before) = commands::by_id(tx.conn(), id).await? else {
-        return Err(ServiceError::NotFound);
-    };
-    let row = Resolve {
+    let Resolving {
         id,
         resolution,
         by,
+        reason,
+        digest,
+    } = change;
+    let Some(before) = commands::by_id(tx.conn(), id).await? else {
+        return Err(ServiceError::NotFound);
+    };
+    within.check(&before)?;
+    let row = Resolve {
+        id,
+        resolution,
+        by: &by.name,
         reason,
         now,
     };
@@ -553,7 +637,7 @@ async fn resolve_in(
             before.status,
         )));
     };
-    let actor = Actor::user(by);
+    let actor = by;
     let event = CommandResolved {
         command_id: id,
         before: before.status,
@@ -562,11 +646,11 @@ async fn resolve_in(
         resolution,
         reason: digest,
     };
-    tx.record(now, &actor, AuditEvent::CommandResolved(event));
+    tx.record(now, actor, AuditEvent::CommandResolved(event));
     if resolution == Resolution::Release {
-        release_proposal(tx, &done, &actor, now).await?;
+        release_proposal(tx, &done, actor, now).await?;
     } else {
-        after_run(tx, &done, &actor, Some(SideEffect::Possible), None, now).await?;
+        after_run(tx, &done, actor, Some(SideEffect::Possible), None, now).await?;
     }
     Ok(done)
 }
@@ -604,11 +688,10 @@ async fn release_proposal(
 
 async fn decide_rollback_in(
     tx: &mut Tx,
+    within: &Within,
     id: Uuid,
     approve: bool,
-    by: &str,
-    reason: Option<&str>,
-    digest: Option<TextDigest>,
+    (actor, reason, digest): (&Actor, Option<&str>, Option<TextDigest>),
     now: OffsetDateTime,
 ) -> Result<CommandRecord, ServiceError> {
     let Some(task) = commands::by_id(tx.conn(), id).await? else {
@@ -617,6 +700,8 @@ async fn decide_rollback_in(
     if task.kind != CommandKind::Rollback {
         return Err(ServiceError::NotFound);
     }
+    within.check(&task)?;
+    let by = actor.name.as_str();
     let status = if approve {
         CommandStatus::Queued
     } else {
@@ -626,7 +711,6 @@ async fn decide_rollback_in(
     else {
         return Err(ServiceError::Conflict(Conflict::CommandState(task.status)));
     };
-    let actor = Actor::user(by);
     let event = RollbackDecided {
         command_id: id,
         approved: approve,
@@ -635,7 +719,7 @@ async fn decide_rollback_in(
         rollback_of: done.rollback_of,
         reason: digest,
     };
-    tx.record(now, &actor, AuditEvent::RollbackDecided(event));
+    tx.record(now, actor, AuditEvent::RollbackDecided(event));
     if approve {
         commands::notify_queue(tx.conn()).await?;
         let queued = CommandQueued {
@@ -645,10 +729,10 @@ async fn decide_rollback_in(
             command_kind: CommandKind::Rollback,
             rollback_of: done.rollback_of,
             request_hash_sha256: done.spec.request_hash_sha256.clone(),
-            spec_sha256: spec_sha256(&done.spec),
+            spec_sha256: spec_sha256(&done.spec)?,
             execute_by: None,
         };
-        tx.record(now, &actor, AuditEvent::CommandQueued(queued));
+        tx.record(now, actor, AuditEvent::CommandQueued(queued));
     }
     Ok(done)
 }

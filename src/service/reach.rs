@@ -10,11 +10,14 @@
 //!   the tier's people may decide it from then on, even outside their domains
 //!   ([`Services::escalated_to`]).
 
+use crate::domain::access::UseCase;
+use crate::domain::principal::Principal;
 use std::collections::HashMap;
 
 use uuid::Uuid;
 
-use super::{AccountError, ServiceError, Services};
+use super::error::{AccountError, ServiceError};
+use super::services::Services;
 use crate::audit::{Actor, AuditEvent, EmailChanged, ProposalEscalated, ProposalFacets};
 use crate::domain::notify::{Reason, is_told};
 use crate::storage::alerts::{self, Alert, Reachable};
@@ -37,7 +40,7 @@ impl Services {
         let mut operators: HashMap<String, Vec<String>> = HashMap::new();
         let mut expanded: Vec<(Unexpanded, Vec<String>)> = Vec::with_capacity(pending.len());
         for u in pending {
-            let told = match self.proposal(u.proposal_id).await? {
+            let told = match self.proposal_row(u.proposal_id).await? {
                 Some(p) => {
                     if !operators.contains_key(&p.agent) {
                         let ops = self.agent_operators(&p.agent).await?;
@@ -81,10 +84,12 @@ impl Services {
     /// the address).
     pub async fn set_email(
         &self,
+        who: &Principal,
         username: &str,
         email: Option<&str>,
-        actor: &Actor,
     ) -> Result<(), AccountError> {
+        self.authorize(who, UseCase::ChangeUser)?;
+        let actor = &Actor::of(who);
         let email = email
             .map(super::mail::check_address)
             .transpose()
@@ -113,15 +118,20 @@ impl Services {
         Ok(())
     }
 
-    /// The expiry warnings and escalations raised for proposal `id`, oldest first.
-    pub async fn alerts(&self, id: Uuid) -> Result<Vec<Alert>, ServiceError> {
+    /// The expiry warnings and escalations raised for proposal `id`, oldest first, for a use
+    /// case that has decided who may see them.
+    pub(super) async fn alerts(&self, id: Uuid) -> Result<Vec<Alert>, ServiceError> {
         let mut read = self.read().await?;
         Ok(alerts::raised(read.conn(), id).await?)
     }
 
     /// Whether an escalation of proposal `id` reached `username` (who may then decide it
     /// outside their domains).
-    pub async fn escalated_to(&self, username: &str, id: Uuid) -> Result<bool, ServiceError> {
+    pub(super) async fn escalated_to(
+        &self,
+        username: &str,
+        id: Uuid,
+    ) -> Result<bool, ServiceError> {
         let raised = self.alerts(id).await?;
         if !raised.iter().any(|a| a.kind == "escalated") {
             return Ok(false);
@@ -216,7 +226,7 @@ impl Services {
         }
         let mut proposals = Vec::with_capacity(due.len());
         for (id, tier, to, after) in due {
-            if let Some(p) = self.proposal(id).await? {
+            if let Some(p) = self.proposal_row(id).await? {
                 proposals.push((p, tier, to, after));
             }
         }

@@ -8,11 +8,15 @@
 
 use uuid::Uuid;
 
-use super::{ServiceError, Services};
+use super::error::ServiceError;
+use super::services::Services;
 use crate::audit::{Actor, AuditEvent, ProposalErased, ProposalFacets, ProposalViewed};
+use crate::domain::access::UseCase;
 use crate::domain::erasure;
+use crate::domain::principal::Principal;
+use crate::storage::Tx;
+use crate::storage::commands::{self, ErasedCommand};
 use crate::storage::proposals::{self, ErasureRow, ProposalRecord};
-use crate::storage::{Tx, commands};
 
 impl Services {
     /// Records that `viewer` opened proposal `p`, when it carries GDPR or HIPAA data.
@@ -40,13 +44,15 @@ impl Services {
         Ok(())
     }
 
-    /// `actor` erases proposal `id`'s personal data values for `reason`.
+    /// `who` erases proposal `id`'s personal data values for `reason`.
     pub async fn erase_proposal(
         &self,
-        actor: &Actor,
+        who: &Principal,
         id: Uuid,
         reason: &str,
     ) -> Result<ProposalRecord, ServiceError> {
+        self.authorize(who, UseCase::Erase)?;
+        let actor = &Actor::of(who);
         let reason = reason.trim().to_owned();
         let digest = self.store().salt().text(&reason);
         let actor = actor.clone();
@@ -70,8 +76,11 @@ impl Services {
     }
 }
 
-/// Checks and writes the erasure of proposal `id` and its command inside `tx`; returns the
-/// erased proposal and the event to record (its reason still to fill in).
+/// Checks and writes the erasure of proposal `id` and its commands (its action and any
+/// rollbacks) inside `tx`; returns the erased proposal and the event to record (its reason still
+/// to fill in). The domain decides ([`erasure::check`]); each update only checks that the row
+/// is still in the status the domain saw, and if one moved meanwhile (another instance) the
+/// whole erasure rolls back rather than leave values behind.
 async fn erase_in(
     tx: &mut Tx,
     actor: &Actor,
@@ -82,16 +91,13 @@ async fn erase_in(
     let p = proposals::by_id(tx.conn(), id)
         .await?
         .ok_or(ServiceError::NotFound)?;
-    let command = commands::for_proposal(tx.conn(), id).await?;
-    erasure::check(
-        p.status,
-        command.as_ref().map(|c| c.status),
-        p.erasure.is_some(),
-        reason,
-    )?;
+    let commands = commands::of_proposal(tx.conn(), id).await?;
+    let statuses: Vec<_> = commands.iter().map(|c| c.status).collect();
+    erasure::check(p.status, &statuses, p.erasure.is_some(), reason)?;
     let (contract, parts) = erasure::erase_proposal(&p.contract);
     let row = ErasureRow {
         id,
+        status: p.status,
         contract: &contract,
         by: &actor.name,
         reason,
@@ -100,13 +106,18 @@ async fn erase_in(
     let erased = proposals::erase(tx.conn(), &row)
         .await?
         .ok_or(ServiceError::Erasure(erasure::ErasureError::AlreadyErased))?;
-    if let Some(c) = command {
+    for c in &commands {
         let spec = erasure::erase_command(&c.spec);
         let result = erasure::erase_report(c.result.as_ref());
         let error = erasure::erase_report(c.error.as_ref());
-        // The update re-checks that the command is settled; if it moved meanwhile (another
-        // instance), the whole erasure rolls back rather than leave values in the command.
-        if !commands::erase(tx.conn(), c.id, &spec, result.as_ref(), error.as_ref()).await? {
+        let row = ErasedCommand {
+            id: c.id,
+            status: c.status,
+            spec: &spec,
+            result: result.as_ref(),
+            error: error.as_ref(),
+        };
+        if !commands::erase(tx.conn(), &row).await? {
             return Err(erasure::ErasureError::CommandOpen(c.status).into());
         }
     }

@@ -17,7 +17,8 @@ use std::net::IpAddr;
 
 use time::{Duration, OffsetDateTime};
 
-use super::{ServiceError, Services};
+use super::error::ServiceError;
+use super::services::Services;
 use crate::audit::{Actor, AuditEvent, SessionEnded, SignInFailed, SignInThrottled, SignedIn};
 use crate::auth::password::MAX_PASSWORD_LEN;
 use crate::domain::principal::Role;

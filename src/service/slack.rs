@@ -6,9 +6,12 @@
 //! self-approval, quorum). High-risk and wide-reaching proposals are decided on the page only.
 //! Every refusal is audited.
 
+use crate::domain::access::UseCase;
+use crate::domain::principal::Principal;
 use uuid::Uuid;
 
-use super::{AccountError, ServiceError, Services};
+use super::error::{AccountError, ServiceError};
+use super::services::Services;
 use crate::audit::{AccessDenied, Actor, AuditEvent};
 use crate::domain::lifecycle::ReviewVerdict;
 use crate::domain::slack::{self, Pressed, SignatureError};
@@ -17,19 +20,31 @@ use crate::storage::slack as store;
 /// Where Slack's requests are audited as coming to.
 const PAGE: &str = "/integrations/slack/actions";
 
+/// A Slack user id as given (trimmed), if it looks like one: letters and digits, 1-32.
+pub(super) fn check_slack_id(slack_id: &str) -> Result<String, AccountError> {
+    let id = slack_id.trim();
+    if id.is_empty() || id.len() > 32 || !id.chars().all(|c| c.is_ascii_alphanumeric()) {
+        return Err(AccountError::Invalid(
+            "a Slack user id is letters and digits, e.g. U024BE7LH".into(),
+        ));
+    }
+    Ok(id.to_owned())
+}
+
 /// What a Slack action came to, said back to the person in Slack.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SlackReply(pub String);
 
 impl Services {
     /// Maps `username` to Slack user `slack_id`.
-    pub async fn set_slack_id(&self, username: &str, slack_id: &str) -> Result<(), AccountError> {
-        let (name, id) = (username.to_owned(), slack_id.trim().to_owned());
-        if id.is_empty() || id.len() > 32 || !id.chars().all(|c| c.is_ascii_alphanumeric()) {
-            return Err(AccountError::Invalid(
-                "a Slack user id is letters and digits, e.g. U024BE7LH".into(),
-            ));
-        }
+    pub async fn set_slack_id(
+        &self,
+        who: &Principal,
+        username: &str,
+        slack_id: &str,
+    ) -> Result<(), AccountError> {
+        self.authorize(who, UseCase::ChangeUser)?;
+        let (name, id) = (username.to_owned(), check_slack_id(slack_id)?);
         let mapped = self
             .store()
             .write(move |tx| {
@@ -117,7 +132,14 @@ impl Services {
         let Ok(id) = Uuid::parse_str(&pressed.proposal_id) else {
             return "No such proposal.".into();
         };
-        match self.proposal(id).await {
+        let who = match self.person(&user.username, role).await {
+            Ok(who) => who,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot read the Slack user's domains");
+                return "Countersign could not check who you are; try again.".into();
+            }
+        };
+        match self.proposal(&who, id).await {
             Ok(Some(p)) => {
                 let blast = p.contract.blast_radius.map(|b| b.as_str());
                 if !slack::decidable_in_chat(p.contract.risk_level.as_str(), blast) {
@@ -135,16 +157,12 @@ impl Services {
         } else {
             ReviewVerdict::Rejected
         };
-        let reviewer = super::Reviewer {
-            username: user.username.clone(),
-            role,
-        };
         match self
-            .decide(&reviewer, id, verdict, pressed.reason.as_deref())
+            .decide(&who, id, verdict, pressed.reason.as_deref())
             .await
         {
-            Ok(super::Decided::Final(p)) => format!("Done: the proposal is {}.", p.status),
-            Ok(super::Decided::ApprovalRecorded(_)) => {
+            Ok(super::decide::Decided::Final(p)) => format!("Done: the proposal is {}.", p.status),
+            Ok(super::decide::Decided::ApprovalRecorded(_)) => {
                 "Your approval is recorded; it needs another approver.".into()
             }
             Err(e) => format!("Refused: {}. {link}", refusal(&e)),
@@ -163,7 +181,7 @@ impl Services {
 /// What a refused decision says in Slack (never an internal error's text).
 fn refusal(e: &ServiceError) -> String {
     match e {
-        ServiceError::Conflict(super::Conflict::AlreadyDecided(status)) => {
+        ServiceError::Conflict(super::error::Conflict::AlreadyDecided(status)) => {
             format!("it was already decided: it is {status}")
         }
         ServiceError::Conflict(_) => "it changed meanwhile".into(),

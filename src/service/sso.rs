@@ -6,18 +6,19 @@
 //! ([`crate::domain::sso`]), or no role at all, which may do nothing until an admin grants
 //! one. A later sign-in whose claim grants a role brings the account's role and domains in
 //! line with it (recorded as `user.role_changed`, `user.domains_changed`), except that the
-//! last enabled admin is never demoted that way; a claim that grants none leaves what an admin
-//! granted. Every attempt is recorded: `auth.signed_in` (`via: oidc`), or
+//! last enabled admin is never demoted that way. Where the role came from is stored: a claim
+//! that grants none leaves what an admin granted, and takes away what a claim granted. Every attempt is recorded: `auth.signed_in` (`via: oidc`), or
 //! `auth.sign_in_failed` with an `oidc_…` reason.
 
 use uuid::Uuid;
 
-use super::{ServiceError, Services};
+use super::error::ServiceError;
+use super::services::Services;
 use crate::audit::{
     Actor, AuditEvent, DomainsChanged, RoleChanged, SignInFailed, SignedIn, UserCreated,
 };
 use crate::domain::principal::{AdminChange, keeps_an_admin};
-use crate::domain::sso::{self, Grant, SsoIdentity};
+use crate::domain::sso::{self, Grant, RoleSource, SsoIdentity};
 use crate::storage::Tx;
 use crate::storage::accounts::{self, NO_PASSWORD, UserRecord};
 
@@ -104,6 +105,10 @@ async fn again(
     now: time::OffsetDateTime,
 ) -> Result<SsoSignIn, ServiceError> {
     let domains = accounts::user_domains(tx.conn(), &user.username).await?;
+    let source = accounts::role_source(tx.conn(), user.id).await?;
+    if sso::revokes(user.role, source, grant) {
+        return revoke(tx, user, now).await;
+    }
     let Some((role, to)) = sso::role_update((user.role, domains.as_deref()), grant) else {
         return Ok(SsoSignIn::SignedIn(user));
     };
@@ -117,12 +122,12 @@ async fn again(
     }
     let actor = Actor::system(VIA);
     if user.role != Some(role) {
-        accounts::update_role(tx.conn(), user.id, role).await?;
+        accounts::update_role(tx.conn(), user.id, role, RoleSource::Claim).await?;
         let event = RoleChanged {
             user_id: user.id,
             username: user.username.clone(),
             from: user.role,
-            to: role,
+            to: Some(role),
         };
         tx.record(now, &actor, AuditEvent::RoleChanged(event));
         user.role = Some(role);
@@ -136,6 +141,35 @@ async fn again(
             to,
         };
         tx.record(now, &actor, AuditEvent::DomainsChanged(event));
+    }
+    Ok(SsoSignIn::SignedIn(user))
+}
+
+/// A later sign-in whose claim no longer grants the role a claim gave: the account keeps no
+/// role (it may do nothing until the claim or an admin grants one), recorded as
+/// `user.role_changed` to `null`. The last enabled admin keeps theirs.
+async fn revoke(
+    tx: &mut Tx,
+    mut user: UserRecord,
+    now: time::OffsetDateTime,
+) -> Result<SsoSignIn, ServiceError> {
+    let admins = accounts::count_enabled_admins(tx.conn()).await?;
+    if keeps_an_admin(user.role, true, admins, AdminChange::Disable).is_err() {
+        tracing::warn!(
+            user = %user.username,
+            "the identity provider no longer grants the last enabled admin a role; kept"
+        );
+        return Ok(SsoSignIn::SignedIn(user));
+    }
+    if accounts::revoke_claimed_role(tx.conn(), user.id).await? {
+        let event = RoleChanged {
+            user_id: user.id,
+            username: user.username.clone(),
+            from: user.role,
+            to: None,
+        };
+        tx.record(now, &Actor::system(VIA), AuditEvent::RoleChanged(event));
+        user.role = None;
     }
     Ok(SsoSignIn::SignedIn(user))
 }

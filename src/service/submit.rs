@@ -2,13 +2,16 @@
 //! it with its audit event (and, when the policy accepts it outright, its command). A replay of
 //! the same request returns the original.
 
+use crate::domain::access::UseCase;
+use crate::domain::principal::Principal;
 use std::sync::Arc;
 
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::NewQueued;
-use super::{Conflict, ServiceError, Services};
+use super::error::{Conflict, ServiceError};
+use super::services::NewQueued;
+use super::services::Services;
 use crate::audit::safe;
 use crate::audit::{
     Actor, AuditEvent, CommandFacets, CommandQueued, ProposalInputRejected, ProposalSubmitted,
@@ -65,20 +68,21 @@ enum Stored {
 }
 
 impl Services {
-    /// Submits `body` as a tool proposal from `agent` (in-process callers: no token, so no
-    /// webhook hears of it).
-    pub async fn submit(&self, agent: &str, body: &Value) -> Result<Submitted, ServiceError> {
-        self.submit_with_token(agent, None, body).await
+    /// Submits `body` as a tool proposal from agent `who` (in-process callers: no token, so
+    /// no webhook hears of it).
+    pub async fn submit(&self, who: &Principal, body: &Value) -> Result<Submitted, ServiceError> {
+        self.submit_with_token(who, None, body).await
     }
 
-    /// Submits `body` as a tool proposal from `agent`, presented with API token `token`: the
-    /// token's webhook, if it has one, hears of every status change of the proposal.
+    /// Submits `body` as a tool proposal from agent `who`, presented with API token `token`:
+    /// the token's webhook, if it has one, hears of every status change of the proposal.
     pub async fn submit_with_token(
         &self,
-        agent: &str,
+        who: &Principal,
         token: Option<Uuid>,
         body: &Value,
     ) -> Result<Submitted, ServiceError> {
+        let agent = self.agent_of(who, UseCase::Submit)?;
         let started = std::time::Instant::now();
         let submitted = self.submit_routed(agent, token, body).await;
         self.metrics().submitted(started.elapsed());
@@ -153,7 +157,7 @@ impl Services {
                 message,
             )]))
         };
-        match self.proposal(first).await? {
+        match self.proposal_row(first).await? {
             Some(p) if p.agent == agent && p.status == ProposalStatus::ChangesRequested => Ok(None),
             Some(p) if p.agent == agent => error(format!(
                 "names a proposal that is `{}`; only a proposal a reviewer asked changes to can \
@@ -225,7 +229,7 @@ impl Services {
             &contract,
             &routing,
             &request_hash,
-        );
+        )?;
         Ok(Routed {
             row: Arc::new(row),
             submitted_event: PendingEvent::new(
@@ -299,7 +303,7 @@ pub(super) async fn queue_command(
         command_kind: CommandKind::Action,
         rollback_of: None,
         request_hash_sha256: command.spec.request_hash_sha256.clone(),
-        spec_sha256: spec_sha256(&command.spec),
+        spec_sha256: spec_sha256(&command.spec)?,
         execute_by: rfc3339(command.execute_by),
     };
     tx.record(now, actor, AuditEvent::CommandQueued(queued));

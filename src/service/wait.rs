@@ -4,11 +4,14 @@
 //! and the wait still wakes it; a pending proposal whose time runs out during the wait is
 //! answered `expired` at its expiry, without waiting for the sweep.
 
+use crate::domain::access::UseCase;
+use crate::domain::principal::Principal;
 use std::time::Duration;
 
 use uuid::Uuid;
 
-use super::{ServiceError, Services};
+use super::error::ServiceError;
+use super::services::Services;
 use crate::domain::lifecycle::{ProposalStatus, status_at};
 use crate::storage::commands::CommandRecord;
 use crate::storage::proposals::ProposalRecord;
@@ -20,19 +23,20 @@ pub const MAX_WAIT: Duration = Duration::from_secs(60);
 pub type AgentView = (ProposalRecord, Option<CommandRecord>);
 
 impl Services {
-    /// `agent`'s proposal `id`, at once if it is past `pending`, else as soon as its status
+    /// agent `who`'s proposal `id`, at once if it is past `pending`, else as soon as its status
     /// changes or `wait` ends (then unchanged). Another agent's proposal is not found.
     pub async fn await_proposal(
         &self,
-        agent: &str,
+        who: &Principal,
         id: Uuid,
         wait: Duration,
     ) -> Result<AgentView, ServiceError> {
+        let agent = self.agent_of(who, UseCase::ReadOwnProposal)?;
         let mut watching = self.store().changes().watch(id);
         // Each read is boxed: a future holds room for its largest await point, and a read's
         // (database) future is many times the size of the wait's, which is what thousands of
         // waiting agents hold for up to a minute.
-        let first = Box::pin(self.agent_proposal(agent, id)).await?;
+        let first = Box::pin(self.own_proposal(agent, id)).await?;
         let now = self.now();
         if wait.is_zero()
             || status_at(first.0.status, first.0.expires_at, now) != ProposalStatus::Pending
@@ -54,29 +58,30 @@ impl Services {
         {
             // Woken by a move, or by a wake-up that moved nothing (after this instance's
             // PostgreSQL listener reconnected, every waiter looks again): answer only a move.
-            let current = Box::pin(self.agent_proposal(agent, id)).await?;
+            let current = Box::pin(self.own_proposal(agent, id)).await?;
             let status = status_at(current.0.status, current.0.expires_at, self.now());
             if status != ProposalStatus::Pending {
                 return Ok(current);
             }
         }
         drop(watching);
-        Box::pin(self.agent_proposal(agent, id)).await
+        Box::pin(self.own_proposal(agent, id)).await
     }
 
-    /// The next change of `agent`'s proposal `id` after `seen` (its status when last sent),
+    /// The next change of agent `who`'s proposal `id` after `seen` (its status when last sent),
     /// waiting at most `wait`; `None` when nothing moved in that time.
     pub async fn next_change(
         &self,
-        agent: &str,
+        who: &Principal,
         id: Uuid,
         seen: ProposalStatus,
         wait: Duration,
     ) -> Result<Option<AgentView>, ServiceError> {
+        let agent = self.agent_of(who, UseCase::ReadOwnProposal)?;
         let deadline = tokio::time::Instant::now() + wait;
         let mut watching = self.store().changes().watch(id);
         loop {
-            let view = Box::pin(self.agent_proposal(agent, id)).await?;
+            let view = Box::pin(self.own_proposal(agent, id)).await?;
             let now = self.now();
             if status_at(view.0.status, view.0.expires_at, now) != seen {
                 return Ok(Some(view));

@@ -9,20 +9,23 @@
 //! refused then. An unreachable receiver costs only its own deliveries: a decision never
 //! waits for a webhook.
 
+use crate::domain::access::UseCase;
+use crate::domain::principal::Principal;
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::{AccountError, ServiceError, Services};
+use super::error::{AccountError, ServiceError};
+use super::services::Services;
+use super::webhook_client::{WebhookSettings, describe};
 use crate::audit::{Actor, AuditEvent, WebhookSecretRotated};
 use crate::auth::token::{self, Secret};
 use crate::domain::webhook::{
-    self, AfterAttempt, DELIVERY_HEADER, Retries, SIGNATURE_HEADER, TargetPolicy, check_url,
+    self, AfterAttempt, DELIVERY_HEADER, Retries, SIGNATURE_HEADER, check_url,
 };
 use crate::storage::webhooks::{self, Attempt, AttemptListing, DeliveryListing, DueDelivery};
 
@@ -30,81 +33,6 @@ use crate::storage::webhooks::{self, Attempt, AttemptListing, DeliveryListing, D
 const ROUND: usize = 64;
 /// Attempts in flight at once.
 const IN_FLIGHT: usize = 16;
-
-/// How webhooks are sent (`serve --webhook-…`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct WebhookSettings {
-    /// Which callback targets are allowed beyond https and loopback.
-    pub targets: TargetPolicy,
-    /// When failed deliveries are tried again, and for how long.
-    pub retries: Retries,
-    /// How long one attempt may take.
-    pub timeout: Duration,
-}
-
-impl Default for WebhookSettings {
-    fn default() -> Self {
-        Self {
-            targets: TargetPolicy::default(),
-            retries: Retries::default(),
-            timeout: Duration::from_secs(10),
-        }
-    }
-}
-
-/// The dispatcher's settings and HTTP client.
-pub(crate) struct Webhooks {
-    settings: WebhookSettings,
-    client: reqwest::Client,
-}
-
-impl Webhooks {
-    pub(crate) fn new(settings: WebhookSettings) -> Self {
-        let client = reqwest::Client::builder()
-            .dns_resolver(Arc::new(GuardedResolver(settings.targets)))
-            .redirect(reqwest::redirect::Policy::none())
-            .no_proxy()
-            .timeout(settings.timeout)
-            .user_agent(concat!("Countersign-Webhooks/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .unwrap_or_else(|e| {
-                // Only a TLS back end that cannot start fails here; sending then fails loudly.
-                tracing::error!(error = %e, "cannot build the webhook client");
-                reqwest::Client::new()
-            });
-        Self { settings, client }
-    }
-}
-
-/// Resolves a callback's host and keeps only the addresses the policy allows.
-struct GuardedResolver(TargetPolicy);
-
-impl reqwest::dns::Resolve for GuardedResolver {
-    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
-        let policy = self.0;
-        Box::pin(async move {
-            let host = name.as_str().to_owned();
-            let found: Vec<_> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
-            let mut refused = None;
-            let allowed: Vec<_> = found
-                .into_iter()
-                .filter(|a| match webhook::check_ip(a.ip(), policy) {
-                    Ok(()) => true,
-                    Err(why) => {
-                        refused = Some(why);
-                        false
-                    }
-                })
-                .collect();
-            if allowed.is_empty() {
-                let why = refused.unwrap_or_else(|| "resolves to no address".into());
-                return Err(format!("`{host}` {why}").into());
-            }
-            let addrs: reqwest::dns::Addrs = Box::new(allowed.into_iter());
-            Ok(addrs)
-        })
-    }
-}
 
 /// A delivery with its secret, ready to send.
 struct Ready {
@@ -317,8 +245,10 @@ impl Services {
     /// The newest webhook deliveries with their attempts, for admins.
     pub async fn webhook_deliveries(
         &self,
+        who: &Principal,
         limit: i64,
     ) -> Result<Vec<(DeliveryListing, Vec<AttemptListing>)>, ServiceError> {
+        self.authorize(who, UseCase::ManageTokens)?;
         let mut read = self.read().await?;
         let deliveries = webhooks::recent(read.conn(), limit).await?;
         let ids: Vec<Uuid> = deliveries.iter().map(|d| d.id).collect();
@@ -377,10 +307,12 @@ impl Services {
     /// overlap is always allowed, and stops every older secret at once (after a leak).
     pub async fn rotate_webhook_secrets(
         &self,
+        who: &Principal,
         which: RotateWhich,
         overlap: time::Duration,
-        actor: &Actor,
     ) -> Result<Vec<RotatedSecret>, AccountError> {
+        self.authorize(who, UseCase::ManageTokens)?;
+        let actor = &Actor::of(who);
         if overlap.is_negative() || overlap > webhook::MAX_OVERLAP {
             return Err(AccountError::Invalid(format!(
                 "the overlap must be between 0 and {} days",
@@ -452,16 +384,4 @@ impl Services {
 fn rfc3339(t: OffsetDateTime) -> String {
     t.format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_default()
-}
-
-/// An error and its causes, one line (the URL already taken out).
-pub(super) fn describe(e: &reqwest::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = std::error::Error::source(e);
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }

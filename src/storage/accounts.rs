@@ -1,11 +1,15 @@
 //! People and machine principals: users and API tokens.
 
+use crate::domain::sso::RoleSource;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::db::{Conn, on};
-use super::{Result, parse};
+use super::conn::{Conn, on};
+use super::error::{Result, parse};
 use crate::domain::principal::{Role, TokenKind};
+
+// The record is the domain's; re-exported for the service, which names it here.
+pub use crate::domain::record::TokenRecord;
 
 /// A person who signs in.
 #[derive(Clone)]
@@ -25,21 +29,6 @@ pub struct UserRecord {
     /// Moves on when every session of the account must end (disabled, password reset);
     /// a session signed in under another epoch is over.
     pub session_epoch: i64,
-}
-
-/// A machine principal behind an API token.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TokenRecord {
-    /// Id.
-    pub id: Uuid,
-    /// Agent or executor.
-    pub kind: TokenKind,
-    /// Principal name.
-    pub name: String,
-    /// Revoked tokens authenticate nobody.
-    pub revoked: bool,
-    /// An executor token's tool scope, as stored (comma-separated globs).
-    pub tool_scope: Option<String>,
 }
 
 /// A new token: only the hash of the secret is stored.
@@ -111,8 +100,9 @@ pub async fn count_users(conn: Conn<'_>) -> Result<i64> {
 
 /// Adds a user; `false` if the name is taken.
 pub async fn insert_user(conn: Conn<'_>, user: &UserRecord, now: OffsetDateTime) -> Result<bool> {
-    let sql = "insert into users (id, username, password_hash, role, created_at) \
-               values ($1, $2, $3, $4, $5) on conflict do nothing";
+    let sql = "insert into users (id, username, password_hash, role, created_at, role_source) \
+               values ($1, $2, $3, $4, $5, case when $4 is null then null else 'admin' end) \
+               on conflict do nothing";
     let added = on!(conn, |c| sqlx::query(sql)
         .bind(user.id)
         .bind(&user.username)
@@ -170,8 +160,8 @@ pub async fn insert_oidc_user(
     now: OffsetDateTime,
 ) -> Result<bool> {
     let sql = "insert into users (id, username, password_hash, role, created_at, domains, \
-               oidc_issuer, oidc_subject) values ($1, $2, $3, $4, $5, $6, $7, $8) \
-               on conflict do nothing";
+               oidc_issuer, oidc_subject, role_source) values ($1, $2, $3, $4, $5, $6, $7, $8, \
+               case when $4 is null then null else 'claim' end) on conflict do nothing";
     let added = on!(conn, |c| sqlx::query(sql)
         .bind(user.id)
         .bind(&user.username)
@@ -236,11 +226,42 @@ pub async fn token_by_hash(conn: Conn<'_>, token_hash: &str) -> Result<Option<To
     .transpose()
 }
 
-/// Gives an active user another role; `false` if the user is gone or disabled.
-pub async fn update_role(conn: Conn<'_>, id: Uuid, role: Role) -> Result<bool> {
-    let sql = "update users set role = $1 where id = $2 and disabled_at is null";
+/// The hashes of every token not revoked.
+pub async fn active_token_hashes(conn: Conn<'_>) -> Result<Vec<String>> {
+    let sql = "select token_hash from api_tokens where revoked_at is null";
+    let hashes = on!(conn, |c| sqlx::query_scalar(sql).fetch_all(c).await)?;
+    Ok(hashes)
+}
+
+/// Gives an active user another role, granted by `source` (`admin` or `claim`); `false` if
+/// the user is gone or disabled.
+pub async fn update_role(conn: Conn<'_>, id: Uuid, role: Role, source: RoleSource) -> Result<bool> {
+    let sql = "update users set role = $1, role_source = $3 where id = $2 and disabled_at is null";
     let done = on!(conn, |c| sqlx::query(sql)
         .bind(role.as_str())
+        .bind(id)
+        .bind(source.as_str())
+        .execute(c)
+        .await
+        .map(|r| r.rows_affected() > 0))?;
+    Ok(done)
+}
+
+/// Where user `id`'s role came from (`None`: no role, or granted before this was recorded).
+pub async fn role_source(conn: Conn<'_>, id: Uuid) -> Result<Option<RoleSource>> {
+    let sql = "select role_source from users where id = $1";
+    let source: Option<Option<String>> = on!(conn, |c| sqlx::query_scalar(sql)
+        .bind(id)
+        .fetch_optional(c)
+        .await)?;
+    Ok(source.flatten().as_deref().and_then(RoleSource::parse))
+}
+
+/// Takes away user `id`'s role when a claim granted it; `false` otherwise.
+pub async fn revoke_claimed_role(conn: Conn<'_>, id: Uuid) -> Result<bool> {
+    let sql = "update users set role = null, role_source = null \
+               where id = $1 and role_source = 'claim'";
+    let done = on!(conn, |c| sqlx::query(sql)
         .bind(id)
         .execute(c)
         .await

@@ -5,8 +5,8 @@
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::Result;
-use super::db::{Conn, on};
+use super::conn::{Conn, on};
+use super::error::Result;
 
 /// `expiring` or `escalated`.
 pub type AlertKind = &'static str;

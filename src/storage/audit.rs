@@ -1,5 +1,5 @@
 //! The audit trail's SQL: appending events as linked rows of the hash chain, and reading
-//! them back. Appends happen only at commit ([`super::Tx`]), after every other statement of
+//! them back. Appends happen only at commit ([`super::writer::tx::Tx`]), after every other statement of
 //! the change, so the chain head is held for as short a time as possible.
 //!
 //! The head lives in `audit_chain` (one row). Locking it (a row lock on PostgreSQL; SQLite's
@@ -13,62 +13,18 @@ use sqlx::types::Json;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::db::{Conn, on};
-use super::writer::Tx;
-use super::{Result, StorageError, parse, webhooks};
+use super::chunk::chunk_len;
+use super::conn::{Conn, on};
+use super::error::{Result, StorageError, parse};
+use super::status_change::StatusChange;
+use super::webhooks;
 use crate::audit::chain::{self, ChainedEvent, FACETS, Head, facet_of};
 use crate::audit::checkpoint::Checkpoint;
-use crate::audit::{Actor, AuditEvent, EventRow};
 use crate::domain::principal::ActorKind;
 
-/// An event recorded on a transaction, waiting for its commit. Its details' canonical text is
-/// made where the event is built (a request's own task, when the service builds it before the
-/// write), so the one writer only links and inserts it.
-#[derive(Debug, Clone)]
-pub struct PendingEvent {
-    at: OffsetDateTime,
-    actor: Actor,
-    row: EventRow,
-    /// The canonical text of `row.details` (`None`: it has none, and appending it fails).
-    text: Option<String>,
-}
-
-impl PendingEvent {
-    /// This event's details if it is of `kind` and about `subject_type` `subject_id`.
-    pub(super) fn details_of(
-        &self,
-        kind: &str,
-        subject_type: &str,
-        subject_id: &str,
-    ) -> Option<&Value> {
-        let row = &self.row;
-        (row.kind == kind && row.subject_type == subject_type && row.subject_id == subject_id)
-            .then_some(&row.details)
-    }
-
-    /// The proposal whose status this event records a change of, if it does.
-    pub(super) fn moved_proposal(&self) -> Option<Uuid> {
-        let row = &self.row;
-        if row.subject_type != "proposal" || row.after_status.is_none() {
-            return None;
-        }
-        if row.after_status == row.before_status {
-            return None;
-        }
-        Uuid::parse_str(&row.subject_id).ok()
-    }
-
-    /// An event by `actor` at `at`.
-    pub fn new(at: OffsetDateTime, actor: Actor, event: AuditEvent) -> Self {
-        let row = event.into_row();
-        Self {
-            at: chain::trail_time(at),
-            actor,
-            text: chain::canonical_text(&row.details),
-            row,
-        }
-    }
-}
+pub(super) mod link;
+pub use link::PendingEvent;
+use link::{SET_HEAD, SQLITE_MOVE_HEAD, link_all, unlinked};
 
 /// An audit row as read back.
 #[derive(Debug, Clone, PartialEq)]
@@ -129,19 +85,6 @@ impl AuditRow {
 const COLUMNS: &str = "seq, at, actor_kind, actor, action, subject_type, subject_id, \
                        before_status, after_status, details";
 
-/// Rows per insert statement where several rows go in together on SQLite (a group's audit
-/// events, and on both backends its staged proposals and notifications): fixed sizes, so the
-/// connection's prepared-statement cache holds one statement per size instead of one per batch
-/// length (17 binds a row; 64 rows stay well under SQLite's limit of 32,766). Powers of two,
-/// so `n` rows take as many statements as `n` has bits set (seven took four with sizes 64, 16,
-/// 4 and 1). PostgreSQL inserts any number of audit rows in one statement ([`insert_all`]).
-const CHUNKS: [usize; 7] = [64, 32, 16, 8, 4, 2, 1];
-
-/// The largest fixed chunk that fits in `remaining` rows.
-pub(super) fn chunk_len(remaining: usize) -> usize {
-    CHUNKS.into_iter().find(|&n| n <= remaining).unwrap_or(1)
-}
-
 /// The audit row's columns, in the order the inserts bind them.
 macro_rules! insert_columns {
     () => {
@@ -150,6 +93,7 @@ macro_rules! insert_columns {
     };
 }
 
+// After `insert_columns!`, which it uses too.
 mod inline;
 pub(super) use inline::append_and_commit;
 
@@ -180,7 +124,7 @@ macro_rules! unnest_rows {
 /// proposals whose status the events moved, and reads those proposals' webhook targets
 /// ([`webhooks::queue_status_changes`]): one round trip fewer on the writer's serial path.
 pub(super) async fn append(
-    tx: &mut Tx,
+    mut conn: Conn<'_>,
     events: Vec<PendingEvent>,
     known: Option<Head>,
 ) -> Result<Appended> {
@@ -204,15 +148,15 @@ pub(super) async fn append(
                 to: &head,
                 moved: &moved,
             };
-            match move_head_inserting(tx.conn(), &to, &rows, &texts).await? {
+            match move_head_inserting(conn.reborrow(), &to, &rows, &texts).await? {
                 Moved::Yes(read) => {
                     targets = read;
                     head
                 }
-                Moved::Elsewhere(current) => relink(tx, &mut rows, &texts, current).await?,
+                Moved::Elsewhere(current) => relink(conn, &mut rows, &texts, current).await?,
             }
         }
-        None => relink(tx, &mut rows, &texts, None).await?,
+        None => relink(conn, &mut rows, &texts, None).await?,
     };
     let changes = rows
         .iter()
@@ -236,40 +180,6 @@ pub(super) async fn append(
     })
 }
 
-/// `events` as rows to link (each with a fresh id, not yet linked), with the proposal each
-/// moves (if any) and its details' canonical text, in order.
-fn unlinked(events: Vec<PendingEvent>) -> Result<Unlinked> {
-    let mut proposals = Vec::with_capacity(events.len());
-    let mut rows = Vec::with_capacity(events.len());
-    let mut texts = Vec::with_capacity(events.len());
-    for e in events {
-        proposals.push(e.moved_proposal());
-        // Kept as the canonical text the hash covers, so verifying reads it as it is.
-        let text = e.text.ok_or_else(|| {
-            StorageError::Corrupt(format!("{} details without a canonical form", e.row.kind))
-        })?;
-        rows.push(ChainedEvent {
-            seq: 0,
-            id: Uuid::now_v7(),
-            at: e.at,
-            actor_kind: e.actor.kind.as_str().to_owned(),
-            actor: e.actor.name,
-            kind: e.row.kind.to_owned(),
-            subject_type: e.row.subject_type.to_owned(),
-            subject_id: e.row.subject_id,
-            before_status: e.row.before_status,
-            after_status: e.row.after_status,
-            details: e.row.details,
-            hash: String::new(),
-        });
-        texts.push(text);
-    }
-    Ok((proposals, rows, texts))
-}
-
-/// What [`unlinked`] makes of events: the proposals they move, the rows, their texts.
-type Unlinked = (Vec<Option<Uuid>>, Vec<ChainedEvent>, Vec<String>);
-
 /// What [`append`] did.
 pub(super) struct Appended {
     /// The status changes appended.
@@ -289,70 +199,22 @@ struct Move<'a> {
     moved: &'a [Uuid],
 }
 
-/// Links `rows` (with their canonical details, `texts`) one after another from `from`;
-/// answers the head after the last.
-fn link_all(rows: &mut [ChainedEvent], texts: &[String], from: &Head) -> Head {
-    let mut head = from.clone();
-    for (row, text) in rows.iter_mut().zip(texts) {
-        row.seq = head.seq + 1;
-        row.hash = link(row, &head.hash, text);
-        head = Head {
-            seq: row.seq,
-            hash: row.hash.clone(),
-        };
-    }
-    head
-}
-
 /// Links `rows` after the head as it is in the database (`current`, if it was read under lock
 /// already; else read under lock now), moves it, and inserts the rows.
 async fn relink(
-    tx: &mut Tx,
+    mut conn: Conn<'_>,
     rows: &mut [ChainedEvent],
     texts: &[String],
     current: Option<Head>,
 ) -> Result<Head> {
     let current = match current {
         Some(current) => current,
-        None => lock_head(tx.conn()).await?,
+        None => lock_head(conn.reborrow()).await?,
     };
     let head = link_all(rows, texts, &current);
-    set_head(tx.conn(), &head).await?;
-    insert_all(tx.conn(), rows, texts).await?;
+    set_head(conn.reborrow(), &head).await?;
+    insert_all(conn, rows, texts).await?;
     Ok(head)
-}
-
-/// A proposal's status change, as its event was appended to the chain: what wakes waiters and
-/// queues webhook deliveries at commit.
-#[derive(Debug, Clone)]
-pub struct StatusChange {
-    /// The proposal.
-    pub proposal: Uuid,
-    /// Its status before (`None` when it was just submitted).
-    pub before: Option<String>,
-    /// Its status after.
-    pub after: String,
-    /// The audit event's id.
-    pub event_id: Uuid,
-    /// The audit event's position in the chain.
-    pub seq: i64,
-    /// The audit event's kind.
-    pub kind: String,
-    /// When it happened.
-    pub at: OffsetDateTime,
-}
-
-/// The row's link in the chain. A build with the `bench-unchained` feature skips it (the rows
-/// carry a constant instead), only to measure what the chain costs; such a build says so loudly
-/// at start and its trail never verifies.
-#[cfg(not(feature = "bench-unchained"))]
-fn link(row: &ChainedEvent, previous: &str, canonical_details: &str) -> String {
-    row.link_hash_over(previous, canonical_details)
-}
-
-#[cfg(feature = "bench-unchained")]
-fn link(_row: &ChainedEvent, _previous: &str, _canonical_details: &str) -> String {
-    "unchained".to_owned()
 }
 
 /// The chain head, locked until the transaction ends.
@@ -454,14 +316,6 @@ async fn move_head_inserting(
 /// A row of [`move_head_inserting`]'s statement: the head as it was, and a webhook target
 /// (`None`s where there is none).
 type HeadAndTarget = (i64, String, Option<Uuid>, Option<Uuid>, Option<String>);
-
-/// SQLite: moves the head to `$1`, `$2` if it is at `$3`, `$4` (with sqlx, and with rusqlite
-/// on the writer's thread: [`inline`]).
-const SQLITE_MOVE_HEAD: &str =
-    "update audit_chain set seq = $1, hash = $2 where id = 1 and seq = $3 and hash = $4";
-
-/// Sets the head to `$1`, `$2` (both backends; on SQLite also on the writer's thread).
-const SET_HEAD: &str = "update audit_chain set seq = $1, hash = $2 where id = 1";
 
 async fn set_head(conn: Conn<'_>, head: &Head) -> Result<()> {
     on!(conn, |c| sqlx::query(SET_HEAD)
@@ -694,30 +548,5 @@ pub async fn latest_checkpoint(conn: Conn<'_>) -> Result<Option<Checkpoint>> {
 impl From<chain::ChainError> for StorageError {
     fn from(e: chain::ChainError) -> Self {
         StorageError::Corrupt(e.to_string())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::chunk_len;
-
-    #[test]
-    fn batches_split_into_fixed_sizes() {
-        let split = |mut n: usize| {
-            let mut sizes = Vec::new();
-            while n > 0 {
-                let c = chunk_len(n);
-                sizes.push(c);
-                n -= c;
-            }
-            sizes
-        };
-        assert_eq!(split(1), vec![1]);
-        assert_eq!(split(70), vec![64, 4, 2]);
-        assert_eq!(split(128), vec![64, 64]);
-        assert_eq!(split(21), vec![16, 4, 1]);
-        // As many statements as the count has bits set, up to 127.
-        assert_eq!(split(7), vec![4, 2, 1]);
-        assert_eq!(split(127).len(), 7);
     }
 }

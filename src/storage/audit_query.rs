@@ -22,36 +22,15 @@
 use serde_json::Value;
 use sqlx::types::Json;
 use time::OffsetDateTime;
-use time::format_description::well_known::Rfc3339;
 use uuid::Uuid;
 
-use super::Result;
-use super::db::{Conn, on};
+use super::conn::{Conn, on};
+use super::error::Result;
 use super::statement::{Arg, Statement, fetch_all};
 use crate::audit::chain::ChainedEvent;
-
-/// What a page or an export selects: every filter is optional; all given must hold.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Selection {
-    /// Events at or after this time.
-    pub from: Option<OffsetDateTime>,
-    /// Events before this time.
-    pub until: Option<OffsetDateTime>,
-    /// The event kind, e.g. `proposal.approved`.
-    pub kind: Option<String>,
-    /// The actor's name.
-    pub actor: Option<String>,
-    /// The agent facet.
-    pub agent: Option<String>,
-    /// The tool facet.
-    pub tool: Option<String>,
-    /// The domain facet.
-    pub domain: Option<String>,
-    /// The decision facet (`accept`, …, `approved`, `rejected`, `expired`).
-    pub decision: Option<String>,
-    /// The risk facet.
-    pub risk: Option<String>,
-}
+// The selection and the events read are the trail's own types; re-exported for the service,
+// which names them here.
+pub use crate::audit::trail::{Facets, Selection, TrailEvent};
 
 /// A column a selection can require a value of, with the index that walks it in seq order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,6 +70,7 @@ impl Column {
     }
 }
 
+// How storage walks a selection; what it means is beside its type ([`crate::audit::trail`]).
 impl Selection {
     /// The equality filters, most selective first (the first one drives the walk).
     fn equalities(&self) -> Vec<(Column, &str)> {
@@ -118,30 +98,6 @@ impl Selection {
     pub fn filters_rows(&self) -> bool {
         !self.equalities().is_empty()
     }
-
-    /// Whether `at` lies in the time range.
-    pub fn covers_time(&self, at: OffsetDateTime) -> bool {
-        self.from.is_none_or(|f| at >= f) && self.until.is_none_or(|u| at < u)
-    }
-
-    /// The filters as given, for a manifest or an audit record.
-    pub fn as_pairs(&self) -> Vec<(&'static str, String)> {
-        let time = |t: &Option<OffsetDateTime>| t.and_then(|t| t.format(&Rfc3339).ok());
-        [
-            ("from", time(&self.from)),
-            ("until", time(&self.until)),
-            ("kind", self.kind.clone()),
-            ("actor", self.actor.clone()),
-            ("agent", self.agent.clone()),
-            ("tool", self.tool.clone()),
-            ("domain", self.domain.clone()),
-            ("decision", self.decision.clone()),
-            ("risk", self.risk.clone()),
-        ]
-        .into_iter()
-        .filter_map(|(k, v)| v.map(|v| (k, v)))
-        .collect()
-    }
 }
 
 /// Which way a walk goes.
@@ -167,33 +123,6 @@ impl SeqRange {
     pub fn is_empty(&self) -> bool {
         self.before.is_some_and(|b| b <= self.after + 1)
     }
-}
-
-/// An audit row as the compliance pages and exports read it: the chained row, its facets and,
-/// for exports, the hash of the row before it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TrailEvent {
-    /// The row as chained.
-    pub event: ChainedEvent,
-    /// Agent, tool, domain, risk and decision facets.
-    pub facets: Facets,
-    /// The previous row's hash (exports only).
-    pub prev_hash: Option<String>,
-}
-
-/// The facet columns of a row.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Facets {
-    /// Agent.
-    pub agent: Option<String>,
-    /// Tool.
-    pub tool: Option<String>,
-    /// Domain.
-    pub domain: Option<String>,
-    /// Risk.
-    pub risk: Option<String>,
-    /// Decision.
-    pub decision: Option<String>,
 }
 
 #[derive(sqlx::FromRow)]

@@ -18,9 +18,9 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use uuid::Uuid;
 
-use super::db::{Conn, Snapshot, on};
-use super::direct::sqlite;
-use super::{Result, StorageError};
+use super::conn::{Conn, Snapshot, on};
+use super::direct::raw::sqlite;
+use super::error::{Result, StorageError};
 use crate::audit::chain::{RowRef, StoredRow};
 
 /// The columns a chain row is verified from, in [`StoredRow`]'s order.

@@ -16,11 +16,16 @@
 //!
 //! A waiter costs one map entry per watched proposal plus a receiver: thousands of agents
 //! waiting cost almost nothing, and a decision wakes only the waiters of its proposal.
+//!
+//! Whoever follows every proposal at once (the agents' event streams' one watcher per instance,
+//! `service::agent_events`) hears each moved id on a bounded broadcast ([`Changes::moves`]),
+//! and [`Move::Gap`] when this instance may have missed moves; with nobody subscribed, a commit
+//! sends nothing there.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
-use tokio::sync::{Notify, watch};
+use tokio::sync::{Notify, broadcast, watch};
 use uuid::Uuid;
 
 /// The channel other instances hear proposal changes on (PostgreSQL).
@@ -29,9 +34,23 @@ pub const PROPOSAL_CHANNEL: &str = "countersign_proposal";
 /// The channel other instances hear revocations of API tokens on (PostgreSQL).
 pub const CREDENTIALS_CHANNEL: &str = "countersign_credentials";
 
+/// How many moves [`Changes::moves`] holds for a subscriber that has not read them yet; past
+/// it the subscriber hears it lagged.
+pub const MOVES_BACKLOG: usize = 4096;
+
+/// What a subscriber of [`Changes::moves`] hears.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Move {
+    /// This proposal's status moved (committed).
+    Proposal(Uuid),
+    /// This instance may have missed moves (its PostgreSQL listener reconnected).
+    Gap,
+}
+
 /// Waiters, by the proposal they wait on.
 pub struct Changes {
     waiting: Mutex<HashMap<Uuid, watch::Sender<u64>>>,
+    moves: broadcast::Sender<Move>,
     deliveries: Notify,
     attempts: watch::Sender<u64>,
     notify_channels: OnceLock<Vec<&'static str>>,
@@ -43,6 +62,7 @@ impl Default for Changes {
     fn default() -> Self {
         Self {
             waiting: Mutex::default(),
+            moves: broadcast::Sender::new(MOVES_BACKLOG),
             deliveries: Notify::new(),
             attempts: watch::Sender::new(0),
             notify_channels: OnceLock::new(),
@@ -69,14 +89,26 @@ impl Changes {
         }
     }
 
-    /// The proposals `ids` changed status (committed): wakes their waiters.
+    /// The proposals `ids` changed status (committed): wakes their waiters, and tells the
+    /// subscribers of [`Changes::moves`], if any.
     pub fn proposals_changed(&self, ids: impl IntoIterator<Item = Uuid>) {
+        let told = self.moves.receiver_count() > 0;
         let waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
         for id in ids {
             if let Some(sender) = waiting.get(&id) {
                 sender.send_modify(|n| *n = n.wrapping_add(1));
             }
+            if told {
+                // Fails only when the last subscriber left meanwhile: nobody to tell.
+                let _ = self.moves.send(Move::Proposal(id));
+            }
         }
+    }
+
+    /// Every proposal move from now on, as it commits (also other instances', on PostgreSQL),
+    /// and [`Move::Gap`] when some may have been missed. Holds at most [`MOVES_BACKLOG`] unread.
+    pub fn moves(&self) -> broadcast::Receiver<Move> {
+        self.moves.subscribe()
     }
 
     /// Wakes every waiter, as if each proposal had changed: after this instance may have
@@ -86,6 +118,9 @@ impl Changes {
         let waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
         for sender in waiting.values() {
             sender.send_modify(|n| *n = n.wrapping_add(1));
+        }
+        if self.moves.receiver_count() > 0 {
+            let _ = self.moves.send(Move::Gap);
         }
     }
 
@@ -214,6 +249,23 @@ mod tests {
         drop(on_a);
         drop(on_b);
         assert_eq!(changes.watched(), 0);
+    }
+
+    #[tokio::test]
+    async fn moves_reach_subscribers_only_and_a_gap_is_told() {
+        let changes = Arc::new(Changes::default());
+        let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
+        changes.proposals_changed([a]);
+        let mut moves = changes.moves();
+        changes.proposals_changed([b]);
+        changes.wake_all();
+        assert_eq!(
+            moves.try_recv().ok(),
+            Some(Move::Proposal(b)),
+            "not a, sent before"
+        );
+        assert_eq!(moves.try_recv().ok(), Some(Move::Gap));
+        assert!(moves.try_recv().is_err());
     }
 
     #[tokio::test]

@@ -5,9 +5,9 @@
 
 use time::OffsetDateTime;
 
-use super::Result;
 use super::audit_query::time_bound;
-use super::db::{Conn, on};
+use super::conn::{Conn, on};
+use super::error::Result;
 
 /// Events that move the queue or decide, per UTC day: `(day, kind, after_status, count)`.
 pub type DayCount = (String, String, Option<String>, i64);

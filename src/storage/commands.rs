@@ -1,70 +1,29 @@
 //! The executor queue's rows and statements. Who may lease what is decided by
 //! [`crate::domain::command::scope`]; [`claim_next`] and a group's leases ([`claim_staged`])
-//! state the same rule in SQL (tool globs match with `GLOB` on SQLite and, translated, `LIKE`
-//! on PostgreSQL).
+//! state the same rule in SQL for speed (tool globs match with `GLOB` on SQLite and, translated,
+//! `LIKE` on PostgreSQL; the policy's `allowed_executors` is a `,a,b,` filter column).
+//! `tests/lease_rule.rs` holds both dialects to the domain's rule on generated tools, patterns,
+//! executors and times; a change to either side must keep it passing.
 
 use serde_json::Value;
 use sqlx::types::Json;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::db::{Conn, on};
-use super::direct::{self, Cols};
-use super::{Result, StorageError, parse};
+use super::conn::{Conn, on};
+use super::direct::raw;
+use super::error::Result;
+use super::statement::{Arg, Statement, fetch_all};
 use crate::domain::command::retry::SideEffect;
 use crate::domain::command::{CommandKind, CommandSpec, CommandStatus, Resolution};
 use crate::domain::lifecycle::ProposalStatus;
 
-/// A command in the executor queue.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CommandRecord {
-    /// Id.
-    pub id: Uuid,
-    /// The proposal it executes (or whose command it rolls back).
-    pub proposal_id: Uuid,
-    /// The action, or a rollback.
-    pub kind: CommandKind,
-    /// The command a rollback undoes.
-    pub rollback_of: Option<Uuid>,
-    /// Status.
-    pub status: CommandStatus,
-    /// What to run.
-    pub spec: CommandSpec,
-    /// How many times it was leased.
-    pub attempts: i32,
-    /// Executor holding or last holding it.
-    pub leased_by: Option<String>,
-    /// Lease end.
-    pub lease_expires_at: Option<OffsetDateTime>,
-    /// Not leased before this (a retry's backoff).
-    pub available_at: OffsetDateTime,
-    /// Not leased for the first time after this (the approval window).
-    pub execute_by: Option<OffsetDateTime>,
-    /// The running attempt must report by this (`execution.timeout_ms`).
-    pub run_deadline: Option<OffsetDateTime>,
-    /// How the last attempt ended without success (`failed`, `lease_lapsed`, `timed_out`).
-    pub interruption: Option<String>,
-    /// What the executor said of the last failure's side effect.
-    pub side_effect: Option<SideEffect>,
-    /// Success report.
-    pub result: Option<Value>,
-    /// Failure report.
-    pub error: Option<Value>,
-    /// A person's settlement of an unknown outcome.
-    pub resolution: Option<Resolution>,
-    /// Who settled it, or approved or dismissed the rollback task.
-    pub resolved_by: Option<String>,
-    /// When.
-    pub resolved_at: Option<OffsetDateTime>,
-    /// Their reason.
-    pub resolution_reason: Option<String>,
-    /// Queued at.
-    pub created_at: OffsetDateTime,
-    /// Reported at.
-    pub completed_at: Option<OffsetDateTime>,
-    /// Whether a lease token is outstanding (the command is held).
-    pub held: bool,
-}
+mod ask;
+mod row;
+pub use ask::{Approval, Claimed, LeaseAsk, ProposalSeen, SettledSuccess, Success};
+// The record is the domain's; re-exported for the service, which names it here.
+pub use crate::domain::record::CommandRecord;
+use row::{CommandRow, WithProposal, record, records};
 
 /// A command to queue.
 pub struct NewCommand<'a> {
@@ -84,63 +43,6 @@ pub struct NewCommand<'a> {
     pub execute_by: Option<OffsetDateTime>,
     /// Now.
     pub now: OffsetDateTime,
-}
-
-/// A command just leased.
-#[derive(Debug)]
-pub struct Claimed {
-    /// The command, as leased.
-    pub command: CommandRecord,
-    /// What its chained `command.queued` event says was approved.
-    pub approval: Approval,
-}
-
-/// What the trail holds of a command's approval, as its `command.queued` event recorded it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Approval {
-    /// The sha256 of the spec as approved.
-    Recorded(String),
-    /// Queued before events recorded the spec's hash (databases from before the hash).
-    Unhashed,
-    /// No `command.queued` event committed (queued earlier in the same group, or never).
-    Missing,
-}
-
-impl Approval {
-    /// From the claim's column: the hash, `''` for an event without one, null for no event.
-    fn of(column: Option<String>) -> Self {
-        match column {
-            None => Self::Missing,
-            Some(h) if h.is_empty() => Self::Unhashed,
-            Some(h) => Self::Recorded(h),
-        }
-    }
-}
-
-/// A lease to take: what one executor's request asks, owned so a write closure and the
-/// writer's group ([`staged::claim_staged`]) can share it.
-#[derive(Debug, Clone)]
-pub struct LeaseAsk {
-    /// Executor name.
-    pub executor: String,
-    /// The executor token's tool scope (globs); `None` for a token without one.
-    pub scope: Option<Vec<String>>,
-    /// Tools the executor asks for this time (globs); `None` for any it may run.
-    pub wanted: Option<Vec<String>>,
-    /// sha256 hex of the lease token handed to the executor.
-    pub lease_token_hash: String,
-    /// Now.
-    pub now: OffsetDateTime,
-    /// Lease end.
-    pub expires_at: OffsetDateTime,
-}
-
-impl LeaseAsk {
-    /// Whether `other` asks for the same commands (same executor, scope and tools), so one
-    /// statement may claim for both.
-    pub(super) fn same_filter(&self, other: &Self) -> bool {
-        self.executor == other.executor && self.scope == other.scope && self.wanted == other.wanted
-    }
 }
 
 /// How a run ends or goes back to the queue.
@@ -183,143 +85,6 @@ pub struct Resolve<'a> {
     pub now: OffsetDateTime,
 }
 
-#[derive(sqlx::FromRow)]
-struct CommandRow {
-    id: Uuid,
-    proposal_id: Uuid,
-    kind: String,
-    rollback_of: Option<Uuid>,
-    status: String,
-    spec: Json<CommandSpec>,
-    attempts: i32,
-    leased_by: Option<String>,
-    lease_token_hash: Option<String>,
-    lease_expires_at: Option<OffsetDateTime>,
-    available_at: OffsetDateTime,
-    execute_by: Option<OffsetDateTime>,
-    run_deadline: Option<OffsetDateTime>,
-    interruption: Option<String>,
-    side_effect: Option<String>,
-    result: Option<Json<Value>>,
-    error: Option<Json<Value>>,
-    resolution: Option<String>,
-    resolved_by: Option<String>,
-    resolved_at: Option<OffsetDateTime>,
-    resolution_reason: Option<String>,
-    created_at: OffsetDateTime,
-    completed_at: Option<OffsetDateTime>,
-}
-
-/// A command row and the hash of its spec as approved.
-#[derive(sqlx::FromRow)]
-struct WithApproval {
-    #[sqlx(flatten)]
-    row: CommandRow,
-    approved_spec_sha256: Option<String>,
-}
-
-impl WithApproval {
-    fn into_claimed(self) -> Result<Claimed> {
-        Ok(Claimed {
-            command: self.row.into_record()?,
-            approval: Approval::of(self.approved_spec_sha256),
-        })
-    }
-}
-
-/// A command row and its proposal's status.
-#[derive(sqlx::FromRow)]
-struct WithProposal {
-    #[sqlx(flatten)]
-    row: CommandRow,
-    proposal_status: Option<String>,
-}
-
-impl WithProposal {
-    fn into_parts(self) -> Result<(CommandRecord, Option<ProposalStatus>)> {
-        let status = self
-            .proposal_status
-            .map(|s| parse("proposal status", &s, ProposalStatus::parse))
-            .transpose()?;
-        Ok((self.row.into_record()?, status))
-    }
-}
-
-impl CommandRow {
-    /// The row as a direct read stepped it (see [`super::direct`]).
-    fn from_direct(c: &Cols<'_, '_>) -> Result<Self> {
-        let attempts = c.int("attempts")?;
-        Ok(Self {
-            id: c.uuid("id")?,
-            proposal_id: c.uuid("proposal_id")?,
-            kind: c.text("kind")?,
-            rollback_of: c.opt_uuid("rollback_of")?,
-            status: c.text("status")?,
-            spec: Json(c.json("spec")?),
-            attempts: i32::try_from(attempts)
-                .map_err(|_| StorageError::Corrupt(format!("attempts {attempts}")))?,
-            leased_by: c.opt_text("leased_by")?,
-            lease_token_hash: c.opt_text("lease_token_hash")?,
-            lease_expires_at: c.opt_time("lease_expires_at")?,
-            available_at: c.time("available_at")?,
-            execute_by: c.opt_time("execute_by")?,
-            run_deadline: c.opt_time("run_deadline")?,
-            interruption: c.opt_text("interruption")?,
-            side_effect: c.opt_text("side_effect")?,
-            result: c.opt_json("result")?.map(Json),
-            error: c.opt_json("error")?.map(Json),
-            resolution: c.opt_text("resolution")?,
-            resolved_by: c.opt_text("resolved_by")?,
-            resolved_at: c.opt_time("resolved_at")?,
-            resolution_reason: c.opt_text("resolution_reason")?,
-            created_at: c.time("created_at")?,
-            completed_at: c.opt_time("completed_at")?,
-        })
-    }
-
-    fn into_record(self) -> Result<CommandRecord> {
-        Ok(CommandRecord {
-            id: self.id,
-            proposal_id: self.proposal_id,
-            kind: parse("command kind", &self.kind, CommandKind::parse)?,
-            rollback_of: self.rollback_of,
-            status: parse("command status", &self.status, CommandStatus::parse)?,
-            spec: self.spec.0,
-            attempts: self.attempts,
-            leased_by: self.leased_by,
-            lease_expires_at: self.lease_expires_at,
-            available_at: self.available_at,
-            execute_by: self.execute_by,
-            run_deadline: self.run_deadline,
-            interruption: self.interruption,
-            side_effect: self
-                .side_effect
-                .map(|s| parse("side effect", &s, SideEffect::parse))
-                .transpose()?,
-            result: self.result.map(|j| j.0),
-            error: self.error.map(|j| j.0),
-            resolution: self
-                .resolution
-                .map(|s| parse("resolution", &s, Resolution::parse))
-                .transpose()?,
-            resolved_by: self.resolved_by,
-            resolved_at: self.resolved_at,
-            resolution_reason: self.resolution_reason,
-            created_at: self.created_at,
-            completed_at: self.completed_at,
-            held: self.lease_token_hash.is_some(),
-        })
-    }
-}
-
-fn record(row: Option<CommandRow>) -> Result<Option<CommandRecord>> {
-    row.map(CommandRow::into_record).transpose()
-}
-
-fn records(rows: Vec<CommandRow>) -> Result<Vec<CommandRecord>> {
-    rows.into_iter().map(CommandRow::into_record).collect()
-}
-
 macro_rules! cols {
     () => {
         "id, proposal_id, kind, rollback_of, status, spec, attempts, leased_by, \
@@ -330,7 +95,7 @@ macro_rules! cols {
 }
 
 mod succeeded;
-pub use succeeded::{ProposalSeen, Success, settle_succeeded};
+pub use succeeded::settle_succeeded;
 
 /// PostgreSQL: a tool glob (`*`, `?`) in column or expression `$e` as a `LIKE` pattern.
 macro_rules! like {
@@ -341,6 +106,25 @@ macro_rules! like {
             ", '_', '\\_'), '%', '\\%'), '*', '%'), '?', '_')"
         )
     };
+}
+
+/// An executor's name in column or expression `$e` as the queue's filter holds it
+/// ([`executor_filter`]): `%` and `,` percent-encoded.
+macro_rules! filter_name {
+    ($e:literal) => {
+        concat!("replace(replace(", $e, ", '%', '%25'), ',', '%2C')")
+    };
+}
+
+/// The executors an approval named as the queue's filter column: `,a,b,`, each name with `%`
+/// and `,` percent-encoded (as `filter_name!` encodes the leasing executor's), so a name
+/// holding a comma stays one name; `None` when it named none (any executor whose scope covers
+/// the tool).
+fn executor_filter(names: &[String]) -> Option<String> {
+    let encoded = names
+        .iter()
+        .map(|n| n.replace('%', "%25").replace(',', "%2C"));
+    (!names.is_empty()).then(|| format!(",{},", encoded.collect::<Vec<_>>().join(",")))
 }
 
 /// Queues a command (or opens a rollback task).
@@ -356,7 +140,7 @@ pub async fn insert(conn: Conn<'_>, c: &NewCommand<'_>) -> Result<()> {
         .bind(&c.spec.tool.name)
         .bind(c.status.as_str())
         .bind(Json(c.spec))
-        .bind(c.spec.executor_filter())
+        .bind(executor_filter(&c.spec.allowed_executors))
         .bind(c.now)
         .bind(c.execute_by)
         .execute(x)
@@ -379,7 +163,9 @@ macro_rules! pg_claimable {
                                where c.tool_name like ",
             like!("s.p"),
             ") \
-                  else strpos(c.allowed_executors, ',' || $1 || ',') > 0 and ($5 is null or \
+                  else strpos(c.allowed_executors, ',' || ",
+            filter_name!("$1"),
+            " || ',') > 0 and ($5 is null or \
                   exists (select 1 from jsonb_array_elements_text($5) s(p) \
                           where c.tool_name like ",
             like!("s.p"),
@@ -408,8 +194,8 @@ macro_rules! pg_approved {
 
 mod staged;
 pub use staged::{
-    SettledSuccess, Staged, StagedClaims, StagedSettles, claim_staged, settle_and_claim_staged,
-    settle_staged, settle_then_claim_staged,
+    Staged, StagedClaims, StagedSettles, claim_staged, settle_and_claim_staged, settle_staged,
+    settle_then_claim_staged,
 };
 
 /// Leases the oldest queued command this executor may run: available (backoff over), inside
@@ -567,25 +353,57 @@ pub async fn expire_unleased(conn: Conn<'_>, now: OffsetDateTime) -> Result<Vec<
     records(rows)
 }
 
-/// Commands a person must settle (`outcome_unknown`, `timed_out`), oldest first.
-pub async fn needing_resolution(conn: Conn<'_>, limit: i64) -> Result<Vec<CommandRecord>> {
-    let sql = concat!(
-        "select ",
-        cols!(),
-        " from commands where status in ('outcome_unknown', 'timed_out') order by seq limit $1"
-    );
-    let rows: Vec<CommandRow> = on!(conn, |c| sqlx::query_as(sql).bind(limit).fetch_all(c).await)?;
-    records(rows)
+/// Commands a person must settle (outcome unknown or timed out), oldest first, among those
+/// whose proposal is in `domains` (`None`: every domain).
+pub async fn needing_resolution(
+    conn: Conn<'_>,
+    domains: Option<&[String]>,
+    limit: i64,
+) -> Result<Vec<CommandRecord>> {
+    attention(
+        conn,
+        "status in ('outcome_unknown', 'timed_out')",
+        domains,
+        limit,
+    )
+    .await
 }
 
-/// Rollback tasks waiting for a reviewer, oldest first.
-pub async fn rollback_tasks(conn: Conn<'_>, limit: i64) -> Result<Vec<CommandRecord>> {
-    let sql = concat!(
-        "select ",
-        cols!(),
-        " from commands where status = 'awaiting_approval' order by seq limit $1"
-    );
-    let rows: Vec<CommandRow> = on!(conn, |c| sqlx::query_as(sql).bind(limit).fetch_all(c).await)?;
+/// Rollback tasks waiting for a reviewer, oldest first, among those whose proposal is in
+/// `domains` (`None`: every domain).
+pub async fn rollback_tasks(
+    conn: Conn<'_>,
+    domains: Option<&[String]>,
+    limit: i64,
+) -> Result<Vec<CommandRecord>> {
+    attention(conn, "status = 'awaiting_approval'", domains, limit).await
+}
+
+/// Commands in `status` (a fixed condition) whose proposal's domain is one of `domains`.
+async fn attention(
+    conn: Conn<'_>,
+    status: &'static str,
+    domains: Option<&[String]>,
+    limit: i64,
+) -> Result<Vec<CommandRecord>> {
+    let mut stmt = Statement::default();
+    stmt.push(concat!("select ", cols!(), " from commands where "))
+        .push(status);
+    if let Some(ds) = domains {
+        stmt.push(" and proposal_id in (select id from proposals where domain in (");
+        if ds.is_empty() {
+            stmt.push("null");
+        }
+        for (i, d) in ds.iter().enumerate() {
+            if i > 0 {
+                stmt.push(", ");
+            }
+            stmt.bind(Arg::Text(d.clone()));
+        }
+        stmt.push("))");
+    }
+    stmt.push(" order by seq limit ").bind(Arg::Int(limit));
+    let rows: Vec<CommandRow> = fetch_all!(conn, CommandRow, stmt)?;
     records(rows)
 }
 
@@ -684,7 +502,7 @@ pub(super) fn for_proposal_direct(
     db: &rusqlite::Connection,
     proposal_id: Uuid,
 ) -> Result<Option<CommandRecord>> {
-    direct::one(db, FOR_PROPOSAL, proposal_id, |c| {
+    raw::one(db, FOR_PROPOSAL, proposal_id, |c| {
         CommandRow::from_direct(c)?.into_record()
     })
 }
@@ -714,40 +532,47 @@ pub async fn rollback_for(conn: Conn<'_>, command_id: Uuid) -> Result<Option<Com
     record(row)
 }
 
-/// Replaces a settled command's spec and report with their erased forms (GDPR erasure); only
-/// a command no executor may still run (`succeeded`, `failed`, `expired`, `dismissed`) is
-/// touched.
-pub async fn erase(
-    conn: Conn<'_>,
-    id: Uuid,
-    spec: &CommandSpec,
-    result: Option<&Value>,
-    error: Option<&Value>,
-) -> Result<bool> {
+/// Every command of a proposal (its action and any rollbacks), in queue order.
+pub async fn of_proposal(conn: Conn<'_>, proposal_id: Uuid) -> Result<Vec<CommandRecord>> {
+    let sql = concat!(
+        "select ",
+        cols!(),
+        " from commands where proposal_id = $1 order by seq"
+    );
+    let rows: Vec<CommandRow> = on!(conn, |c| sqlx::query_as(sql)
+        .bind(proposal_id)
+        .fetch_all(c)
+        .await)?;
+    rows.into_iter().map(CommandRow::into_record).collect()
+}
+
+/// What a GDPR erasure writes onto a command: its spec and report in their erased forms.
+pub struct ErasedCommand<'a> {
+    /// The command.
+    pub id: Uuid,
+    /// The status the erasure was decided on ([`crate::domain::erasure::check`]).
+    pub status: CommandStatus,
+    /// The erased spec.
+    pub spec: &'a CommandSpec,
+    /// The erased result.
+    pub result: Option<&'a Value>,
+    /// The erased error.
+    pub error: Option<&'a Value>,
+}
+
+/// Writes an erasure onto a command still in the status it was decided on; `false` if it moved
+/// since (another instance), so the caller rolls the erasure back.
+pub async fn erase(conn: Conn<'_>, e: &ErasedCommand<'_>) -> Result<bool> {
     let sql = "update commands set spec = $1, result = $2, error = $3 \
-               where id = $4 and status in ('succeeded', 'failed', 'expired', 'dismissed')";
+               where id = $4 and status = $5";
     let done = on!(conn, |c| sqlx::query(sql)
-        .bind(Json(spec))
-        .bind(result.map(Json))
-        .bind(error.map(Json))
-        .bind(id)
+        .bind(Json(e.spec))
+        .bind(e.result.map(Json))
+        .bind(e.error.map(Json))
+        .bind(e.id)
+        .bind(e.status.as_str())
         .execute(c)
         .await
         .map(|r| r.rows_affected() > 0))?;
     Ok(done)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Approval;
-
-    #[test]
-    fn an_approval_is_a_hash_an_old_event_without_one_or_nothing() {
-        assert_eq!(
-            Approval::of(Some("ab12".into())),
-            Approval::Recorded("ab12".into())
-        );
-        assert_eq!(Approval::of(Some(String::new())), Approval::Unhashed);
-        assert_eq!(Approval::of(None), Approval::Missing);
-    }
 }

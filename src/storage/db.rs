@@ -19,127 +19,29 @@
 //! commits everything waiting in one transaction and answers each caller once it is durable
 //! ([`super::writer`]).
 
-use std::future::Future;
-use std::pin::Pin;
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::migrate::{MigrateDatabase, Migrator};
-use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{PgConnection, PgPool, Postgres, Sqlite, SqliteConnection, SqlitePool};
+use sqlx::{PgPool, Postgres, SqlitePool};
 use tokio::sync::{mpsc, oneshot};
 
-use super::audit::{self, PendingEvent};
+use super::audit;
+use super::audit::link::PendingEvent;
 use super::changes::Changes;
-use super::direct::{self, DirectReads, PointRead};
-use super::writer::{self, EventsJob, Job, Tx, TypedJob, Upfront, WritePool, stopped};
-use super::{Result, StorageError};
+use super::conn::{Backend, BoxFuture, Conn, ReadConn, Snapshot, SnapshotInner, on};
+use super::direct::raw::DirectReads;
+use super::error::{Result, StorageError};
+use super::writer::tx::{Job, Tx};
+use super::writer::upfront::Upfront;
+use super::writer::{self, EventsJob, TypedJob, WritePool, stopped};
 use super::{schema, wal};
 use crate::audit::safe::Salt;
 use crate::audit::{Actor, AuditEvent};
 use crate::auth::session::AnySessionStore;
-
-/// A boxed future, as write closures return.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
-
-/// Runs `$body` with `$c` bound to the backend's own connection type. See the module docs.
-macro_rules! on {
-    ($conn:expr, |$c:ident| $body:expr) => {
-        match $conn {
-            $crate::storage::db::Conn::Sqlite($c) => $body,
-            $crate::storage::db::Conn::Postgres($c) => $body,
-        }
-    };
-}
-pub(crate) use on;
-
-/// Which backend a store runs on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
-    /// SQLite file.
-    Sqlite,
-    /// PostgreSQL server.
-    Postgres,
-}
-
-/// A borrowed connection on either backend; every statement function takes one.
-pub enum Conn<'c> {
-    /// SQLite.
-    Sqlite(&'c mut SqliteConnection),
-    /// PostgreSQL.
-    Postgres(&'c mut PgConnection),
-}
-
-impl Conn<'_> {
-    /// The same connection, borrowed again for one more statement.
-    pub fn reborrow(&mut self) -> Conn<'_> {
-        match self {
-            Conn::Sqlite(c) => Conn::Sqlite(c),
-            Conn::Postgres(c) => Conn::Postgres(c),
-        }
-    }
-
-    /// The SQLite or the PostgreSQL text of a statement whose dialects differ.
-    pub fn pick(&self, sqlite: &'static str, postgres: &'static str) -> &'static str {
-        match self {
-            Conn::Sqlite(_) => sqlite,
-            Conn::Postgres(_) => postgres,
-        }
-    }
-}
-
-/// A pooled read connection.
-pub enum ReadConn {
-    /// SQLite (read-only pool).
-    Sqlite(PoolConnection<Sqlite>),
-    /// PostgreSQL.
-    Postgres(PoolConnection<Postgres>),
-}
-
-impl ReadConn {
-    /// The connection, for a statement.
-    pub fn conn(&mut self) -> Conn<'_> {
-        match self {
-            ReadConn::Sqlite(c) => Conn::Sqlite(c),
-            ReadConn::Postgres(c) => Conn::Postgres(c),
-        }
-    }
-}
-
-/// A read transaction: every statement on it reads one snapshot of the database, whatever is
-/// committed meanwhile (for a walk over the whole audit trail that must agree with itself).
-/// PostgreSQL: `repeatable read, read only`. SQLite: a deferred transaction on a read-only WAL
-/// connection, whose first select fixes the snapshot until it ends.
-pub struct Snapshot {
-    inner: SnapshotInner,
-}
-
-impl Snapshot {
-    /// The connection, for a statement.
-    pub fn conn(&mut self) -> Conn<'_> {
-        match &mut self.inner {
-            SnapshotInner::Sqlite(t) => Conn::Sqlite(t),
-            SnapshotInner::Postgres(t) => Conn::Postgres(t),
-        }
-    }
-
-    /// Ends the snapshot (it wrote nothing: rolled back).
-    pub async fn end(self) -> Result<()> {
-        match self.inner {
-            SnapshotInner::Sqlite(t) => t.rollback().await?,
-            SnapshotInner::Postgres(t) => t.rollback().await?,
-        }
-        Ok(())
-    }
-}
-
-enum SnapshotInner {
-    Sqlite(sqlx::Transaction<'static, Sqlite>),
-    Postgres(sqlx::Transaction<'static, Postgres>),
-}
 
 enum Engine {
     Sqlite {
@@ -205,14 +107,13 @@ impl Store {
         })
     }
 
-    /// A connection for an agent's point reads: on SQLite one read on this thread when a
-    /// connection of [`super::direct`] is free; else a pooled one.
-    pub async fn point_read(&self) -> Result<PointRead<'_>> {
-        let direct = match &*self.engine {
+    /// The read-only connections of the SQLite file for point reads on the caller's thread
+    /// ([`super::direct`]); `None` on PostgreSQL.
+    pub(super) fn direct_reads(&self) -> Option<&DirectReads> {
+        match &*self.engine {
             Engine::Sqlite { direct, .. } => Some(direct),
             Engine::Postgres { .. } => None,
-        };
-        direct::point_read(self, direct).await
+        }
     }
 
     /// A read-only snapshot: every statement on it sees the database as of its first read.
@@ -328,7 +229,7 @@ async fn load_salt(mut conn: Conn<'_>) -> Result<Salt> {
 /// and applying migrations. Returns the store and the session store for the same database.
 pub async fn connect(url: &str) -> Result<(Store, AnySessionStore)> {
     if url.starts_with("sqlite:") {
-        connect_sqlite(url).await
+        connect_sqlite(url, wal::Checkpointing::SERVING).await
     } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
         connect_postgres(url).await
     } else {
@@ -341,7 +242,10 @@ pub async fn connect(url: &str) -> Result<(Store, AnySessionStore)> {
 /// SQLite, the embedded default: one file, created and migrated on first start. Writes go
 /// through the one writer connection; reads use a small read-only pool. WAL with
 /// `synchronous = full`: an acknowledged write survives `kill -9` and power loss.
-async fn connect_sqlite(url: &str) -> Result<(Store, AnySessionStore)> {
+async fn connect_sqlite(
+    url: &str,
+    checkpointing: wal::Checkpointing,
+) -> Result<(Store, AnySessionStore)> {
     if url.contains(":memory:") || url.contains("mode=memory") {
         return Err(StorageError::Database(sqlx::Error::Configuration(
             "in-memory SQLite is not supported: give a file, e.g. sqlite://countersign.db".into(),
@@ -354,33 +258,7 @@ async fn connect_sqlite(url: &str) -> Result<(Store, AnySessionStore)> {
         .foreign_keys(true)
         .busy_timeout(Duration::from_secs(10));
     let path = options.get_filename().to_owned();
-    // The writer never checkpoints the WAL in its commits; a task on its own connection does,
-    // and asks the writer to rewind a long log between two groups (see [`super::wal`]). Its
-    // statement journals (each change's savepoint in a group) stay in memory: spilled to a
-    // temporary file, they cost a file and hundreds of writes per group.
-    let limit = wal::WAL_SIZE_LIMIT.to_string();
-    let write = sqlite_pool()
-        .max_connections(1)
-        .connect_with(
-            options
-                .clone()
-                .pragma("wal_autocheckpoint", "0")
-                .pragma("journal_size_limit", limit.clone())
-                .pragma("temp_store", "memory"),
-        )
-        .await?;
-    sqlx::migrate!("./migrations/sqlite").run(&write).await?;
-    let checkpointer = sqlite_pool()
-        .max_connections(1)
-        .connect_with(options.clone().pragma("journal_size_limit", limit))
-        .await?;
-    let rewind = Arc::new(wal::Rewind::default());
-    tokio::spawn(wal::checkpoint_task(
-        checkpointer,
-        Arc::clone(&rewind),
-        wal::WAL_CHECKPOINT,
-        wal::WAL_RESTART_FRAMES,
-    ));
+    let (write, rewind) = sqlite_writer(&options, checkpointing).await?;
     // Sessions get their own connection: a sign-in must not wait behind a write batch.
     let session_pool = sqlite_pool()
         .max_connections(2)
@@ -421,6 +299,40 @@ async fn connect_sqlite(url: &str) -> Result<(Store, AnySessionStore)> {
         },
         AnySessionStore::Sqlite(sessions),
     ))
+}
+
+/// The SQLite writer's connection, migrated, and the task that checkpoints the WAL beside it.
+/// The writer never checkpoints the WAL in its commits; the task on its own connection does,
+/// and asks the writer to rewind a long log between two groups (see [`super::wal`]). The
+/// writer's statement journals (each change's savepoint in a group) stay in memory: spilled
+/// to a temporary file, they cost a file and hundreds of writes per group.
+async fn sqlite_writer(
+    options: &SqliteConnectOptions,
+    checkpointing: wal::Checkpointing,
+) -> Result<(SqlitePool, Arc<wal::Rewind>)> {
+    let limit = wal::WAL_SIZE_LIMIT.to_string();
+    let write = sqlite_pool()
+        .max_connections(1)
+        .connect_with(
+            options
+                .clone()
+                .pragma("wal_autocheckpoint", "0")
+                .pragma("journal_size_limit", limit.clone())
+                .pragma("temp_store", "memory"),
+        )
+        .await?;
+    sqlx::migrate!("./migrations/sqlite").run(&write).await?;
+    let checkpointer = sqlite_pool()
+        .max_connections(1)
+        .connect_with(options.clone().pragma("journal_size_limit", limit))
+        .await?;
+    let rewind = Arc::new(wal::Rewind::default());
+    tokio::spawn(wal::checkpoint_task(
+        checkpointer,
+        Arc::clone(&rewind),
+        checkpointing,
+    ));
+    Ok((write, rewind))
 }
 
 /// A pool of connections to the SQLite file. No ping before each acquire (sqlx's default): a
@@ -530,11 +442,17 @@ mod tests {
     /// a checkpoint on another connection copy what was committed before it while its own
     /// transaction is open (a writer that never stops, in slow motion); with `rewinding`, the
     /// writer is asked to rewind before each, as the checkpoint task asks it once the log is
-    /// long.
+    /// long. The store's own checkpoint task is held off for the test's length: a turn of it
+    /// between two slow writes (a loaded machine) would copy everything and let the log start
+    /// over by itself.
     async fn frames_after(writes: usize, rewinding: bool) -> i64 {
         let dir = tempfile::tempdir().expect("dir");
         let url = format!("sqlite://{}", dir.path().join("wal.db").display());
-        let (store, _) = connect(&url).await.expect("store");
+        let held_off = wal::Checkpointing {
+            every: Duration::from_secs(3600),
+            ..wal::Checkpointing::SERVING
+        };
+        let (store, _) = connect_sqlite(&url, held_off).await.expect("store");
         let side = SqlitePool::connect(&url).await.expect("side");
         let Engine::Sqlite { rewind, .. } = &*store.engine else {
             panic!("a SQLite store");
@@ -565,19 +483,11 @@ mod tests {
                 .await
                 .expect("write");
         }
-        // The store's own checkpoint task may be checkpointing at this very moment: the pragma
-        // then answers -1 (it could not run). Ask again once that one is done.
-        for _ in 0..100_000 {
-            let (_, log, _): (i64, i64, i64) = sqlx::query_as("pragma wal_checkpoint(passive)")
-                .fetch_one(&side)
-                .await
-                .expect("log");
-            if log >= 0 {
-                return log;
-            }
-            tokio::task::yield_now().await;
-        }
-        panic!("the log's length could not be read: a checkpoint never ended");
+        let (_, log, _): (i64, i64, i64) = sqlx::query_as("pragma wal_checkpoint(passive)")
+            .fetch_one(&side)
+            .await
+            .expect("log");
+        log
     }
 
     #[tokio::test]

@@ -16,74 +16,17 @@
 //! from the file right there: a local disk's wait, on a runtime worker. On PostgreSQL, reads
 //! are network round trips anyway and always use the pool.
 
-use std::path::Path;
-use std::sync::{Mutex, PoisonError};
+pub(super) mod raw;
 
-use rusqlite::types::ValueRef;
-use rusqlite::{Connection, OpenFlags, Row};
-use serde::de::DeserializeOwned;
-use time::OffsetDateTime;
-use time::format_description::well_known::Rfc3339;
+use rusqlite::Connection;
 use uuid::Uuid;
 
 use super::commands::{self, CommandRecord};
-use super::db::{ReadConn, Store};
+use super::conn::ReadConn;
+use super::db::Store;
+use super::error::Result;
 use super::proposals::{self, ProposalRecord};
-use super::{Result, StorageError};
-
-/// The read-only connections of one SQLite file, each lent for one read at a time.
-pub(super) struct DirectReads {
-    idle: Mutex<Vec<Connection>>,
-}
-
-impl DirectReads {
-    /// Opens `count` read-only connections to the database file at `path`. They never wait
-    /// for a lock (no busy timeout): a read that finds the file busy goes to the pool, whose
-    /// threads may wait.
-    pub(super) fn open(path: &Path, count: usize) -> Result<Self> {
-        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let idle = (0..count)
-            .map(|_| {
-                let db = Connection::open_with_flags(path, flags).map_err(sqlite)?;
-                db.busy_timeout(std::time::Duration::ZERO).map_err(sqlite)?;
-                Ok(db)
-            })
-            .collect::<Result<Vec<_>>>()?;
-        Ok(Self {
-            idle: Mutex::new(idle),
-        })
-    }
-
-    /// An idle connection, if one is free.
-    fn take(&self) -> Option<Lent<'_>> {
-        let db = self.idle().pop()?;
-        Some(Lent {
-            db: Some(db),
-            home: self,
-        })
-    }
-
-    /// The idle set. A read that panicked cannot leave it half-changed (a push or a pop), so
-    /// a poisoned lock is taken as it is.
-    fn idle(&self) -> std::sync::MutexGuard<'_, Vec<Connection>> {
-        self.idle.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-/// A connection lent for one read; it goes back to its set when dropped.
-struct Lent<'a> {
-    /// Always `Some` until dropped.
-    db: Option<Connection>,
-    home: &'a DirectReads,
-}
-
-impl Drop for Lent<'_> {
-    fn drop(&mut self) {
-        if let Some(db) = self.db.take() {
-            self.home.idle().push(db);
-        }
-    }
-}
+use raw::{DirectReads, Lent};
 
 /// A connection for an agent's point reads: on SQLite one of [`DirectReads`] when one is
 /// free, else (and on PostgreSQL) one from the pool. A direct read that fails for any reason
@@ -141,125 +84,19 @@ impl PointRead<'_> {
     }
 }
 
-/// A [`PointRead`] on `direct`'s connections if one is free, else on `store`'s pool.
-pub(super) async fn point_read<'a>(
-    store: &'a Store,
-    direct: Option<&'a DirectReads>,
-) -> Result<PointRead<'a>> {
-    let direct = direct.and_then(DirectReads::take);
-    let pooled = match direct {
-        Some(_) => None,
-        None => Some(store.read().await?),
-    };
-    Ok(PointRead {
-        direct,
-        pooled,
-        store,
-    })
-}
-
-/// The one row `sql` (parameter `$1` = `id`) selects, read by `read`; the statement is
-/// prepared once per connection.
-pub(super) fn one<T>(
-    db: &Connection,
-    sql: &str,
-    id: Uuid,
-    read: impl FnOnce(&Cols<'_, '_>) -> Result<T>,
-) -> Result<Option<T>> {
-    let mut statement = db.prepare_cached(sql).map_err(sqlite)?;
-    let mut rows = statement
-        .query([id.as_bytes().as_slice()])
-        .map_err(sqlite)?;
-    match rows.next().map_err(sqlite)? {
-        Some(row) => read(&Cols(row)).map(Some),
-        None => Ok(None),
-    }
-}
-
-/// A stepped row's columns by name, decoded as sqlx stores them on SQLite: UUIDs as 16-byte
-/// blobs, times as RFC 3339 text, JSON as text. A value of another type is corrupt.
-pub(super) struct Cols<'r, 's>(&'r Row<'s>);
-
-impl Cols<'_, '_> {
-    fn value(&self, name: &str) -> Result<ValueRef<'_>> {
-        self.0.get_ref(name).map_err(sqlite)
-    }
-
-    fn corrupt(name: &str, what: &str) -> StorageError {
-        StorageError::Corrupt(format!("`{name}` is not {what}"))
-    }
-
-    /// Column `name`'s text, or null; anything else is not `what`.
-    fn opt_str(&self, name: &str, what: &str) -> Result<Option<&str>> {
-        self.value(name)?
-            .as_str_or_null()
-            .map_err(|_| Self::corrupt(name, what))
-    }
-
-    /// `value` of column `name`, which may not be null (it is then not `what`).
-    fn required<T>(value: Option<T>, name: &str, what: &str) -> Result<T> {
-        value.ok_or_else(|| Self::corrupt(name, what))
-    }
-
-    /// An integer.
-    pub(super) fn int(&self, name: &str) -> Result<i64> {
-        self.value(name)?
-            .as_i64()
-            .map_err(|_| Self::corrupt(name, "an integer"))
-    }
-
-    /// Text or null.
-    pub(super) fn opt_text(&self, name: &str) -> Result<Option<String>> {
-        Ok(self.opt_str(name, "text")?.map(str::to_owned))
-    }
-
-    /// Text.
-    pub(super) fn text(&self, name: &str) -> Result<String> {
-        Self::required(self.opt_text(name)?, name, "text")
-    }
-
-    /// A UUID or null.
-    pub(super) fn opt_uuid(&self, name: &str) -> Result<Option<Uuid>> {
-        let value = self.value(name)?;
-        let blob = value
-            .as_blob_or_null()
-            .map_err(|_| Self::corrupt(name, "a UUID"))?;
-        blob.map(|b| Uuid::from_slice(b).map_err(|_| Self::corrupt(name, "a UUID")))
-            .transpose()
-    }
-
-    /// A UUID.
-    pub(super) fn uuid(&self, name: &str) -> Result<Uuid> {
-        Self::required(self.opt_uuid(name)?, name, "a UUID")
-    }
-
-    /// A time or null.
-    pub(super) fn opt_time(&self, name: &str) -> Result<Option<OffsetDateTime>> {
-        let parse =
-            |t| OffsetDateTime::parse(t, &Rfc3339).map_err(|_| Self::corrupt(name, "a time"));
-        self.opt_str(name, "a time")?.map(parse).transpose()
-    }
-
-    /// A time.
-    pub(super) fn time(&self, name: &str) -> Result<OffsetDateTime> {
-        Self::required(self.opt_time(name)?, name, "a time")
-    }
-
-    /// JSON text, parsed, or null.
-    pub(super) fn opt_json<T: DeserializeOwned>(&self, name: &str) -> Result<Option<T>> {
-        let parse = |t| {
-            serde_json::from_str(t).map_err(|e| Self::corrupt(name, &format!("valid JSON ({e})")))
+impl Store {
+    /// A connection for an agent's point reads: on SQLite one read on this thread when a
+    /// connection of [`raw::DirectReads`] is free; else a pooled one.
+    pub async fn point_read(&self) -> Result<PointRead<'_>> {
+        let direct = self.direct_reads().and_then(DirectReads::take);
+        let pooled = match direct {
+            Some(_) => None,
+            None => Some(self.read().await?),
         };
-        self.opt_str(name, "JSON text")?.map(parse).transpose()
+        Ok(PointRead {
+            direct,
+            pooled,
+            store: self,
+        })
     }
-
-    /// JSON text, parsed.
-    pub(super) fn json<T: DeserializeOwned>(&self, name: &str) -> Result<T> {
-        Self::required(self.opt_json(name)?, name, "JSON text")
-    }
-}
-
-/// rusqlite's errors as sqlx's I/O kind: an internal failure like any other.
-pub(super) fn sqlite(e: rusqlite::Error) -> StorageError {
-    StorageError::Database(sqlx::Error::Io(std::io::Error::other(e)))
 }

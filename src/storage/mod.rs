@@ -1,6 +1,6 @@
 //! All of Countersign's SQL, on SQLite (the embedded default) and PostgreSQL (for several
-//! instances on one database): connection plumbing in [`db`], then one file per table group,
-//! one statement per function, named after what it does. No rules live here: what a change
+//! instances on one database): connection plumbing in [`conn`] and [`db`], then one file per
+//! table group, one statement per function, named after what it does. No rules live here: what a change
 //! means is decided in `service/` and `domain/`; storage only reads and writes rows.
 //!
 //! Every state change runs in one [`Tx`] with the audit events it records and, where it
@@ -9,17 +9,28 @@
 //!
 //! Errors: [`StorageError`] is this layer's only error type; `Database` is an internal
 //! failure, logged by the caller and never echoed.
+//!
+//! Layers: [`error`] and [`conn`] name nothing above them; each statement file names those
+//! (and leaf files of shared types such as [`status_change`]); [`writer`] runs statements;
+//! [`db`] hands changes to the writer. No file names one above it, and this file only
+//! declares the modules and re-exports for callers outside storage: a file in here names the
+//! file that defines an item, never these re-exports.
 
 pub mod accounts;
+pub mod agent_stream;
 pub mod alerts;
 pub mod audit;
 pub mod audit_query;
 pub mod audit_walk;
 pub mod changes;
 pub mod charts;
+mod chunk;
 pub mod commands;
+pub mod conn;
 pub mod db;
 pub mod direct;
+pub mod error;
+pub mod gateway;
 pub mod history;
 pub mod notifications;
 pub mod paused;
@@ -28,47 +39,16 @@ pub mod queue;
 pub mod schema;
 pub mod slack;
 pub(crate) mod statement;
+pub mod status_change;
 pub mod throttle;
 pub mod wal;
 pub mod webhooks;
 pub mod writer;
 
 pub use audit::AuditRecord;
-pub use db::{Backend, BoxFuture, Conn, ReadConn, Snapshot, Store, connect};
+pub use conn::{Backend, BoxFuture, Conn, ReadConn, Snapshot};
+pub use db::{Store, connect};
 pub use direct::PointRead;
-pub use writer::{Tx, Upfront};
-
-/// The storage layer's error.
-#[derive(Debug, thiserror::Error)]
-pub enum StorageError {
-    /// The row does not exist.
-    #[error("not found")]
-    NotFound,
-    /// A stored value is not one Countersign writes (corruption or a newer schema).
-    #[error("corrupt row: {0}")]
-    Corrupt(String),
-    /// The database failed.
-    #[error(transparent)]
-    Database(#[from] sqlx::Error),
-    /// Migrations failed.
-    #[error(transparent)]
-    Migrate(#[from] sqlx::migrate::MigrateError),
-    /// The connecting role may not do what was asked (migrate a pending schema, grant to a
-    /// role that cannot be a serving role); says what to do instead.
-    #[error("{0}")]
-    Privileges(String),
-    /// The write batch this change was part of could not be committed.
-    #[error("write failed: {0}")]
-    Batch(String),
-    /// The writer's thread or runtime could not be started (the system's limits).
-    #[error("could not start the writer: {0}")]
-    Start(#[from] std::io::Error),
-}
-
-/// Result alias for this layer.
-pub type Result<T, E = StorageError> = std::result::Result<T, E>;
-
-/// Parses a stored enum value; an unknown one is corruption, never a default.
-pub(crate) fn parse<T>(what: &str, raw: &str, parse: fn(&str) -> Option<T>) -> Result<T> {
-    parse(raw).ok_or_else(|| StorageError::Corrupt(format!("unknown {what} `{raw}`")))
-}
+pub use error::{Result, StorageError};
+pub use writer::tx::Tx;
+pub use writer::upfront::Upfront;

@@ -8,9 +8,9 @@
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::Result;
-use super::audit::StatusChange;
-use super::db::{Conn, on};
+use super::conn::{Conn, on};
+use super::error::Result;
+use super::status_change::StatusChange;
 use crate::domain::notify::Reason;
 
 /// Something a person must hear about, raised inside a change: an expiry warning, an
@@ -74,7 +74,7 @@ pub async fn queue(
 async fn insert_all(mut conn: Conn<'_>, rows: &[Row<'_>]) -> Result<()> {
     let mut rest = rows;
     while !rest.is_empty() {
-        let n = super::audit::chunk_len(rest.len());
+        let n = super::chunk::chunk_len(rest.len());
         insert(conn.reborrow(), &rest[..n]).await?;
         rest = &rest[n..];
     }

@@ -2,8 +2,8 @@
 
 use time::OffsetDateTime;
 
-use super::Result;
-use super::db::{Conn, on};
+use super::conn::{Conn, on};
+use super::error::Result;
 
 /// A paused tool pattern.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]

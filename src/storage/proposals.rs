@@ -8,68 +8,16 @@ use sqlx::types::Json;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::db::{Conn, on};
-use super::direct::{self, Cols};
-use super::{Result, StorageError, parse};
+use super::conn::{Conn, on};
+use super::direct::raw::{self, Cols};
+use super::error::{Result, StorageError, parse};
 use crate::domain::contract::proposal::ToolProposal;
 use crate::domain::contract::vocab::AuthorizationState;
 use crate::domain::lifecycle::{ProposalStatus, ReviewVerdict};
 use crate::domain::routing::proposal::ProposalDecision as Routing;
 
-/// A reviewer's decision as stored.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Review {
-    /// Approved or rejected.
-    pub verdict: ReviewVerdict,
-    /// Reviewer's username.
-    pub decided_by: String,
-    /// When.
-    pub decided_at: OffsetDateTime,
-    /// Reviewer's reason.
-    pub reason: Option<String>,
-}
-
-/// A proposal as stored.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ProposalRecord {
-    /// Position in arrival order.
-    pub seq: i64,
-    /// The agent's proposal id.
-    pub id: Uuid,
-    /// The authenticated agent that submitted it.
-    pub agent: String,
-    /// Current status.
-    pub status: ProposalStatus,
-    /// Current effective authorization (`confirmed` once approved).
-    pub authorization_state: AuthorizationState,
-    /// `sha256` of the canonical request.
-    pub request_hash: String,
-    /// How it was routed.
-    pub routing: Routing,
-    /// The validated contract.
-    pub contract: ToolProposal,
-    /// Arrival time.
-    pub created_at: OffsetDateTime,
-    /// Last change.
-    pub updated_at: OffsetDateTime,
-    /// When a pending proposal expires.
-    pub expires_at: Option<OffsetDateTime>,
-    /// The decision, once taken.
-    pub review: Option<Review>,
-    /// Its GDPR erasure, once done.
-    pub erasure: Option<Erasure>,
-}
-
-/// Who erased a proposal's personal data, when and why.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Erasure {
-    /// Who.
-    pub by: String,
-    /// When.
-    pub at: OffsetDateTime,
-    /// Why.
-    pub reason: String,
-}
+// The records are the domain's; re-exported for the service, which names them here.
+pub use crate::domain::record::{Erasure, ProposalRecord, Review};
 
 /// A proposal row to insert, built before the write: its JSON columns are serialized here, on
 /// the submitting request's own task, not on the one writer's serial path.
@@ -379,7 +327,7 @@ pub async fn insert_staged(mut conn: Conn<'_>, rows: &[Arc<NewProposal>]) -> Res
     let mut inserted: HashMap<Uuid, i64> = HashMap::with_capacity(rows.len());
     let mut start = 0;
     while start < rows.len() {
-        let end = start + super::audit::chunk_len(rows.len() - start);
+        let end = start + super::chunk::chunk_len(rows.len() - start);
         let chunk = &rows[start..end];
         let got: Vec<(Uuid, i64)> = on!(conn.reborrow(), |c| {
             let mut q = sqlx::QueryBuilder::new(INSERT);
@@ -425,7 +373,7 @@ pub async fn by_agent_key(
 
 /// A proposal by id, read on this thread (SQLite; see [`super::direct`]).
 pub(super) fn by_id_direct(db: &rusqlite::Connection, id: Uuid) -> Result<Option<ProposalRecord>> {
-    direct::one(db, BY_ID, id, |c| {
+    raw::one(db, BY_ID, id, |c| {
         ProposalRow::from_direct(c)?.into_record()
     })
 }
@@ -439,6 +387,24 @@ pub async fn by_id(conn: Conn<'_>, id: Uuid) -> Result<Option<ProposalRecord>> {
         .fetch_optional(c)
         .await)?;
     record(row)
+}
+
+/// The proposals among `ids` that exist, in no particular order (one statement).
+pub async fn by_ids(conn: Conn<'_>, ids: &[Uuid]) -> Result<Vec<ProposalRecord>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let rows: Vec<ProposalRow> = on!(conn, |c| {
+        let mut q =
+            sqlx::QueryBuilder::new(concat!("select ", cols!(), " from proposals where id in ("));
+        let mut list = q.separated(", ");
+        for id in ids {
+            list.push_bind(*id);
+        }
+        list.push_unseparated(")");
+        q.build_query_as().fetch_all(c).await
+    })?;
+    records(rows)
 }
 
 /// Proposals in `status`, oldest first.
@@ -683,6 +649,8 @@ pub async fn approvals(conn: Conn<'_>, id: Uuid) -> Result<Vec<(String, OffsetDa
 pub struct ErasureRow<'a> {
     /// The proposal.
     pub id: Uuid,
+    /// The status the erasure was decided on ([`crate::domain::erasure::check`]).
+    pub status: ProposalStatus,
     /// Its contract with personal data values erased.
     pub contract: &'a ToolProposal,
     /// Who.
@@ -693,14 +661,14 @@ pub struct ErasureRow<'a> {
     pub now: OffsetDateTime,
 }
 
-/// Writes an erasure onto a settled proposal not erased before; `None` if it was erased, is
-/// pending, or does not exist.
+/// Writes an erasure onto a proposal not erased before and still in the status the erasure
+/// was decided on; `None` if it was erased or moved since, or does not exist.
 pub async fn erase(conn: Conn<'_>, e: &ErasureRow<'_>) -> Result<Option<ProposalRecord>> {
     let sql = concat!(
         "update proposals set contract = $1, erased_at = $2, erased_by = $3, \
          erasure_reason = $4, updated_at = $2, \
          decision_reason = case when decision_reason is null then null else '[erased]' end \
-         where id = $5 and erased_at is null and status <> 'pending' returning ",
+         where id = $5 and erased_at is null and status = $6 returning ",
         cols!()
     );
     let row: Option<ProposalRow> = on!(conn, |c| sqlx::query_as(sql)
@@ -709,6 +677,7 @@ pub async fn erase(conn: Conn<'_>, e: &ErasureRow<'_>) -> Result<Option<Proposal
         .bind(e.by)
         .bind(e.reason)
         .bind(e.id)
+        .bind(e.status.as_str())
         .fetch_optional(c)
         .await)?;
     record(row)

@@ -19,8 +19,8 @@
 
 use time::OffsetDateTime;
 
-use super::Result;
-use super::db::Conn;
+use super::conn::Conn;
+use super::error::Result;
 use super::proposals::{COLUMNS, ProposalRecord, ProposalRow, records};
 use super::statement::{Arg, Statement, fetch_all};
 use crate::domain::queue::{QueueFilter, QueueKey, QueueQuery, QueueSort, Regime};

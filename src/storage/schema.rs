@@ -14,7 +14,7 @@ use std::collections::HashSet;
 use sqlx::migrate::Migrator;
 use sqlx::{Connection, PgConnection};
 
-use super::{Result, StorageError};
+use super::error::{Result, StorageError};
 
 /// A PostgreSQL role name as `--grant-to` takes it: lowercase letters, digits and `_`, not
 /// starting with a digit, at most 63 bytes (so it never needs quoting rules beyond `"…"`).
@@ -55,6 +55,7 @@ pub const SERVING_GRANTS: &[&str] = &[
     "grant select, insert, update on proposals, approvals, commands, users, api_tokens \
      to {role}",
     "grant select, insert, delete on paused_tools to {role}",
+    "grant select, insert, update on gateway_tools to {role}",
     "grant select, insert, update on webhook_deliveries, webhook_attempts, notifications to {role}",
     "grant select, insert, delete on slack_requests to {role}",
     "grant select, insert on proposal_alerts to {role}",

@@ -4,8 +4,8 @@
 use time::OffsetDateTime;
 
 use super::accounts::{UserRecord, user_by_username};
-use super::db::{Conn, on};
-use super::{Result, parse};
+use super::conn::{Conn, on};
+use super::error::{Result, parse};
 use crate::domain::principal::Role;
 
 /// Maps `username` to Slack user `slack_id` (`None`: unmaps); `false` if there is no such user.

@@ -37,7 +37,7 @@ impl Statement {
 macro_rules! fetch_all {
     ($conn:expr, $row:ty, $stmt:expr) => {{
         let stmt = $stmt;
-        $crate::storage::db::on!($conn, |c| {
+        $crate::storage::conn::on!($conn, |c| {
             let mut q = sqlx::query_as::<_, $row>(&stmt.sql);
             for a in &stmt.args {
                 q = match a {

@@ -3,8 +3,8 @@
 //! milliseconds, so both backends compare them as numbers. The rule that turns a count into a
 //! wait is [`crate::domain::sign_in::ThrottleRule`].
 
-use super::Result;
-use super::db::{Conn, on};
+use super::conn::{Conn, on};
+use super::error::Result;
 use crate::domain::sign_in::ThrottleScope;
 
 /// One counter: how many failures, the last one when (Unix ms).

@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use sqlx::{SqliteConnection, SqlitePool};
 
-use super::Result;
+use super::error::Result;
 
 /// How often committed frames are copied back into the database file. Often, so each copy
 /// is small: every 500 ms, each copy (tens of MB under load) took one of the two cores for a
@@ -42,6 +42,21 @@ pub const WAL_RESTART_FRAMES: i64 = 65_536;
 /// stalled the writer for 300 ms here), while one that grew past it (a reader holding an old
 /// snapshot delays the start over) gives the space back.
 pub const WAL_SIZE_LIMIT: i64 = 512 * 1024 * 1024;
+
+/// How the checkpoint task runs: every `every`, asking for a rewind past `restart_frames`.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Checkpointing {
+    pub every: Duration,
+    pub restart_frames: i64,
+}
+
+impl Checkpointing {
+    /// What a serving store runs: [`WAL_CHECKPOINT`] and [`WAL_RESTART_FRAMES`].
+    pub const SERVING: Self = Self {
+        every: WAL_CHECKPOINT,
+        restart_frames: WAL_RESTART_FRAMES,
+    };
+}
 
 /// The checkpoint task's request to the writer: copy the rest of the log between two groups.
 #[derive(Debug, Default)]
@@ -80,15 +95,14 @@ async fn checkpoint(conn: impl sqlx::SqliteExecutor<'_>) -> Result<(i64, i64)> {
 }
 
 /// The checkpoint task: copies committed frames into the database file every `every`, and
-/// asks the writer to rewind a log longer than `restart_frames` ([`WAL_CHECKPOINT`] and
-/// [`WAL_RESTART_FRAMES`] when serving).
-pub(super) async fn checkpoint_task(
-    pool: SqlitePool,
-    rewind: Arc<Rewind>,
-    every: Duration,
-    restart_frames: i64,
-) {
-    let mut tick = tokio::time::interval(every);
+/// asks the writer to rewind a log longer than `restart_frames` ([`Checkpointing::SERVING`]
+/// when serving). The first turn is one period after the start.
+pub(super) async fn checkpoint_task(pool: SqlitePool, rewind: Arc<Rewind>, how: Checkpointing) {
+    let Checkpointing {
+        every,
+        restart_frames,
+    } = how;
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;

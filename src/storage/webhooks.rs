@@ -10,9 +10,9 @@ use sqlx::types::Json;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::Result;
-use super::audit::StatusChange;
-use super::db::{Conn, on};
+use super::conn::{Conn, on};
+use super::error::Result;
+use super::status_change::StatusChange;
 use crate::domain::webhook::{AuditRef, StatusChanged};
 
 /// PostgreSQL: the callbacks (`proposal_id`, `token_id`, `webhook_url`) of the proposals in
@@ -94,7 +94,7 @@ pub async fn queue_status_changes(
             change.at,
         );
         let body = serde_json::to_string(&body).map_err(|e| {
-            super::StorageError::Corrupt(format!("a webhook body did not serialise: {e}"))
+            super::error::StorageError::Corrupt(format!("a webhook body did not serialise: {e}"))
         })?;
         insert_delivery(conn.reborrow(), id, target, &body, change.at).await?;
         queued += 1;

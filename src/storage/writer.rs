@@ -38,287 +38,29 @@
 
 use std::sync::Arc;
 
-use sqlx::pool::PoolConnection;
-use sqlx::{PgPool, Postgres, Sqlite, SqlitePool};
+use sqlx::{PgPool, SqlitePool};
 use tokio::sync::{mpsc, oneshot};
-use uuid::Uuid;
 
-use super::audit::{self, PendingEvent};
+use super::audit;
+use super::audit::link::PendingEvent;
 use super::changes::Changes;
-use super::commands::{self, Claimed, LeaseAsk, StagedClaims, StagedSettles, Success};
-use super::db::{BoxFuture, Conn, on};
-use super::{Result, StorageError};
-use super::{notifications, proposals, wal, webhooks};
+use super::conn::BoxFuture;
+use super::error::{Result, StorageError};
+use super::wal;
 use crate::audit::chain::Head;
-use crate::audit::{Actor, AuditEvent};
 
 mod gather;
 mod staging;
 mod stats;
+pub mod tx;
+pub mod upfront;
 use gather::Gather;
 use staging::stage;
 pub use stats::WriterStats;
-
-/// A write transaction: the statements of one change, and the audit events it records.
-/// The events are appended to the trail when the transaction commits, in the same commit.
-pub struct Tx {
-    held: Held,
-    events: Vec<PendingEvent>,
-    notices: Vec<notifications::Notice>,
-    /// The chain head as this writer last committed it, if it knows it ([`audit::append`]).
-    head: Option<Head>,
-    /// What the writer did up front for this group's changes ([`Upfront`]).
-    staged: Staged,
-}
-
-/// What a writer did for its group's changes before running them ([`stage`]).
-#[derive(Default)]
-struct Staged {
-    /// The proposal rows it inserted.
-    proposals: Option<proposals::Staged>,
-    /// The leases it took.
-    claims: Option<StagedClaims>,
-    /// The success reports it settled.
-    settles: Option<StagedSettles>,
-    /// Whether it settled them in a statement that (also) leased, whether or not it leased
-    /// anything (PostgreSQL).
-    together: bool,
-}
-
-impl Staged {
-    /// Whether a lease or a settle made up front was not taken by its change.
-    fn left_over(&self) -> bool {
-        (self.claims.as_ref()).is_some_and(StagedClaims::left_over)
-            || (self.settles.as_ref()).is_some_and(StagedSettles::left_over)
-    }
-
-    /// Whether the writer made `upfront` for its change (and the change has not yet run).
-    fn holds(&self, upfront: &Upfront) -> bool {
-        match upfront {
-            Upfront::Proposal(row) => {
-                (self.proposals.as_ref()).is_some_and(|staged| staged.outcome(row).is_some())
-            }
-            Upfront::Claim(ask) => (self.claims.as_ref()).is_some_and(|staged| staged.holds(ask)),
-            Upfront::Success(report) | Upfront::SuccessThenClaim(report, _) => {
-                (self.settles.as_ref()).is_some_and(|staged| staged.holds(report))
-            }
-        }
-    }
-}
-
-/// A change's first statement, which the writer may run for all the changes of a group that
-/// start so, together (a few statements for all of them), before it runs them
-/// ([`super::Store::write_staged`]).
-///
-/// A change that starts so must read and write only by key (and lease through the index of
-/// queued commands in queue order): a group of such changes is planned generically on
-/// PostgreSQL ([`Writer::begin`]), and a generic plan for a range or a scan (an expiry sweep's)
-/// can read a whole table.
-pub enum Upfront {
-    /// It inserts this proposal row first ([`Tx::staged_proposal`]).
-    Proposal(Arc<proposals::NewProposal>),
-    /// It leases a command first ([`Tx::staged_claim`]).
-    Claim(Arc<LeaseAsk>),
-    /// It settles a success report first ([`Tx::staged_success`]).
-    Success(Arc<Success>),
-    /// It settles a success report first and, only if that settles, leases the next command
-    /// ([`Tx::staged_success`], then [`Tx::staged_claim`]): an executor's report that asks
-    /// for its next command in the same request. The writer leases for it only once the
-    /// group's reports are settled, and only if this one was.
-    SuccessThenClaim(Arc<Success>, Arc<LeaseAsk>),
-}
-
-impl Upfront {
-    fn proposal(&self) -> Option<&Arc<proposals::NewProposal>> {
-        match self {
-            Upfront::Proposal(row) => Some(row),
-            _ => None,
-        }
-    }
-
-    fn claim(&self) -> Option<&Arc<LeaseAsk>> {
-        match self {
-            Upfront::Claim(ask) => Some(ask),
-            _ => None,
-        }
-    }
-
-    fn success(&self) -> Option<&Arc<Success>> {
-        match self {
-            Upfront::Success(report) | Upfront::SuccessThenClaim(report, _) => Some(report),
-            _ => None,
-        }
-    }
-
-    /// A lease to take only if its report settles.
-    fn claim_after(&self) -> Option<(&Arc<Success>, &Arc<LeaseAsk>)> {
-        match self {
-            Upfront::SuccessThenClaim(report, ask) => Some((report, ask)),
-            _ => None,
-        }
-    }
-}
-
-impl Tx {
-    /// The connection, for a statement.
-    pub fn conn(&mut self) -> Conn<'_> {
-        match &mut self.held {
-            Held::Sqlite(c) => Conn::Sqlite(c),
-            Held::Postgres(c) => Conn::Postgres(c),
-        }
-    }
-
-    /// Records an audit event; it is written with this transaction's commit, or never.
-    pub fn record(&mut self, at: time::OffsetDateTime, actor: &Actor, event: AuditEvent) {
-        self.events
-            .push(PendingEvent::new(at, actor.clone(), event));
-    }
-
-    /// Records an audit event built before the write ([`PendingEvent::new`], on the request's
-    /// own task rather than the writer's serial path); written with this commit, or never.
-    pub fn record_built(&mut self, event: PendingEvent) {
-        self.events.push(event);
-    }
-
-    /// The details of an event of `kind` about `subject_type` `subject_id` recorded on this
-    /// transaction and not yet committed (by this change or an earlier one of its group), if
-    /// there is one: a statement of the group sees the group's rows, but its events are
-    /// appended only at commit.
-    pub fn recorded(
-        &self,
-        kind: &str,
-        subject_type: &str,
-        subject_id: &str,
-    ) -> Option<&serde_json::Value> {
-        self.events
-            .iter()
-            .find_map(|e| e.details_of(kind, subject_type, subject_id))
-    }
-
-    /// What the writer already did about the proposal row `row` in this group:
-    /// `Some(Some(seq))` inserted it at `seq`, `Some(None)` found its id or idempotency key
-    /// taken (nothing written); `None` if it did not try, and the change inserts it itself.
-    pub fn staged_proposal(&self, row: &Arc<proposals::NewProposal>) -> Option<Option<i64>> {
-        (self.staged.proposals.as_ref()).and_then(|staged| staged.outcome(row))
-    }
-
-    /// The lease the writer took for `ask` in this group, once: `Some(Some(_))` the command it
-    /// claimed, `Some(None)` nothing `ask` may run was queued; `None` if it did not try, and
-    /// the change claims for itself ([`commands::claim_next`]).
-    pub fn staged_claim(&mut self, ask: &Arc<LeaseAsk>) -> Option<Option<Claimed>> {
-        (self.staged.claims.as_mut()).and_then(|staged| staged.take(ask))
-    }
-
-    /// What the writer's settling of `report` in this group did, once: `Some(Some(_))` it
-    /// settled, `Some(None)` it did not (the change finds out why); `None` if it did not try,
-    /// and the change settles it itself ([`commands::settle_succeeded`]).
-    pub fn staged_success(
-        &mut self,
-        report: &Arc<Success>,
-    ) -> Option<Option<commands::SettledSuccess>> {
-        (self.staged.settles.as_mut()).and_then(|staged| staged.take(report))
-    }
-
-    /// Tells people something with this transaction's commit (on the channels configured), or
-    /// never.
-    pub fn notify(&mut self, notice: notifications::Notice) {
-        self.notices.push(notice);
-    }
-
-    /// Opens the group's transaction on the connection held ([`Writer::begin`]).
-    async fn open(&mut self, generic_plans: bool) -> Result<()> {
-        let begin = match self.held {
-            Held::Sqlite(_) => "begin immediate",
-            Held::Postgres(_) if generic_plans => {
-                "begin; set local plan_cache_mode = force_generic_plan"
-            }
-            Held::Postgres(_) => "begin",
-        };
-        self.execute(begin).await
-    }
-
-    /// Runs statements without parameters (several, separated by `;`), unprepared: PostgreSQL
-    /// takes several statements only in its simple protocol.
-    async fn execute(&mut self, sql: &'static str) -> Result<()> {
-        self.held.execute(sql).await
-    }
-
-    /// Commits the change with its events, queueing the webhook deliveries and reviewers'
-    /// notifications its status changes call for; answers what it changed (for waking, after)
-    /// and the connection, out of its transaction.
-    async fn commit(mut self, changed: &Changes) -> Result<(Committed, Held)> {
-        let events = std::mem::take(&mut self.events);
-        let notices = std::mem::take(&mut self.notices);
-        let known = self.head.take();
-        let audit::Appended {
-            changes,
-            head,
-            targets,
-        } = audit::append(&mut self, events, known).await?;
-        let mut committed = Committed {
-            head,
-            ..Committed::default()
-        };
-        if !changes.is_empty() {
-            committed.moved = changes.iter().map(|c| c.proposal).collect();
-            // On PostgreSQL this (or the append, which then read the targets) also notifies
-            // the waiters of other instances.
-            committed.deliveries =
-                webhooks::queue_status_changes(self.conn(), &changes, targets).await?;
-        }
-        let channels = changed.notify_channels();
-        if !channels.is_empty() && (!changes.is_empty() || !notices.is_empty()) {
-            committed.notifications =
-                notifications::queue(self.conn(), channels, &changes, &notices).await?;
-        }
-        self.held.execute("commit").await?;
-        Ok((committed, self.held))
-    }
-
-    /// Undoes everything; answers the connection, out of its transaction. (A rollback cannot
-    /// move the chain head: the caller keeps the head this transaction knew.)
-    async fn rollback(mut self) -> Result<Held> {
-        self.held.execute("rollback").await?;
-        Ok(self.held)
-    }
-}
-
-/// The writer's connection. Taken from its pool marked to close when dropped, never to go
-/// back: one dropped inside a transaction (a group that failed half-way) is closed, which
-/// rolls the transaction back, and the writer takes a fresh one for its next group.
-enum Held {
-    Sqlite(PoolConnection<Sqlite>),
-    Postgres(PoolConnection<Postgres>),
-}
-
-impl Held {
-    fn conn(&mut self) -> Conn<'_> {
-        match self {
-            Held::Sqlite(c) => Conn::Sqlite(c),
-            Held::Postgres(c) => Conn::Postgres(c),
-        }
-    }
-
-    async fn execute(&mut self, sql: &'static str) -> Result<()> {
-        on!(self.conn(), |c| sqlx::Executor::execute(c, sql)
-            .await
-            .map(|_| ()))?;
-        Ok(())
-    }
-}
-
-/// What a commit changed, for those waiting on it.
-#[derive(Default)]
-struct Committed {
-    /// Proposals whose status moved.
-    moved: Vec<Uuid>,
-    /// Webhook deliveries queued.
-    deliveries: usize,
-    /// Reviewers' notifications queued.
-    notifications: usize,
-    /// The chain head the commit left, if known.
-    head: Option<Head>,
-}
+pub use tx::Tx;
+use tx::{Committed, Held, Job, Runs};
+use upfront::Staged;
+pub use upfront::Upfront;
 
 /// A change's closure: runs against a [`Tx`]; an `Err` leaves nothing of it behind.
 pub(super) type Change<R, E> =
@@ -328,34 +70,6 @@ pub(super) type Change<R, E> =
 /// records, and every run starts from its own inputs.
 pub(super) type Repeatable<R, E> =
     Box<dyn for<'t> Fn(&'t mut Tx) -> BoxFuture<'t, Result<R, E>> + Send>;
-
-/// What a job does, which decides how a group can run it.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum Runs {
-    /// Statements, once: a savepoint in a group undoes them if it fails.
-    Once,
-    /// Statements, and it may run again: a group of such runs without savepoints.
-    Again,
-    /// Only audit events: nothing to undo.
-    Events,
-}
-
-/// A change waiting for the writer, its result type erased.
-pub(super) trait Job: Send {
-    /// Runs the change; `true` if it succeeded (and its writes should stay).
-    fn run<'t>(&'t mut self, tx: &'t mut Tx) -> BoxFuture<'t, bool>;
-    /// Answers the caller once the batch is durable (`None`) or failed.
-    fn finish(self: Box<Self>, failure: Option<&str>);
-    /// What the change does.
-    fn runs(&self) -> Runs {
-        Runs::Once
-    }
-    /// The statement the change starts with, if the writer may run it together with the
-    /// same statement of the other changes in its group ([`stage`]).
-    fn upfront(&self) -> Option<&Upfront> {
-        None
-    }
-}
 
 /// A change's closure, to run once or as often as a group needs.
 enum Body<R, E> {

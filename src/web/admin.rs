@@ -18,13 +18,14 @@ use app::ports::{Admin, AdminOutcome, TokenChange, UserChange};
 use async_trait::async_trait;
 use uuid::Uuid;
 
-use super::{internal, moment, role_of};
+use super::{Flagged, internal, moment, principal, role_of};
 use crate::audit::{AccessDenied, Actor, AuditEvent};
 use crate::auth::token;
+use crate::domain::access::{UseCase, authorize};
 use crate::domain::command::scope::ToolScope;
-use crate::domain::principal::{Role, TokenKind};
+use crate::domain::principal::{Principal, Role, TokenKind};
 use crate::domain::webhook::DEFAULT_OVERLAP;
-use crate::service::{AccountError, RotateWhich, Services, TokenRequest};
+use crate::service::{AccountError, NewUser, RotateWhich, ServiceError, Services, TokenRequest};
 
 /// Deliveries the webhooks page lists.
 const DELIVERIES_SHOWN: i64 = 100;
@@ -97,18 +98,19 @@ impl AccountsAdmin {
         })
     }
 
-    /// `Ok` for an admin; otherwise records `access.denied` and answers `Forbidden`.
-    async fn admin_only(&self, viewer: &Viewer) -> Result<Actor, AppError> {
-        let role = role_of(viewer);
-        if role == Role::Admin {
-            return Ok(Actor::user(&viewer.username));
+    /// The principal behind `viewer` when the table lets them call `use_case`; otherwise
+    /// records `access.denied` and answers `Forbidden`. The service checks again.
+    async fn admin_only(&self, viewer: &Viewer, use_case: UseCase) -> Result<Principal, AppError> {
+        let who = principal(&self.services, viewer).await?;
+        if authorize(&who, use_case).is_ok() {
+            return Ok(who);
         }
         let event = AuditEvent::AccessDenied(AccessDenied {
             page: "/admin",
-            role: Some(role),
+            role: Some(role_of(viewer)),
         });
         self.services
-            .record_security(&Actor::user(&viewer.username), event)
+            .record_security(&Actor::of(&who), event)
             .await
             .map_err(internal)?;
         Err(AppError::Forbidden(
@@ -140,6 +142,7 @@ fn account_refusal(e: AccountError) -> Result<AdminOutcome, AppError> {
         AccountError::Taken(_) => Notice::UsernameTaken,
         AccountError::Missing(_) => Notice::AccountMissing,
         AccountError::LastAdmin(_) => Notice::LastAdmin,
+        AccountError::Service(ServiceError::Denied(_)) => Notice::AdminRole,
         AccountError::Service(e) => return Err(internal(e)),
     }))
 }
@@ -165,7 +168,7 @@ fn one_time_password() -> String {
 impl AccountsAdmin {
     async fn apply_user(
         &self,
-        actor: &Actor,
+        actor: &Principal,
         change: UserChange,
     ) -> Result<(Notice, Option<Made>), AccountError> {
         let s = &self.services;
@@ -176,50 +179,42 @@ impl AccountsAdmin {
                 domains,
                 email,
             } => {
-                let (role, domains) = (parse_role(&role)?, parse_domains(domains.as_deref())?);
-                let email = email.filter(|e| !e.trim().is_empty());
-                if let Some(e) = &email {
-                    crate::service::check_address(e).map_err(AccountError::Invalid)?;
-                }
                 let password = one_time_password();
-                s.add_user(username.trim(), role, password.clone(), actor)
-                    .await?;
-                if domains.is_some() {
-                    s.set_domains(username.trim(), domains, actor).await?;
-                }
-                if email.is_some() {
-                    s.set_email(username.trim(), email.as_deref(), actor)
-                        .await?;
-                }
+                let new = NewUser {
+                    domains: parse_domains(domains.as_deref())?,
+                    email: email.filter(|e| !e.trim().is_empty()),
+                    ..NewUser::new(username.trim(), parse_role(&role)?, &password)
+                };
+                s.add_user(actor, new).await?;
                 let label = format!("user {}", username.trim());
                 (Notice::UserAdded, Some(Made::one(label, password)))
             }
             UserChange::Disable(username) => {
-                s.disable_user(&username, actor).await?;
+                s.disable_user(actor, &username).await?;
                 (Notice::UserDisabled, None)
             }
             UserChange::Enable(username) => {
-                s.enable_user(&username, actor).await?;
+                s.enable_user(actor, &username).await?;
                 (Notice::UserEnabled, None)
             }
             UserChange::ResetPassword(username) => {
                 let password = one_time_password();
-                s.reset_password(&username, password.clone(), actor).await?;
+                s.reset_password(actor, &username, password.clone()).await?;
                 let label = format!("user {username}");
                 (Notice::PasswordReset, Some(Made::one(label, password)))
             }
             UserChange::Role { username, role } => {
-                s.set_role(&username, parse_role(&role)?, actor).await?;
+                s.set_role(actor, &username, parse_role(&role)?).await?;
                 (Notice::RoleChanged, None)
             }
             UserChange::Domains { username, domains } => {
-                s.set_domains(&username, parse_domains(domains.as_deref())?, actor)
+                s.set_domains(actor, &username, parse_domains(domains.as_deref())?)
                     .await?;
                 (Notice::DomainsChanged, None)
             }
             UserChange::Email { username, email } => {
                 let email = email.filter(|e| !e.trim().is_empty());
-                s.set_email(&username, email.as_deref(), actor).await?;
+                s.set_email(actor, &username, email.as_deref()).await?;
                 (Notice::EmailChanged, None)
             }
         })
@@ -227,7 +222,7 @@ impl AccountsAdmin {
 
     async fn apply_token(
         &self,
-        actor: &Actor,
+        actor: &Principal,
         change: TokenChange,
     ) -> Result<(Notice, Option<Made>), AccountError> {
         match change {
@@ -251,7 +246,7 @@ impl AccountsAdmin {
                     webhook: webhook.as_deref(),
                     ..TokenRequest::new(kind, name.trim())
                 };
-                let created = self.services.create_operated_token(request, actor).await?;
+                let created = self.services.create_operated_token(actor, request).await?;
                 let made = Made {
                     label: format!("{kind} {}", name.trim()),
                     secret: created.token.expose().to_owned(),
@@ -262,7 +257,7 @@ impl AccountsAdmin {
             TokenChange::Revoke(id) => {
                 let id = Uuid::parse_str(id.trim())
                     .map_err(|_| AccountError::Missing("token".into()))?;
-                self.services.revoke_token(id, actor).await?;
+                self.services.revoke_token(actor, id).await?;
                 Ok((Notice::TokenRevoked, None))
             }
             TokenChange::RotateWebhookSecret(id) => {
@@ -270,7 +265,7 @@ impl AccountsAdmin {
                     .map_err(|_| AccountError::Missing("token".into()))?;
                 let mut rotated = self
                     .services
-                    .rotate_webhook_secrets(RotateWhich::Token(id), DEFAULT_OVERLAP, actor)
+                    .rotate_webhook_secrets(actor, RotateWhich::Token(id), DEFAULT_OVERLAP)
                     .await?;
                 let made = rotated.pop().map(|r| {
                     let label =
@@ -300,8 +295,8 @@ impl AccountsAdmin {
 #[async_trait]
 impl Admin for AccountsAdmin {
     async fn users(&self, viewer: &Viewer, shown: Option<&str>) -> Result<UsersView, AppError> {
-        self.admin_only(viewer).await?;
-        let users = self.services.list_users().await.map_err(internal)?;
+        let who = self.admin_only(viewer, UseCase::ListUsers).await?;
+        let users = self.services.list_users(&who).await.map_err(internal)?;
         Ok(UsersView {
             users: users
                 .into_iter()
@@ -318,21 +313,27 @@ impl Admin for AccountsAdmin {
     }
 
     async fn tokens(&self, viewer: &Viewer, shown: Option<&str>) -> Result<TokensView, AppError> {
-        self.admin_only(viewer).await?;
-        let tokens = self.services.list_tokens().await.map_err(internal)?;
+        let who = self.admin_only(viewer, UseCase::ManageTokens).await?;
+        let tokens = self.services.list_tokens(&who).await.map_err(internal)?;
         let now = self.services.now();
         Ok(TokensView {
             tokens: tokens
                 .into_iter()
-                .map(|t| TokenItem {
-                    id: t.id.to_string(),
-                    kind: t.kind,
-                    name: t.name,
-                    scope: t.tool_scope,
-                    operator: t.operator,
-                    created: moment(t.created_at, now),
-                    revoked: t.revoked_at.map(|r| moment(r, now)),
-                    webhook: t.webhook_url,
+                .map(|t| {
+                    // What a token grants, shown as agent-written text is: hidden characters
+                    // escaped and flagged.
+                    let mut shown = Flagged::default();
+                    TokenItem {
+                        id: t.id.to_string(),
+                        kind: t.kind,
+                        name: t.name,
+                        scope: t.tool_scope.map(|s| shown.text(&s)),
+                        operator: t.operator,
+                        created: moment(t.created_at, now),
+                        revoked: t.revoked_at.map(|r| moment(r, now)),
+                        webhook: t.webhook_url.map(|u| shown.text(&u)),
+                        hidden: shown.hidden,
+                    }
                 })
                 .collect(),
             shown: self.take(&viewer.username, shown),
@@ -340,14 +341,14 @@ impl Admin for AccountsAdmin {
     }
 
     async fn webhooks(&self, viewer: &Viewer) -> Result<WebhooksView, AppError> {
-        self.admin_only(viewer).await?;
+        let who = self.admin_only(viewer, UseCase::ManageTokens).await?;
         let now = self.services.now();
         let deliveries = (self.services)
-            .webhook_deliveries(DELIVERIES_SHOWN)
+            .webhook_deliveries(&who, DELIVERIES_SHOWN)
             .await
             .map_err(internal)?;
         let notifications = (self.services)
-            .recent_notifications(DELIVERIES_SHOWN)
+            .recent_notifications(&who, DELIVERIES_SHOWN)
             .await
             .map_err(internal)?
             .into_iter()
@@ -396,7 +397,7 @@ impl Admin for AccountsAdmin {
         viewer: &Viewer,
         change: UserChange,
     ) -> Result<AdminOutcome, AppError> {
-        let actor = match self.admin_only(viewer).await {
+        let actor = match self.admin_only(viewer, UseCase::ChangeUser).await {
             Ok(actor) => actor,
             Err(AppError::Forbidden(_)) => return Ok(refused(Notice::AdminRole)),
             Err(e) => return Err(e),
@@ -410,7 +411,7 @@ impl Admin for AccountsAdmin {
         viewer: &Viewer,
         change: TokenChange,
     ) -> Result<AdminOutcome, AppError> {
-        let actor = match self.admin_only(viewer).await {
+        let actor = match self.admin_only(viewer, UseCase::ManageTokens).await {
             Ok(actor) => actor,
             Err(AppError::Forbidden(_)) => return Ok(refused(Notice::AdminRole)),
             Err(e) => return Err(e),

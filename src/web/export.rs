@@ -1,21 +1,27 @@
-//! `GET /audit/export.zip?<filters>`: the compliance officer's download of the current
-//! selection as one archive (`events.jsonl`, `events.csv`, `manifest.json`) that verifies
-//! offline with `countersign audit verify --bundle`. A plain route rather than a server
-//! function, so the browser receives a file. It checks the session and the role like the
-//! pages do; a refusal and every export are recorded in the trail.
+//! `POST /audit/export.zip` (the `/audit` page's download form: its CSRF token and the
+//! selection's filters): the compliance officer's download of the current selection as one
+//! archive (`events.jsonl`, `events.csv`, `manifest.json`) that verifies offline with
+//! `countersign audit verify --bundle`. A plain route rather than a server function, so the
+//! browser receives a file. It checks the session, the CSRF token and the role like the pages'
+//! forms do; a refusal and every export are recorded in the trail.
+//!
+//! No GET changes state, and an export is recorded: `GET /audit/export.zip?<filters>` (an old
+//! bookmark) exports and records nothing, and answers with the trail page of the same filters,
+//! whose form downloads.
 
+use crate::domain::principal::Principal;
 use std::io::{Seek, Write};
 use std::path::{Path, PathBuf};
 
-use app::dto::{AppError, AuditQuery, Page, SecurityEvent};
+use app::dto::{AppError, AuditQuery, Form as FormName, Notice, Page, SecurityEvent, Viewer};
 use app::ports::{DynDesk, SessionHandle};
-use axum::Extension;
-use axum::Router;
 use axum::body::Body;
 use axum::extract::{Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::get;
+use axum::{Extension, Form, Router};
+use serde::Deserialize;
 
 use super::filters::selection;
 use super::ledger::may_audit;
@@ -30,11 +36,26 @@ struct ExportState {
     desk: DynDesk,
 }
 
+/// The download form as posted: the session's CSRF token and the selection's filters.
+#[derive(Debug, Deserialize)]
+struct ExportForm {
+    #[serde(default)]
+    csrf_token: String,
+    #[serde(flatten)]
+    query: AuditQuery,
+}
+
 /// The download route; it needs the session layer around it.
 pub fn router(services: Services, desk: DynDesk) -> Router {
     Router::new()
-        .route("/audit/export.zip", get(download))
+        .route("/audit/export.zip", get(no_export).post(download))
         .with_state(ExportState { services, desk })
+}
+
+/// A GET exports nothing and records nothing: the trail page of the same filters, whose form
+/// posts the download.
+async fn no_export(Query(query): Query<AuditQuery>) -> Redirect {
+    Redirect::to(&query.href("/audit", &[]))
 }
 
 fn page(status: StatusCode, title: &str, message: &str) -> Response {
@@ -56,25 +77,54 @@ fn failed(what: &str, e: impl std::fmt::Display) -> Response {
     )
 }
 
-async fn download(
-    State(state): State<ExportState>,
-    Extension(session): Extension<SessionHandle>,
-    Query(query): Query<AuditQuery>,
-) -> Response {
+/// Who may download: a signed-in compliance officer or admin whose form carries this session's
+/// CSRF token; otherwise the answer (sign in, the trail page with the CSRF notice, or 403), the
+/// refusal recorded.
+async fn exporter(
+    state: &ExportState,
+    session: &SessionHandle,
+    form: &ExportForm,
+) -> Result<Viewer, Response> {
     // The session port checks the session and the stored account, and ends a stale one.
     let viewer = match session.0.viewer().await {
         Ok(Some(v)) => v,
-        Ok(None) => return Redirect::to("/login").into_response(),
-        Err(e) => return failed("reading the session failed", e),
+        Ok(None) => return Err(Redirect::to("/login").into_response()),
+        Err(e) => return Err(failed("reading the session failed", e)),
     };
+    match session.0.csrf_matches(&form.csrf_token).await {
+        Ok(true) => {}
+        Ok(false) => {
+            let rejected = SecurityEvent::CsrfRejected(FormName::Export);
+            if let Err(e) = state.desk.security(Some(&viewer), rejected).await {
+                return Err(failed("recording a rejected export form failed", e));
+            }
+            let back = form
+                .query
+                .href("/audit", &[("error", Notice::Csrf.code().into())]);
+            return Err(Redirect::to(&back).into_response());
+        }
+        Err(e) => return Err(failed("checking the form's token failed", e)),
+    }
     if let Err(AppError::Forbidden(why)) = may_audit(&viewer) {
         let denied = SecurityEvent::AccessDenied(Page::AuditExport);
         if let Err(e) = state.desk.security(Some(&viewer), denied).await {
-            return failed("recording a denied export failed", e);
+            return Err(failed("recording a denied export failed", e));
         }
-        return page(StatusCode::FORBIDDEN, "Forbidden", &why);
+        return Err(page(StatusCode::FORBIDDEN, "Forbidden", &why));
     }
-    let sel = match selection(&query) {
+    Ok(viewer)
+}
+
+async fn download(
+    State(state): State<ExportState>,
+    Extension(session): Extension<SessionHandle>,
+    Form(form): Form<ExportForm>,
+) -> Response {
+    let viewer = match exporter(&state, &session, &form).await {
+        Ok(viewer) => viewer,
+        Err(answer) => return answer,
+    };
+    let sel = match selection(&form.query) {
         Ok(sel) => sel,
         Err(e) => return page(StatusCode::BAD_REQUEST, "Invalid filters", &e.to_string()),
     };
@@ -83,7 +133,12 @@ async fn download(
         Err(e) => return failed("creating the export directory failed", e),
     };
     let bundle_dir = dir.path().join("bundle");
-    let manifest = match state.services.export_selection(&bundle_dir, &sel).await {
+    let who = Principal::person(&viewer.username, super::role_of(&viewer));
+    let manifest = match state
+        .services
+        .export_selection(&who, &bundle_dir, &sel)
+        .await
+    {
         Ok(m) => m,
         Err(e) => return failed("exporting the trail failed", e),
     };
@@ -98,7 +153,7 @@ async fn download(
         Err(e) => return failed("writing the archive failed", e),
     }
     // Recorded once the archive exists, before a byte of it leaves.
-    let actor = Actor::user(&viewer.username);
+    let actor = Actor::of(&who);
     if let Err(e) = state
         .services
         .record_export(&actor, &sel, &manifest, "zip")

@@ -7,8 +7,8 @@ use time::format_description::well_known::Rfc3339;
 use time::macros::format_description;
 use time::{Date, Duration, OffsetDateTime, PrimitiveDateTime, UtcOffset};
 
+use crate::audit::trail::Selection;
 use crate::service::Cursor;
-use crate::storage::audit_query::Selection;
 
 /// Longest filter value accepted.
 pub const MAX_FILTER: usize = 128;

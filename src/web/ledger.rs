@@ -18,10 +18,11 @@ use time::format_description::well_known::Rfc3339;
 use uuid::Uuid;
 
 use super::filters::{cursor, selection};
-use super::{internal, moment, role_of};
+use super::{Flagged, internal, moment, role_of};
 use crate::audit::chain::ChainedEvent;
-use crate::service::{Charts, Cursor, Services, Tally, Verified, VerifyError};
-use crate::storage::audit_query::TrailEvent;
+use crate::audit::trail::TrailEvent;
+use crate::domain::principal::Principal;
+use crate::service::{Charts, Cursor, ProposalTimeline, Services, Tally, Verified, VerifyError};
 
 /// Details keys shown at most per row, and characters per value.
 const MAX_DETAILS: usize = 12;
@@ -69,8 +70,8 @@ impl AuditLedger {
             .unwrap_or_else(|poisoned| poisoned.into_inner().clone())
     }
 
-    async fn status(&self, now: OffsetDateTime) -> Result<TrailStatus, AppError> {
-        let state = self.services.chain_state().await.map_err(internal)?;
+    async fn status(&self, who: &Principal, now: OffsetDateTime) -> Result<TrailStatus, AppError> {
+        let state = self.services.chain_state(who).await.map_err(internal)?;
         Ok(TrailStatus {
             head_seq: state.head.seq,
             head_hash: state.head.hash,
@@ -104,11 +105,8 @@ impl Ledger for AuditLedger {
         may_audit(viewer)?;
         let sel = selection(query)?;
         let cursor = cursor(query, Cursor::Newest)?;
-        let page = self
-            .services
-            .trail_page(&sel, cursor)
-            .await
-            .map_err(internal)?;
+        let who = super::principal(&self.services, viewer).await?;
+        let page = (self.services.trail_page(&who, &sel, cursor).await).map_err(internal)?;
         let now = self.services.now();
         Ok(AuditPage {
             events: page
@@ -119,7 +117,7 @@ impl Ledger for AuditLedger {
             older: page.older,
             newer: page.newer,
             searched_to: page.searched_to,
-            status: self.status(now).await?,
+            status: self.status(&who, now).await?,
         })
     }
 
@@ -141,20 +139,15 @@ impl Ledger for AuditLedger {
             Cursor::Oldest,
         )?;
         let s = &self.services;
-        let p = s
-            .proposal(id)
-            .await
+        let who = super::principal(s, viewer).await?;
+        let ProposalTimeline {
+            proposal: p,
+            command,
+            trail: page,
+            submitted,
+        } = (s.proposal_timeline(&who, id, cursor).await)
             .map_err(internal)?
             .ok_or(AppError::NotFound)?;
-        let command = s.command_for_proposal(id).await.map_err(internal)?;
-        let page = s
-            .proposal_trail(id, command.as_ref().map(|c| c.id), cursor)
-            .await
-            .map_err(internal)?;
-        let submitted = s
-            .proposal_event(id, "proposal.submitted")
-            .await
-            .map_err(internal)?;
         let detail = |key: &str| {
             submitted
                 .as_ref()
@@ -190,14 +183,16 @@ impl Ledger for AuditLedger {
 
     async fn charts(&self, viewer: &Viewer) -> Result<ChartsView, AppError> {
         may_audit(viewer)?;
-        let charts = self.services.charts().await.map_err(internal)?;
+        let who = super::principal(&self.services, viewer).await?;
+        let charts = self.services.charts(&who).await.map_err(internal)?;
         Ok(charts_view(charts))
     }
 
     async fn verify(&self, viewer: &Viewer) -> Result<(), AppError> {
         may_audit(viewer)?;
         let _one_at_a_time = self.verifying.lock().await;
-        let outcome = self.services.verify_trail(None).await;
+        let who = super::principal(&self.services, viewer).await?;
+        let outcome = self.services.verify_trail(&who, None).await;
         let at = self.services.now();
         let view = verification_view(outcome, moment(at, at), &viewer.username)?;
         let last = Some(LastVerification { at, view });
@@ -252,6 +247,9 @@ fn verification_view(
 pub fn event_view(e: TrailEvent, now: OffsetDateTime) -> AuditEventView {
     let TrailEvent { event, facets, .. } = e;
     let timeline = timeline_of(&event);
+    // Names in the trail come from outside too (a username typed at sign-in, an agent's model
+    // name): shown as every page shows agent-written text, hidden characters escaped.
+    let mut shown = Flagged::default();
     let facets = [
         ("agent", facets.agent),
         ("tool", facets.tool),
@@ -260,13 +258,16 @@ pub fn event_view(e: TrailEvent, now: OffsetDateTime) -> AuditEventView {
         ("decision", facets.decision),
     ]
     .into_iter()
-    .filter_map(|(k, v)| v.map(|v| (k.to_owned(), v)))
+    .filter_map(|(k, v)| v.map(|v| (k.to_owned(), shown.text(&v))))
     .collect();
+    let details = (compact_details(&event.details).into_iter())
+        .map(|(k, v)| (shown.text(&k), shown.text(&v)))
+        .collect();
     AuditEventView {
         seq: event.seq,
         at: moment(event.at, now),
-        actor: format!("{}:{}", event.actor_kind, event.actor),
-        subject: format!("{}:{}", event.subject_type, event.subject_id),
+        actor: shown.text(&format!("{}:{}", event.actor_kind, event.actor)),
+        subject: shown.text(&format!("{}:{}", event.subject_type, event.subject_id)),
         timeline,
         change: match (&event.before_status, &event.after_status) {
             (Some(b), Some(a)) => format!("{b} → {a}"),
@@ -275,8 +276,9 @@ pub fn event_view(e: TrailEvent, now: OffsetDateTime) -> AuditEventView {
             (None, None) => String::new(),
         },
         facets,
-        details: compact_details(&event.details),
+        details,
         kind: event.kind,
+        hidden: shown.hidden,
     }
 }
 

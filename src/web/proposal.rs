@@ -12,18 +12,17 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::sheet::{SheetOptions, command_sheet};
-use super::{internal, may_view, moment, rollback_words};
+use super::{internal, moment, principal, rollback_words};
 use crate::audit::Actor;
-use crate::domain::lifecycle::{
-    self, DecisionError, ProposalStatus, ReviewVerdict, check_decision,
-};
-use crate::domain::principal::Role;
+use crate::audit::trail::TrailEvent;
+use crate::domain::access::{UseCase, authorize};
+use crate::domain::lifecycle::Standing;
+use crate::domain::principal::Principal;
+use crate::domain::record::CommandRecord;
+use crate::domain::record::{ProposalRecord, Review};
 use crate::domain::review::text::visible;
 use crate::domain::review::{confirm, diff};
 use crate::service::{AgentHistory, Cursor, Services, TrailPage, withholds_personal_data};
-use crate::storage::audit_query::TrailEvent;
-use crate::storage::commands::CommandRecord;
-use crate::storage::proposals::{ProposalRecord, Review};
 
 /// One proposal for `viewer`, recording the view of a GDPR or HIPAA proposal. With `reveal`,
 /// personal data the viewer revealed within [`crate::domain::review::disclosure::REVEAL_SECONDS`]
@@ -35,24 +34,21 @@ pub(super) async fn proposal(
     trail_before: Option<i64>,
     reveal: bool,
 ) -> Result<ProposalView, AppError> {
-    let (role, p) = reviewable(s, viewer, id).await?;
-    let id = p.id;
-    let command = s.command_for_proposal(id).await.map_err(internal)?;
-    let approvals = s.approvals(id).await.map_err(internal)?;
+    let id = Uuid::parse_str(id).map_err(|_| AppError::NotFound)?;
+    let who = principal(s, viewer).await?;
     // The most recent events of the proposal and its command, a page at a time.
     let cursor = trail_before.map_or(Cursor::Newest, Cursor::Before);
-    let audit = s
-        .proposal_trail(id, command.as_ref().map(|c| c.id), cursor)
+    let page = (s.proposal_page(&who, id, cursor).await)
+        .map_err(internal)?
+        .ok_or(AppError::NotFound)?;
+    let p = page.proposal;
+    let revealed = reveal && page.revealed;
+    let now = s.now();
+    let standing = s.standing(&who, &p).await.map_err(internal)?;
+    s.record_view(&Actor::of(&who), &p)
         .await
         .map_err(internal)?;
-    let history = s.agent_history(&p).await.map_err(internal)?;
-    let actor = Actor::user(&viewer.username);
-    let revealed = reveal
-        && withholds_personal_data(&p)
-        && s.revealed_recently(&actor, id).await.map_err(internal)?;
-    let now = s.now();
-    let standing = standing(&p, viewer, role, &approvals, now);
-    s.record_view(&actor, &p).await.map_err(internal)?;
+    let command = page.command;
     let spec = command
         .as_ref()
         .map_or_else(|| s.command_preview(&p), |c| c.spec.clone());
@@ -65,24 +61,28 @@ pub(super) async fn proposal(
             now,
         },
     );
-    let revision = revision(s, &p, withholds_personal_data(&p) && !revealed).await?;
+    let masked = withholds_personal_data(&p) && !revealed;
+    let revision = revision(s, &who, &p, page.revised_by, masked).await?;
     let detail = Detail {
         p,
         command,
-        approvals,
-        audit,
+        approvals: page.approvals,
+        audit: page.trail,
         standing,
-        can_erase: role == Role::Admin,
-        history,
+        can_erase: authorize(&who, UseCase::Erase).is_ok(),
+        history: page.history,
         now,
     };
+    let definition = page
+        .tool_definition
+        .map(|pin| tool_definition_view(pin, &detail.p));
     let mut view = detail.into_view(sheet);
+    if let Some((definition, hidden)) = definition {
+        view.hidden_chars += hidden;
+        view.tool_definition = Some(definition);
+    }
     view.revision = revision;
-    view.escalations = s
-        .alerts(id)
-        .await
-        .map_err(internal)?
-        .into_iter()
+    view.escalations = (page.alerts.into_iter())
         .filter(|a| a.kind == "escalated")
         .map(|a| EscalationView {
             tier: a.tier,
@@ -97,12 +97,13 @@ pub(super) async fn proposal(
 /// (values masked when `masked`).
 async fn revision(
     s: &Services,
+    who: &Principal,
     p: &ProposalRecord,
+    revised_by: Vec<Uuid>,
     masked: bool,
 ) -> Result<RevisionView, AppError> {
-    let revised_by = s.revisions_of(p.id).await.map_err(internal)?;
     let first = match p.contract.supersedes {
-        Some(id) => s.proposal(id).await.map_err(internal)?,
+        Some(id) => s.proposal(who, id).await.map_err(internal)?,
         None => None,
     };
     let shown = |v: Option<String>| match v {
@@ -124,24 +125,21 @@ async fn revision(
     })
 }
 
-/// Proposal `id`, if `viewer`'s role may view proposals and their domains include its
-/// domain (a reviewer limited to domains does not see the others: not found), with the role.
+/// Proposal `id`, if the service lets `viewer` see it (a person limited to domains does not
+/// see the others: not found), with the principal it was read as.
 pub(super) async fn reviewable(
     s: &Services,
     viewer: &Viewer,
     id: &str,
-) -> Result<(Role, ProposalRecord), AppError> {
-    let role = may_view(viewer)?;
+) -> Result<(Principal, ProposalRecord), AppError> {
     let id = Uuid::parse_str(id).map_err(|_| AppError::NotFound)?;
+    let who = principal(s, viewer).await?;
     let p = s
-        .proposal(id)
+        .proposal(&who, id)
         .await
         .map_err(internal)?
         .ok_or(AppError::NotFound)?;
-    if !s.may_review(&viewer.username, &p).await.map_err(internal)? {
-        return Err(AppError::NotFound);
-    }
-    Ok((role, p))
+    Ok((who, p))
 }
 
 /// `viewer` reveals proposal `id`'s withheld personal data (recorded by the service).
@@ -150,12 +148,9 @@ pub(super) async fn reveal(
     viewer: &Viewer,
     id: &str,
 ) -> Result<DecideOutcome, AppError> {
-    let (_, p) = reviewable(s, viewer, id).await?;
+    let (who, p) = reviewable(s, viewer, id).await?;
     let id = p.id;
-    let fields = s
-        .reveal_personal_data(&Actor::user(&viewer.username), id)
-        .await
-        .map_err(internal)?;
+    let fields = s.reveal_personal_data(&who, id).await.map_err(internal)?;
     Ok(if fields.is_empty() {
         DecideOutcome::Refused(Notice::NothingToReveal)
     } else {
@@ -250,55 +245,17 @@ fn history_view(h: AgentHistory, now: OffsetDateTime) -> HistoryView {
         recent: h
             .recent
             .into_iter()
-            .map(|r| HistoryItem {
-                id: r.id.to_string(),
-                summary: visible(r.summary.as_deref().unwrap_or("")).text,
-                status: r.status,
-                at: moment(r.created_at, now),
+            .map(|r| {
+                let summary = visible(r.summary.as_deref().unwrap_or(""));
+                HistoryItem {
+                    id: r.id.to_string(),
+                    summary: summary.text,
+                    hidden: summary.hidden,
+                    status: r.status,
+                    at: moment(r.created_at, now),
+                }
             })
             .collect(),
-    }
-}
-
-/// Whether this viewer may decide now, and if not, why (for open proposals only).
-struct Standing {
-    status: ProposalStatus,
-    can_decide: bool,
-    cannot: Option<String>,
-    approve_blocked: Option<String>,
-}
-
-fn standing(
-    p: &ProposalRecord,
-    viewer: &Viewer,
-    role: Role,
-    approvals: &[(String, OffsetDateTime)],
-    now: OffsetDateTime,
-) -> Standing {
-    let status = lifecycle::status_at(p.status, p.expires_at, now);
-    let check = check_decision(
-        status,
-        &p.agent,
-        &viewer.username,
-        role,
-        ReviewVerdict::Approved,
-        None,
-    );
-    let (can_decide, cannot) = match check {
-        Ok(_) => (true, None),
-        Err(DecisionError::AlreadyDecided(_)) => (false, None),
-        Err(e) => (false, Some(e.to_string())),
-    };
-    let approve_blocked = (can_decide && approvals.iter().any(|(who, _)| *who == viewer.username))
-        .then(|| {
-            let more = usize::from(p.routing.required_approvals).saturating_sub(approvals.len());
-            format!("You approved. {more} more approval(s) from other reviewers are needed.")
-        });
-    Standing {
-        status,
-        can_decide,
-        cannot: if status.is_open() { cannot } else { None },
-        approve_blocked,
     }
 }
 
@@ -325,6 +282,35 @@ fn blockers_and_reasons(p: &ProposalRecord) -> (Vec<BlockerView>, Vec<String>) {
         }
     }
     (blockers, reasons)
+}
+
+/// A gateway tool's pinned definition as the reviewer reads it, and how many hidden
+/// characters its text had.
+fn tool_definition_view(
+    pin: crate::domain::gateway::ToolPin,
+    p: &ProposalRecord,
+) -> (app::dto::ToolDefinitionView, usize) {
+    let mut hidden = 0;
+    let mut shown = |s: &str| {
+        let v = visible(s);
+        hidden += v.hidden;
+        v.text
+    };
+    let description = shown(pin.pinned.description().unwrap_or("(none)"));
+    let annotations = (pin.pinned.annotations().into_iter().flatten())
+        .map(|(k, v)| {
+            let value = v.as_str().map_or_else(|| v.to_string(), str::to_owned);
+            (shown(k), shown(&value))
+        })
+        .collect();
+    let view = app::dto::ToolDefinitionView {
+        description,
+        annotations,
+        called_against_pinned: pin.pinned.version() == p.contract.tool.version,
+        pinned: pin.pinned.sha256(),
+        changed_to: pin.offered.as_ref().map(|d| d.sha256()),
+    };
+    (view, hidden)
 }
 
 /// Everything the detail page shows about one proposal.
@@ -474,6 +460,7 @@ impl Detail {
             hidden_chars: texts.hidden + sheet_hidden,
             revision: RevisionView::default(),
             escalations: Vec::new(),
+            tool_definition: None,
             command: command_sheet,
             history: history_view(history, now),
             confirm_name,

@@ -1,13 +1,14 @@
 //! The queue page's side of the desk: reads the query string into a [`QueueQuery`], asks for a
 //! page within the viewer's domains, and shapes rows, filters and page links.
 
+use crate::domain::principal::Principal;
 use app::dto::{AppError, QueueFilterView, QueueItem, QueueParams, QueueView, percent_encode};
 use time::OffsetDateTime;
 
-use super::{internal, keys_only, moment, preview, rollback_words, targets};
+use super::{Flagged, internal, keys_only, moment, preview, rollback_words, targets};
 use crate::domain::queue::{QueueKey, QueueQuery};
+use crate::domain::record::ProposalRecord;
 use crate::service::{Facets, QueuePage, Services};
-use crate::storage::proposals::ProposalRecord;
 
 /// The query, or a notice naming each bad field.
 pub fn parse(params: &QueueParams) -> Result<QueueQuery, AppError> {
@@ -25,14 +26,12 @@ pub fn parse(params: &QueueParams) -> Result<QueueQuery, AppError> {
 /// A page of the queue for a viewer limited to `domains` (`None`: every domain).
 pub async fn page(
     services: &Services,
+    who: &Principal,
     q: &QueueQuery,
-    domains: Option<Vec<String>>,
 ) -> Result<QueueView, AppError> {
-    let page = services
-        .queue_page(q, domains.as_deref())
-        .await
-        .map_err(internal)?;
+    let page = services.queue_page(who, q).await.map_err(internal)?;
     let now = services.now();
+    let domains = who.as_person().and_then(|p| p.domains.clone());
     Ok(view(q, page, now, domains))
 }
 
@@ -48,6 +47,7 @@ fn view(
         matching,
         total,
         facets,
+        head,
     } = page;
     QueueView {
         items: items.into_iter().map(|p| item(p, now)).collect(),
@@ -58,6 +58,7 @@ fn view(
         next: next.map(|key| href(q, Some(key))),
         first: q.after.is_some().then(|| href(q, None)),
         limited_to: domains,
+        head,
     }
 }
 
@@ -123,7 +124,7 @@ fn filters(q: &QueueQuery, facets: &Facets) -> Vec<QueueFilterView> {
     ]
 }
 
-/// One row.
+/// One row; the agent's text made visible and its hidden characters counted for the flag.
 pub fn item(p: ProposalRecord, now: OffsetDateTime) -> QueueItem {
     let c = &p.contract;
     let mut compliance = Vec::new();
@@ -133,18 +134,20 @@ pub fn item(p: ProposalRecord, now: OffsetDateTime) -> QueueItem {
     if c.compliance_context.hipaa {
         compliance.push("HIPAA".to_owned());
     }
+    let mut shown = Flagged::default();
+    let affected = if c.compliance_context.gdpr || c.compliance_context.hipaa {
+        // Personal or health data: the queue names the fields; the values are shown only
+        // on the proposal page, to the reviewer who opens it to decide.
+        keys_only(&c.parameters, 120)
+    } else {
+        preview(&c.parameters, 120)
+    };
     QueueItem {
         id: p.id.to_string(),
-        summary: c.intent.summary.clone(),
-        tool: format!("{} {}", c.tool.name, c.tool.version),
-        targets: targets(&p),
-        affected: if c.compliance_context.gdpr || c.compliance_context.hipaa {
-            // Personal or health data: the queue names the fields; the values are shown only
-            // on the proposal page, to the reviewer who opens it to decide.
-            keys_only(&c.parameters, 120)
-        } else {
-            preview(&c.parameters, 120)
-        },
+        summary: shown.text(&c.intent.summary),
+        tool: shown.text(&format!("{} {}", c.tool.name, c.tool.version)),
+        targets: targets(&p).iter().map(|t| shown.text(t)).collect(),
+        affected: shown.parameters(&affected, &c.parameters),
         rollback: rollback_words(&p),
         risk: c.risk_level.as_str().into(),
         arrived: moment(p.created_at, now),
@@ -153,5 +156,6 @@ pub fn item(p: ProposalRecord, now: OffsetDateTime) -> QueueItem {
         domain: c.domain.clone(),
         route: p.routing.route.as_str().into(),
         compliance,
+        hidden: shown.hidden,
     }
 }

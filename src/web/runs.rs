@@ -5,49 +5,50 @@ use app::dto::{self, AppError, Notice, PausedView, RunItem, RunsView, Viewer};
 use app::ports::DecideOutcome;
 use uuid::Uuid;
 
-use super::{age, internal, may_view, moment, role_of};
-use crate::audit::Actor;
+use super::{Flagged, age, internal, keys_only, moment, principal};
+use crate::domain::access::{UseCase, authorize};
 use crate::domain::command::Resolution;
-use crate::domain::principal::Role;
-use crate::service::{Conflict, Reviewer, ServiceError, Services};
-use crate::storage::commands::CommandRecord;
+use crate::domain::record::CommandRecord;
+use crate::service::{Conflict, ServiceError, Services};
 
 fn pretty(v: &serde_json::Value) -> String {
     serde_json::to_string_pretty(v).unwrap_or_default()
 }
 
-fn item(c: CommandRecord, now: time::OffsetDateTime) -> RunItem {
+/// One card; the agent's and the executor's text made visible and its hidden characters
+/// counted for the flag. `summary` is its proposal's intent, if found.
+fn item(c: CommandRecord, summary: Option<&str>, now: time::OffsetDateTime) -> RunItem {
     let plan = c.spec.rollback_plan.as_ref();
+    let mut shown = Flagged::default();
+    let params = keys_only(&c.spec.parameters, 120);
     RunItem {
         id: c.id.to_string(),
         proposal_id: c.proposal_id.to_string(),
         kind: c.kind.as_str().into(),
-        tool: format!("{} {}", c.spec.tool.name, c.spec.tool.version),
+        summary: summary.map(|s| shown.text(s)),
+        tool: shown.text(&format!("{} {}", c.spec.tool.name, c.spec.tool.version)),
+        parameters: shown.parameters(&params, &c.spec.parameters),
         domain: c.spec.domain.clone(),
         status: c.status.as_str().into(),
         attempts: c.attempts,
         interruption: c.interruption.clone(),
         side_effect: c.side_effect.map(|s| s.as_str().into()),
         leased_by: c.leased_by.clone(),
-        error: c.error.as_ref().map(pretty),
+        error: c.error.as_ref().map(|e| shown.text(&pretty(e))),
         rollback_type: plan.map(|p| p.kind.as_str().into()),
-        rollback_instructions: plan.and_then(|p| p.instructions.as_ref()).map(pretty),
+        rollback_instructions: (plan.and_then(|p| p.instructions.as_ref()))
+            .map(|i| shown.text(&pretty(i))),
         rollback_of: c.rollback_of.map(|id| id.to_string()),
         age: age(c.completed_at.unwrap_or(c.created_at), now),
-    }
-}
-
-fn reviewer(viewer: &Viewer) -> Reviewer {
-    Reviewer {
-        username: viewer.username.clone(),
-        role: role_of(viewer),
+        hidden: shown.hidden,
     }
 }
 
 /// Refusals a page explains, as notices.
 fn refused(e: ServiceError) -> Result<DecideOutcome, AppError> {
     let notice = match e {
-        ServiceError::Refused(_) => Notice::Role,
+        ServiceError::Refused(_) | ServiceError::Denied(_) => Notice::Role,
+        ServiceError::NotFound => return Err(AppError::NotFound),
         ServiceError::Conflict(Conflict::CommandState(_)) => Notice::CommandState,
         ServiceError::Invalid(fields) if fields.iter().any(|f| f.field == "reason") => {
             Notice::ResolveReasonRequired
@@ -60,24 +61,26 @@ fn refused(e: ServiceError) -> Result<DecideOutcome, AppError> {
 
 /// The page's content.
 pub async fn runs(services: &Services, viewer: &Viewer) -> Result<RunsView, AppError> {
-    let role = may_view(viewer)?;
+    let who = principal(services, viewer).await?;
     let now = services.now();
-    let unknown = services.needing_resolution().await.map_err(internal)?;
-    let rollbacks = services.rollback_tasks().await.map_err(internal)?;
-    let paused = services.paused_tools().await.map_err(internal)?;
+    let page = services.runs_page(&who).await.map_err(internal)?;
+    let summaries = page.summaries;
+    let card = |c: CommandRecord| {
+        let summary = summaries.get(&c.proposal_id).map(String::as_str);
+        item(c, summary, now)
+    };
     Ok(RunsView {
-        unknown: unknown.into_iter().map(|c| item(c, now)).collect(),
-        rollbacks: rollbacks.into_iter().map(|c| item(c, now)).collect(),
-        paused: paused
-            .into_iter()
+        unknown: page.unknown.into_iter().map(card).collect(),
+        rollbacks: page.rollbacks.into_iter().map(card).collect(),
+        paused: (page.paused.into_iter())
             .map(|p| PausedView {
                 pattern: p.pattern,
                 paused_by: p.paused_by,
                 paused_at: moment(p.paused_at, now),
             })
             .collect(),
-        can_act: role.can_decide(),
-        can_pause: role == Role::Admin,
+        can_act: authorize(&who, UseCase::ResolveCommand).is_ok(),
+        can_pause: authorize(&who, UseCase::SwitchTool).is_ok(),
     })
 }
 
@@ -93,10 +96,8 @@ pub async fn resolve(
     let Some(resolution) = Resolution::parse(resolution) else {
         return Ok(DecideOutcome::Refused(Notice::BadVerdict));
     };
-    match services
-        .resolve_command(&reviewer(viewer), id, resolution, reason)
-        .await
-    {
+    let who = principal(services, viewer).await?;
+    match services.resolve_command(&who, id, resolution, reason).await {
         Ok(_) if resolution == Resolution::Release => Ok(DecideOutcome::Decided(Notice::Released)),
         Ok(_) => Ok(DecideOutcome::Decided(Notice::Resolved)),
         Err(e) => refused(e),
@@ -117,10 +118,8 @@ pub async fn decide_rollback(
         "dismiss" => false,
         _ => return Ok(DecideOutcome::Refused(Notice::BadVerdict)),
     };
-    match services
-        .decide_rollback(&reviewer(viewer), id, approve, reason)
-        .await
-    {
+    let who = principal(services, viewer).await?;
+    match services.decide_rollback(&who, id, approve, reason).await {
         Ok(_) if approve => Ok(DecideOutcome::Decided(Notice::RollbackApproved)),
         Ok(_) => Ok(DecideOutcome::Decided(Notice::RollbackDismissed)),
         Err(e) => refused(e),
@@ -134,16 +133,14 @@ pub async fn switch_tool(
     pattern: &str,
     action: &str,
 ) -> Result<Option<DecideOutcome>, AppError> {
-    if role_of(viewer) != Role::Admin {
-        return Ok(None);
-    }
-    let actor = Actor::user(&viewer.username);
+    let who = principal(services, viewer).await?;
     let result = match action {
-        "pause" => services.pause_tool(pattern, &actor).await,
-        "resume" => services.resume_tool(pattern, &actor).await,
+        "pause" => services.pause_tool(&who, pattern).await,
+        "resume" => services.resume_tool(&who, pattern).await,
         _ => return Ok(Some(DecideOutcome::Refused(Notice::BadVerdict))),
     };
     Ok(Some(match result {
+        Err(ServiceError::Denied(_)) => return Ok(None),
         Ok(true) if action == "pause" => DecideOutcome::Decided(Notice::ToolPaused),
         Ok(true) => DecideOutcome::Decided(Notice::ToolResumed),
         Ok(false) if action == "pause" => DecideOutcome::Decided(Notice::ToolPaused),

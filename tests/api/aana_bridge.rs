@@ -5,6 +5,7 @@
 //! events answered `200` with `validation_errors`; `/aana/validate-tool-precheck`; and evidence
 //! counted by its trust tier.
 
+use countersign::domain::principal::Principal;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -107,7 +108,7 @@ async fn the_sdk_reaches_aanas_decision_on_every_published_case(backend: &str) {
         let check = answer["check_id"].as_str().expect("check id");
         let trail = app
             .services
-            .trail("pre_tool_check", check)
+            .trail(&Principal::Operator, "pre_tool_check", check)
             .await
             .expect("trail");
         assert_eq!(trail.len(), 1, "{name}");

@@ -5,6 +5,7 @@
 //! instances; a revocation holds at once on every instance (PostgreSQL's NOTIFY); an agent's
 //! operator does not approve its proposals.
 
+use countersign::domain::principal::Principal;
 use countersign::domain::principal::Role;
 use reqwest::StatusCode;
 
@@ -22,7 +23,7 @@ on_both_backends!(
     only_an_admin_erases_and_erasure_keeps_keys_hash_and_decision,
 );
 
-async fn signed_in(app: &TestApp, name: &str, role: Role) -> Browser {
+pub(crate) async fn signed_in(app: &TestApp, name: &str, role: Role) -> Browser {
     app.user(name, role).await;
     let browser = app.browser();
     assert_eq!(location(&browser.login(name, PASSWORD).await), "/");
@@ -260,7 +261,7 @@ async fn the_last_admin_stays(backend: &str) {
     assert_eq!(location(&admin.get("/admin/users").await), "/login");
     let disabled = app
         .services
-        .disable_user("deputy", &countersign::audit::Actor::system("test"))
+        .disable_user(&Principal::Operator, "deputy")
         .await;
     assert!(disabled.is_err(), "the shell keeps the last admin too");
 }
@@ -269,15 +270,15 @@ async fn two_admins_stepping_down_on_two_instances_at_once_leave_one(backend: &s
     let app = TestApp::spawn(backend).await;
     let other = app.another_instance().await;
     let admins = "select count(*) from users where role = 'admin' and disabled_at is null";
-    let system = countersign::audit::Actor::system("test");
+    let system = Principal::Operator;
     app.user("ada", Role::Admin).await;
     app.user("bo", Role::Admin).await;
     // Each round, one admin is demoted on one instance while the other is disabled on the
     // other, at the same moment: exactly one change may go through.
     for round in 0..8 {
         let (a, b) = tokio::join!(
-            app.services.set_role("ada", Role::Reviewer, &system),
-            other.services.disable_user("bo", &system),
+            app.services.set_role(&system, "ada", Role::Reviewer),
+            other.services.disable_user(&system, "bo"),
         );
         assert_eq!(
             usize::from(a.is_ok()) + usize::from(b.is_ok()),
@@ -288,12 +289,12 @@ async fn two_admins_stepping_down_on_two_instances_at_once_leave_one(backend: &s
         // Both admins again for the next round.
         if a.is_ok() {
             app.services
-                .set_role("ada", Role::Admin, &system)
+                .set_role(&system, "ada", Role::Admin)
                 .await
                 .expect("re-grant");
         } else {
             app.services
-                .enable_user("bo", &system)
+                .enable_user(&system, "bo")
                 .await
                 .expect("re-enable");
         }
@@ -315,13 +316,13 @@ async fn a_revocation_holds_on_every_postgresql_instance_at_once() {
         StatusCode::OK,
         "cached now"
     );
-    let system = countersign::audit::Actor::system("test");
+    let system = Principal::Operator;
     let revoked_at = std::time::Instant::now();
     app.services
         .revoke_tokens(
+            &system,
             countersign::domain::principal::TokenKind::Agent,
             "sales-bot",
-            &system,
         )
         .await
         .expect("revoke");
@@ -434,7 +435,7 @@ async fn only_an_admin_erases_and_erasure_keeps_keys_hash_and_decision(backend: 
     assert_eq!(location(&r), format!("/proposals/{id}?notice=rejected"));
     let before = app
         .services
-        .proposal(uuid)
+        .proposal(&Principal::Operator, uuid)
         .await
         .expect("read")
         .expect("it");
@@ -448,14 +449,18 @@ async fn only_an_admin_erases_and_erasure_keeps_keys_hash_and_decision(backend: 
     );
     let unchanged = app
         .services
-        .proposal(uuid)
+        .proposal(&Principal::Operator, uuid)
         .await
         .expect("read")
         .expect("it");
     assert_eq!(unchanged.contract, before.contract);
     assert!(unchanged.erasure.is_none());
     assert_eq!(app.count(erased_rows).await, 0);
-    let denied = app.services.trail("page", "erase").await.expect("trail");
+    let denied = app
+        .services
+        .trail(&Principal::Operator, "page", "erase")
+        .await
+        .expect("trail");
     assert_eq!(denied.len(), 1, "{denied:?}");
     assert_eq!(
         (denied[0].action.as_str(), denied[0].actor.as_str()),
@@ -470,7 +475,7 @@ async fn only_an_admin_erases_and_erasure_keeps_keys_hash_and_decision(backend: 
     );
     let after = app
         .services
-        .proposal(uuid)
+        .proposal(&Principal::Operator, uuid)
         .await
         .expect("read")
         .expect("it");
@@ -511,7 +516,11 @@ async fn only_an_admin_erases_and_erasure_keeps_keys_hash_and_decision(backend: 
     assert_eq!(polled["proposal"]["intent"]["summary"], "[erased]");
 
     // The erasure is audited by the admin, bound to the request hash, without the reason's text.
-    let trail = app.services.trail("proposal", &id).await.expect("trail");
+    let trail = app
+        .services
+        .trail(&Principal::Operator, "proposal", &id)
+        .await
+        .expect("trail");
     let erased: Vec<_> = trail
         .iter()
         .filter(|e| e.action == "proposal.erased")
@@ -541,7 +550,7 @@ async fn only_an_admin_erases_and_erasure_keeps_keys_hash_and_decision(backend: 
 }
 
 /// Presses "Erase personal data" on proposal `id`'s page; where it redirects.
-async fn erase(b: &Browser, id: &str) -> String {
+pub(crate) async fn erase(b: &Browser, id: &str) -> String {
     let page = format!("/proposals/{id}");
     let csrf = b.csrf(&page).await;
     let form = [

@@ -1,8 +1,9 @@
 //! The compliance officer's pages through plain HTTP: only compliance officers and admins see
 //! `/audit`, its charts, timelines and exports (a reviewer gets 403 and the refusal is in the
 //! trail); filters narrow the trail and live in the query string; keyset pages visit every
-//! event once; the export downloads as one zip that verifies offline, fails after a one-byte
-//! edit and is itself recorded; a proposal's timeline tells its story; the proposal page shows
+//! event once; the export (a form posted with the CSRF token; a GET exports and records
+//! nothing) downloads as one zip that verifies offline, fails after a one-byte edit and is
+//! itself recorded; a proposal's timeline tells its story; the proposal page shows
 //! its trail a page at a time; "Verify now" shows the chain's state. Every time on these pages
 //! and on the admin's webhook page reads as people read it, in a `<time datetime>`, never a raw
 //! RFC 3339 string with fractional seconds.
@@ -12,7 +13,7 @@ use std::io::Read;
 
 use countersign::audit::bundle;
 use countersign::audit::{Actor, AuditEvent, ProposalInputRejected};
-use countersign::domain::principal::{Role, TokenKind};
+use countersign::domain::principal::{Principal, Role, TokenKind};
 use countersign::service::TokenRequest;
 use reqwest::StatusCode;
 use serde_json::Value;
@@ -39,6 +40,33 @@ fn link(html: &str, testid: &str) -> Option<String> {
     let tag = &html[html[..at].rfind("<a")?..at];
     let href = tag.split("href=\"").nth(1)?.split('"').next()?;
     Some(href.replace("&amp;", "&"))
+}
+
+/// The export form's action and the fields it posts besides its CSRF token, in order.
+fn export_form(html: &str) -> Option<(String, Vec<(String, String)>)> {
+    let at = html.find("data-testid=\"audit-export\"")?;
+    let start = html[..at].rfind("<form")?;
+    let form = &html[start..start + html[start..].find("</form>")?];
+    let attr = |tag: &str, name: &str| {
+        let value = tag.split(&format!("{name}=\"")).nth(1)?.split('"').next()?;
+        Some(value.replace("&amp;", "&"))
+    };
+    if attr(form, "method")? != "post" {
+        return None;
+    }
+    let fields = (form.split("<input").skip(1))
+        .filter_map(|tag| Some((attr(tag, "name")?, attr(tag, "value")?)))
+        .filter(|(name, _)| name != "csrf_token")
+        .collect();
+    Some((attr(form, "action")?, fields))
+}
+
+/// Posts the export form as the page at `page` would, with `fields` besides its CSRF token.
+async fn export(b: &Browser, page: &str, fields: &[(&str, &str)]) -> reqwest::Response {
+    let csrf = b.csrf(page).await;
+    let mut form = vec![("csrf_token", csrf.as_str())];
+    form.extend_from_slice(fields);
+    b.post_form("/audit/export.zip", page, &form).await
 }
 
 /// Seqs of the rows `condition` selects, newest first, straight from the database.
@@ -91,10 +119,9 @@ async fn only_compliance_officers_and_admins_see_the_audit_pages() {
         "/login",
         "signed out"
     );
-    assert_eq!(
-        location(&app.browser().get("/audit/export.zip").await),
-        "/login"
-    );
+    let signed_out = app.browser();
+    let r = (signed_out.post_form("/audit/export.zip", "/audit", &[("csrf_token", "x")])).await;
+    assert_eq!(location(&r), "/login");
 
     let reviewer = signed_in(&app, "rev", Role::Reviewer).await;
     assert!(
@@ -104,18 +131,18 @@ async fn only_compliance_officers_and_admins_see_the_audit_pages() {
             .contains("data-testid=\"nav-audit\"")
     );
     let timeline = format!("/audit/proposals/{id}");
-    for path in [
-        "/audit",
-        "/audit/charts",
-        timeline.as_str(),
-        "/audit/export.zip",
-    ] {
+    for path in ["/audit", "/audit/charts", timeline.as_str()] {
         let r = reviewer.get(path).await;
         assert_eq!(r.status(), StatusCode::FORBIDDEN, "GET {path}");
         let body = r.text().await.expect("body");
         assert!(body.contains("Forbidden"), "{path}: {body}");
         assert!(!body.contains("data-testid=\"audit-row\""));
     }
+    // The export form, posted with a good token, is refused too.
+    let r = export(&reviewer, "/", &[]).await;
+    assert_eq!(r.status(), StatusCode::FORBIDDEN, "POST /audit/export.zip");
+    let body = r.text().await.expect("body");
+    assert!(body.contains("Forbidden"), "{body}");
     // Verifying is refused too (the form posts to a server function).
     let csrf = reviewer.csrf("/").await;
     let r = reviewer
@@ -202,11 +229,11 @@ async fn filters_narrow_the_trail_and_live_in_the_query_string() {
         let html = auditor.page(&format!("/audit?{query}")).await;
         let want = seqs_where(&app, condition).await;
         assert_eq!(seqs(&html), want, "/audit?{query}");
-        // The form shows the filters it was given, and the export link carries them.
-        let export = link(&html, "audit-export").expect("export link");
-        assert!(export.starts_with("/audit/export.zip"), "{export}");
+        // The form shows the filters it was given, and the export form posts them.
+        let (action, fields) = export_form(&html).expect("an export form that posts");
+        assert_eq!(action, "/audit/export.zip");
         if query.starts_with("agent=a2") {
-            assert_eq!(export, "/audit/export.zip?agent=a2");
+            assert_eq!(fields, [("agent".to_owned(), "a2".to_owned())]);
             assert!(html.contains("value=\"a2\""));
         }
     }
@@ -302,8 +329,25 @@ async fn an_export_downloads_verifies_offline_and_is_recorded() {
         propose(&app, &a2, "a2", "crm.update_contact", "sales").await;
     }
     let want = seqs_where(&app, "agent = 'a1'").await;
+    let exported = "action = 'audit.exported' and actor = 'auditor'";
 
+    // A GET (an old link) exports and records nothing: it shows the trail of the same filters.
     let r = auditor.get("/audit/export.zip?agent=a1").await;
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_eq!(location(&r), "/audit?agent=a1");
+    assert!(r.bytes().await.expect("body").is_empty());
+    // A form without this session's token exports nothing; the refusal is recorded.
+    let forged = [("csrf_token", "0".repeat(64)), ("agent", "a1".into())];
+    let forged: Vec<(&str, &str)> = forged.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let r = auditor
+        .post_form("/audit/export.zip", "/audit", &forged)
+        .await;
+    assert_eq!(location(&r), "/audit?agent=a1&error=csrf");
+    assert!(seqs_where(&app, exported).await.is_empty());
+    let rejected = "action = 'auth.csrf_rejected' and actor = 'auditor'";
+    assert_eq!(seqs_where(&app, rejected).await.len(), 1);
+
+    let r = export(&auditor, "/audit?agent=a1", &[("agent", "a1")]).await;
     assert_eq!(r.status(), StatusCode::OK);
     assert_eq!(r.headers()["content-type"], "application/zip");
     let disposition = r.headers()["content-disposition"].to_str().expect("ascii");
@@ -327,7 +371,7 @@ async fn an_export_downloads_verifies_offline_and_is_recorded() {
     assert!(!csv.contains("new@example.com"), "no parameter values");
 
     // The export is itself an audited event.
-    let recorded = seqs_where(&app, "action = 'audit.exported' and actor = 'auditor'").await;
+    let recorded = seqs_where(&app, exported).await;
     assert_eq!(recorded.len(), 1);
     let mut read = app.services.store().read().await.expect("read");
     let page = countersign::storage::audit_query::first_of_kind(
@@ -355,8 +399,7 @@ async fn an_export_downloads_verifies_offline_and_is_recorded() {
     assert!(bundle::verify(dir.path(), None).is_err());
 
     // The whole trail is one stretch.
-    let whole = auditor
-        .get("/audit/export.zip")
+    let whole = export(&auditor, "/audit", &[])
         .await
         .bytes()
         .await
@@ -462,7 +505,7 @@ async fn verify_now_shows_the_head_checkpoint_and_result() {
     .expect("key");
     let cp = app
         .services
-        .sign_checkpoint(&key)
+        .sign_checkpoint(&Principal::Operator, &key)
         .await
         .expect("sign")
         .expect("a checkpoint");
@@ -565,8 +608,6 @@ async fn edge_values_in_the_query_string_never_break_the_page() {
         "/audit?from=-9999-01-01",
         "/audit?after=9223372036854775807",
         "/audit?before=9223372036854775807",
-        "/audit/export.zip?to=9999-12-31",
-        "/audit/export.zip?after=9223372036854775807",
     ] {
         let status = auditor.get(path).await.status();
         assert!(
@@ -574,6 +615,15 @@ async fn edge_values_in_the_query_string_never_break_the_page() {
                 || status == StatusCode::BAD_REQUEST
                 || status == StatusCode::UNPROCESSABLE_ENTITY,
             "{path}: {status}"
+        );
+    }
+    for field in [("to", "9999-12-31"), ("after", "9223372036854775807")] {
+        let status = export(&auditor, "/audit", &[field]).await.status();
+        assert!(
+            status == StatusCode::OK
+                || status == StatusCode::BAD_REQUEST
+                || status == StatusCode::UNPROCESSABLE_ENTITY,
+            "export {field:?}: {status}"
         );
     }
     assert_eq!(auditor.get("/audit").await.status(), StatusCode::OK);
@@ -636,7 +686,7 @@ async fn times_read_as_people_read_them(backend: &str) {
         ..TokenRequest::new(TokenKind::Agent, "hooked")
     };
     let created = (app.services)
-        .create_operated_token(request, &Actor::system("test"))
+        .create_operated_token(&Principal::Operator, request)
         .await
         .expect("token with a webhook");
     let id = app.propose_ok(created.token.expose(), "hooked").await;
@@ -650,7 +700,10 @@ async fn times_read_as_people_read_them(backend: &str) {
         &dir.path().join("audit.key"),
     )
     .expect("key");
-    app.services.sign_checkpoint(&key).await.expect("sign");
+    app.services
+        .sign_checkpoint(&Principal::Operator, &key)
+        .await
+        .expect("sign");
     let auditor = signed_in(&app, "auditor", Role::Compliance).await;
     let csrf = auditor.csrf("/audit").await;
     auditor

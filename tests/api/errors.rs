@@ -3,6 +3,7 @@
 
 use countersign::api::MAX_BODY_BYTES;
 use countersign::domain::lifecycle::ProposalStatus;
+use countersign::domain::principal::{Principal, Role};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -23,7 +24,11 @@ async fn error_of(r: reqwest::Response) -> (StatusCode, Value) {
 async fn nothing_stored(app: &TestApp) {
     let pending = app
         .services
-        .proposals_in(ProposalStatus::Pending, 10)
+        .proposals_in(
+            &Principal::person("boss", Role::Admin),
+            ProposalStatus::Pending,
+            10,
+        )
         .await
         .expect("list");
     assert!(pending.is_empty(), "a rejected request wrote a proposal");
@@ -233,7 +238,11 @@ async fn same_key_same_body_replays_and_different_body_is_refused() {
     );
     let pending = app
         .services
-        .proposals_in(ProposalStatus::Pending, 10)
+        .proposals_in(
+            &Principal::person("boss", Role::Admin),
+            ProposalStatus::Pending,
+            10,
+        )
         .await
         .expect("list");
     assert_eq!(pending.len(), 1);

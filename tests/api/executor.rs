@@ -2,11 +2,12 @@
 //! reports that need the current lease token, `side_effect` on failures, the signed grant and
 //! its public key, and the example executor (`examples/executor`) against a real server.
 
+use countersign::domain::principal::Principal;
 use std::time::Duration;
 
 use countersign::domain::lifecycle::ReviewVerdict;
 use countersign::domain::principal::Role;
-use countersign::service::{Decided, Reviewer};
+use countersign::service::Decided;
 use ed25519_dalek::{Signature, Verifier, VerifyingKey};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -19,10 +20,7 @@ use crate::helpers::TestApp;
 async fn approved(app: &TestApp) -> String {
     let agent = app.agent_token("agent-a").await;
     let id = app.propose_ok(&agent, "agent-a").await;
-    let rev = Reviewer {
-        username: "rev".into(),
-        role: Role::Reviewer,
-    };
+    let rev = Principal::person("rev", Role::Reviewer);
     let decided = app
         .services
         .decide(

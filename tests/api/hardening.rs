@@ -4,9 +4,9 @@
 //! for anonymous page views, sessions that end (idle, absolute, disabled account, password
 //! reset), and connections that slow clients cannot hold.
 
+use countersign::domain::principal::Principal;
 use std::time::Duration;
 
-use countersign::audit::Actor;
 use countersign::domain::principal::Role;
 use reqwest::StatusCode;
 use serde_json::Value;
@@ -47,7 +47,7 @@ fn sessions_table(app: &TestApp) -> &'static str {
 /// The audit rows about user `name` (sign-ins, throttling, session ends), oldest first.
 async fn trail_of(app: &TestApp, name: &str) -> Vec<(String, Value)> {
     app.services
-        .trail("user", name)
+        .trail(&Principal::Operator, "user", name)
         .await
         .expect("trail")
         .into_iter()
@@ -319,7 +319,7 @@ async fn unknown_users_and_wrong_passwords_get_the_same_answer_and_the_same_work
     // Each refusal ran exactly one argon2 verification (a dummy one for the unknown name).
     assert_eq!((after_wrong - before, after_unknown - after_wrong), (1, 1));
     app.services
-        .disable_user("rev", &Actor::system("test"))
+        .disable_user(&Principal::Operator, "rev")
         .await
         .expect("disable");
     let disabled = answer(browser.login("rev", PASSWORD).await);
@@ -364,7 +364,7 @@ async fn disabling_an_account_ends_its_open_sessions(backend: &str) {
     app.user("rev", Role::Reviewer).await;
     let browser = signed_in(&app, "rev", PASSWORD).await;
     app.services
-        .disable_user("rev", &Actor::system("test"))
+        .disable_user(&Principal::Operator, "rev")
         .await
         .expect("disable");
     assert_eq!(location(&browser.get("/").await), "/login");
@@ -388,7 +388,7 @@ async fn a_password_reset_signs_the_account_out_everywhere(backend: &str) {
     let bystander = signed_in(&app, "other", PASSWORD).await;
     let new_password = "a brand new passphrase";
     app.services
-        .reset_password("rev", new_password.into(), &Actor::system("test"))
+        .reset_password(&Principal::Operator, "rev", new_password.into())
         .await
         .expect("reset");
     assert_eq!(location(&laptop.get("/").await), "/login");

@@ -1,7 +1,8 @@
 //! `TestApp`: the real application on a random port over a fresh database, with helpers that
 //! speak to it the way agents, executors and browsers do.
 
-use countersign::audit::Actor;
+use countersign::domain::principal::Principal;
+use countersign::service::NewUser;
 use std::sync::{Arc, Mutex};
 
 use countersign::config::Settings;
@@ -122,9 +123,18 @@ impl TestApp {
 
     /// Another instance of the app on the same database (several servers, one PostgreSQL).
     pub async fn another_instance(&self) -> TestApp {
+        self.another_instance_configured(|_| {}).await
+    }
+
+    /// The same, with settings changed by `configure` (its own policy, a gateway).
+    pub async fn another_instance_configured(
+        &self,
+        configure: impl FnOnce(&mut Settings),
+    ) -> TestApp {
         let mut settings = Settings::for_database(&self.db_url);
         settings.bind = Some("127.0.0.1:0".parse().expect("addr"));
         settings.rate = UNLIMITED;
+        configure(&mut settings);
         let app = Application::build_with_clock(settings, self.clock.clone())
             .await
             .expect("second instance");
@@ -161,10 +171,10 @@ impl TestApp {
         let scope = tools.map(|t| ToolScope::parse_list(t).expect("scope"));
         self.services
             .create_token(
+                &Principal::Operator,
                 TokenKind::Executor,
                 name,
                 scope.as_ref(),
-                &Actor::system("test"),
             )
             .await
             .expect("token")
@@ -174,7 +184,7 @@ impl TestApp {
 
     async fn token(&self, kind: TokenKind, name: &str) -> String {
         self.services
-            .create_token(kind, name, None, &Actor::system("test"))
+            .create_token(&Principal::Operator, kind, name, None)
             .await
             .expect("token")
             .expose()
@@ -183,7 +193,7 @@ impl TestApp {
 
     pub async fn user(&self, name: &str, role: Role) {
         self.services
-            .add_user(name, role, PASSWORD.into(), &Actor::system("test"))
+            .add_user(&Principal::Operator, NewUser::new(name, role, PASSWORD))
             .await
             .expect("user");
     }

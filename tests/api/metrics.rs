@@ -1,7 +1,8 @@
 //! `GET /metrics`: Prometheus text that a Prometheus parser reads, with what the gate did
 //! (pending proposals by domain and risk, decisions, time to decision, the decision paths'
 //! latency); refused without its token, absent when the operator opened nothing, and served
-//! without a token only on its own listener (`--metrics-bind`).
+//! without a token only on its own listener (`--metrics-bind`), which is served under the main
+//! listener's bounds.
 
 use countersign::config::MetricsToken;
 use countersign::domain::principal::Role;
@@ -15,6 +16,7 @@ use crate::helpers::{PASSWORD, TestApp};
 on_both_backends!(
     metrics_need_their_token_and_count_what_the_gate_did,
     without_a_token_metrics_are_served_only_on_their_own_listener,
+    the_metrics_listener_is_bounded_like_the_main_one,
 );
 
 const TOKEN: &str = "metrics-secret-token";
@@ -143,4 +145,39 @@ async fn without_a_token_metrics_are_served_only_on_their_own_listener(backend: 
         StatusCode::NOT_FOUND,
         "not on the main listener"
     );
+}
+
+/// The separate listener runs under the main one's bounds: a client that never finishes its
+/// headers is cut off after the header timeout, and a 10 MiB body is `413` before it is read.
+async fn the_metrics_listener_is_bounded_like_the_main_one(backend: &str) {
+    use std::time::{Duration, Instant};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let app = TestApp::spawn_configured(backend, |s| {
+        s.metrics_bind = Some("127.0.0.1:0".parse().expect("addr"));
+        s.limits.header_timeout = Duration::from_millis(500);
+    })
+    .await;
+    let own = app.metrics_base.clone().expect("a metrics listener");
+    let addr = own.trim_start_matches("http://");
+    let answer = |head: &'static [u8]| async move {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        stream.write_all(head).await.expect("write");
+        let mut answer = Vec::new();
+        let read = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut answer));
+        read.await
+            .expect("the listener closes the connection")
+            .expect("read");
+        String::from_utf8_lossy(&answer).into_owned()
+    };
+    let started = Instant::now();
+    let slow = answer(b"GET /metrics HTTP/1.1\r\nHost: countersign\r\n").await;
+    assert!(!slow.contains(" 200 "), "{slow}");
+    assert!(started.elapsed() >= Duration::from_millis(400));
+    let huge = answer(
+        b"POST /metrics HTTP/1.1\r\nHost: countersign\r\nContent-Length: 10485760\r\n\
+          Connection: close\r\n\r\n",
+    )
+    .await;
+    assert!(huge.starts_with("HTTP/1.1 413"), "{huge}");
 }

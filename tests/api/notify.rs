@@ -4,7 +4,7 @@
 //! the window folds into one digest with counts, a failing channel is retried and never holds
 //! up a decision, and opening a message's link decides nothing.
 
-use countersign::domain::principal::Role;
+use countersign::domain::principal::{Principal, Role};
 use countersign::service::{ChannelUrl, NotifySettings};
 use reqwest::StatusCode;
 use serde_json::Value;
@@ -136,7 +136,11 @@ async fn a_failing_channel_is_retried_and_never_holds_up_a_decision(backend: &st
         app.poll(&agent, &id).await.1["proposal"]["status"],
         "approved"
     );
-    let listed = app.services.recent_notifications(10).await.expect("list");
+    let listed = app
+        .services
+        .recent_notifications(&Principal::Operator, 10)
+        .await
+        .expect("list");
     assert_eq!(listed[0].state, "pending");
     assert_eq!(listed[0].last_status, Some(500));
     // After its backoff it is sent again, and recorded.
@@ -144,7 +148,11 @@ async fn a_failing_channel_is_retried_and_never_holds_up_a_decision(backend: &st
     app.services.deliver_notifications().await.expect("deliver");
     recorded(&mut sends, 2).await;
     next(&mut slack).await;
-    let listed = app.services.recent_notifications(10).await.expect("list");
+    let listed = app
+        .services
+        .recent_notifications(&Principal::Operator, 10)
+        .await
+        .expect("list");
     assert_eq!(
         (
             listed[0].state.as_str(),

@@ -1,7 +1,7 @@
 //! The policy at work through HTTP: the pre-tool-check, and proposals routed accept / ask /
 //! refuse with machine-readable blockers, executor allow-lists and fail-closed quorums.
 
-use countersign::domain::principal::Role;
+use countersign::domain::principal::{Principal, Role};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -283,7 +283,7 @@ async fn the_pre_tool_check_routes_the_seed_examples_and_records_keys_not_values
         let check_id = d["check_id"].as_str().expect("check id");
         let audit = app
             .services
-            .trail("pre_tool_check", check_id)
+            .trail(&Principal::Operator, "pre_tool_check", check_id)
             .await
             .expect("audit");
         assert_eq!(audit.len(), 1);

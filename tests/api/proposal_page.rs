@@ -3,6 +3,7 @@
 //! never reach the page and personal data only after an audited reveal; approving a high-risk
 //! or wide-reaching action needs the target's name typed; the agent's record with the tool.
 
+use countersign::domain::principal::Principal;
 use countersign::domain::principal::Role;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -334,7 +335,11 @@ async fn a_reveal_is_audited_personal_and_short_lived(backend: &str) {
         "one reviewer's reveal shows nothing to another"
     );
 
-    let trail = app.services.trail("proposal", &id).await.expect("trail");
+    let trail = app
+        .services
+        .trail(&Principal::Operator, "proposal", &id)
+        .await
+        .expect("trail");
     let revealed: Vec<_> = trail
         .iter()
         .filter(|e| e.action == "proposal.personal_data_revealed")
@@ -392,6 +397,7 @@ on_both_backends!(
     a_reveal_is_audited_personal_and_short_lived,
     the_agents_record_with_the_tool_is_on_the_page,
     an_open_page_hears_when_its_proposal_moves,
+    open_queues_hear_each_change_on_the_desk,
     opening_a_hipaa_proposal_is_recorded_and_a_plain_one_is_not,
 );
 
@@ -411,7 +417,7 @@ async fn opening_a_hipaa_proposal_is_recorded_and_a_plain_one_is_not(backend: &s
         let app = &app;
         async move {
             app.services
-                .trail("proposal", &id)
+                .trail(&Principal::Operator, "proposal", &id)
                 .await
                 .expect("trail")
                 .into_iter()
@@ -453,11 +459,7 @@ async fn an_open_page_hears_when_its_proposal_moves(backend: &str) {
     );
     let outsider = reviewer(&app, "bill").await;
     app.services
-        .set_domains(
-            "bill",
-            Some(vec!["billing".into()]),
-            &countersign::audit::Actor::system("test"),
-        )
+        .set_domains(&Principal::Operator, "bill", Some(vec!["billing".into()]))
         .await
         .expect("domains");
     assert_eq!(outsider.get(&path).await.status(), StatusCode::NOT_FOUND);
@@ -487,6 +489,56 @@ async fn an_open_page_hears_when_its_proposal_moves(backend: &str) {
     let mut behind = watcher.get(&format!("{path}?seen=pending")).await;
     assert_eq!(behind.status(), StatusCode::OK);
     assert!(next_change(&mut behind).await.contains("data: rejected"));
+}
+
+/// `GET /events/desk`: every open queue, of every session, hears each change on the desk (one
+/// watcher per instance fans the chain's head out to them all); only signed-in people get
+/// the stream.
+async fn open_queues_hear_each_change_on_the_desk(backend: &str) {
+    let app = TestApp::spawn(backend).await;
+    let agent = app.agent_token("sales-agent").await;
+    assert_eq!(
+        app.browser().get("/events/desk").await.status(),
+        StatusCode::UNAUTHORIZED
+    );
+    let (rita, sam) = (reviewer(&app, "rita").await, reviewer(&app, "sam").await);
+    let mut streams = vec![
+        rita.get("/events/desk").await,
+        rita.get("/events/desk").await,
+        sam.get("/events/desk").await,
+    ];
+    for stream in &streams {
+        assert_eq!(stream.status(), StatusCode::OK);
+    }
+    let id = propose(&app, &agent, &common::proposal_body("sales-agent")).await;
+    let mut heads = Vec::new();
+    for stream in &mut streams {
+        heads.push(head_of(&next_change(stream).await));
+    }
+    let proposed = heads[0];
+    sam.decide(&id, "rejected", Some("Not this week.")).await;
+    let mut latest = proposed;
+    for (stream, before) in streams.iter_mut().zip(heads) {
+        let after = head_of(&next_change(stream).await);
+        assert!(after > before, "the head moved on: {before} -> {after}");
+        latest = after;
+    }
+    // A queue whose rows were read before the decision (`seen`: the head then) hears at once,
+    // with the head as it is now.
+    let mut behind = rita.get(&format!("/events/desk?seen={proposed}")).await;
+    assert_eq!(behind.status(), StatusCode::OK);
+    assert_eq!(head_of(&next_change(&mut behind).await), latest);
+    // One read at the head as it is hears the next change, and nothing before it.
+    let mut current = sam.get(&format!("/events/desk?seen={latest}")).await;
+    let second = propose(&app, &agent, &common::proposal_body("sales-agent")).await;
+    assert_ne!(second, id);
+    assert!(head_of(&next_change(&mut current).await) > latest);
+}
+
+/// The seq a desk `change` event carries.
+fn head_of(event: &str) -> i64 {
+    let data = event.split("data: ").nth(1).expect("data");
+    data.trim().parse().expect("a seq")
 }
 
 /// The next `change` event of a page's stream, whole.

@@ -2,7 +2,7 @@
 //! filters from the query string, counts, keyset pages that never repeat or skip a row, fail-
 //! closed parameters, and reviewers limited to domains. On both backends.
 
-use countersign::audit::Actor;
+use countersign::domain::principal::Principal;
 use countersign::domain::principal::Role;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -170,7 +170,7 @@ async fn a_domain_limited_reviewer_sees_and_decides_only_their_domains(backend: 
     let app = TestApp::spawn(backend).await;
     app.user("bill", Role::Reviewer).await;
     app.services
-        .set_domains("bill", Some(vec!["billing".into()]), &Actor::system("test"))
+        .set_domains(&Principal::Operator, "bill", Some(vec!["billing".into()]))
         .await
         .expect("domains");
     let (_, billing, crm) = seeded(&app).await;

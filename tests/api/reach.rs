@@ -4,6 +4,7 @@
 //! to expire is announced once; an escalation fires after its window, is audited, reaches its
 //! tier by email, and lets the tier decide outside their domains.
 
+use countersign::domain::principal::Principal;
 use std::time::Duration;
 
 use countersign::domain::principal::Role;
@@ -142,17 +143,17 @@ fn email_settings(smtp: &str) -> NotifySettings {
 /// A person with an address, limited to `domains` when given.
 async fn person(app: &TestApp, name: &str, role: Role, domains: Option<&[&str]>) {
     app.user(name, role).await;
-    let actor = countersign::audit::Actor::system("test");
+    let actor = Principal::Operator;
     if let Some(domains) = domains {
         let domains = domains.iter().map(|d| (*d).to_owned()).collect();
         app.services
-            .set_domains(name, Some(domains), &actor)
+            .set_domains(&actor, name, Some(domains))
             .await
             .expect("domains");
     }
     let address = format!("{name}@example.com");
     app.services
-        .set_email(name, Some(&address), &actor)
+        .set_email(&actor, name, Some(&address))
         .await
         .expect("email");
 }
@@ -234,7 +235,11 @@ async fn each_reviewer_who_may_decide_gets_one_email_and_a_flood_folds(backend: 
         );
     }
     assert!(inbox.try_recv().is_err());
-    let listed = app.services.recent_notifications(50).await.expect("list");
+    let listed = app
+        .services
+        .recent_notifications(&Principal::Operator, 50)
+        .await
+        .expect("list");
     assert!(
         listed
             .iter()

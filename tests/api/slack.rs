@@ -3,6 +3,7 @@
 //! or replayed request is `401` and changes nothing (and is audited); a high-risk proposal is
 //! decided on its page only; the Slack message carries the buttons only when they may be used.
 
+use countersign::domain::principal::Principal;
 use countersign::domain::principal::Role;
 use countersign::domain::slack::{APPROVE, REASON, REJECT, sign};
 use countersign::service::{ChannelUrl, NotifySettings, SigningSecret};
@@ -74,7 +75,7 @@ async fn a_signed_press_decides_under_the_page_rules_and_a_forged_one_changes_no
     app.user("auditor", Role::Compliance).await;
     for (user, slack_id) in [("rev", "UREV"), ("auditor", "UAUD")] {
         app.services
-            .set_slack_id(user, slack_id)
+            .set_slack_id(&Principal::Operator, user, slack_id)
             .await
             .expect("map");
     }
@@ -150,7 +151,10 @@ async fn high_risk_is_decided_on_the_page_only(backend: &str) {
     let (slack_url, mut slack) = receiver(vec![]).await;
     let app = app_with_slack(backend, Some(&slack_url)).await;
     app.user("rev", Role::Reviewer).await;
-    app.services.set_slack_id("rev", "UREV").await.expect("map");
+    app.services
+        .set_slack_id(&Principal::Operator, "rev", "UREV")
+        .await
+        .expect("map");
     let agent = app.agent_token("sales-agent").await;
     let mut body = common::proposal_body("sales-agent");
     body["risk_level"] = json!("high");

@@ -1,7 +1,7 @@
 //! The reviewer pages through plain HTTP, as a browser without JavaScript uses them: sign-in,
 //! CSRF, roles, separation of duties, and decisions that happen once.
 
-use countersign::audit::Actor;
+use countersign::domain::principal::Principal;
 use countersign::domain::principal::Role;
 use countersign::domain::sso::SsoIdentity;
 use countersign::service::SsoSignIn;
@@ -93,7 +93,7 @@ async fn compliance_officers_read_but_cannot_decide() {
 /// The `proposal.decision_refused` rows on proposal `id`'s trail.
 async fn refusals(app: &TestApp, id: &str) -> Vec<countersign::storage::audit::AuditRecord> {
     app.services
-        .trail("proposal", id)
+        .trail(&Principal::Operator, "proposal", id)
         .await
         .expect("trail")
         .into_iter()
@@ -171,7 +171,11 @@ async fn sign_out_ends_the_session() {
     let browser = app.browser();
     browser.login("rev", PASSWORD).await;
     let signed_out = || async {
-        let trail = app.services.trail("user", "rev").await.expect("trail");
+        let trail = app
+            .services
+            .trail(&Principal::Operator, "user", "rev")
+            .await
+            .expect("trail");
         trail
             .into_iter()
             .filter(|e| e.action == "auth.signed_out")
@@ -235,7 +239,7 @@ async fn an_account_without_a_role_signs_in_to_be_told_so_and_may_do_nothing() {
     let made = app.services.sso_sign_in(identity).await.expect("signs in");
     assert!(matches!(made, SsoSignIn::SignedIn(u) if u.role.is_none()));
     app.services
-        .reset_password("nemo", PASSWORD.into(), &Actor::system("test"))
+        .reset_password(&Principal::Operator, "nemo", PASSWORD.into())
         .await
         .expect("password");
     let browser = app.browser();

@@ -4,11 +4,11 @@
 //! every attempt recorded and shown to admins, and a delivery is given up after its time;
 //! private-range callbacks are refused; a revoked token's deliveries stop.
 
+use countersign::domain::principal::Principal;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::http::{HeaderMap, StatusCode as AxumStatus};
-use countersign::audit::Actor;
 use countersign::domain::principal::{Role, TokenKind};
 use countersign::service::{CreatedToken, TokenRequest};
 use hmac::{Hmac, Mac};
@@ -84,7 +84,7 @@ async fn hooked_token(app: &TestApp, agent: &str, url: &str) -> CreatedToken {
         ..TokenRequest::new(TokenKind::Agent, agent)
     };
     app.services
-        .create_operated_token(request, &Actor::system("test"))
+        .create_operated_token(&Principal::Operator, request)
         .await
         .expect("token with a webhook")
 }
@@ -299,7 +299,11 @@ async fn a_failing_receiver_is_retried_with_backoff_and_every_attempt_is_shown(b
 
 /// The one delivery's state and next try.
 async fn delivery_state(app: &TestApp) -> (String, Option<String>) {
-    let listed = app.services.webhook_deliveries(10).await.expect("list");
+    let listed = app
+        .services
+        .webhook_deliveries(&Principal::Operator, 10)
+        .await
+        .expect("list");
     let (d, _) = listed.first().expect("a delivery");
     (d.state.clone(), d.next_attempt_at.map(|t| t.to_string()))
 }
@@ -327,14 +331,18 @@ async fn a_delivery_is_given_up_after_its_time_and_a_revoked_token_hears_nothing
     submit(&app, other.token.expose(), "ops-agent").await;
     next(&mut rx).await;
     recorded(&mut attempts, 3).await;
-    let listed = app.services.list_tokens().await.expect("tokens");
+    let listed = app
+        .services
+        .list_tokens(&Principal::Operator)
+        .await
+        .expect("tokens");
     let token_id = listed
         .iter()
         .find(|t| t.name == "ops-agent")
         .expect("token")
         .id;
     app.services
-        .revoke_token(token_id, &Actor::system("test"))
+        .revoke_token(&Principal::Operator, token_id)
         .await
         .expect("revoke");
     app.clock.advance(time::Duration::seconds(5));
@@ -362,7 +370,7 @@ async fn private_and_plain_http_callbacks_are_refused(backend: &str) {
         };
         let refused = app
             .services
-            .create_operated_token(request, &Actor::system("test"))
+            .create_operated_token(&Principal::Operator, request)
             .await;
         match refused {
             Err(e) => assert!(e.to_string().contains(rule), "{url}: {e}"),
@@ -375,7 +383,7 @@ async fn private_and_plain_http_callbacks_are_refused(backend: &str) {
     };
     assert!(
         app.services
-            .create_operated_token(request, &Actor::system("test"))
+            .create_operated_token(&Principal::Operator, request)
             .await
             .is_err(),
         "only agent tokens carry a webhook"
@@ -418,11 +426,11 @@ async fn a_rotated_secret_signs_beside_the_old_one_until_the_overlap_ends(backen
     assert!(verifies(old.expose(), &first.signature, &first.body));
     assert_eq!(first.signature.matches("v1=").count(), 1);
 
-    let system = Actor::system("test");
+    let system = Principal::Operator;
     let hour = time::Duration::hours(1);
     let rotated = app
         .services
-        .rotate_webhook_secrets(RotateWhich::Agent("sales-agent".into()), hour, &system)
+        .rotate_webhook_secrets(&system, RotateWhich::Agent("sales-agent".into()), hour)
         .await
         .expect("rotated");
     assert_eq!(rotated.len(), 1);
@@ -433,7 +441,7 @@ async fn a_rotated_secret_signs_beside_the_old_one_until_the_overlap_ends(backen
     // may still use: refused, nothing written.
     let again = app
         .services
-        .rotate_webhook_secrets(RotateWhich::Agent("sales-agent".into()), hour, &system)
+        .rotate_webhook_secrets(&system, RotateWhich::Agent("sales-agent".into()), hour)
         .await;
     assert!(
         matches!(&again, Err(countersign::service::AccountError::Invalid(why)) if why.contains("no overlap")),
@@ -461,9 +469,9 @@ async fn a_rotated_secret_signs_beside_the_old_one_until_the_overlap_ends(backen
     let leaked = app
         .services
         .rotate_webhook_secrets(
+            &system,
             RotateWhich::Agent("sales-agent".into()),
             time::Duration::ZERO,
-            &system,
         )
         .await
         .expect("rotated without overlap");
@@ -479,7 +487,7 @@ async fn a_rotated_secret_signs_beside_the_old_one_until_the_overlap_ends(backen
 
     // Audited, without either secret.
     let rows = "select count(*) from audit_events where action = 'token.webhook_secret_rotated' \
-                and actor = 'test'";
+                and actor = 'cli'";
     assert_eq!(app.count(rows).await, 2);
     let leaked = format!(
         "select count(*) from audit_events where cast(details as text) like '%{}%' \
@@ -492,7 +500,7 @@ async fn a_rotated_secret_signs_beside_the_old_one_until_the_overlap_ends(backen
     // Nothing to rotate, or too long an overlap: refused, nothing written.
     let none = app
         .services
-        .rotate_webhook_secrets(RotateWhich::Agent("nobody".into()), hour, &system)
+        .rotate_webhook_secrets(&system, RotateWhich::Agent("nobody".into()), hour)
         .await;
     assert!(matches!(
         none,
@@ -501,9 +509,9 @@ async fn a_rotated_secret_signs_beside_the_old_one_until_the_overlap_ends(backen
     let long = app
         .services
         .rotate_webhook_secrets(
+            &system,
             RotateWhich::Agent("sales-agent".into()),
             time::Duration::days(8),
-            &system,
         )
         .await;
     assert!(matches!(

@@ -4,6 +4,7 @@
 pub mod aana;
 pub mod browser;
 
+use countersign::domain::principal::Principal;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command as Process, Stdio};
 use std::sync::{Arc, Condvar, Mutex};
@@ -79,7 +80,21 @@ impl Served {
 /// Starts `serve` on a free port at `RUST_LOG=log_level` and returns it once it listens. Its
 /// log is read to the end on a thread of its own, so the server never blocks on a full pipe.
 pub fn serve(db: &str, key: &std::path::Path, log_level: &str) -> Served {
-    let mut child = countersign(db)
+    serve_with(db, key, log_level, &[])
+}
+
+/// [`serve`] with more environment (`COUNTERSIGN_POLICY`, `COUNTERSIGN_GATEWAY`, ...).
+pub fn serve_with(
+    db: &str,
+    key: &std::path::Path,
+    log_level: &str,
+    env: &[(&str, &std::ffi::OsStr)],
+) -> Served {
+    let mut command = countersign(db);
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let mut child = command
         .args(["serve", "--bind", "127.0.0.1:0", "--audit-key"])
         .arg(key)
         .arg("--grant-key")
@@ -217,7 +232,8 @@ impl LeaseAs for countersign::service::Services {
             lease_seconds: secs,
             wait: std::time::Duration::ZERO,
         };
-        self.lease(&request).await
+        self.lease(&Principal::Executor(request.executor.clone()), &request)
+            .await
     }
 }
 

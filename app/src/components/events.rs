@@ -4,6 +4,7 @@
 
 use leptos::prelude::*;
 
+use crate::components::visible::{HiddenFlag, Shown};
 use crate::dto::AuditEventView;
 use crate::time::When;
 
@@ -46,7 +47,7 @@ pub fn EventTable(
 const INLINE_DETAILS: usize = 2;
 
 fn pair(k: String, v: String) -> impl IntoView {
-    view! { <span class="kv"><span class="k">{k}</span>"="<span class="v">{v}</span></span> }
+    view! { <span class="kv"><span class="k"><Shown text=k/></span>"="<span class="v"><Shown text=v/></span></span> }
 }
 
 /// The details: a few inline; more behind a native disclosure (no JavaScript needed).
@@ -76,16 +77,17 @@ fn details_cell(details: Vec<(String, String)>) -> AnyView {
 fn EventRow(e: AuditEventView) -> impl IntoView {
     let subject = match e.timeline {
         Some(href) => {
-            view! { <a href=href data-testid="audit-timeline-link">{e.subject}</a> }.into_any()
+            view! { <a href=href data-testid="audit-timeline-link"><Shown text=e.subject/></a> }
+                .into_any()
         }
-        None => view! { <span>{e.subject}</span> }.into_any(),
+        None => view! { <span><Shown text=e.subject/></span> }.into_any(),
     };
     let facets = e
         .facets
         .into_iter()
         .map(|(k, v)| {
             let class = format!("facet facet-{k}");
-            view! { <span class=class title=k>{v}</span> }
+            view! { <span class=class title=k><Shown text=v/></span> }
         })
         .collect_view();
     let details = details_cell(e.details);
@@ -94,9 +96,9 @@ fn EventRow(e: AuditEventView) -> impl IntoView {
         <tr data-testid="audit-row" data-seq=e.seq data-kind=kind>
             <td class="num seq">{e.seq}</td>
             <td class="time"><When at=e.at/></td>
-            <td class="actor">{e.actor}</td>
+            <td class="actor"><Shown text=e.actor/></td>
             <td><code class="kind">{e.kind}</code></td>
-            <td class="subject">{subject}</td>
+            <td class="subject">{subject}<HiddenFlag count=e.hidden/></td>
             <td class="change">{e.change}</td>
             <td class="facets">{facets}</td>
             <td class="details">{details}</td>

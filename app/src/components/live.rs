@@ -11,9 +11,18 @@ use leptos::prelude::*;
 use leptos::prelude::{ReadSignal, signal};
 
 /// Calls `on_change` on every `change` event of the desk's event stream (in the browser, while
-/// the calling component is mounted), e.g. to refetch a resource.
-pub fn use_desk_changes(on_change: impl Fn() + Clone + Send + Sync + 'static) {
-    use_changes(|| Some("/events/desk".to_owned()), on_change);
+/// the calling component is mounted), e.g. to refetch a resource. `seen()` is the trail's head
+/// the page's rows were read at (none until they are): the server says at once when the desk
+/// has moved since. The signal says whether the stream is open: from then on every change on
+/// the desk is told.
+pub fn use_desk_changes(
+    seen: impl Fn() -> Option<i64> + Send + Sync + 'static,
+    on_change: impl Fn() + Clone + Send + Sync + 'static,
+) -> ReadSignal<bool> {
+    use_changes(
+        move || seen().map(|head| format!("/events/desk?seen={head}")),
+        on_change,
+    )
 }
 
 /// Calls `on_change` each time the status of the proposal `shown()` names moves from the

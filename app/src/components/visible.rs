@@ -1,7 +1,8 @@
 //! Agent-written text as the server made it visible: every invisible or direction-changing
 //! character arrives escaped as `⟦U+202E⟧` (the server's `domain::review::text`, which also
 //! escapes any bracket an agent wrote, so every `⟦…⟧` here is one of its escapes). [`Shown`]
-//! marks each escape so it stands out, and names it on hover.
+//! marks each escape so it stands out, and names it on hover; [`HiddenFlag`] says how many a
+//! field, row or card holds. Every page that shows agent-written text uses both.
 
 use leptos::prelude::*;
 
@@ -66,7 +67,9 @@ pub fn Shown(
     /// Text as the server made it visible.
     #[prop(into)]
     text: String,
-) -> impl IntoView {
+) -> AnyView {
+    // Erased: shown inside many lists and cards, whose types must stay shallow for the wasm
+    // build.
     pieces(&text)
         .into_iter()
         .map(|p| match p {
@@ -77,6 +80,37 @@ pub fn Shown(
             }
         })
         .collect_view()
+        .into_any()
+}
+
+/// The flag beside agent-written text that hides characters, wherever it is shown (a field of
+/// the proposal page, a row of the queue or the trail, a card on `/runs`): how many there are,
+/// each shown as `⟦U+…⟧` where it occurs. Nothing when there are none.
+#[component]
+pub fn HiddenFlag(
+    /// How many hidden characters.
+    count: usize,
+    /// The flag's test id.
+    #[prop(default = "hidden-flag")]
+    testid: &'static str,
+) -> AnyView {
+    // Erased, as [`Shown`] is.
+    if count == 0 {
+        return ().into_any();
+    }
+    let words = if count == 1 {
+        "1 hidden character".to_owned()
+    } else {
+        format!("{count} hidden characters")
+    };
+    let title = "Invisible or direction-changing characters in the agent's text: each is shown \
+                 as ⟦U+…⟧ where it occurs (here, or on the proposal page)";
+    view! {
+        <span class="flag" title=title data-testid=testid data-hidden=count>
+            " ⚠ " {words}
+        </span>
+    }
+    .into_any()
 }
 
 #[cfg(test)]

@@ -40,6 +40,8 @@ pub struct TokenItem {
     pub revoked: Option<Moment>,
     /// An agent token's callback URL.
     pub webhook: Option<String>,
+    /// Hidden characters in its scope and callback URL (each shown escaped as `⟦U+…⟧`).
+    pub hidden: usize,
 }
 
 /// A secret shown once: a new token or a one-time password.

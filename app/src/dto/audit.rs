@@ -47,6 +47,10 @@ pub const EVENT_KINDS: &[&str] = &[
     "access.denied",
     "policy.loaded",
     "audit.exported",
+    "gateway.tool_seen",
+    "gateway.tool_changed",
+    "gateway.tool_accepted",
+    "gateway.upstream_state",
 ];
 
 /// The decision facet's values, for its filter.
@@ -199,6 +203,9 @@ pub struct AuditEventView {
     pub facets: Vec<(String, String)>,
     /// The other details, compact: `(key, value)`, values cut short.
     pub details: Vec<(String, String)>,
+    /// Hidden characters in the row's actor, subject, facets and details (each shown escaped
+    /// as `⟦U+…⟧`: a name typed at the sign-in form, an agent's model name).
+    pub hidden: usize,
 }
 
 /// A signed checkpoint as shown.

@@ -140,6 +140,8 @@ pub struct HistoryItem {
     pub id: String,
     /// Its summary (visible form).
     pub summary: String,
+    /// Hidden characters in its summary.
+    pub hidden: usize,
     /// Its status.
     pub status: String,
     /// When it arrived.
@@ -270,6 +272,23 @@ pub struct ProposalView {
     pub revision: RevisionView,
     /// Escalations raised because nobody decided in time, oldest first.
     pub escalations: Vec<EscalationView>,
+    /// For a call through the MCP gateway: the tool's definition the model read.
+    pub tool_definition: Option<ToolDefinitionView>,
+}
+
+/// A gateway tool's pinned definition, as the reviewer reads it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolDefinitionView {
+    /// The tool's description (visible form).
+    pub description: String,
+    /// Its annotations, `(name, value)` (visible form).
+    pub annotations: Vec<(String, String)>,
+    /// `sha256:` of the pinned definition.
+    pub pinned: String,
+    /// Whether the call was made against the pinned definition.
+    pub called_against_pinned: bool,
+    /// `sha256:` of a different definition the upstream now serves, withheld.
+    pub changed_to: Option<String>,
 }
 
 /// One escalation tier raised (policy `escalate_after` / `escalate_to`).

@@ -34,6 +34,9 @@ pub struct QueueItem {
     pub route: String,
     /// `GDPR`, `HIPAA`.
     pub compliance: Vec<String>,
+    /// Hidden characters in the agent's text the row shows or previews (each shown escaped as
+    /// `⟦U+…⟧`, as every agent-written string of this row is).
+    pub hidden: usize,
 }
 
 /// One filter of the queue: its query-string name, its label, the value chosen and every
@@ -69,6 +72,8 @@ pub struct QueueView {
     pub first: Option<String>,
     /// The domains the viewer is limited to, if any.
     pub limited_to: Option<Vec<String>>,
+    /// The trail's head when this page was read: its live stream starts there.
+    pub head: i64,
 }
 
 /// What a queue view asks for, as its query string says it (every field optional).

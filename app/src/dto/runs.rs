@@ -14,8 +14,12 @@ pub struct RunItem {
     pub proposal_id: String,
     /// `action` or `rollback`.
     pub kind: String,
+    /// Its proposal's intent summary (`None`: not found).
+    pub summary: Option<String>,
     /// Tool name and version.
     pub tool: String,
+    /// The parameters it runs with, by name (`key=…`: the values are on the proposal page).
+    pub parameters: String,
     /// Domain.
     pub domain: String,
     /// Status (`outcome_unknown`, `timed_out`, `awaiting_approval`).
@@ -38,6 +42,9 @@ pub struct RunItem {
     pub rollback_of: Option<String>,
     /// How long ago it changed, e.g. `4 min`.
     pub age: String,
+    /// Hidden characters in the agent's and the executor's text the card shows or names (each
+    /// shown escaped as `⟦U+…⟧`, as every such string of this card is).
+    pub hidden: usize,
 }
 
 /// A paused tool.

@@ -6,7 +6,8 @@ use leptos::prelude::*;
 use leptos::server_fn::ServerFn;
 use leptos_router::hooks::use_query_map;
 
-use super::{Flash, error_view, use_session};
+use super::common::{Flash, error_view, use_session};
+use crate::components::visible::{HiddenFlag, Shown as Visible};
 use crate::dto::{
     NotificationItem, SessionView, ShownSecret, TokenItem, TokensView, UserItem, UsersView,
     WebhookAttempt, WebhookDelivery, WebhooksView,
@@ -245,6 +246,7 @@ fn TokenRow(token: TokenItem, csrf: String) -> impl IntoView {
         created,
         revoked,
         webhook,
+        hidden,
     } = token;
     let rotate = (revoked.is_none() && webhook.is_some()).then(|| {
         let (id, csrf) = (id.clone(), csrf.clone());
@@ -272,10 +274,10 @@ fn TokenRow(token: TokenItem, csrf: String) -> impl IntoView {
     view! {
         <tr data-testid="token-row" data-token-id=id data-name=attr>
             <td>{kind}</td>
-            <td>{name}</td>
-            <td>{scope.unwrap_or_default()}</td>
+            <td>{name}<HiddenFlag count=hidden/></td>
+            <td><Visible text=scope.unwrap_or_default()/></td>
             <td>{operator.unwrap_or_default()}</td>
-            <td data-testid="token-webhook-url">{webhook.unwrap_or_default()}</td>
+            <td data-testid="token-webhook-url"><Visible text=webhook.unwrap_or_default()/></td>
             <td><When at=created/></td>
             <td data-testid="token-revoked">{revoked.map(|at| view! { <When at/> })}</td>
             <td>{rotate}{revoke}</td>

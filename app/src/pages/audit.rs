@@ -1,13 +1,13 @@
 //! `/audit`: every event, newest first, filtered from the query string (a GET form that works
 //! without JavaScript and can be bookmarked), in keyset pages; the chain's head, latest
 //! checkpoint and last verification with a "Verify now" form; and the export download of the
-//! current selection.
+//! current selection (a form that posts the filters with the CSRF token).
 
 use leptos::prelude::*;
 use leptos::server_fn::ServerFn;
 use leptos_router::hooks::use_query_map;
 
-use super::{Flash, error_view, use_session};
+use super::common::{Flash, error_view, use_session};
 use crate::components::events::EventTable;
 use crate::dto::{AuditPage, AuditQuery, DECISIONS, EVENT_KINDS, RISKS, SessionView, TrailStatus};
 use crate::server::audit::{VerifyAuditTrail, get_audit_trail};
@@ -56,7 +56,7 @@ pub fn AuditTrailPage() -> impl IntoView {
 
 #[component]
 fn Trail(page: AuditPage, q: AuditQuery, csrf: String) -> impl IntoView {
-    let export = q.href("/audit/export.zip", &[]);
+    let export = view! { <ExportForm q=q.clone() csrf=csrf.clone()/> };
     let pager = pager(&page, &q);
     let searched = page.searched_to.map(|s| {
         view! {
@@ -69,16 +69,31 @@ fn Trail(page: AuditPage, q: AuditQuery, csrf: String) -> impl IntoView {
     view! {
         <ChainStatus status=page.status csrf/>
         <FilterForm q=q.clone()/>
-        <p class="actions">
-            <a class="button" href=export rel="external" download data-testid="audit-export">
-                "Download this selection (.zip)"
-            </a>
-            " events.jsonl, events.csv and a manifest with hashes and the covering checkpoint"
-        </p>
+        {export}
         {pager.clone()}
         <EventTable events=page.events empty="No events match these filters."/>
         {searched}
         {pager}
+    }
+}
+
+/// The download of the current selection: a form that posts the filters with the CSRF token
+/// (an export is recorded in the trail, so no GET makes one).
+#[component]
+fn ExportForm(q: AuditQuery, csrf: String) -> impl IntoView {
+    let filters = (q.filters().into_iter())
+        .filter_map(|(name, value)| {
+            let value = value.filter(|v| !v.trim().is_empty())?.to_owned();
+            Some(view! { <input type="hidden" name=name value=value/> })
+        })
+        .collect_view();
+    view! {
+        <form method="post" action="/audit/export.zip" class="actions" data-testid="audit-export">
+            <input type="hidden" name="csrf_token" value=csrf/>
+            {filters}
+            <button type="submit" class="button">"Download this selection (.zip)"</button>
+            " events.jsonl, events.csv and a manifest with hashes and the covering checkpoint"
+        </form>
     }
 }
 

@@ -5,7 +5,7 @@
 use leptos::prelude::*;
 
 use super::audit::AuditNav;
-use super::error_view;
+use super::common::error_view;
 use crate::components::chart::{Bar, DayColumns, DayLine, HorizontalBars, Series, duration_words};
 use crate::dto::{ChartsView, TallyView};
 use crate::server::audit::get_audit_charts;

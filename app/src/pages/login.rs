@@ -4,7 +4,7 @@ use leptos::prelude::*;
 use leptos::server_fn::ServerFn;
 use leptos_router::components::Redirect;
 
-use super::{Flash, use_session};
+use super::common::{Flash, use_session};
 use crate::dto::SessionView;
 use crate::server::{Login, Logout};
 
@@ -44,7 +44,7 @@ pub fn LoginPage() -> impl IntoView {
                             })}
                         }
                         .into_any(),
-                        Err(e) => super::error_view(e),
+                        Err(e) => super::common::error_view(e),
                     }
                 })}
             </Suspense>
@@ -77,7 +77,7 @@ pub fn NoRolePage() -> impl IntoView {
                         }
                         .into_any(),
                         Ok(_) => view! { <Redirect path="/login"/> }.into_any(),
-                        Err(e) => super::error_view(e),
+                        Err(e) => super::common::error_view(e),
                     }
                 })}
             </Suspense>

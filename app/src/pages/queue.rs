@@ -7,9 +7,10 @@
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
-use super::{Flash, error_view};
+use super::common::{Flash, error_view};
 use crate::components::keys::{KeyHelp, use_queue_keys};
 use crate::components::live::use_desk_changes;
+use crate::components::visible::{HiddenFlag, Shown};
 use crate::dto::{QueueFilterView, QueueItem, QueueParams, QueueView};
 use crate::server::list_queue;
 use crate::time::When;
@@ -56,11 +57,19 @@ pub fn QueuePage() -> impl IntoView {
             )
         },
     );
-    // Refetched when the desk changes: new proposals, decisions, expiries.
-    use_desk_changes(move || queue.refetch());
+    // Refetched when the desk changes: new proposals, decisions, expiries; the stream starts
+    // at the head the rows were read at.
+    let seen = move || {
+        queue.with(|page| {
+            page.as_ref()
+                .and_then(|page| page.as_ref().ok())
+                .map(|view| view.head)
+        })
+    };
+    let live = use_desk_changes(seen, move || queue.refetch());
     view! {
         <h1>"Waiting for a decision"</h1>
-        <p class="hint" data-testid="queue-keys" data-ready=move || ready.get().then_some("1")>"Keys: " <kbd>"j"</kbd> " " <kbd>"k"</kbd> " move, " <kbd>"Enter"</kbd> " opens, " <kbd>"?"</kbd> " lists all."</p>
+        <p class="hint" data-testid="queue-keys" data-ready=move || ready.get().then_some("1") data-live=move || live.get().then_some("1")>"Keys: " <kbd>"j"</kbd> " " <kbd>"k"</kbd> " move, " <kbd>"Enter"</kbd> " opens, " <kbd>"?"</kbd> " lists all."</p>
         <KeyHelp help/>
         <Flash/>
         // A transition keeps the rows on screen while a live change refetches them.
@@ -86,6 +95,7 @@ fn Queue(view: QueueView) -> impl IntoView {
         next,
         first,
         limited_to,
+        head: _,
     } = view;
     let filtered = filters.iter().any(|f| f.chosen.is_some());
     let count = if filtered {
@@ -196,6 +206,7 @@ fn QueueRow(item: QueueItem) -> impl IntoView {
     } else {
         item.targets.join(", ")
     };
+    let flag = view! { <HiddenFlag count=item.hidden/> };
     let compliance = (!item.compliance.is_empty())
         .then(|| view! { <span class="tag" data-testid="queue-compliance">{item.compliance.join(" ")}</span> });
     let expires = item
@@ -204,7 +215,8 @@ fn QueueRow(item: QueueItem) -> impl IntoView {
     view! {
         <tr data-testid="queue-row" data-proposal-id=item.id.clone()>
             <td>
-                <a href=href>{item.summary}</a>
+                <a href=href><Shown text=item.summary/></a>
+                {flag}
                 <div class="sub">
                     <span data-testid="queue-agent">{item.proposed_by}</span>
                     " · " <span data-testid="queue-domain">{item.domain}</span>
@@ -212,9 +224,9 @@ fn QueueRow(item: QueueItem) -> impl IntoView {
                     " " {compliance}
                 </div>
             </td>
-            <td data-label="Tool" data-testid="queue-tool"><code>{item.tool}</code></td>
-            <td data-label="Target" data-testid="queue-target">{targets}</td>
-            <td data-label="Affected data" data-testid="queue-affected"><code class="preview">{item.affected}</code></td>
+            <td data-label="Tool" data-testid="queue-tool"><code><Shown text=item.tool/></code></td>
+            <td data-label="Target" data-testid="queue-target"><Shown text=targets/></td>
+            <td data-label="Affected data" data-testid="queue-affected"><code class="preview"><Shown text=item.affected/></code></td>
             <td data-label="Rollback" data-testid="queue-rollback">{item.rollback}</td>
             // The level is written out, so colour is never the only sign of risk.
             <td data-label="Risk" data-testid="queue-risk"><span class=risk_class>{item.risk}</span></td>

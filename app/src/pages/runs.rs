@@ -5,7 +5,8 @@
 use leptos::prelude::*;
 use leptos::server_fn::ServerFn;
 
-use super::{Flash, error_view, use_session};
+use super::common::{Flash, error_view, use_session};
+use crate::components::visible::{HiddenFlag, Shown};
 use crate::dto::{PausedView, RunItem, RunsView, SessionView};
 use crate::server::runs::{DecideRollback, ResolveCommand, SwitchTool, list_runs};
 use crate::time::When;
@@ -80,9 +81,14 @@ fn Runs(view: RunsView, csrf: String) -> impl IntoView {
 #[component]
 fn RunFacts(item: RunItem) -> impl IntoView {
     let proposal = format!("/proposals/{}", item.proposal_id);
+    let summary = item
+        .summary
+        .map(|s| view! { <dt>"Intent"</dt><dd data-testid="run-summary"><Shown text=s/></dd> });
     view! {
         <dl class="facts">
-            <dt>"Tool"</dt><dd><code>{item.tool}</code> " · " {item.domain}</dd>
+            {summary}
+            <dt>"Tool"</dt><dd><code><Shown text=item.tool/></code> " · " {item.domain}</dd>
+            <dt>"Parameters"</dt><dd><code data-testid="run-parameters"><Shown text=item.parameters/></code></dd>
             <dt>"Status"</dt><dd data-testid="run-status">{item.status}</dd>
             <dt>"Attempts"</dt><dd>{item.attempts}</dd>
             <dt>"Last attempt"</dt>
@@ -91,9 +97,9 @@ fn RunFacts(item: RunItem) -> impl IntoView {
                 {item.side_effect.map(|s| format!(" (side effect: {s})"))}
                 {item.leased_by.map(|e| format!(" · executor {e}"))}
             </dd>
-            {item.error.map(|e| view! { <dt>"Executor's report"</dt><dd><pre>{e}</pre></dd> })}
+            {item.error.map(|e| view! { <dt>"Executor's report"</dt><dd><pre><Shown text=e/></pre></dd> })}
             {item.rollback_type.map(|t| view! { <dt>"Rollback plan"</dt><dd>{t}</dd> })}
-            {item.rollback_instructions.map(|i| view! { <dt>"Instructions"</dt><dd><pre data-testid="rollback-instructions">{i}</pre></dd> })}
+            {item.rollback_instructions.map(|i| view! { <dt>"Instructions"</dt><dd><pre data-testid="rollback-instructions"><Shown text=i/></pre></dd> })}
             <dt>"Proposal"</dt><dd><a href=proposal>{item.proposal_id}</a></dd>
             <dt>"Changed"</dt><dd>{item.age} " ago"</dd>
         </dl>
@@ -106,6 +112,7 @@ fn UnknownRun(item: RunItem, csrf: String, can_act: bool) -> impl IntoView {
     let attr = id.clone();
     view! {
         <article class="run" data-testid="unknown-run" data-command-id=attr>
+            <HiddenFlag count=item.hidden/>
             <RunFacts item/>
             {can_act.then(|| view! {
                 <form method="post" action=ResolveCommand::url() class="resolve">
@@ -132,7 +139,7 @@ fn RollbackTask(item: RunItem, csrf: String, can_act: bool) -> impl IntoView {
     let attr = id.clone();
     view! {
         <article class="run" data-testid="rollback-task" data-command-id=attr>
-            <p>"Undo command " <code>{of}</code></p>
+            <p>"Undo command " <code>{of}</code> <HiddenFlag count=item.hidden/></p>
             <RunFacts item/>
             {can_act.then(|| view! {
                 <form method="post" action=DecideRollback::url() class="approve">

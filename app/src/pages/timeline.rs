@@ -6,7 +6,7 @@ use leptos::prelude::*;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
 use super::audit::AuditNav;
-use super::error_view;
+use super::common::error_view;
 use crate::components::events::EventTable;
 use crate::dto::TimelineView;
 use crate::server::audit::get_audit_timeline;

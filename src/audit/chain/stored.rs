@@ -9,8 +9,8 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use uuid::Uuid;
 
+use super::event::{ChainedEvent, trail_time};
 use super::jcs::{Lite, write_str};
-use super::{ChainedEvent, trail_time};
 
 /// The facet columns: each holds the string under the `details` key of the same name, or NULL
 /// when that key is absent or not a string; except that an agent's own event (an agent is the
@@ -342,7 +342,7 @@ mod tests {
                     details,
                     hash: String::new(),
                 };
-                e.hash = e.link_hash(&prev);
+                e.hash = e.link_hash(&prev).expect("canonical");
                 prev = e.hash.clone();
                 e
             })
@@ -356,7 +356,10 @@ mod tests {
             let row = stored(&e, compact);
             let details = serde_json_canonicalizer::to_string(&e.details).expect("jcs");
             write_payload(&mut out, &row.as_ref(), details.as_bytes());
-            assert_eq!(String::from_utf8_lossy(&out), e.canonical_payload());
+            assert_eq!(
+                String::from_utf8_lossy(&out),
+                e.canonical_payload().expect("canonical")
+            );
             // What the hash was defined over: the reference canonicaliser on the whole payload.
             let at = trail_time(e.at).format(&Rfc3339).expect("time");
             let reference = serde_json_canonicalizer::to_string(&json!({
@@ -372,7 +375,7 @@ mod tests {
                 "details": e.details,
             }))
             .expect("jcs");
-            assert_eq!(e.canonical_payload(), reference);
+            assert_eq!(e.canonical_payload().expect("canonical"), reference);
         }
     }
 
@@ -421,7 +424,7 @@ mod tests {
         rows[2].details["agent"] = json!("agent-9");
         let mut prev = GENESIS.to_owned();
         for e in &mut rows {
-            e.hash = e.link_hash(&prev);
+            e.hash = e.link_hash(&prev).expect("canonical");
             prev = e.hash.clone();
         }
         let stored: Vec<_> = rows.iter().map(|e| stored(e, compact)).collect();

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use uuid::Uuid;
 
-use super::Payload;
+use super::payload::Payload;
 use crate::domain::principal::{Role, TokenKind};
 
 const ACTIVE: &str = "active";
@@ -275,8 +275,9 @@ pub struct RoleChanged {
     pub username: String,
     /// Role before (`null`: none).
     pub from: Option<Role>,
-    /// Role after.
-    pub to: Role,
+    /// Role after (`null`: taken away, when the identity provider's claim that granted it
+    /// stopped granting it).
+    pub to: Option<Role>,
 }
 
 impl Payload for RoleChanged {

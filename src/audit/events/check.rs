@@ -12,11 +12,12 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::Payload;
+use super::payload::Payload;
 use crate::audit::safe::{self, ParameterDigest, Salt, TextDigest};
 use crate::domain::contract::aana::{
     Event, EvidenceKind, EvidenceRef, FreshnessStatus, RedactionStatus, TrustTier,
 };
+use crate::domain::contract::canonical::Uncanonical;
 use crate::domain::contract::vocab::{AuthorizationState, RiskDomain, Route, ToolCategory};
 use crate::domain::routing::gate::Decision;
 
@@ -89,8 +90,14 @@ pub struct PreToolCheckDecided {
 }
 
 impl PreToolCheckDecided {
-    /// The record of check `event` (the asking agent is the event's actor), answered with `decision`.
-    pub fn new(salt: &Salt, check_id: &str, event: &Event, decision: &Decision) -> Self {
+    /// The record of check `event` (the asking agent is the event's actor), answered with
+    /// `decision`; an error if an argument's value has no canonical form to hash.
+    pub fn new(
+        salt: &Salt,
+        check_id: &str,
+        event: &Event,
+        decision: &Decision,
+    ) -> Result<Self, Uncanonical> {
         let subject_ref = event
             .authorization_subject
             .as_ref()
@@ -103,7 +110,7 @@ impl PreToolCheckDecided {
         .into_iter()
         .filter_map(|(k, v)| v.map(|v| (k, salt.text(v))))
         .collect();
-        Self {
+        Ok(Self {
             check_id: check_id.to_owned(),
             tool: safe::safe_name(&event.tool_name),
             decision: decision.route,
@@ -119,10 +126,10 @@ impl PreToolCheckDecided {
             authorization_state: event.authorization_state,
             risk_domain: event.risk_domain,
             recommended_route: event.recommended_route,
-            arguments: salt.parameters(&event.proposed_arguments),
+            arguments: salt.parameters(&event.proposed_arguments)?,
             text,
             evidence: safe::bounded(event.evidence_refs.iter().map(|r| evidence(salt, r))),
-        }
+        })
     }
 }
 
@@ -198,10 +205,10 @@ mod tests {
         let policy = Policy::default();
         let decision = gate::check(&event, &policy);
         let salt = Salt::from_bytes(b"salt").expect("salt");
-        let row = super::super::AuditEvent::PreToolCheckDecided(PreToolCheckDecided::new(
-            &salt, "c1", &event, &decision,
-        ))
-        .into_row();
+        let decided = PreToolCheckDecided::new(&salt, "c1", &event, &decision).expect("canonical");
+        let row = super::super::AuditEvent::PreToolCheckDecided(decided)
+            .into_row()
+            .expect("row");
         let text = row.details.to_string();
         for secret in ["Jane", "Elm", "diabetes", "req-"] {
             assert!(!text.contains(secret), "{secret} leaked: {text}");
@@ -251,7 +258,8 @@ mod tests {
             "c1",
             &event,
             &gate::check(&event, &Policy::default()),
-        );
+        )
+        .expect("canonical");
         let evidence = serde_json::to_value(&decided.evidence).expect("serializes");
         assert_eq!(
             evidence,
@@ -291,9 +299,12 @@ mod tests {
             .iter()
             .map(|body| {
                 let event = Event::parse(body).expect("AANA's event parses");
+                let decision = gate::check(&event, &policy);
                 let decided =
-                    PreToolCheckDecided::new(&salt, "c1", &event, &gate::check(&event, &policy));
-                let row = super::super::AuditEvent::PreToolCheckDecided(decided).into_row();
+                    PreToolCheckDecided::new(&salt, "c1", &event, &decision).expect("canonical");
+                let row = super::super::AuditEvent::PreToolCheckDecided(decided)
+                    .into_row()
+                    .expect("row");
                 crate::audit::chain::canonical_text(&row.details)
                     .expect("canonical")
                     .len()

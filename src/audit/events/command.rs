@@ -4,7 +4,7 @@
 use serde::Serialize;
 use uuid::Uuid;
 
-use super::Payload;
+use super::payload::Payload;
 use crate::audit::safe::{self, TextDigest};
 use crate::domain::command::retry::SideEffect;
 use crate::domain::command::{CommandKind, CommandSpec, CommandStatus, Outcome, Resolution};
@@ -122,6 +122,10 @@ pub struct CommandReported {
     pub side_effect: Option<SideEffect>,
     /// Where the command went: its outcome, `queued` for a retry, or `outcome_unknown`.
     pub after: CommandStatus,
+    /// The size of the reported result or error (bytes of its JSON), never its content.
+    pub body_bytes: usize,
+    /// The SHA-256 (hex) of the reported result or error's JSON.
+    pub body_sha256: String,
 }
 
 impl Payload for CommandReported {

@@ -10,41 +10,32 @@
 mod account;
 mod check;
 mod command;
+mod gateway;
+mod payload;
 mod proposal;
 
 pub use account::*;
 pub use check::*;
 pub use command::*;
+pub use gateway::*;
+pub use payload::Payload;
 pub use proposal::*;
 
-use serde::Serialize;
-
-use super::{EventRow, details};
-
-/// What a payload says about its row: kind, subject, status change.
-pub trait Payload: Serialize {
-    /// The event kind, e.g. `proposal.approved`.
-    fn kind(&self) -> &'static str;
-    /// What kind of thing it happened to, and its id.
-    fn subject(&self) -> (&'static str, String);
-    /// Status before and after, when the event moves one.
-    fn change(&self) -> (Option<String>, Option<String>) {
-        (None, None)
-    }
-}
+use crate::audit::row::{EventRow, details};
+use crate::domain::contract::canonical::Uncanonical;
 
 /// Builds the row of a payload.
-fn row<P: Payload>(p: &P) -> EventRow {
+fn row<P: Payload>(p: &P) -> Result<EventRow, Uncanonical> {
     let (subject_type, subject_id) = p.subject();
     let (before_status, after_status) = p.change();
-    EventRow {
+    Ok(EventRow {
         kind: p.kind(),
         subject_type,
         subject_id,
         before_status,
         after_status,
-        details: details(p),
-    }
+        details: details(p)?,
+    })
 }
 
 macro_rules! audit_events {
@@ -56,8 +47,9 @@ macro_rules! audit_events {
         }
 
         impl AuditEvent {
-            /// The event as a row: its kind, subject, status change and details.
-            pub fn into_row(self) -> EventRow {
+            /// The event as a row: its kind, subject, status change and details; an error if
+            /// its payload does not serialise (its row would say nothing true).
+            pub fn into_row(self) -> Result<EventRow, Uncanonical> {
                 match &self {
                     $( AuditEvent::$variant(p) => row(p), )*
                 }
@@ -154,6 +146,14 @@ audit_events! {
     PolicyLoaded,
     /// A selection of the trail was exported (`audit.exported`).
     AuditExported,
+    /// The gateway pinned a tool's first definition (`gateway.tool_seen`).
+    GatewayToolSeen,
+    /// A gateway tool's definition changed; it is withheld (`gateway.tool_changed`).
+    GatewayToolChanged,
+    /// An admin accepted a gateway tool's changed definition (`gateway.tool_accepted`).
+    GatewayToolAccepted,
+    /// A gateway upstream's state changed (`gateway.upstream_state`).
+    GatewayUpstreamState,
 }
 
 #[cfg(test)]
@@ -171,7 +171,8 @@ mod tests {
             decision: "expired",
             expires_at: Some("2026-11-23T10:00:00Z".into()),
         })
-        .into_row();
+        .into_row()
+        .expect("row");
         assert_eq!(row.kind, "proposal.expired");
         assert_eq!(row.subject_id, id.to_string());
         assert_eq!(
@@ -197,8 +198,11 @@ mod tests {
             late: true,
             side_effect: Some(crate::domain::command::retry::SideEffect::Possible),
             after: crate::domain::command::CommandStatus::Failed,
+            body_bytes: 2,
+            body_sha256: "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a".into(),
         })
-        .into_row();
+        .into_row()
+        .expect("row");
         assert_eq!(row.kind, "command.failed");
         assert_eq!(row.after_status.as_deref(), Some("failed"));
         assert_eq!(row.details["late"], serde_json::json!(true));

@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use uuid::Uuid;
 
-use super::Payload;
+use super::payload::Payload;
 use crate::audit::safe::{self, ParameterDigest, Salt, TextDigest};
+use crate::domain::contract::canonical::Uncanonical;
 use crate::domain::contract::proposal::ToolProposal;
 use crate::domain::contract::vocab::{AuthorizationState, RiskLevel, Route};
 use crate::domain::lifecycle::{ProposalStatus, ReviewVerdict};
@@ -92,7 +93,8 @@ pub struct ProposalSubmitted {
 }
 
 impl ProposalSubmitted {
-    /// The event for `agent`'s proposal `id`, routed as `routing`.
+    /// The event for `agent`'s proposal `id`, routed as `routing`; an error if a parameter
+    /// value has no canonical form to hash.
     pub fn new(
         salt: &Salt,
         id: Uuid,
@@ -101,7 +103,7 @@ impl ProposalSubmitted {
         contract: &ToolProposal,
         routing: &ProposalDecision,
         request_hash: &str,
-    ) -> Self {
+    ) -> Result<Self, Uncanonical> {
         let c = contract;
         let model = [
             ("prompt_version", &c.observability.prompt_version),
@@ -119,7 +121,7 @@ impl ProposalSubmitted {
         if c.compliance_context.hipaa {
             compliance.push("hipaa");
         }
-        Self {
+        Ok(Self {
             proposal_id: id,
             status,
             facets: ProposalFacets::of(agent, c),
@@ -130,14 +132,14 @@ impl ProposalSubmitted {
             blockers: safe::bounded(routing.blockers.iter().map(|b| b.code.as_str().to_owned())),
             policy_version: safe::name(&routing.policy_version),
             request_hash_sha256: request_hash.to_owned(),
-            parameters: salt.parameters(&c.parameters),
+            parameters: salt.parameters(&c.parameters)?,
             intent: BTreeMap::from([
                 ("summary", salt.text(&c.intent.summary)),
                 ("reasoning", salt.text(&c.intent.reasoning)),
             ]),
             model,
             compliance,
-        }
+        })
     }
 }
 
@@ -437,7 +439,7 @@ pub struct ProposalFinished {
     pub after: ProposalStatus,
     /// Which tool, where.
     #[serde(flatten)]
-    pub facets: super::CommandFacets,
+    pub facets: super::command::CommandFacets,
     /// The command that ran.
     pub command_id: Uuid,
 }

@@ -80,6 +80,21 @@ impl CommandStatus {
         )
     }
 
+    /// Whether an executor may still run the command: it waits in the queue or runs now, a
+    /// person may release its unknown outcome to run once more, or it is a rollback task a
+    /// reviewer may still approve. Its values must stay until it cannot
+    /// ([`crate::domain::erasure::check`]).
+    pub fn may_still_run(self) -> bool {
+        matches!(
+            self,
+            CommandStatus::Queued
+                | CommandStatus::Leased
+                | CommandStatus::OutcomeUnknown
+                | CommandStatus::TimedOut
+                | CommandStatus::AwaitingApproval
+        )
+    }
+
     /// Whether the command's run is over (a rollback may follow the unhappy ones).
     pub fn opens_rollback(self) -> bool {
         matches!(
@@ -275,12 +290,6 @@ impl CommandSpec {
     pub fn only_for(mut self, executors: &[String]) -> Self {
         self.allowed_executors = executors.to_vec();
         self
-    }
-
-    /// The allow-list as stored for the queue's filter: `,a,b,`, or `None` for any executor.
-    pub fn executor_filter(&self) -> Option<String> {
-        (!self.allowed_executors.is_empty())
-            .then(|| format!(",{},", self.allowed_executors.join(",")))
     }
 
     fn build(

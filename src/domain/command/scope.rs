@@ -14,8 +14,15 @@
 //! | no                                  | none, or misses   | nobody: the command waits, and says so |
 //!
 //! An executor's lease may narrow its own scope further for one call (`"tools": [...]` in the
-//! lease body). Storage mirrors this rule in SQL; a property test keeps the two in step.
+//! lease body). [`may_lease`] adds the rest of what a lease takes: the command is queued, its
+//! backoff is over, its approval window is open (or it already ran once), and no paused pattern
+//! covers its tool. Storage states the same rule in SQL for speed (a SQLite `GLOB` and a
+//! PostgreSQL `LIKE` translation); `tests/lease_rule.rs` generates tools, patterns, executors
+//! and times and holds both dialects' answers to [`may_lease`].
 
+use time::OffsetDateTime;
+
+use super::CommandStatus;
 use crate::domain::policy::glob::Glob;
 
 /// Most patterns in one scope.
@@ -81,6 +88,60 @@ pub fn may_run(
     } else {
         allowed_executors.iter().any(|e| e == executor) && covered != Some(false)
     }
+}
+
+/// The first of the paused patterns `paused` that covers `tool` (the kill switch), if any.
+pub fn paused_by<'a>(tool: &str, paused: impl IntoIterator<Item = &'a Glob>) -> Option<&'a Glob> {
+    paused.into_iter().find(|glob| glob.matches(tool))
+}
+
+/// A command in the queue, as the lease rule sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct QueuedCommand<'a> {
+    /// Its status: only `queued` may be leased.
+    pub status: CommandStatus,
+    /// The tool it runs.
+    pub tool: &'a str,
+    /// The executors its approval named (empty: the policy named none).
+    pub allowed_executors: &'a [String],
+    /// How many times it was leased.
+    pub attempts: i32,
+    /// Not leased before this (a retry's backoff).
+    pub available_at: OffsetDateTime,
+    /// Not leased for the first time after this (the approval window).
+    pub execute_by: Option<OffsetDateTime>,
+}
+
+/// One lease request: who asks, under which token scope, for which tools, and when.
+#[derive(Debug, Clone, Copy)]
+pub struct LeaseRequest<'a> {
+    /// The executor's name.
+    pub executor: &'a str,
+    /// Its token's scope (`None`: the token has none).
+    pub scope: Option<&'a ToolScope>,
+    /// The tools it asks for this time (`None`: any it may run).
+    pub wanted: Option<&'a ToolScope>,
+    /// The time of the request.
+    pub now: OffsetDateTime,
+}
+
+/// Whether `request` may lease `command` while the patterns `paused` are paused: the command is
+/// queued, its backoff is over, its approval window is still open (or it already ran once, so
+/// the approval was used in time), [`may_run`] lets the executor run it, the request asks for
+/// its tool, and no paused pattern covers the tool.
+pub fn may_lease(request: &LeaseRequest<'_>, command: &QueuedCommand<'_>, paused: &[Glob]) -> bool {
+    let tool = command.tool;
+    command.status == CommandStatus::Queued
+        && command.available_at <= request.now
+        && (command.attempts > 0 || command.execute_by.is_none_or(|by| by > request.now))
+        && may_run(
+            request.executor,
+            request.scope,
+            command.allowed_executors,
+            tool,
+        )
+        && request.wanted.is_none_or(|wanted| wanted.covers(tool))
+        && paused_by(tool, paused).is_none()
 }
 
 /// Why a queued command for `tool` reaches no executor, given the active executor tokens
@@ -163,6 +224,70 @@ mod tests {
         );
         assert!(ToolScope::parse_list(" , ").is_err());
         assert!(ToolScope::parse_list("crm.[a]").is_err());
+    }
+
+    #[test]
+    fn a_lease_takes_every_condition() {
+        let now = OffsetDateTime::UNIX_EPOCH + time::Duration::days(20_000);
+        let allowed = vec!["n8n".to_owned()];
+        let crm = scope("crm.*");
+        let command = QueuedCommand {
+            status: CommandStatus::Queued,
+            tool: "crm.update",
+            allowed_executors: &allowed,
+            attempts: 0,
+            available_at: now,
+            execute_by: Some(now + time::Duration::seconds(1)),
+        };
+        let request = LeaseRequest {
+            executor: "n8n",
+            scope: Some(&crm),
+            wanted: None,
+            now,
+        };
+        assert!(may_lease(&request, &command, &[]));
+        let cases = [
+            QueuedCommand {
+                status: CommandStatus::Leased,
+                ..command
+            },
+            QueuedCommand {
+                available_at: now + time::Duration::milliseconds(1),
+                ..command
+            },
+            QueuedCommand {
+                execute_by: Some(now),
+                ..command
+            },
+            QueuedCommand {
+                tool: "calendar.add",
+                ..command
+            },
+        ];
+        for refused in cases {
+            assert!(!may_lease(&request, &refused, &[]), "{refused:?}");
+        }
+        let late = QueuedCommand {
+            execute_by: Some(now),
+            attempts: 1,
+            ..command
+        };
+        assert!(
+            may_lease(&request, &late, &[]),
+            "a retry runs after the window"
+        );
+        let other = scope("crm.other");
+        let narrowed = LeaseRequest {
+            wanted: Some(&other),
+            ..request
+        };
+        assert!(!may_lease(&narrowed, &command, &[]));
+        let paused = [Glob::new("crm.*").expect("glob")];
+        assert!(!may_lease(&request, &command, &paused));
+        assert_eq!(
+            paused_by("crm.update", &paused).map(Glob::as_str),
+            Some("crm.*")
+        );
     }
 
     #[test]

@@ -64,10 +64,40 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
+/// A value with no canonical (RFC 8785) form: it does not serialise, or holds a number RFC 8785
+/// cannot print. Whatever hashes or signs such a value fails with this error; it never hashes
+/// or signs a default (`""`, `null`) in its place.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("no canonical JSON form: {0}")]
+pub struct Uncanonical(pub String);
+
+impl From<serde_json::Error> for Uncanonical {
+    fn from(e: serde_json::Error) -> Self {
+        Uncanonical(e.to_string())
+    }
+}
+
+/// The canonical JSON (RFC 8785) of `value`, what signed grants and command hashes cover.
+pub fn rfc8785<T: serde::Serialize>(value: &T) -> Result<Vec<u8>, Uncanonical> {
+    Ok(serde_json_canonicalizer::to_vec(value)?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn what_has_no_canonical_form_is_an_error() {
+        let mut odd = std::collections::BTreeMap::new();
+        odd.insert((1, 2), "a map with keys that are not strings");
+        assert!(rfc8785(&odd).is_err());
+        assert!(rfc8785(&f64::NAN).is_err());
+        assert_eq!(
+            rfc8785(&json!({"b": 1.0, "a": 1e21})),
+            Ok(br#"{"a":1e+21,"b":1}"#.to_vec())
+        );
+    }
 
     #[test]
     fn sorts_keys_at_every_depth() {

@@ -100,9 +100,30 @@ pub fn visible(s: &str) -> Visible {
     Visible { text, hidden }
 }
 
+/// How many hidden characters the keys and strings of a JSON value hold, at any depth (what a
+/// list counts for a row whose parameters it only previews, or withholds).
+pub fn hidden_in_json(value: &serde_json::Value) -> usize {
+    use serde_json::Value;
+    match value {
+        Value::String(s) => visible(s).hidden,
+        Value::Array(items) => items.iter().map(hidden_in_json).sum(),
+        Value::Object(members) => (members.iter())
+            .map(|(k, v)| visible(k).hidden + hidden_in_json(v))
+            .sum(),
+        Value::Null | Value::Bool(_) | Value::Number(_) => 0,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hidden_characters_are_counted_in_keys_and_values_at_any_depth() {
+        let v = serde_json::json!({"a\u{200B}": ["x", {"b": "\u{202E}y\u{200B}"}], "n": 1});
+        assert_eq!(hidden_in_json(&v), 3);
+        assert_eq!(hidden_in_json(&serde_json::json!({"plain": "text"})), 0);
+    }
 
     #[test]
     fn plain_text_is_unchanged() {

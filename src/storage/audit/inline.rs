@@ -17,15 +17,16 @@ use time::format_description::well_known::Rfc3339;
 
 // The head's statements are sqlx's (`$1`…): SQLite numbers `$n` parameters in the order they
 // first appear, so rusqlite binds them by position as sqlx does.
-use super::{FACETS, Head, PendingEvent, SET_HEAD, SQLITE_MOVE_HEAD, facet_of, link_all, unlinked};
-use crate::storage::direct::sqlite;
-use crate::storage::{Result, StorageError};
+use super::link::{PendingEvent, SET_HEAD, SQLITE_MOVE_HEAD, link_all, unlinked};
+use crate::audit::chain::{FACETS, Head, facet_of};
+use crate::storage::direct::raw::sqlite;
+use crate::storage::error::{Result, StorageError};
 
 /// Appends `events` (none of which moves a proposal: nothing else is written with them) after
 /// the head this writer last committed (`known`; when it is elsewhere, or not known, after the
 /// head read under the write lock) and commits, on this thread. Answers the head it leaves.
 /// On an error the transaction is rolled back, if one was open.
-pub(in crate::storage) async fn append_and_commit(
+pub(crate) async fn append_and_commit(
     conn: &mut SqliteConnection,
     events: Vec<PendingEvent>,
     known: Option<Head>,

@@ -62,12 +62,12 @@ macro_rules! claim_update {
 
 mod sqlite;
 
-use super::super::Result;
-use super::super::db::Conn;
-use super::succeeded::{ProposalSeen, Settled, Success};
-use super::{Claimed, CommandRecord, LeaseAsk, WithApproval};
+use super::ask::{Claimed, LeaseAsk, SettledSuccess, Success};
+use super::row::{Settled, WithApproval, into_claim};
 use crate::domain::command::CommandStatus;
 use crate::domain::lifecycle::ProposalStatus;
+use crate::storage::conn::Conn;
+use crate::storage::error::Result;
 
 /// What a writer made up front for its group's changes: for each change's input (an ask, a
 /// report), its outcome, until the change takes it.
@@ -134,9 +134,6 @@ impl<I, O> Staged<I, O> {
 /// The leases a writer took for its group's changes ([`claim_staged`],
 /// [`settle_and_claim_staged`], [`settle_then_claim_staged`]).
 pub type StagedClaims = Staged<LeaseAsk, Claimed>;
-
-/// What a settled success report answers: the command and what was seen of its proposal.
-pub type SettledSuccess = (CommandRecord, Option<ProposalSeen>);
 
 /// The success reports a writer settled for its group's changes ([`settle_staged`],
 /// [`settle_and_claim_staged`], [`settle_then_claim_staged`]).
@@ -300,12 +297,6 @@ fn bind_asks<'q, T>(query: PgQuery<'q, T>, asks: &[&'q LeaseAsk]) -> PgQuery<'q,
         .bind(first.wanted.as_ref().map(Json))
         .bind(latest)
         .bind(nows)
-}
-
-/// A leased row as a lease's token hash and what it claimed.
-fn into_claim(r: WithApproval) -> Result<(String, Claimed)> {
-    let hash = r.row.lease_token_hash.clone().unwrap_or_default();
-    Ok((hash, r.into_claimed()?))
 }
 
 /// PostgreSQL: leases for `asks` (one filter: the first's) in one statement: the oldest

@@ -3,65 +3,11 @@
 //! ([`super::staged`]; one report is a group of one), kept apart from the rest of the queue's
 //! statements.
 
-use serde_json::Value;
-use time::OffsetDateTime;
-use uuid::Uuid;
-
-use super::super::Result;
-use super::super::db::Conn;
-use super::{CommandRecord, CommandRow, WithProposal};
-use crate::domain::lifecycle::ProposalStatus;
-
-/// A success report to settle: owned, so a write closure and the writer's group
-/// ([`super::settle_staged`]) can share it.
-#[derive(Debug, Clone)]
-pub struct Success {
-    /// The command.
-    pub id: Uuid,
-    /// The executor's `result`.
-    pub result: Value,
-    /// The executor reporting.
-    pub executor: String,
-    /// sha256 hex of the lease token it presented.
-    pub lease_token_hash: String,
-    /// Now.
-    pub now: OffsetDateTime,
-}
-
-/// A settled command, its proposal's status, and whether the statement moved the proposal.
-#[derive(sqlx::FromRow)]
-pub(super) struct Settled {
-    #[sqlx(flatten)]
-    with: WithProposal,
-    proposal_moved: bool,
-}
-
-impl Settled {
-    /// The command and what the statement saw of its proposal.
-    pub(super) fn into_parts(self) -> Result<(CommandRecord, Option<ProposalSeen>)> {
-        let (command, status) = self.with.into_parts()?;
-        let seen = status.map(if self.proposal_moved {
-            ProposalSeen::Moved
-        } else {
-            ProposalSeen::Read
-        });
-        Ok((command, seen))
-    }
-
-    /// The command row alone (a lease's, in a statement that also settles).
-    pub(super) fn into_row(self) -> CommandRow {
-        self.with.row
-    }
-}
-
-/// What a report's statement saw of the command's proposal.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ProposalSeen {
-    /// Its status, read with the command.
-    Read(ProposalStatus),
-    /// The statement also moved it to the command's outcome, from this status.
-    Moved(ProposalStatus),
-}
+use super::ask::{ProposalSeen, Success};
+use super::staged;
+use crate::domain::record::CommandRecord;
+use crate::storage::conn::Conn;
+use crate::storage::error::Result;
 
 /// Ends in success the run `executor` holds under this lease token, if its command may run: a
 /// rollback, or an action whose proposal is still executable. Answers the command and what was
@@ -75,5 +21,5 @@ pub async fn settle_succeeded(
     conn: Conn<'_>,
     report: &Success,
 ) -> Result<Option<(CommandRecord, Option<ProposalSeen>)>> {
-    Ok(super::staged::settle(conn, &[report]).await?.0.pop())
+    Ok(staged::settle(conn, &[report]).await?.0.pop())
 }

@@ -4,9 +4,9 @@
 
 use std::sync::Arc;
 
-use super::{Held, Job, Tx};
-use crate::storage::Result;
+use super::tx::{Held, Job, Tx};
 use crate::storage::commands::{self, LeaseAsk, Success};
+use crate::storage::error::Result;
 use crate::storage::proposals;
 
 /// Runs the first statement of a group's changes up front ([`super::Upfront`]), several to a

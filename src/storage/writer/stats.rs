@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::Staged;
+use super::upfront::Staged;
 use crate::storage::commands::{StagedClaims, StagedSettles};
 use crate::storage::proposals;
 
@@ -20,18 +20,18 @@ pub struct WriterStats {
 
 impl WriterStats {
     /// Proposal rows committed groups inserted up front, several to a statement
-    /// ([`super::Tx::staged_proposal`]); a group that started over inserted none so.
+    /// ([`super::tx::Tx::staged_proposal`]); a group that started over inserted none so.
     pub fn inserted_together(&self) -> u64 {
         self.inserted_together.load(Ordering::Relaxed)
     }
 
-    /// Leases committed groups asked for up front ([`super::Tx::staged_claim`]), whether or not a
+    /// Leases committed groups asked for up front ([`super::tx::Tx::staged_claim`]), whether or not a
     /// command was there for them.
     pub fn claimed_together(&self) -> u64 {
         self.claimed_together.load(Ordering::Relaxed)
     }
 
-    /// Success reports committed groups made up front ([`super::Tx::staged_success`]), whether or not
+    /// Success reports committed groups made up front ([`super::tx::Tx::staged_success`]), whether or not
     /// they held.
     pub fn settled_together(&self) -> u64 {
         self.settled_together.load(Ordering::Relaxed)

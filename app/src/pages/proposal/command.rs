@@ -5,7 +5,7 @@
 use leptos::prelude::*;
 use leptos::server_fn::ServerFn;
 
-use crate::components::visible::Shown;
+use crate::components::visible::{HiddenFlag, Shown};
 use crate::dto::{CommandSheet, FieldRow, FieldValue};
 use crate::server::RevealPersonalData;
 use crate::time::{When, span};
@@ -103,9 +103,7 @@ fn field_row(row: FieldRow) -> impl IntoView {
     } else {
         view! { <code><Shown text=row.key.clone()/></code> }.into_any()
     };
-    let flag = (row.hidden > 0).then(|| {
-        view! { <span class="flag" data-testid="field-hidden">" ⚠ " {plural(row.hidden, "hidden character", "hidden characters")}</span> }
-    });
+    let flag = view! { <HiddenFlag count=row.hidden testid="field-hidden"/> };
     let value = value_cell(&row);
     view! {
         <tr class=class data-field=row.pointer>

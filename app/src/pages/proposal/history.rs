@@ -3,7 +3,7 @@
 
 use leptos::prelude::*;
 
-use crate::components::visible::Shown;
+use crate::components::visible::{HiddenFlag, Shown};
 use crate::dto::{HistoryView, ProposalView};
 use crate::time::When;
 
@@ -60,7 +60,8 @@ pub fn history(p: &ProposalView) -> impl IntoView + use<> {
                 let class = format!("status status-{}", r.status);
                 view! {
                     <li data-testid="history-item">
-                        <a href=href><Shown text=r.summary.clone()/></a> " "
+                        <a href=href><Shown text=r.summary.clone()/></a>
+                        <HiddenFlag count=r.hidden/> " "
                         <span class=class>{r.status.clone()}</span> " " <When at=r.at/>
                     </li>
                 }

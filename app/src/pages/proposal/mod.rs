@@ -17,7 +17,7 @@ mod trail;
 use leptos::prelude::*;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
-use super::{Flash, error_view, use_session};
+use super::common::{Flash, error_view, use_session};
 use crate::components::live::use_proposal_changes;
 use crate::components::visible::Shown;
 use crate::dto::{ProposalView, Role, SessionView};
@@ -121,6 +121,7 @@ fn Detail(p: ProposalView, csrf: String, act: Option<String>) -> impl IntoView {
     let trail = trail::trail(trail::Trail::of(&p)).into_any();
     let banner = hidden_banner(p.hidden_chars).into_any();
     let revision = revision(&p.revision).into_any();
+    let definition = tool_definition(&p).into_any();
     view! {
         <article class="proposal">
             <h1 data-testid="proposal-summary"><Shown text=p.summary.clone()/></h1>
@@ -140,6 +141,7 @@ fn Detail(p: ProposalView, csrf: String, act: Option<String>) -> impl IntoView {
                 <p class="reasoning" data-testid="proposal-reasoning"><Shown text=p.reasoning.clone()/></p>
             </section>
             {facts}
+            {definition}
             {why}
             {command}
             {history}
@@ -150,6 +152,48 @@ fn Detail(p: ProposalView, csrf: String, act: Option<String>) -> impl IntoView {
 }
 
 /// The action at a glance: tool, target, risk, blast radius, rollback, compliance, expiry.
+/// A call through the MCP gateway: the tool's pinned definition, as the model read it.
+fn tool_definition(p: &ProposalView) -> impl IntoView + use<> {
+    p.tool_definition.clone().map(|d| {
+        let annotations = if d.annotations.is_empty() {
+            view! { <span class="muted">"none"</span> }.into_any()
+        } else {
+            d.annotations
+                .into_iter()
+                .map(|(k, v)| view! { <code><Shown text=k/>": "<Shown text=v/></code>" " })
+                .collect_view()
+                .into_any()
+        };
+        let against = if d.called_against_pinned {
+            "the call was made against this definition"
+        } else {
+            "the call was made against another definition: it will not run"
+        };
+        let changed = d.changed_to.map(|sha| {
+            view! {
+                <p class="note" data-testid="tool-definition-changed">
+                    "The upstream now serves another definition (" <code>{sha}</code>
+                    "): withheld until an admin accepts it."
+                </p>
+            }
+        });
+        view! {
+            <section class="tool-definition" aria-labelledby="tool-definition-h" data-testid="tool-definition">
+                <h2 id="tool-definition-h">"The tool, as the agent's model read it"</h2>
+                <dl>
+                    <dt>"Description"</dt>
+                    <dd data-testid="tool-description"><Shown text=d.description/></dd>
+                    <dt>"Annotations"</dt>
+                    <dd data-testid="tool-annotations">{annotations}</dd>
+                    <dt>"Pinned definition"</dt>
+                    <dd><code>{d.pinned}</code> " · " {against}</dd>
+                </dl>
+                {changed}
+            </section>
+        }
+    })
+}
+
 fn facts(p: &ProposalView) -> impl IntoView + use<> {
     let p = p.clone();
     let targets = if p.targets.is_empty() {

@@ -20,12 +20,11 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use uuid::Uuid;
 
-use super::super::super::{Result, StorageError};
-use super::super::succeeded::{ProposalSeen, Settled, Success};
-use super::super::{Claimed, LeaseAsk, WithApproval};
-use super::{SettledSuccess, into_claim};
+use super::super::ask::{Claimed, LeaseAsk, ProposalSeen, SettledSuccess, Success};
+use super::super::row::{Settled, WithApproval, into_claim};
 use crate::domain::command::{CommandKind, CommandStatus};
 use crate::domain::lifecycle::ProposalStatus;
+use crate::storage::error::{Result, StorageError};
 
 /// The commands executor `$1` may lease, as `c`: queued, available by `$4` (backoff over),
 /// inside its approval window at `$7` (or already run once), covered by the executor's scope
@@ -33,16 +32,20 @@ use crate::domain::lifecycle::ProposalStatus;
 /// paused ([`crate::domain::command::scope::may_run`]; globs match with `GLOB`).
 macro_rules! sqlite_claimable {
     () => {
-        "c.status = 'queued' and julianday(c.available_at) <= julianday($4) \
-         and (c.attempts > 0 or c.execute_by is null \
-              or julianday(c.execute_by) > julianday($7)) \
-         and (case when c.allowed_executors is null \
-              then exists (select 1 from json_each($5) s where c.tool_name glob s.value) \
-              else instr(c.allowed_executors, ',' || $1 || ',') > 0 and ($5 is null or \
-              exists (select 1 from json_each($5) s where c.tool_name glob s.value)) end) \
-         and ($6 is null or \
-              exists (select 1 from json_each($6) w where c.tool_name glob w.value)) \
-         and not exists (select 1 from paused_tools p where c.tool_name glob p.pattern)"
+        concat!(
+            "c.status = 'queued' and julianday(c.available_at) <= julianday($4) \
+             and (c.attempts > 0 or c.execute_by is null \
+                  or julianday(c.execute_by) > julianday($7)) \
+             and (case when c.allowed_executors is null \
+                  then exists (select 1 from json_each($5) s where c.tool_name glob s.value) \
+                  else instr(c.allowed_executors, ',' || ",
+            filter_name!("$1"),
+            " || ',') > 0 and ($5 is null or \
+                  exists (select 1 from json_each($5) s where c.tool_name glob s.value)) end) \
+             and ($6 is null or \
+                  exists (select 1 from json_each($6) w where c.tool_name glob w.value)) \
+             and not exists (select 1 from paused_tools p where c.tool_name glob p.pattern)"
+        )
     };
 }
 
@@ -74,7 +77,7 @@ fn rows<T: serde::Serialize>(rows: &[T]) -> Result<String> {
 /// Leases for `asks` (one filter: the first's) in one statement: the oldest commands they may
 /// run, numbered in queue order and matched to the asks in their order (the first ask the
 /// oldest). Answers each lease's token hash and what it claimed.
-pub(in crate::storage::commands) async fn claim(
+pub(super) async fn claim(
     c: &mut SqliteConnection,
     asks: &[&LeaseAsk],
 ) -> Result<Vec<(String, Claimed)>> {
@@ -119,7 +122,7 @@ pub(in crate::storage::commands) async fn claim(
 /// the status the first statement read (one moved meanwhile is left to the change:
 /// [`crate::storage::proposals::move_status`]). Two statements for any number of reports (one
 /// if none settled an action); answers them and how many statements it ran.
-pub(in crate::storage::commands) async fn settle(
+pub(super) async fn settle(
     c: &mut SqliteConnection,
     reports: &[&Success],
 ) -> Result<(Vec<SettledSuccess>, usize)> {

@@ -1,0 +1,381 @@
+//! `POST /mcp/gateway`: the MCP gateway's agent side (streamable HTTP, the agent's bearer
+//! token, as `/mcp`). An agent pointed here instead of at its tool servers sees their tools,
+//! named `{upstream}__{tool}`, and every call it makes becomes a proposal routed by the policy:
+//!
+//! - `accept`: the built-in executor makes the call at once; the request answers its result;
+//! - `refuse`: `isError: true`, the blockers in words and as `structuredContent`;
+//! - `ask` / `defer`: held. The request stays open (progress notifications carry the status
+//!   when the client sent a progress token) until the proposal is decided and run, then
+//!   answers the upstream's result; a rejection answers `isError: true` with the reviewer's
+//!   reason. At the upstream's `hold` it answers `isError: true` with `structuredContent`
+//!   `{"status": "pending", "proposal_id", "resume": "countersign_wait_for_decision"}`;
+//!   `countersign_wait_for_decision` resumes the wait.
+//!
+//! A tool whose definition changed since it was pinned is not listed and its calls are refused
+//! (`tool_definition_changed`) until an admin accepts the new one. An upstream that is not up
+//! answers `upstream_unavailable`. The same agent calling the same tool with the same
+//! arguments while an earlier call is still open gets that call's proposal.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::http::request::Parts;
+use axum::middleware;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as Content,
+    Implementation, JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+    ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use super::ApiState;
+use super::error::ApiError;
+use super::limits::TokenLimits;
+use super::mcp::{Caller, authenticate};
+use crate::domain::gateway::{CallInput, ToolName, WAIT_TOOL, proposal_for};
+use crate::domain::lifecycle::{ProposalStatus, status_at};
+use crate::gateway::{CallError, Gateway};
+use crate::service::{MAX_WAIT, Services, Submitted};
+
+/// The gateway's route, when the server has a gateway.
+pub fn router(state: ApiState) -> Router {
+    let Some(gateway) = state.gateway.clone() else {
+        return Router::new();
+    };
+    let services = state.services.clone();
+    let limits = state.limits.clone();
+    let config = StreamableHttpServerConfig::default()
+        .disable_allowed_hosts()
+        .with_legacy_session_mode(false);
+    let service = StreamableHttpService::new(
+        move || {
+            Ok(GatewayMcp {
+                services: services.clone(),
+                gateway: Arc::clone(&gateway),
+                limits: limits.clone(),
+            })
+        },
+        Arc::new(NeverSessionManager::default()),
+        config,
+    );
+    Router::new()
+        .nest_service("/mcp/gateway", service)
+        .layer(middleware::from_fn_with_state(state, authenticate))
+}
+
+#[derive(Clone)]
+struct GatewayMcp {
+    services: Services,
+    gateway: Arc<Gateway>,
+    limits: Arc<TokenLimits>,
+}
+
+fn wait_tool() -> Tool {
+    let schema = json!({
+        "type": "object",
+        "required": ["proposal_id"],
+        "properties": {
+            "proposal_id": {"type": "string", "format": "uuid",
+                "description": "The proposal_id a held call answered with"}
+        },
+        "additionalProperties": false
+    });
+    Tool::new(
+        WAIT_TOOL,
+        "Resume a tool call that Countersign held for a person's approval: waits until the \
+         call has run (answers its result) or ended (rejected, expired), or the hold ends again.",
+        Arc::new(schema.as_object().cloned().unwrap_or_default()),
+    )
+}
+
+/// A refusal: the text the model reads and the same as structured content.
+fn refusal(text: String, structured: Value) -> CallToolResult {
+    let mut result = CallToolResult::structured_error(structured);
+    result.content = vec![Content::text(text)];
+    result
+}
+
+fn blocker(code: &str, text: &str) -> CallToolResult {
+    refusal(
+        text.to_owned(),
+        json!({"status": "refused", "blockers": [{"code": code, "message": text}]}),
+    )
+}
+
+/// Whether the call behind a proposal in this status is over (run, or never to run).
+fn ended(status: ProposalStatus) -> bool {
+    !matches!(
+        status,
+        ProposalStatus::Pending | ProposalStatus::Approved | ProposalStatus::Accepted
+    )
+}
+
+impl GatewayMcp {
+    /// Submits the call as a proposal, or finds the same call still open.
+    async fn propose(&self, caller: &Caller, call: &CallInput<'_>) -> Result<Uuid, ApiError> {
+        if let Some(id) = (self.services)
+            .open_gateway_call(&caller.0, &call.key_prefix())
+            .await?
+        {
+            return Ok(id);
+        }
+        let body = proposal_for(call, Uuid::now_v7(), self.services.now());
+        let submitted = (self.services)
+            .submit_with_token(&caller.0, Some(caller.1), &body)
+            .await?;
+        Ok(match submitted {
+            Submitted::Created(r) | Submitted::Replayed(r) => r.id,
+        })
+    }
+
+    /// Holds the request until the call behind proposal `id` has ended or `hold` passes;
+    /// progress notifications carry each status when the client asked for them.
+    async fn hold(
+        &self,
+        caller: &Caller,
+        id: Uuid,
+        hold: Duration,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ApiError> {
+        let _waiting = self.limits.waiting_place(caller.1)?;
+        let progress = context.meta.get_progress_token();
+        let deadline = tokio::time::Instant::now() + hold;
+        let mut view = self.services.agent_proposal(&caller.0, id).await?;
+        let mut step = 0.0;
+        let mut told = None;
+        loop {
+            // As agents see it: a pending proposal past its expiry is expired, swept or not.
+            let status = status_at(view.0.status, view.0.expires_at, self.services.now());
+            if ended(status) {
+                return Ok(answer(view, status));
+            }
+            if let Some(token) = progress.as_ref().filter(|_| told != Some(status)) {
+                told = Some(status);
+                step += 1.0;
+                let mut note = ProgressNotificationParam::new(token.clone(), step);
+                note.message = Some(format!("Countersign: the call is {status}"));
+                let _ = context.peer.notify_progress(note).await;
+            }
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            if left.is_zero() {
+                return Ok(pending(id));
+            }
+            let wait = left.min(MAX_WAIT);
+            // Nothing moved in `wait`: the view in hand is still current.
+            if let Some(next) = (self.services)
+                .next_change(&caller.0, id, status, wait)
+                .await?
+            {
+                view = next;
+            }
+        }
+    }
+
+    async fn call_upstream_tool(
+        &self,
+        caller: &Caller,
+        request: CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let Some(name) = ToolName::from_served(&request.name) else {
+            return Err(ErrorData::invalid_params(
+                format!("no tool named `{}`", request.name),
+                None,
+            ));
+        };
+        let tool = match self.gateway.tool(&name) {
+            Ok(tool) => tool,
+            Err(CallError::DefinitionChanged) => {
+                return Ok(blocker(
+                    "tool_definition_changed",
+                    "This tool's definition changed since Countersign pinned it; it is not \
+                     served until an admin accepts the new definition.",
+                ));
+            }
+            Err(CallError::Unavailable | CallError::Lost(_)) => {
+                return Ok(blocker(
+                    "upstream_unavailable",
+                    "This tool's server is not available right now; try again later.",
+                ));
+            }
+            Err(CallError::NoSuchTool) => {
+                return Err(ErrorData::invalid_params(
+                    format!("no tool named `{}`", request.name),
+                    None,
+                ));
+            }
+        };
+        let arguments = request.arguments.clone().unwrap_or_default();
+        let meta = request.meta.as_ref().map(|m| m.0.0.clone());
+        let call = CallInput {
+            agent: caller.0.name(),
+            domain: &tool.upstream.domain,
+            name: &name,
+            definition: &tool.definition,
+            arguments: &arguments,
+            meta: meta.as_ref(),
+        };
+        let outcome = match self.propose(caller, &call).await {
+            Ok(id) => self.hold(caller, id, tool.upstream.hold, context).await,
+            Err(e) => Err(e),
+        };
+        Ok(outcome.unwrap_or_else(|e| CallToolResult::structured_error(e.body())))
+    }
+
+    async fn resume(
+        &self,
+        caller: &Caller,
+        args: &JsonObject,
+        context: &RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let id = args
+            .get("proposal_id")
+            .and_then(Value::as_str)
+            .and_then(|s| Uuid::parse_str(s).ok());
+        let Some(id) = id else {
+            let e = ApiError::field("proposal_id", "is required: the id a held call answered");
+            return CallToolResult::structured_error(e.body());
+        };
+        let hold = match self.services.agent_proposal(&caller.0, id).await {
+            Ok((record, _)) => ToolName::from_internal(&record.contract.tool.name)
+                .and_then(|n| {
+                    self.gateway
+                        .upstreams()
+                        .find(|u| u.name == n.upstream)
+                        .map(|u| u.hold)
+                })
+                .unwrap_or(crate::domain::gateway::config::DEFAULT_HOLD),
+            Err(e) => return CallToolResult::structured_error(ApiError::from(e).body()),
+        };
+        (self.hold(caller, id, hold, context).await)
+            .unwrap_or_else(|e| CallToolResult::structured_error(e.body()))
+    }
+}
+
+/// The call is still waiting for a person at the end of the hold.
+fn pending(id: Uuid) -> CallToolResult {
+    refusal(
+        format!(
+            "This call is waiting for a person's approval in Countersign. Call \
+             {WAIT_TOOL} with proposal_id \"{id}\" to wait for it; it answers the call's \
+             result once it has run."
+        ),
+        json!({"status": "pending", "proposal_id": id, "resume": WAIT_TOOL}),
+    )
+}
+
+/// What an ended call answers.
+fn answer((record, command): crate::service::AgentView, status: ProposalStatus) -> CallToolResult {
+    let id = record.id;
+    let stored = |v: Option<&Value>| {
+        v.and_then(|v| serde_json::from_value::<CallToolResult>(v.clone()).ok())
+    };
+    match status {
+        ProposalStatus::Succeeded => stored(command.as_ref().and_then(|c| c.result.as_ref()))
+            .unwrap_or_else(|| CallToolResult::success(vec![Content::text("done")])),
+        ProposalStatus::Failed => stored(command.as_ref().and_then(|c| c.error.as_ref()))
+            .filter(|r| r.is_error == Some(true))
+            .unwrap_or_else(|| {
+                let error = command.and_then(|c| c.error).unwrap_or(Value::Null);
+                refusal(
+                    format!(
+                        "The call failed: {}",
+                        error
+                            .get("message")
+                            .and_then(Value::as_str)
+                            .unwrap_or("no detail")
+                    ),
+                    json!({"status": "failed", "proposal_id": id, "error": error}),
+                )
+            }),
+        ProposalStatus::Rejected => {
+            let reason = record.review.as_ref().and_then(|r| r.reason.clone());
+            refusal(
+                format!(
+                    "A reviewer rejected this call: {}",
+                    reason.as_deref().unwrap_or("no reason given")
+                ),
+                json!({"status": "rejected", "proposal_id": id, "reason": reason}),
+            )
+        }
+        ProposalStatus::Refused => {
+            let words: Vec<String> = (record.routing.blockers.iter())
+                .map(|b| b.message.clone())
+                .collect();
+            refusal(
+                format!(
+                    "Countersign's policy refuses this call: {}",
+                    words.join("; ")
+                ),
+                json!({"status": "refused", "proposal_id": id, "blockers": record.routing.blockers}),
+            )
+        }
+        other => refusal(
+            format!("This call ended without running as asked: it is {other}."),
+            json!({"status": other.as_str(), "proposal_id": id}),
+        ),
+    }
+}
+
+impl ServerHandler for GatewayMcp {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(
+                "countersign-gateway",
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(
+                "Your tools, through Countersign: a call a person must approve is held until \
+                 it is decided and run. When a call answers status pending, call \
+                 countersign_wait_for_decision with its proposal_id.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let caller = caller(&context)?;
+        let policy = self.services.policy();
+        let mut tools: Vec<Tool> = (self.gateway.tools().await.into_iter())
+            .filter(|t| {
+                (policy.tool_rule(&t.name.internal()))
+                    .is_none_or(|r| r.allows_agent(caller.0.name()))
+            })
+            .filter_map(|t| serde_json::from_value(t.definition.served_as(&t.name.served())).ok())
+            .collect();
+        tools.push(wait_tool());
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let caller = caller(&context)?;
+        let result = if request.name == WAIT_TOOL {
+            let args = request.arguments.unwrap_or_default();
+            self.resume(&caller, &args, &context).await
+        } else {
+            self.call_upstream_tool(&caller, request, &context).await?
+        };
+        Ok(result.into())
+    }
+}
+
+fn caller(context: &RequestContext<RoleServer>) -> Result<Caller, ErrorData> {
+    context
+        .extensions
+        .get::<Parts>()
+        .and_then(|p| p.extensions.get::<Caller>())
+        .cloned()
+        .ok_or_else(|| ErrorData::invalid_request("no agent token", None))
+}

@@ -1,0 +1,257 @@
+//! The built-in gateway executor: leases the approved gateway calls (its own executor
+//! identity, scoped to the configured upstreams' tools; the commands of those tools name it as
+//! their only executor), verifies each grant, makes the call to the upstream with exactly the
+//! approved tool and arguments while heartbeating the lease, and reports the outcome through
+//! the same use case as any executor.
+//!
+//! - An upstream's error result is `failed`, `side_effect: none` for a read-only tool, else
+//!   `possible` (so the retry rules and `outcome_unknown` hold).
+//! - A call that could not be sent (the upstream is down, the tool's definition changed) is
+//!   `failed` with `side_effect: none`.
+//! - A Countersign that dies during a call leaves the lease to lapse: `outcome_unknown`, never
+//!   run again by itself.
+//! - The result is kept with the command up to [`MAX_RESULT_BYTES`]; a larger one is cut, with
+//!   a marker giving the whole result's size and SHA-256.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ed25519_dalek::{Signature, Verifier, VerifyingKey};
+use serde_json::{Value, json};
+use tokio::sync::Semaphore;
+
+use super::{CallError, Gateway};
+use crate::domain::command::Outcome;
+use crate::domain::command::retry::SideEffect;
+use crate::domain::command::scope::ToolScope;
+use crate::domain::contract::canonical::sha256_hex;
+use crate::domain::gateway::{GATEWAY_EXECUTOR, ToolName};
+use crate::domain::principal::Principal;
+use crate::service::{LeaseRequest, Leased, Report, Services};
+
+/// The largest result kept with a command, in bytes of its JSON.
+pub const MAX_RESULT_BYTES: usize = 1024 * 1024;
+/// Calls run at once.
+const CONCURRENT_CALLS: usize = 64;
+/// Lease requests in flight at once: a lease is a durable write, so several at once let a
+/// burst of approved calls start together (the writer commits them in one group).
+const LEASERS: usize = 8;
+/// Each lease's length; heartbeats renew it every third of it.
+const LEASE_SECONDS: u64 = 30;
+/// How long one lease request waits for a command.
+const LEASE_WAIT: Duration = Duration::from_secs(20);
+
+/// Starts the executor's loop.
+pub(crate) fn spawn(gateway: Arc<Gateway>, services: Services) {
+    let patterns: Vec<String> = gateway
+        .upstreams()
+        .map(|u| format!("{}.*", u.name))
+        .collect();
+    let Ok(scope) = ToolScope::parse_list(&patterns.join(",")) else {
+        tracing::error!("the gateway executor's scope did not parse; it does not run");
+        return;
+    };
+    let slots = Arc::new(Semaphore::new(CONCURRENT_CALLS));
+    for _ in 0..LEASERS {
+        let (gateway, services) = (Arc::clone(&gateway), services.clone());
+        tokio::spawn(run(gateway, services, scope.clone(), Arc::clone(&slots)));
+    }
+}
+
+/// One leaser: takes a free call slot, leases a command (waiting for one), and runs it on its
+/// own task.
+async fn run(gateway: Arc<Gateway>, services: Services, scope: ToolScope, slots: Arc<Semaphore>) {
+    let me = Principal::Executor(GATEWAY_EXECUTOR.to_owned());
+    loop {
+        let Ok(permit) = Arc::clone(&slots).acquire_owned().await else {
+            return;
+        };
+        let request = LeaseRequest {
+            executor: GATEWAY_EXECUTOR.to_owned(),
+            scope: Some(scope.clone()),
+            wanted: None,
+            lease_seconds: LEASE_SECONDS,
+            wait: LEASE_WAIT,
+        };
+        match services.lease(&me, &request).await {
+            Ok(Some(leased)) => {
+                let (gateway, services) = (Arc::clone(&gateway), services.clone());
+                tokio::spawn(async move {
+                    execute(&gateway, &services, leased).await;
+                    drop(permit);
+                });
+            }
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "the gateway executor could not lease");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    }
+}
+
+/// Whether the grant is the server's signature over exactly this command.
+fn grant_holds(services: &Services, leased: &Leased) -> bool {
+    let claims = &leased.grant.claims;
+    let key = hex::decode(services.grant_public_key())
+        .ok()
+        .and_then(|k| <[u8; 32]>::try_from(k).ok())
+        .and_then(|k| VerifyingKey::from_bytes(&k).ok());
+    let signature = hex::decode(&leased.grant.signature)
+        .ok()
+        .and_then(|s| <[u8; 64]>::try_from(s).ok())
+        .map(|s| Signature::from_bytes(&s));
+    let (Some(key), Some(signature), Ok(message)) = (key, signature, claims.message()) else {
+        return false;
+    };
+    key.verify(&message, &signature).is_ok()
+        && claims.describe(leased.command.id, &leased.command.spec)
+}
+
+/// What a run came to: outcome, body and side effect.
+struct Ran(Outcome, Value, SideEffect);
+
+fn refused(code: &str, message: &str) -> Ran {
+    let body = json!({"code": code, "message": message});
+    Ran(Outcome::Failed, body, SideEffect::None)
+}
+
+async fn execute(gateway: &Gateway, services: &Services, leased: Leased) {
+    let me = Principal::Executor(GATEWAY_EXECUTOR.to_owned());
+    let command = &leased.command;
+    let lease_token = leased.lease_token.expose().to_owned();
+    let ran = if grant_holds(services, &leased) {
+        let heartbeat = async {
+            let mut tick = tokio::time::interval(Duration::from_secs(LEASE_SECONDS / 3));
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                if let Err(e) = services
+                    .heartbeat(&me, command.id, &lease_token, LEASE_SECONDS)
+                    .await
+                {
+                    tracing::warn!(command.id = %command.id, error = %e, "the gateway executor's heartbeat was refused");
+                }
+            }
+        };
+        tokio::select! {
+            ran = call(gateway, command) => ran,
+            () = heartbeat => unreachable!("the heartbeat never ends"),
+        }
+    } else {
+        tracing::error!(command.id = %command.id, "a gateway command's grant did not verify; not run");
+        refused(
+            "grant_invalid",
+            "the command's grant did not verify; it was not run",
+        )
+    };
+    let Ran(outcome, body, side_effect) = ran;
+    let report = Report {
+        command_id: command.id,
+        lease_token,
+        outcome,
+        body,
+        side_effect,
+    };
+    if let Err(e) = services.report(&me, report).await {
+        tracing::warn!(command.id = %command.id, error = %e, "the gateway executor's report was refused");
+    }
+}
+
+/// Makes the approved call, if the tool is still served with the definition it was approved
+/// against.
+async fn call(gateway: &Gateway, command: &crate::domain::record::CommandRecord) -> Ran {
+    let spec = &command.spec;
+    let Some(name) = ToolName::from_internal(&spec.tool.name) else {
+        return refused("no_such_tool", "no gateway upstream serves this tool");
+    };
+    let tool = match gateway.tool(&name) {
+        Ok(tool) => tool,
+        Err(CallError::DefinitionChanged) => {
+            return refused(
+                "tool_definition_changed",
+                "the upstream now serves another definition of this tool; an admin must \
+                 accept it first",
+            );
+        }
+        Err(CallError::Unavailable | CallError::Lost(_)) => {
+            return refused(
+                "upstream_unavailable",
+                "the tool's upstream is not up; the call was not sent",
+            );
+        }
+        Err(CallError::NoSuchTool) => {
+            return refused("no_such_tool", "the upstream no longer lists this tool");
+        }
+    };
+    if tool.definition.version() != spec.tool.version {
+        return refused(
+            "tool_definition_changed",
+            "the call was approved against another definition of this tool",
+        );
+    }
+    let side_effect = match tool.definition.read_only() {
+        true => SideEffect::None,
+        false => SideEffect::Possible,
+    };
+    match gateway.call(&name, spec.parameters.clone()).await {
+        Ok(result) => {
+            let is_error = result.get("isError").and_then(Value::as_bool) == Some(true);
+            let body = bounded(result);
+            match is_error {
+                true => Ran(Outcome::Failed, body, side_effect),
+                false => Ran(Outcome::Succeeded, body, SideEffect::None),
+            }
+        }
+        Err(CallError::Unavailable) => refused(
+            "upstream_unavailable",
+            "the tool's upstream is not up; the call was not sent",
+        ),
+        Err(CallError::Lost(why)) => Ran(
+            Outcome::Failed,
+            json!({"code": "upstream_lost", "message": format!("no answer from the upstream: {why}")}),
+            side_effect,
+        ),
+        Err(e) => refused("no_such_tool", &format!("{e:?}")),
+    }
+}
+
+/// `result` if its JSON fits in [`MAX_RESULT_BYTES`]; else a result whose text is the first
+/// part of it, marked as cut, with the whole result's size and SHA-256.
+pub fn bounded(result: Value) -> Value {
+    let text = result.to_string();
+    if text.len() <= MAX_RESULT_BYTES {
+        return result;
+    }
+    let mut end = MAX_RESULT_BYTES - 1024;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    json!({
+        "content": [{"type": "text", "text": &text[..end]}],
+        "isError": result.get("isError").cloned().unwrap_or(Value::Bool(false)),
+        "_meta": {"countersign/truncated": {
+            "bytes": text.len(),
+            "sha256": sha256_hex(text.as_bytes()),
+            "kept_bytes": end,
+        }}
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_large_result_is_cut_with_its_size_and_hash() {
+        let small = json!({"content": [{"type": "text", "text": "ok"}]});
+        assert_eq!(bounded(small.clone()), small);
+        let big = json!({"content": [{"type": "text", "text": "é".repeat(MAX_RESULT_BYTES)}]});
+        let whole = big.to_string();
+        let cut = bounded(big);
+        assert!(cut.to_string().len() <= MAX_RESULT_BYTES);
+        let marker = &cut["_meta"]["countersign/truncated"];
+        assert_eq!(marker["bytes"], json!(whole.len()));
+        assert_eq!(marker["sha256"], json!(sha256_hex(whole.as_bytes())));
+    }
+}

@@ -1,0 +1,186 @@
+//! The MCP gateway's use cases: pinning the tools its upstreams list (a changed definition is
+//! withheld until an admin accepts it), an upstream's state, and finding an agent's earlier
+//! identical call that is still open. A call itself is a proposal like any other
+//! ([`Services::submit_with_token`]); its command is run by the built-in gateway executor
+//! through the executor use cases.
+
+use crate::domain::access::UseCase;
+use crate::domain::principal::Principal;
+
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::error::ServiceError;
+use super::services::Services;
+use crate::audit::{
+    Actor, AuditEvent, GatewayToolAccepted, GatewayToolChanged, GatewayToolSeen,
+    GatewayUpstreamState,
+};
+use crate::domain::FieldError;
+use crate::domain::gateway::{Definition, ToolName, ToolPin};
+use crate::storage::gateway::{self, PinnedTool};
+
+fn definition(json: &str) -> Definition {
+    Definition::from_json(serde_json::from_str::<Value>(json).unwrap_or(Value::Null))
+}
+
+fn pin_of(row: PinnedTool) -> ToolPin {
+    ToolPin {
+        pinned: definition(&row.pinned_definition),
+        offered: row.offered_definition.as_deref().map(definition),
+        name: row.name,
+        upstream: row.upstream,
+        first_seen_at: row.first_seen_at,
+        updated_at: row.updated_at,
+    }
+}
+
+impl Services {
+    /// Records what `upstream` lists now: a tool seen for the first time is pinned
+    /// (`gateway.tool_seen`); one whose definition differs from its pin is withheld
+    /// (`gateway.tool_changed`, once per new definition); one back at its pin is served again.
+    /// Answers the tools that may be served, with their (pinned) definitions.
+    pub async fn pin_gateway_tools(
+        &self,
+        who: &Principal,
+        upstream: &str,
+        listed: Vec<(ToolName, Definition)>,
+    ) -> Result<Vec<(ToolName, Definition)>, ServiceError> {
+        self.authorize(who, UseCase::PinGatewayTools)?;
+        let actor = Actor::of(who);
+        let upstream = upstream.to_owned();
+        let now = self.now();
+        self.store()
+            .write(move |tx| {
+                let (listed, actor, upstream) = (listed.clone(), actor.clone(), upstream.clone());
+                Box::pin(async move {
+                    let mut served = Vec::new();
+                    for (name, def) in listed {
+                        let internal = name.internal();
+                        let sha = def.sha256();
+                        let json = def.as_json().to_string();
+                        match gateway::by_name(tx.conn(), &internal).await? {
+                            None => {
+                                gateway::pin(tx.conn(), &internal, &upstream, &sha, &json, now)
+                                    .await?;
+                                let seen = GatewayToolSeen {
+                                    tool: internal,
+                                    upstream: upstream.clone(),
+                                    definition_sha256: sha,
+                                };
+                                tx.record(now, &actor, AuditEvent::GatewayToolSeen(seen));
+                                served.push((name, def));
+                            }
+                            Some(row) if row.pinned_sha256 == sha => {
+                                gateway::withdraw_offer(tx.conn(), &internal, now).await?;
+                                served.push((name, def));
+                            }
+                            Some(row) => {
+                                if gateway::offer(tx.conn(), &internal, &sha, &json, now).await? {
+                                    let changed = GatewayToolChanged {
+                                        tool: internal,
+                                        pinned_sha256: row.pinned_sha256,
+                                        offered_sha256: sha,
+                                    };
+                                    tx.record(now, &actor, AuditEvent::GatewayToolChanged(changed));
+                                }
+                            }
+                        }
+                    }
+                    Ok::<_, ServiceError>(served)
+                })
+            })
+            .await
+    }
+
+    /// Every tool the gateway has pinned, by name (`/admin/gateway`, `countersign gateway`).
+    pub async fn gateway_tools(&self, who: &Principal) -> Result<Vec<ToolPin>, ServiceError> {
+        self.authorize(who, UseCase::ManageGateway)?;
+        let mut read = self.read().await?;
+        let rows = gateway::all(read.conn()).await?;
+        Ok(rows.into_iter().map(pin_of).collect())
+    }
+
+    /// Pins the changed definition tool `name` (internal) is now served with, in place of the
+    /// old one (`gateway.tool_accepted`). Not found without such a tool; refused when no
+    /// changed definition is on offer.
+    pub async fn accept_gateway_tool(
+        &self,
+        who: &Principal,
+        name: &str,
+    ) -> Result<ToolPin, ServiceError> {
+        self.authorize(who, UseCase::ManageGateway)?;
+        let actor = Actor::of(who);
+        let name = name.trim().to_owned();
+        let now = self.now();
+        self.store()
+            .write(move |tx| {
+                let (actor, name) = (actor.clone(), name.clone());
+                Box::pin(async move {
+                    let Some(row) = gateway::by_name(tx.conn(), &name).await? else {
+                        return Err(ServiceError::NotFound);
+                    };
+                    let Some(offered) = row.offered_sha256.clone() else {
+                        return Err(ServiceError::Invalid(vec![FieldError::new(
+                            "tool",
+                            format!("`{name}` has no changed definition to accept"),
+                        )]));
+                    };
+                    gateway::accept(tx.conn(), &name, &offered, now).await?;
+                    let accepted = GatewayToolAccepted {
+                        tool: name.clone(),
+                        previous_sha256: row.pinned_sha256,
+                        definition_sha256: offered,
+                    };
+                    tx.record(now, &actor, AuditEvent::GatewayToolAccepted(accepted));
+                    let row = gateway::by_name(tx.conn(), &name).await?;
+                    row.map(pin_of).ok_or(ServiceError::NotFound)
+                })
+            })
+            .await
+    }
+
+    /// Records that upstream `upstream` went from `before` to `after` (`up`, `down`,
+    /// `restarting`).
+    pub async fn gateway_upstream_state(
+        &self,
+        who: &Principal,
+        upstream: &str,
+        before: &'static str,
+        after: &'static str,
+    ) -> Result<(), ServiceError> {
+        self.authorize(who, UseCase::PinGatewayTools)?;
+        let event = AuditEvent::GatewayUpstreamState(GatewayUpstreamState {
+            upstream: upstream.to_owned(),
+            before,
+            after,
+        });
+        self.store()
+            .record(vec![(self.now(), Actor::of(who), event)])
+            .await?;
+        Ok(())
+    }
+
+    /// The pinned definition of gateway tool `name` (internal), if it is one (part of the
+    /// proposal page's use case, which authorized the read).
+    pub(super) async fn gateway_pin(&self, name: &str) -> Result<Option<ToolPin>, ServiceError> {
+        if !self.is_gateway_tool(name) {
+            return Ok(None);
+        }
+        let mut read = self.read().await?;
+        Ok(gateway::by_name(read.conn(), name).await?.map(pin_of))
+    }
+
+    /// Agent `who`'s earlier call with idempotency key prefix `prefix` (the same tool, the
+    /// same arguments, the same definition) that is pending, or approved or accepted and not
+    /// yet run.
+    pub async fn open_gateway_call(
+        &self,
+        who: &Principal,
+        prefix: &str,
+    ) -> Result<Option<Uuid>, ServiceError> {
+        let agent = self.agent_of(who, UseCase::Submit)?;
+        let mut read = self.read().await?;
+        Ok(gateway::open_call(read.conn(), agent, prefix).await?)
+    }
+}

@@ -1,0 +1,64 @@
+"""An agent built on the official MCP Python SDK (`mcp`), pointed at Countersign's
+`/mcp/gateway` instead of at its tool server, and nothing else changed.
+
+Each command is one step; it prints one JSON line per result on stdout for the test that runs
+it (tests/api/gateway.rs) and exits non-zero on any surprise.
+
+    python gateway_client.py URL TOKEN list
+    python gateway_client.py URL TOKEN call TOOL ARGUMENTS_JSON
+    python gateway_client.py URL TOKEN wait PROPOSAL_ID
+"""
+
+import asyncio
+import json
+import sys
+
+import httpx
+from mcp import ClientSession
+from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
+
+
+def say(**fields):
+    print(json.dumps(fields), flush=True)
+
+
+def result_fields(result):
+    return {
+        "is_error": bool(result.isError),
+        "text": [c.text for c in result.content if getattr(c, "type", "") == "text"],
+        "structured": result.structuredContent,
+    }
+
+
+async def main(base, token, command, args):
+    headers = {"Authorization": f"Bearer {token}"}
+    http = create_mcp_http_client(headers=headers, timeout=httpx.Timeout(120.0))
+    url = f"{base}/mcp/gateway"
+    async with http, streamable_http_client(url, http_client=http) as (read, write, _):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            if command == "list":
+                tools = (await session.list_tools()).tools
+                say(step="tools", tools=[
+                    {"name": t.name, "description": t.description,
+                     "annotations": t.annotations.model_dump(exclude_none=True) if t.annotations else None}
+                    for t in tools])
+            elif command == "call":
+                tool, arguments = args[0], json.loads(args[1])
+                progress = []
+
+                async def on_progress(done, total, message):
+                    progress.append(message)
+
+                result = await session.call_tool(tool, arguments, progress_callback=on_progress)
+                say(step="call", progress=progress, **result_fields(result))
+            elif command == "wait":
+                result = await session.call_tool(
+                    "countersign_wait_for_decision", {"proposal_id": args[0]})
+                say(step="wait", **result_fields(result))
+            else:
+                raise SystemExit(f"unknown command {command}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]))
