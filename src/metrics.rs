@@ -31,6 +31,10 @@ const LATENCY_BUCKETS: &[f64] = &[
     10.0,
 ];
 
+/// The states a gateway upstream can be in, each a series of
+/// `countersign_gateway_upstream_state`.
+const UPSTREAM_STATES: &[&str] = &["starting", "up", "down", "restarting"];
+
 /// Every metric one instance records.
 pub struct Metrics {
     registry: Registry,
@@ -43,6 +47,7 @@ pub struct Metrics {
     outcomes: IntCounterVec,
     webhooks: IntCounterVec,
     notifications: IntCounterVec,
+    gateway_upstreams: IntGaugeVec,
     /// The decision paths' latency children, resolved once (a scrape-free hot path: no label lookup).
     check_latency: prometheus::Histogram,
     submission_latency: prometheus::Histogram,
@@ -77,15 +82,13 @@ impl Metrics {
             let opts = HistogramOpts::new(name, help).buckets(buckets.to_vec());
             family(&r, HistogramVec::new(opts, labels))
         };
-        let pending = family(
-            &r,
-            IntGaugeVec::new(
-                Opts::new(
-                    "countersign_pending_proposals",
-                    "Proposals waiting for a reviewer, by domain and risk",
-                ),
-                &["domain", "risk"],
-            ),
+        let gauge = |name: &str, help: &str, labels: &[&str]| {
+            family(&r, IntGaugeVec::new(Opts::new(name, help), labels))
+        };
+        let pending = gauge(
+            "countersign_pending_proposals",
+            "Proposals waiting for a reviewer, by domain and risk",
+            &["domain", "risk"],
         );
         let latency = histogram(
             "countersign_request_seconds",
@@ -137,6 +140,12 @@ impl Metrics {
                 "countersign_notifications_total",
                 "Reviewers' notification sends, by channel and result (sent, retry, failed)",
                 &["channel", "result"],
+            ),
+            gateway_upstreams: gauge(
+                "countersign_gateway_upstream_state",
+                "Each MCP gateway upstream's state: 1 for the state it is in now (starting, up, \
+                 down, restarting), 0 for the others",
+                &["upstream", "state"],
             ),
             registry: r,
         };
@@ -203,6 +212,17 @@ impl Metrics {
         self.notifications
             .with_label_values(&[channel, result])
             .inc();
+    }
+
+    /// Gateway upstream `upstream` is now in `state` (`starting`, `up`, `down`,
+    /// `restarting`).
+    pub fn gateway_upstream(&self, upstream: &str, state: &str) {
+        for each in UPSTREAM_STATES {
+            let value = i64::from(*each == state);
+            self.gateway_upstreams
+                .with_label_values(&[upstream, each])
+                .set(value);
+        }
     }
 
     /// A pre-tool-check took `took`.

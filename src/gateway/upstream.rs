@@ -184,6 +184,7 @@ impl Slot {
             changed: Arc::new(Notify::new()),
             reconnect: Notify::new(),
         });
+        (slot.services.metrics()).gateway_upstream(&slot.upstream.name, "starting");
         tokio::spawn(Arc::clone(&slot).supervise());
         slot
     }
@@ -204,6 +205,7 @@ impl Slot {
             return;
         }
         tracing::info!(upstream = %self.upstream.name, from = before.as_str(), to = next.as_str(), "gateway upstream state");
+        (self.services.metrics()).gateway_upstream(&self.upstream.name, next.as_str());
         let system = Principal::System("gateway");
         if let Err(e) = (self.services)
             .gateway_upstream_state(&system, &self.upstream.name, before.as_str(), next.as_str())

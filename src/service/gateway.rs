@@ -47,6 +47,9 @@ impl Services {
         listed: Vec<(ToolName, Definition)>,
     ) -> Result<Vec<(ToolName, Definition)>, ServiceError> {
         self.authorize(who, UseCase::PinGatewayTools)?;
+        if self.all_at_their_pins(&listed).await? {
+            return Ok(listed);
+        }
         let actor = Actor::of(who);
         let upstream = upstream.to_owned();
         let now = self.now();
@@ -91,6 +94,26 @@ impl Services {
                 })
             })
             .await
+    }
+
+    /// Whether every tool in `listed` is pinned with the definition listed and has no changed
+    /// definition on offer: then listing it again changes and records nothing, and costs a
+    /// read instead of a write (an agent's every `tools/list` lists the upstreams afresh).
+    async fn all_at_their_pins(
+        &self,
+        listed: &[(ToolName, Definition)],
+    ) -> Result<bool, ServiceError> {
+        let mut read = self.read().await?;
+        let pins: std::collections::HashMap<String, PinnedTool> = gateway::all(read.conn())
+            .await?
+            .into_iter()
+            .map(|row| (row.name.clone(), row))
+            .collect();
+        Ok(listed.iter().all(|(name, def)| {
+            pins.get(&name.internal()).is_some_and(|row| {
+                row.pinned_sha256 == def.sha256() && row.offered_sha256.is_none()
+            })
+        }))
     }
 
     /// Every tool the gateway has pinned, by name (`/admin/gateway`, `countersign gateway`).

@@ -19,9 +19,9 @@ on_both_backends!(
     the_metrics_listener_is_bounded_like_the_main_one,
 );
 
-const TOKEN: &str = "metrics-secret-token";
+pub(crate) const TOKEN: &str = "metrics-secret-token";
 
-async fn scrape(app: &TestApp, base: &str, token: Option<&str>) -> (StatusCode, String) {
+pub(crate) async fn scrape(app: &TestApp, base: &str, token: Option<&str>) -> (StatusCode, String) {
     let mut request = app.client.get(format!("{base}/metrics"));
     if let Some(token) = token {
         request = request.bearer_auth(token);
@@ -30,13 +30,13 @@ async fn scrape(app: &TestApp, base: &str, token: Option<&str>) -> (StatusCode, 
     (r.status(), r.text().await.expect("text"))
 }
 
-fn parse(text: &str) -> Vec<Sample> {
+pub(crate) fn parse(text: &str) -> Vec<Sample> {
     let lines = text.lines().map(|l| Ok(l.to_owned()));
     Scrape::parse(lines).expect("Prometheus text").samples
 }
 
 /// The value of the sample `name` whose labels include `labels`.
-fn value(samples: &[Sample], name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+pub(crate) fn value(samples: &[Sample], name: &str, labels: &[(&str, &str)]) -> Option<f64> {
     samples
         .iter()
         .find(|s| {
