@@ -159,7 +159,8 @@ pub fn router(
 ) -> Router {
     let desk: DynDesk = ReviewDesk::new(services.clone());
     let ledger: DynLedger = AuditLedger::new(services.clone());
-    let admin: app::ports::DynAdmin = crate::web::admin::AccountsAdmin::new(services.clone());
+    let admin: app::ports::DynAdmin =
+        crate::web::admin::AccountsAdmin::new(services.clone(), gateway.clone());
     let routes = ROUTES.get_or_init(|| generate_route_list(App)).clone();
     let export = crate::web::export::router(services.clone(), desk.clone());
     let single_sign_on = app::ports::SingleSignOn(oidc.is_some());

@@ -210,6 +210,10 @@ pub enum Notice {
     AccountMissing,
     /// Only admins manage accounts.
     AdminRole,
+    /// A gateway tool's changed definition was accepted: pinned and served.
+    GatewayToolAccepted,
+    /// The gateway tool has no changed definition to accept.
+    NothingToAccept,
 }
 
 /// What the page says for each notice (a notice without a line here says nothing: a test
@@ -401,10 +405,20 @@ const NOTICE_TEXT: &[(Notice, &str)] = &[
         Notice::AdminRole,
         "Only an admin may manage accounts and tokens.",
     ),
+    (
+        Notice::GatewayToolAccepted,
+        "Accepted: the new definition is pinned and served, and calls against it are allowed.",
+    ),
+    (
+        Notice::NothingToAccept,
+        "That tool has no changed definition waiting (accepted already, or changed back).",
+    ),
 ];
 
 impl Notice {
-    const ALL: [Notice; 54] = [
+    const ALL: [Notice; 56] = [
+        Notice::GatewayToolAccepted,
+        Notice::NothingToAccept,
         Notice::SsoFailed,
         Notice::SsoRefused,
         Notice::OperatesAgent,
@@ -518,6 +532,8 @@ impl Notice {
             Notice::UsernameTaken => "username_taken",
             Notice::AccountMissing => "account_missing",
             Notice::AdminRole => "admin_role",
+            Notice::GatewayToolAccepted => "gateway_tool_accepted",
+            Notice::NothingToAccept => "nothing_to_accept",
         }
     }
 

@@ -27,8 +27,9 @@ use leptos_router::components::{Route, Router, Routes};
 use leptos_router::{SsrMode, path};
 
 use pages::{
-    AdminTokensPage, AdminUsersPage, AdminWebhooksPage, AuditTrailPage, ChartsPage, Header,
-    LoginPage, NoRolePage, NotFound, ProposalPage, QueuePage, RunsPage, TimelinePage,
+    AdminGatewayPage, AdminTokensPage, AdminUsersPage, AdminWebhooksPage, AuditTrailPage,
+    ChartsPage, Header, LoginPage, NoRolePage, NotFound, ProposalPage, QueuePage, RunsPage,
+    TimelinePage,
 };
 
 /// The HTML document around the app, rendered on the server.
@@ -75,6 +76,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/admin/users") view=AdminUsersPage ssr=SsrMode::Async/>
                     <Route path=path!("/admin/tokens") view=AdminTokensPage ssr=SsrMode::Async/>
                     <Route path=path!("/admin/webhooks") view=AdminWebhooksPage ssr=SsrMode::Async/>
+                    <Route path=path!("/admin/gateway") view=AdminGatewayPage ssr=SsrMode::Async/>
                     <Route path=path!("/audit") view=AuditTrailPage ssr=SsrMode::Async/>
                     <Route path=path!("/audit/charts") view=ChartsPage ssr=SsrMode::Async/>
                     <Route path=path!("/audit/proposals/:id") view=TimelinePage ssr=SsrMode::Async/>

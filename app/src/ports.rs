@@ -277,6 +277,14 @@ pub trait Admin: Send + Sync + 'static {
         viewer: &Viewer,
         change: TokenChange,
     ) -> Result<AdminOutcome, AppError>;
+    /// The MCP gateway's upstreams and pinned tools.
+    async fn gateway(&self, viewer: &Viewer) -> Result<crate::dto::GatewayView, AppError>;
+    /// Accepts the changed definition of gateway tool `name` (`files.write_file`).
+    async fn accept_gateway_tool(
+        &self,
+        viewer: &Viewer,
+        name: &str,
+    ) -> Result<AdminOutcome, AppError>;
 }
 
 /// The admin port, shared.

@@ -1,5 +1,5 @@
-//! The server's side of the account and token admin pages: the [`Admin`] port over the account
-//! use cases. Admins only (deny by default); every refusal is recorded as `access.denied`.
+//! The server's side of the account, token and gateway admin pages: the [`Admin`] port over
+//! the account and gateway use cases. Admins only (deny by default); every refusal is recorded as `access.denied`.
 //!
 //! Secrets are shown once. A new token or one-time password is kept here, in memory, under a
 //! random key bound to the admin who made it, for [`SHOWN_FOR`]; the redirect carries only
@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use app::dto::{
-    AppError, Notice, NotificationItem, ShownSecret, TokenItem, TokensView, UserItem, UsersView,
-    Viewer, WebhookAttempt, WebhookDelivery, WebhooksView,
+    AppError, GatewayToolItem, GatewayView, Notice, NotificationItem, ShownSecret, TokenItem,
+    TokensView, UserItem, UsersView, Viewer, WebhookAttempt, WebhookDelivery, WebhooksView,
 };
 use app::ports::{Admin, AdminOutcome, TokenChange, UserChange};
 use async_trait::async_trait;
@@ -23,8 +23,10 @@ use crate::audit::{AccessDenied, Actor, AuditEvent};
 use crate::auth::token;
 use crate::domain::access::{UseCase, authorize};
 use crate::domain::command::scope::ToolScope;
+use crate::domain::gateway::ToolPin;
 use crate::domain::principal::{Principal, Role, TokenKind};
 use crate::domain::webhook::DEFAULT_OVERLAP;
+use crate::gateway::Gateway;
 use crate::service::{AccountError, NewUser, RotateWhich, ServiceError, Services, TokenRequest};
 
 /// Deliveries the webhooks page lists.
@@ -58,17 +60,20 @@ impl Made {
     }
 }
 
-/// Accounts and tokens over the use cases.
+/// Accounts, tokens and the gateway's tools over the use cases.
 pub struct AccountsAdmin {
     services: Services,
+    gateway: Option<Arc<Gateway>>,
     waiting: Mutex<HashMap<String, Waiting>>,
 }
 
 impl AccountsAdmin {
-    /// The admin port over the use cases.
-    pub fn new(services: Services) -> Arc<Self> {
+    /// The admin port over the use cases; `gateway` the running MCP gateway, if any (its
+    /// upstreams' states).
+    pub fn new(services: Services, gateway: Option<Arc<Gateway>>) -> Arc<Self> {
         Arc::new(Self {
             services,
+            gateway,
             waiting: Mutex::default(),
         })
     }
@@ -145,6 +150,43 @@ fn account_refusal(e: AccountError) -> Result<AdminOutcome, AppError> {
         AccountError::Service(ServiceError::Denied(_)) => Notice::AdminRole,
         AccountError::Service(e) => return Err(internal(e)),
     }))
+}
+
+/// A pinned gateway tool as the gateway page shows it: both definitions as indented JSON,
+/// made visible, and the top-level fields in which they differ.
+fn gateway_tool(pin: ToolPin, now: time::OffsetDateTime) -> GatewayToolItem {
+    let mut shown = Flagged::default();
+    let mut json = |v: &serde_json::Value| {
+        let text = serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string());
+        shown.text(&text)
+    };
+    let pinned_json = pin.pinned.as_json();
+    let offered_json = pin.offered.as_ref().map(|d| d.as_json());
+    let changed_fields = match (
+        pinned_json.as_object(),
+        offered_json.as_ref().and_then(|o| o.as_object()),
+    ) {
+        (Some(before), Some(after)) => {
+            let mut keys: Vec<String> = before.keys().chain(after.keys()).cloned().collect();
+            keys.sort();
+            keys.dedup();
+            keys.retain(|k| before.get(k) != after.get(k));
+            keys
+        }
+        _ => Vec::new(),
+    };
+    GatewayToolItem {
+        pinned: json(&pinned_json),
+        offered: offered_json.as_ref().map(&mut json),
+        pinned_sha256: pin.pinned.sha256(),
+        offered_sha256: pin.offered.as_ref().map(|d| d.sha256()),
+        changed_fields,
+        hidden: shown.hidden,
+        first_seen: moment(pin.first_seen_at, now),
+        updated: moment(pin.updated_at, now),
+        name: pin.name,
+        upstream: pin.upstream,
+    }
 }
 
 fn parse_role(role: &str) -> Result<Role, AccountError> {
@@ -418,5 +460,43 @@ impl Admin for AccountsAdmin {
         };
         let applied = self.apply_token(&actor, change).await;
         self.outcome(viewer, applied)
+    }
+
+    async fn gateway(&self, viewer: &Viewer) -> Result<GatewayView, AppError> {
+        let who = self.admin_only(viewer, UseCase::ManageGateway).await?;
+        let pins = self.services.gateway_tools(&who).await.map_err(internal)?;
+        let now = self.services.now();
+        let mut tools: Vec<GatewayToolItem> =
+            pins.into_iter().map(|p| gateway_tool(p, now)).collect();
+        tools.sort_by(|a, b| (a.offered.is_none(), &a.name).cmp(&(b.offered.is_none(), &b.name)));
+        let upstreams = (self.gateway.iter())
+            .flat_map(|g| g.states())
+            .map(|(name, state)| (name, state.as_str().to_owned()))
+            .collect();
+        Ok(GatewayView {
+            configured: self.gateway.is_some(),
+            upstreams,
+            tools,
+        })
+    }
+
+    async fn accept_gateway_tool(
+        &self,
+        viewer: &Viewer,
+        name: &str,
+    ) -> Result<AdminOutcome, AppError> {
+        let actor = match self.admin_only(viewer, UseCase::ManageGateway).await {
+            Ok(actor) => actor,
+            Err(AppError::Forbidden(_)) => return Ok(refused(Notice::AdminRole)),
+            Err(e) => return Err(e),
+        };
+        match self.services.accept_gateway_tool(&actor, name).await {
+            Ok(_) => Ok(done(Notice::GatewayToolAccepted, None)),
+            Err(ServiceError::NotFound | ServiceError::Invalid(_)) => {
+                Ok(refused(Notice::NothingToAccept))
+            }
+            Err(ServiceError::Denied(_)) => Ok(refused(Notice::AdminRole)),
+            Err(e) => Err(internal(e)),
+        }
     }
 }

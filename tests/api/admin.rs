@@ -80,7 +80,12 @@ async fn other_roles_get_403_on_the_admin_pages_and_forms(backend: &str) {
         let name = format!("p-{role}");
         let b = signed_in(&app, &name, role).await;
         assert!(!b.page("/").await.contains("data-testid=\"nav-admin\""));
-        for path in ["/admin/users", "/admin/tokens", "/admin/webhooks"] {
+        for path in [
+            "/admin/users",
+            "/admin/tokens",
+            "/admin/webhooks",
+            "/admin/gateway",
+        ] {
             let r = b.get(path).await;
             assert_eq!(r.status(), StatusCode::FORBIDDEN, "{role} GET {path}");
         }
@@ -102,13 +107,22 @@ async fn other_roles_get_403_on_the_admin_pages_and_forms(backend: &str) {
             .post_form("/fn/change_token", "/admin/tokens", &form)
             .await;
         assert_eq!(location(&r), "/admin/tokens?error=admin_role");
+        let form = [
+            ("csrf_token", csrf.as_str()),
+            ("action", "accept"),
+            ("name", "files.write_file"),
+        ];
+        let r = b
+            .post_form("/fn/change_gateway", "/admin/gateway", &form)
+            .await;
+        assert_eq!(location(&r), "/admin/gateway?error=admin_role");
     }
     assert_eq!(app.count("select count(*) from api_tokens").await, 0);
     let disabled = "select count(*) from users where disabled_at is not null";
     assert_eq!(app.count(disabled).await, 0);
     let denied = "select count(*) from audit_events where action = 'access.denied' \
                   and subject_id = '/admin'";
-    assert_eq!(app.count(denied).await, 10, "every refusal is in the trail");
+    assert_eq!(app.count(denied).await, 14, "every refusal is in the trail");
     // A form without this session's token changes nothing.
     let form = [
         ("csrf_token", "x"),

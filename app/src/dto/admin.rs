@@ -150,3 +150,39 @@ pub struct TokensView {
     /// A new token to show once, if the last change made one.
     pub shown: Option<ShownSecret>,
 }
+
+/// The gateway page: each upstream's state, and every tool the gateway has pinned.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GatewayView {
+    /// Whether this server runs a gateway at all.
+    pub configured: bool,
+    /// Each upstream, by name, with its state (`starting`, `up`, `down`, `restarting`).
+    pub upstreams: Vec<(String, String)>,
+    /// Every pinned tool, changed ones first, then by name.
+    pub tools: Vec<GatewayToolItem>,
+}
+
+/// One pinned gateway tool, and the changed definition its upstream serves now, if any.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GatewayToolItem {
+    /// Internal name (`files.write_file`).
+    pub name: String,
+    /// Its upstream.
+    pub upstream: String,
+    /// `sha256:` of the pinned definition.
+    pub pinned_sha256: String,
+    /// The pinned definition as indented JSON (visible form).
+    pub pinned: String,
+    /// `sha256:` of a changed definition, withheld until accepted.
+    pub offered_sha256: Option<String>,
+    /// That definition as indented JSON (visible form).
+    pub offered: Option<String>,
+    /// The definition's fields that differ (`description`, `inputSchema`, …).
+    pub changed_fields: Vec<String>,
+    /// Hidden characters in both definitions' text.
+    pub hidden: usize,
+    /// When the tool was first seen.
+    pub first_seen: Moment,
+    /// When either definition last changed.
+    pub updated: Moment,
+}

@@ -1,5 +1,6 @@
-//! The admin pages: people (`/admin/users`), API tokens (`/admin/tokens`) and agents' webhook
-//! deliveries (`/admin/webhooks`). Every change is a plain form post; a new token or one-time
+//! The admin pages: people (`/admin/users`), API tokens (`/admin/tokens`), agents' webhook
+//! deliveries (`/admin/webhooks`) and the MCP gateway's pinned tools (`/admin/gateway`, where
+//! a changed definition is shown beside the pinned one and accepted). Every change is a plain form post; a new token or one-time
 //! password is shown once, on the page the form redirects to. Other roles get a 403 page.
 
 use leptos::prelude::*;
@@ -9,11 +10,12 @@ use leptos_router::hooks::use_query_map;
 use super::common::{Flash, error_view, use_session};
 use crate::components::visible::{HiddenFlag, Shown as Visible};
 use crate::dto::{
-    NotificationItem, SessionView, ShownSecret, TokenItem, TokensView, UserItem, UsersView,
-    WebhookAttempt, WebhookDelivery, WebhooksView,
+    GatewayToolItem, GatewayView, NotificationItem, SessionView, ShownSecret, TokenItem,
+    TokensView, UserItem, UsersView, WebhookAttempt, WebhookDelivery, WebhooksView,
 };
 use crate::server::admin::{
-    ChangeToken, ChangeUser, list_admin_tokens, list_admin_users, list_webhook_deliveries,
+    ChangeGateway, ChangeToken, ChangeUser, list_admin_tokens, list_admin_users,
+    list_gateway_tools, list_webhook_deliveries,
 };
 use crate::time::When;
 
@@ -25,6 +27,7 @@ fn AdminNav(current: &'static str) -> impl IntoView {
             <a href="/admin/users" class=class("users") data-testid="admin-users">"Users"</a>
             <a href="/admin/tokens" class=class("tokens") data-testid="admin-tokens">"Tokens"</a>
             <a href="/admin/webhooks" class=class("webhooks") data-testid="admin-webhooks">"Webhooks"</a>
+            <a href="/admin/gateway" class=class("gateway") data-testid="admin-gateway">"Gateway"</a>
         </nav>
     }
 }
@@ -409,4 +412,139 @@ fn Notifications(notifications: Vec<NotificationItem>) -> impl IntoView {
         </table>
     }
     .into_any()
+}
+
+/// The MCP gateway: each upstream's state and every pinned tool. A tool whose upstream now
+/// serves another definition is withheld; its two definitions are shown side by side, the
+/// fields that differ named and hidden characters flagged, with a button to accept the new one.
+#[component]
+pub fn AdminGatewayPage() -> impl IntoView {
+    let tools = Resource::new(|| (), |()| list_gateway_tools());
+    let session = use_session();
+    view! {
+        <h1>"MCP gateway"</h1>
+        <AdminNav current="gateway"/>
+        <Flash/>
+        <Suspense fallback=|| view! { <p>"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                let csrf = match session.await {
+                    Ok(SessionView { csrf_token, .. }) => csrf_token,
+                    Err(e) => return error_view(e),
+                };
+                match tools.await {
+                    Ok(view) => view! { <Gateway view csrf/> }.into_any(),
+                    Err(e) => error_view(e),
+                }
+            })}
+        </Suspense>
+    }
+}
+
+#[component]
+fn Gateway(view: GatewayView, csrf: String) -> impl IntoView {
+    let GatewayView {
+        configured,
+        upstreams,
+        tools,
+    } = view;
+    let upstreams = (!upstreams.is_empty()).then(|| {
+        view! {
+            <ul class="upstreams">
+                {upstreams.into_iter().map(|(name, state)| {
+                    let (attr, state_attr) = (name.clone(), state.clone());
+                    view! { <li data-testid="upstream" data-upstream=attr data-state=state_attr>{name}": "{state}</li> }
+                }).collect_view()}
+            </ul>
+        }
+    });
+    let none = match configured {
+        true => "No tool pinned yet: the upstreams have not listed any.",
+        false => {
+            "This server runs no gateway (serve --gateway FILE); the tools below were pinned by one before."
+        }
+    };
+    let (changed, steady): (Vec<_>, Vec<_>) = tools.into_iter().partition(|t| t.offered.is_some());
+    let empty = (changed.is_empty() && steady.is_empty())
+        .then(|| view! { <p data-testid="no-gateway-tools">{none}</p> });
+    view! {
+        {upstreams}
+        {empty}
+        {changed.into_iter().map(|tool| view! { <ChangedTool tool csrf=csrf.clone()/> }).collect_view()}
+        {(!steady.is_empty()).then(|| view! {
+            <div class="scroll" tabindex="0" role="region" aria-label="Pinned gateway tools">
+                <table class="gateway-tools">
+                    <thead><tr><th>"Tool"</th><th>"Upstream"</th><th>"Pinned definition"</th><th>"First seen"</th><th>"Changed"</th></tr></thead>
+                    <tbody>
+                        {steady.into_iter().map(|tool| view! { <PinnedRow tool/> }).collect_view()}
+                    </tbody>
+                </table>
+            </div>
+        })}
+    }
+}
+
+#[component]
+fn PinnedRow(tool: GatewayToolItem) -> impl IntoView {
+    let attr = tool.name.clone();
+    view! {
+        <tr data-testid="gateway-tool" data-tool=attr data-state="served">
+            <td>{tool.name}<HiddenFlag count=tool.hidden/></td>
+            <td>{tool.upstream}</td>
+            <td>
+                <details>
+                    <summary><code>{tool.pinned_sha256}</code></summary>
+                    <pre class="definition"><Visible text=tool.pinned/></pre>
+                </details>
+            </td>
+            <td><When at=tool.first_seen/></td>
+            <td><When at=tool.updated/></td>
+        </tr>
+    }
+}
+
+/// A withheld tool: the pinned definition beside the one its upstream serves now.
+#[component]
+fn ChangedTool(tool: GatewayToolItem, csrf: String) -> impl IntoView {
+    let GatewayToolItem {
+        name,
+        upstream,
+        pinned_sha256,
+        pinned,
+        offered_sha256,
+        offered,
+        changed_fields,
+        hidden,
+        updated,
+        ..
+    } = tool;
+    let (attr, field) = (name.clone(), name.clone());
+    let fields = changed_fields.join(", ");
+    view! {
+        <section class="changed-tool" data-testid="gateway-tool" data-tool=attr data-state="withheld">
+            <h2>{name}" (upstream "{upstream}"): its definition changed"<HiddenFlag count=hidden/></h2>
+            <p>
+                "Withheld since " <When at=updated/> ": agents do not see it and its calls are refused "
+                "(" <code>"tool_definition_changed"</code> ") until you accept the new definition. "
+                "Changed: " <strong data-testid="changed-fields">{fields}</strong> "."
+            </p>
+            <div class="side-by-side">
+                <div>
+                    <h3>"Pinned, approved so far"</h3>
+                    <p><code data-testid="pinned-sha256">{pinned_sha256}</code></p>
+                    <pre class="definition" data-testid="pinned-definition"><Visible text=pinned/></pre>
+                </div>
+                <div>
+                    <h3>"Served now, withheld"</h3>
+                    <p><code data-testid="offered-sha256">{offered_sha256.unwrap_or_default()}</code></p>
+                    <pre class="definition" data-testid="offered-definition"><Visible text=offered.unwrap_or_default()/></pre>
+                </div>
+            </div>
+            <form method="post" action=ChangeGateway::url() class="inline">
+                <input type="hidden" name="csrf_token" value=csrf/>
+                <input type="hidden" name="action" value="accept"/>
+                <input type="hidden" name="name" value=field/>
+                <button type="submit" data-testid="accept-definition">"Accept the new definition"</button>
+            </form>
+        </section>
+    }
 }

@@ -11,7 +11,7 @@ mod queue;
 mod runs;
 mod timeline;
 
-pub use admin::{AdminTokensPage, AdminUsersPage, AdminWebhooksPage};
+pub use admin::{AdminGatewayPage, AdminTokensPage, AdminUsersPage, AdminWebhooksPage};
 pub use audit::AuditTrailPage;
 pub use charts::ChartsPage;
 pub use common::{Flash, Header, NotFound, SessionResource, error_view, use_session};

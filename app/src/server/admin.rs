@@ -1,11 +1,11 @@
-//! Server functions of the account and token admin pages: thin adapters to the
+//! Server functions of the account, token and gateway admin pages: thin adapters to the
 //! [`crate::ports::Admin`] port, which refuses every role but admin and records the refusal.
 //! Each form checks the CSRF token, then redirects back with a notice (and, when a secret was
 //! made, the key under which the next page view shows it once).
 
 use leptos::prelude::*;
 
-use crate::dto::{AppError, TokensView, UsersView, WebhooksView};
+use crate::dto::{AppError, GatewayView, TokensView, UsersView, WebhooksView};
 
 #[cfg(feature = "ssr")]
 mod ssr {
@@ -69,6 +69,36 @@ pub async fn list_admin_tokens(shown: Option<String>) -> Result<TokensView, AppE
 pub async fn list_webhook_deliveries() -> Result<WebhooksView, AppError> {
     let viewer = super::ssr::viewer().await?;
     ssr::admin()?.webhooks(&viewer).await
+}
+
+/// The MCP gateway's upstreams and pinned tools (admins only).
+#[server(prefix = "/fn", endpoint = "list_gateway_tools")]
+pub async fn list_gateway_tools() -> Result<GatewayView, AppError> {
+    let viewer = super::ssr::viewer().await?;
+    ssr::admin()?.gateway(&viewer).await
+}
+
+/// Accepts (`action` `accept`) the changed definition of gateway tool `name`.
+#[server(prefix = "/fn", endpoint = "change_gateway")]
+pub async fn change_gateway(
+    csrf_token: String,
+    action: String,
+    name: String,
+) -> Result<(), AppError> {
+    const PAGE: &str = "/admin/gateway";
+
+    let Some(viewer) = ssr::signed_in().await? else {
+        return Ok(());
+    };
+    if !ssr::csrf_ok(PAGE, &csrf_token).await? {
+        return Ok(());
+    }
+    if action != "accept" {
+        return Err(AppError::Invalid("unknown action".into()));
+    }
+    let outcome = ssr::admin()?.accept_gateway_tool(&viewer, &name).await?;
+    ssr::answer(PAGE, outcome);
+    Ok(())
 }
 
 /// Changes an account: `action` is `add`, `disable`, `enable`, `reset_password`, `role`,
