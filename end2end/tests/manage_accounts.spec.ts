@@ -83,6 +83,7 @@ test.describe('manage accounts and tokens', () => {
       const id = proposed.body?.proposal.id ?? '';
       await expect.poll(() => hook.got.length).toBeGreaterThan(0);
       const delivery = hook.got[0];
+      if (delivery === undefined) throw new Error('no webhook delivery arrived');
       expect(verifies(secret, delivery.signature, delivery.body)).toBe(true);
       expect(JSON.parse(delivery.body).proposal).toMatchObject({ id, status: proposed.body?.proposal.status });
 

@@ -24,8 +24,8 @@ use axum::http::request::Parts;
 use axum::middleware;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as Content,
-    Implementation, JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
-    ServerCapabilities, ServerConfig, Tool,
+    Implementation, JsonObject, ListToolsResult, MetaObject, PaginatedRequestParams,
+    ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
@@ -38,7 +38,7 @@ use super::ApiState;
 use super::error::ApiError;
 use super::limits::TokenLimits;
 use super::mcp::{Caller, authenticate};
-use crate::domain::gateway::{CallInput, ToolName, WAIT_TOOL, proposal_for};
+use crate::domain::gateway::{CallInput, Definition, ToolName, WAIT_TOOL, proposal_for};
 use crate::domain::lifecycle::{ProposalStatus, status_at};
 use crate::gateway::{CallError, Gateway};
 use crate::service::{MAX_WAIT, Services, Submitted};
@@ -94,10 +94,39 @@ fn wait_tool() -> Tool {
     )
 }
 
-/// A refusal: the text the model reads and the same as structured content.
+/// The `_meta` key under which Countersign's own answers (refusals, holds, rejections) carry
+/// their structured form as well.
+const STATUS_META: &str = "countersign/status";
+
+/// A refusal: the text the model reads, and the same as structured content and in `_meta`.
 fn refusal(text: String, structured: Value) -> CallToolResult {
-    let mut result = CallToolResult::structured_error(structured);
+    let mut result = CallToolResult::structured_error(structured.clone());
     result.content = vec![Content::text(text)];
+    let mut meta = JsonObject::new();
+    meta.insert(STATUS_META.to_owned(), structured);
+    result.meta = Some(MetaObject(meta));
+    result
+}
+
+/// An API error as a refusal whose words are its message.
+fn error_result(e: &ApiError) -> CallToolResult {
+    let body = e.body();
+    let words = (body.get("error").and_then(|e| e.get("message")))
+        .and_then(Value::as_str)
+        .unwrap_or("Countersign could not take this call")
+        .to_owned();
+    refusal(words, body)
+}
+
+/// Countersign's own answer to a call of a tool that declares an `outputSchema`, without
+/// `structuredContent`: clients check that against the tool's schema, error results too (the
+/// TypeScript SDK throws on a mismatch), so the structured form stays only in `_meta`. The
+/// upstream's own results pass unchanged.
+fn fit_to_schema(mut result: CallToolResult, definition: &Definition) -> CallToolResult {
+    let ours = (result.meta.as_ref()).is_some_and(|m| m.0.contains_key(STATUS_META));
+    if ours && definition.output_schema().is_some() {
+        result.structured_content = None;
+    }
     result
 }
 
@@ -225,7 +254,8 @@ impl GatewayMcp {
             Ok(id) => self.hold(caller, id, tool.upstream.hold, context).await,
             Err(e) => Err(e),
         };
-        Ok(outcome.unwrap_or_else(|e| CallToolResult::structured_error(e.body())))
+        let result = outcome.unwrap_or_else(|e| error_result(&e));
+        Ok(fit_to_schema(result, &tool.definition))
     }
 
     async fn resume(
@@ -240,7 +270,7 @@ impl GatewayMcp {
             .and_then(|s| Uuid::parse_str(s).ok());
         let Some(id) = id else {
             let e = ApiError::field("proposal_id", "is required: the id a held call answered");
-            return CallToolResult::structured_error(e.body());
+            return error_result(&e);
         };
         let hold = match self.services.agent_proposal(&caller.0, id).await {
             Ok((record, _)) => ToolName::from_internal(&record.contract.tool.name)
@@ -251,10 +281,9 @@ impl GatewayMcp {
                         .map(|u| u.hold)
                 })
                 .unwrap_or(crate::domain::gateway::config::DEFAULT_HOLD),
-            Err(e) => return CallToolResult::structured_error(ApiError::from(e).body()),
+            Err(e) => return error_result(&ApiError::from(e)),
         };
-        (self.hold(caller, id, hold, context).await)
-            .unwrap_or_else(|e| CallToolResult::structured_error(e.body()))
+        (self.hold(caller, id, hold, context).await).unwrap_or_else(|e| error_result(&e))
     }
 }
 
@@ -378,4 +407,35 @@ fn caller(context: &RequestContext<RoleServer>) -> Result<Caller, ErrorData> {
         .and_then(|p| p.extensions.get::<Caller>())
         .cloned()
         .ok_or_else(|| ErrorData::invalid_request("no agent token", None))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_keeps_structured_content_only_where_the_tools_schema_allows_it() {
+        let plain = Definition::of(&json!({"name": "write", "inputSchema": {"type": "object"}}));
+        let typed = Definition::of(&json!({
+            "name": "read", "inputSchema": {"type": "object"},
+            "outputSchema": {"type": "object", "required": ["content"]}
+        }));
+        let refused = || blocker("tool_definition_changed", "changed");
+        let kept = fit_to_schema(refused(), &plain);
+        assert_eq!(
+            kept.structured_content.as_ref().map(|s| &s["status"]),
+            Some(&json!("refused"))
+        );
+        let fitted = fit_to_schema(refused(), &typed);
+        assert_eq!(fitted.structured_content, None);
+        let meta = fitted.meta.as_ref().map(|m| &m.0[STATUS_META]);
+        assert_eq!(
+            meta.map(|s| &s["blockers"][0]["code"]),
+            Some(&json!("tool_definition_changed"))
+        );
+        assert_eq!(fitted.is_error, Some(true));
+        // The upstream's own result passes unchanged, whatever its schema.
+        let upstream = CallToolResult::structured(json!({"content": "hello"}));
+        assert_eq!(fit_to_schema(upstream.clone(), &typed), upstream);
+    }
 }

@@ -23,8 +23,11 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
+use countersign::config::MetricsToken;
+
 use crate::common::on_both_backends;
 use crate::helpers::{PASSWORD, TestApp};
+use crate::metrics;
 
 on_both_backends!(
     a_held_write_runs_exactly_as_approved,
@@ -96,7 +99,11 @@ fn filesystem_server() -> PathBuf {
 /// The app with `gateway` (TOML) in front of its upstreams, once every upstream is up.
 async fn spawn(backend: &str, gateway: &str) -> TestApp {
     let config = GatewayConfig::parse(gateway, &|_| None).expect("a valid gateway file");
-    let app = TestApp::spawn_full(backend, Some(POLICY), |s| s.gateway = Some(config)).await;
+    let app = TestApp::spawn_full(backend, Some(POLICY), |s| {
+        s.gateway = Some(config);
+        s.metrics_token = Some(MetricsToken(metrics::TOKEN.into()));
+    })
+    .await;
     all_up(&app).await;
     app
 }
@@ -318,7 +325,12 @@ async fn a_held_write_runs_exactly_as_approved(backend: &str) {
     let rejected = answer(held).await;
     assert_eq!(rejected["is_error"], true, "{rejected}");
     assert!(text(&rejected).contains("not in this sprint"), "{rejected}");
-    assert_eq!(rejected["structured"]["status"], "rejected");
+    assert_eq!(rejected["status"]["status"], "rejected");
+    assert!(
+        rejected["structured"].is_null(),
+        "write_file declares an output schema: Countersign's answer has no structuredContent \
+         that the client would check against it: {rejected}"
+    );
     assert!(!c.exists(), "a rejected write touched the disk");
 
     // Held past `hold`: pending, with how to resume; the same call is the same proposal.
@@ -326,19 +338,16 @@ async fn a_held_write_runs_exactly_as_approved(backend: &str) {
     let args = json!({"path": d.display().to_string(), "content": "later"}).to_string();
     let first = run(&app, &token, &["call", "quick__write_file", &args]).await;
     assert_eq!(first["is_error"], true, "{first}");
-    assert_eq!(first["structured"]["status"], "pending");
-    assert_eq!(
-        first["structured"]["resume"],
-        "countersign_wait_for_decision"
-    );
-    let id = first["structured"]["proposal_id"]
+    assert_eq!(first["status"]["status"], "pending");
+    assert_eq!(first["status"]["resume"], "countersign_wait_for_decision");
+    let id = first["status"]["proposal_id"]
         .as_str()
         .expect("id")
         .to_owned();
     assert!(text(&first).contains(&id), "the model is told the id");
     let again = run(&app, &token, &["call", "quick__write_file", &args]).await;
     assert_eq!(
-        again["structured"]["proposal_id"],
+        again["status"]["proposal_id"],
         id.as_str(),
         "the same call while open is the same proposal"
     );
@@ -393,7 +402,7 @@ async fn a_changed_definition_is_refused_until_accepted(backend: &str) {
     .await;
     assert_eq!(refused["is_error"], true, "{refused}");
     assert_eq!(
-        refused["structured"]["blockers"][0]["code"], "tool_definition_changed",
+        refused["status"]["blockers"][0]["code"], "tool_definition_changed",
         "{refused}"
     );
     let changed = app
@@ -401,13 +410,44 @@ async fn a_changed_definition_is_refused_until_accepted(backend: &str) {
         .await;
     assert_eq!(changed, 1);
 
-    // An admin accepts the new definition: served again, audited.
-    let pin = app
-        .services
-        .accept_gateway_tool(&Principal::Operator, "notes.append_note")
-        .await
-        .expect("accepted");
-    assert!(pin.offered.is_none());
+    // An admin reads both definitions side by side on /admin/gateway, the changed field
+    // named and the hidden character flagged, and accepts the new one: served again, audited.
+    app.user("boss", Role::Admin).await;
+    let admin = app.browser();
+    admin.login("boss", PASSWORD).await;
+    let page = admin.page("/admin/gateway").await;
+    let withheld = "data-tool=\"notes.append_note\" data-state=\"withheld\"";
+    let section = &page[page.find(withheld).expect("the changed tool, withheld")..];
+    assert!(
+        section.contains("<strong data-testid=\"changed-fields\">description</strong>"),
+        "the changed field is named: {section}"
+    );
+    let offered = &section[section.find("offered-definition").expect("offered")..];
+    assert!(
+        offered.contains("id_rsa") && offered.contains("⟦U+200B⟧"),
+        "the new description, its hidden character flagged: {offered}"
+    );
+    assert!(
+        page.contains("data-upstream=\"notes\" data-state=\"up\""),
+        "the upstream's state"
+    );
+    let csrf = admin.csrf("/admin/gateway").await;
+    let form = [
+        ("csrf_token", csrf.as_str()),
+        ("action", "accept"),
+        ("name", "notes.append_note"),
+    ];
+    let r = (admin.post_form("/fn/change_gateway", "/admin/gateway", &form)).await;
+    assert_eq!(
+        crate::helpers::location(&r),
+        "/admin/gateway?notice=gateway_tool_accepted"
+    );
+    let r = (admin.post_form("/fn/change_gateway", "/admin/gateway", &form)).await;
+    assert_eq!(
+        crate::helpers::location(&r),
+        "/admin/gateway?error=nothing_to_accept",
+        "accepted once"
+    );
     let listed = run(&app, &token, &["list"]).await;
     assert!(
         listed.to_string().contains("notes__append_note"),
@@ -429,7 +469,7 @@ async fn a_changed_definition_is_refused_until_accepted(backend: &str) {
         &["call", "notes__append_note", r#"{"text": "hi"}"#],
     )
     .await;
-    let id = held["structured"]["proposal_id"]
+    let id = held["status"]["proposal_id"]
         .as_str()
         .expect("held")
         .to_owned();
@@ -459,7 +499,7 @@ async fn a_changed_definition_is_refused_until_accepted(backend: &str) {
             &["call", "notes__append_note", r#"{"text": "while down"}"#],
         )
         .await;
-        if r["structured"]["blockers"][0]["code"] == "upstream_unavailable" {
+        if r["status"]["blockers"][0]["code"] == "upstream_unavailable" {
             break r;
         }
         assert!(
@@ -491,6 +531,14 @@ async fn a_changed_definition_is_refused_until_accepted(backend: &str) {
     }
     let restarts = app.count("select count(*) from audit_events where action = 'gateway.upstream_state' and after_status = 'restarting'").await;
     assert!(restarts >= 1, "the restart is audited");
+    let (_, text) = metrics::scrape(&app, &app.base, Some(metrics::TOKEN)).await;
+    let samples = metrics::parse(&text);
+    let state = |s| {
+        let labels = [("upstream", "notes"), ("state", s)];
+        metrics::value(&samples, "countersign_gateway_upstream_state", &labels)
+    };
+    assert_eq!(state("up"), Some(1.0), "up, in /metrics: {text}");
+    assert_eq!(state("restarting"), Some(0.0), "{text}");
 }
 
 /// Several instances on one PostgreSQL: a call held on one and approved on the other runs once

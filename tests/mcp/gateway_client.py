@@ -27,6 +27,9 @@ def result_fields(result):
         "is_error": bool(result.isError),
         "text": [c.text for c in result.content if getattr(c, "type", "") == "text"],
         "structured": result.structuredContent,
+        # Countersign's own answers carry their structured form here too, also for tools whose
+        # output schema leaves no room for it in structuredContent.
+        "status": (result.meta or {}).get("countersign/status"),
     }
 
 

@@ -130,6 +130,11 @@ impl Definition {
         self.0.get("description").and_then(Value::as_str)
     }
 
+    /// The tool's `outputSchema`, if it declares one.
+    pub fn output_schema(&self) -> Option<&Value> {
+        self.0.get("outputSchema").filter(|v| !v.is_null())
+    }
+
     /// The tool's annotations object, if any.
     pub fn annotations(&self) -> Option<&Map<String, Value>> {
         self.0.get("annotations").and_then(Value::as_object)
