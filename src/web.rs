@@ -21,7 +21,8 @@ pub mod slack;
 use std::sync::Arc;
 
 use app::dto::{
-    self, AppError, Notice, ProposalView, QueueParams, QueueView, SecurityEvent, Viewer,
+    self, AppError, BatchOutcome, Notice, ProposalView, QueueParams, QueueView, SecurityEvent,
+    Viewer,
 };
 use app::ports::{ClientAddr, DecideOutcome, Desk, SignInOutcome};
 use app::time::Moment;
@@ -337,6 +338,56 @@ impl Desk for ReviewDesk {
                 Ok(DecideOutcome::Refused(Notice::PauseRole))
             }
         }
+    }
+
+    async fn decide_batch(
+        &self,
+        viewer: &Viewer,
+        ids: &[String],
+        verdict: &str,
+        reason: Option<&str>,
+    ) -> Result<Result<BatchOutcome, Notice>, AppError> {
+        let parsed = ReviewVerdict::parse(verdict)
+            .filter(|v| matches!(v, ReviewVerdict::Approved | ReviewVerdict::Rejected));
+        let Some(verdict) = parsed else {
+            return Ok(Err(Notice::BadVerdict));
+        };
+        // An id that does not parse names no proposal this viewer may see.
+        let ids: Vec<Uuid> = (ids.iter())
+            .filter_map(|id| Uuid::parse_str(id.trim()).ok())
+            .collect();
+        let who = principal(&self.services, viewer).await?;
+        let outcomes = match self
+            .services
+            .decide_batch(&who, &ids, verdict, reason)
+            .await
+        {
+            Ok(outcomes) => outcomes,
+            Err(ServiceError::Invalid(_)) => return Ok(Err(Notice::BatchSize)),
+            Err(ServiceError::Denied(_)) => return Ok(Err(Notice::Role)),
+            Err(e) => return Err(internal(e)),
+        };
+        let mut outcome = BatchOutcome {
+            verdict: verdict.as_str().to_owned(),
+            decided: 0,
+            refused: Vec::new(),
+        };
+        for (id, decided) in outcomes {
+            match decided {
+                Ok(_) => outcome.decided += 1,
+                Err(ServiceError::NotFound) => {
+                    outcome.refused.push((id.to_string(), Notice::NotFound))
+                }
+                Err(ServiceError::Refused(DecisionError::NotBatchable(_))) => {
+                    outcome.refused.push((id.to_string(), Notice::NotBatchable));
+                }
+                Err(e) => match refusal(&e) {
+                    Some(notice) => outcome.refused.push((id.to_string(), notice)),
+                    None => return Err(internal(e)),
+                },
+            }
+        }
+        Ok(Ok(outcome))
     }
 
     async fn decide(

@@ -214,6 +214,10 @@ pub enum Notice {
     GatewayToolAccepted,
     /// The gateway tool has no changed definition to accept.
     NothingToAccept,
+    /// A batch needs 1 to 100 chosen proposals.
+    BatchSize,
+    /// This approval is taken on the proposal's own page, not in a batch.
+    NotBatchable,
 }
 
 /// What the page says for each notice (a notice without a line here says nothing: a test
@@ -410,13 +414,23 @@ const NOTICE_TEXT: &[(Notice, &str)] = &[
         "Accepted: the new definition is pinned and served, and calls against it are allowed.",
     ),
     (
+        Notice::BatchSize,
+        "Choose the proposals to decide first (at most 100 at once).",
+    ),
+    (
+        Notice::NotBatchable,
+        "Approve it on its own page: it needs the target's name typed, or more than one approver.",
+    ),
+    (
         Notice::NothingToAccept,
         "That tool has no changed definition waiting (accepted already, or changed back).",
     ),
 ];
 
 impl Notice {
-    const ALL: [Notice; 56] = [
+    const ALL: [Notice; 58] = [
+        Notice::BatchSize,
+        Notice::NotBatchable,
         Notice::GatewayToolAccepted,
         Notice::NothingToAccept,
         Notice::SsoFailed,
@@ -534,6 +548,8 @@ impl Notice {
             Notice::AdminRole => "admin_role",
             Notice::GatewayToolAccepted => "gateway_tool_accepted",
             Notice::NothingToAccept => "nothing_to_accept",
+            Notice::BatchSize => "batch_size",
+            Notice::NotBatchable => "not_batchable",
         }
     }
 

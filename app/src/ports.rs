@@ -43,6 +43,16 @@ pub trait Desk: Send + Sync + 'static {
         reason: Option<&str>,
         confirmation: Option<&str>,
     ) -> Result<DecideOutcome, AppError>;
+    /// Approves or rejects each of the proposals `ids` with one reason (the queue's batch),
+    /// each as its own decision under every rule. A batch that cannot be taken at all (no
+    /// proposal chosen, too many, another verdict) is `Err` with a notice.
+    async fn decide_batch(
+        &self,
+        viewer: &Viewer,
+        ids: &[String],
+        verdict: &str,
+        reason: Option<&str>,
+    ) -> Result<Result<crate::dto::BatchOutcome, Notice>, AppError>;
     /// Reveals a GDPR or HIPAA proposal's withheld personal data to the viewer, recording
     /// which fields in the audit trail. `Ok` carries a notice code.
     async fn reveal(&self, viewer: &Viewer, id: &str) -> Result<DecideOutcome, AppError>;

@@ -257,6 +257,40 @@ pub async fn decide_proposal(
     })
 }
 
+/// Approves or rejects the proposals chosen in the queue (`ids[N]`, one checkbox each) with
+/// one reason, then shows the queue with what came of each.
+#[server(prefix = "/fn", endpoint = "decide_batch")]
+pub async fn decide_batch(
+    csrf_token: String,
+    verdict: String,
+    reason: Option<String>,
+    ids: Option<Vec<String>>,
+) -> Result<(), AppError> {
+    use crate::dto::{Form, Notice};
+    let viewer = match ssr::viewer().await {
+        Ok(v) => v,
+        Err(AppError::Unauthenticated) => {
+            ssr::redirect("/login");
+            return Ok(());
+        }
+        Err(e) => return Err(e),
+    };
+    if !ssr::csrf_ok(&csrf_token, Form::Decide).await? {
+        ssr::redirect(&format!("/?error={}", Notice::Csrf.code()));
+        return Ok(());
+    }
+    let ids = ids.unwrap_or_default();
+    let reason = reason.as_deref().map(str::trim).filter(|r| !r.is_empty());
+    match ssr::desk()?
+        .decide_batch(&viewer, &ids, &verdict, reason)
+        .await?
+    {
+        Ok(outcome) => ssr::redirect(&outcome.location()),
+        Err(notice) => ssr::redirect(&format!("/?error={}", notice.code())),
+    }
+    Ok(())
+}
+
 /// Erases a settled proposal's personal data values (admins only; GDPR), then shows it again
 /// with a notice or an error.
 #[server(prefix = "/fn", endpoint = "erase_proposal")]

@@ -134,6 +134,9 @@ pub enum DecisionError {
     /// [`super::review::confirm`]).
     #[error(transparent)]
     Unconfirmed(#[from] super::review::confirm::ConfirmationError),
+    /// A batch from the queue may not take this approval (see [`super::review::batch`]).
+    #[error(transparent)]
+    NotBatchable(#[from] super::review::batch::NotBatchable),
 }
 
 /// A decision a reviewer wants to take, checked against the rules.

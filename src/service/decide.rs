@@ -13,6 +13,7 @@ use crate::audit::safe::{Salt, TextDigest};
 use crate::audit::{
     Actor, ApprovalRecorded, AuditEvent, DecisionRefused, ProposalDecided, ProposalFacets,
 };
+use crate::domain::FieldError;
 use crate::domain::access::UseCase;
 use crate::domain::contract::vocab::AuthorizationState;
 use crate::domain::lifecycle::{
@@ -20,7 +21,7 @@ use crate::domain::lifecycle::{
     check_operator,
 };
 use crate::domain::principal::{Person, Principal};
-use crate::domain::review::confirm;
+use crate::domain::review::{batch, confirm};
 use crate::storage::Tx;
 use crate::storage::proposals::{self, DecisionRow, ProposalRecord};
 
@@ -77,7 +78,56 @@ impl Services {
         reason: Option<&str>,
         confirmation: Option<&str>,
     ) -> Result<Decided, ServiceError> {
-        let (reviewer, p, decision) = self.checked(who, id, verdict, reason, confirmation).await?;
+        let how = How::Alone(confirmation);
+        self.decide_as(who, id, verdict, reason, how).await
+    }
+
+    /// `who` takes `verdict` with one `reason` on each of the proposals `ids` (at most
+    /// [`batch::MAX_BATCH`]), each as its own decision under every rule, bound to its own
+    /// request hash and recorded as its own event. A batch approves or rejects; it approves
+    /// only what [`batch::approvable`] allows. Answers each proposal's outcome, in the order
+    /// asked (a repeated id once).
+    pub async fn decide_batch(
+        &self,
+        who: &Principal,
+        ids: &[Uuid],
+        verdict: ReviewVerdict,
+        reason: Option<&str>,
+    ) -> Result<Vec<(Uuid, Result<Decided, ServiceError>)>, ServiceError> {
+        self.authorize(who, UseCase::Decide)?;
+        if !matches!(verdict, ReviewVerdict::Approved | ReviewVerdict::Rejected) {
+            let rule = "a batch approves or rejects; ask for changes on the proposal's page";
+            return Err(ServiceError::Invalid(vec![FieldError::new(
+                "verdict", rule,
+            )]));
+        }
+        let mut unique: Vec<Uuid> = Vec::with_capacity(ids.len());
+        for id in ids {
+            if !unique.contains(id) {
+                unique.push(*id);
+            }
+        }
+        if unique.is_empty() || unique.len() > batch::MAX_BATCH {
+            let rule = format!("choose 1 to {} proposals", batch::MAX_BATCH);
+            return Err(ServiceError::Invalid(vec![FieldError::new("ids", rule)]));
+        }
+        let mut outcomes = Vec::with_capacity(unique.len());
+        for id in unique {
+            let decided = self.decide_as(who, id, verdict, reason, How::Batch).await;
+            outcomes.push((id, decided));
+        }
+        Ok(outcomes)
+    }
+
+    async fn decide_as(
+        &self,
+        who: &Principal,
+        id: Uuid,
+        verdict: ReviewVerdict,
+        reason: Option<&str>,
+        how: How<'_>,
+    ) -> Result<Decided, ServiceError> {
+        let (reviewer, p, decision) = self.checked(who, id, verdict, reason, how).await?;
         let now = self.now();
         let command = (decision.verdict == ReviewVerdict::Approved).then(|| {
             self.approved_command(
@@ -135,7 +185,7 @@ impl Services {
         id: Uuid,
         verdict: ReviewVerdict,
         reason: Option<&str>,
-        confirmation: Option<&str>,
+        how: How<'_>,
     ) -> Result<(&'p Person, ProposalRecord, ReviewDecision), ServiceError> {
         let Some(reviewer) = who.as_person() else {
             self.authorize(who, UseCase::Decide)?;
@@ -153,7 +203,7 @@ impl Services {
         let name = reviewer.username.as_str();
         let decision = check_decision(p.status, &p.agent, name, reviewer.role, verdict, reason)
             .and_then(|d| check_operator(&operators, name, d.verdict).map(|()| d))
-            .and_then(|d| confirmed(&p, d, confirmation));
+            .and_then(|d| confirmed(&p, d, how));
         match decision {
             Ok(decision) => Ok((reviewer, p, decision)),
             // Said first: a second approval is refused whatever was typed.
@@ -201,20 +251,34 @@ impl Services {
 }
 
 /// The decision, if it is a rejection or the typed confirmation matches the target's name.
+/// How a decision was taken: on the proposal's own page (with the target's name as typed, if
+/// it was), or in a batch from the queue.
+#[derive(Debug, Clone, Copy)]
+enum How<'a> {
+    Alone(Option<&'a str>),
+    Batch,
+}
+
+/// The decision, if its approval is confirmed as the proposal needs: the target's name typed
+/// when approving needs it; in a batch, only an approval that needs nothing more.
 fn confirmed(
     p: &ProposalRecord,
     decision: ReviewDecision,
-    typed: Option<&str>,
+    how: How<'_>,
 ) -> Result<ReviewDecision, DecisionError> {
-    if decision.verdict == ReviewVerdict::Approved {
-        let c = &p.contract;
-        let expected = confirm::expected(
-            p.routing.effective_risk,
-            c.blast_radius,
-            &c.target_refs,
-            &c.tool.name,
-        );
-        confirm::check(expected.as_deref(), typed)?;
+    if decision.verdict != ReviewVerdict::Approved {
+        return Ok(decision);
+    }
+    let c = &p.contract;
+    let risk = p.routing.effective_risk;
+    match how {
+        How::Alone(typed) => {
+            let expected = confirm::expected(risk, c.blast_radius, &c.target_refs, &c.tool.name);
+            confirm::check(expected.as_deref(), typed)?;
+        }
+        How::Batch => {
+            batch::approvable(risk, c.blast_radius, p.routing.required_approvals)?;
+        }
     }
     Ok(decision)
 }

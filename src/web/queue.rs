@@ -8,6 +8,7 @@ use time::OffsetDateTime;
 use super::{Flagged, internal, keys_only, moment, preview, rollback_words, targets};
 use crate::domain::queue::{QueueKey, QueueQuery};
 use crate::domain::record::ProposalRecord;
+use crate::domain::review::batch;
 use crate::service::{Facets, QueuePage, Services};
 
 /// The query, or a notice naming each bad field.
@@ -157,5 +158,11 @@ pub fn item(p: ProposalRecord, now: OffsetDateTime) -> QueueItem {
         route: p.routing.route.as_str().into(),
         compliance,
         hidden: shown.hidden,
+        batch_approvable: batch::approvable(
+            p.routing.effective_risk,
+            c.blast_radius,
+            p.routing.required_approvals,
+        )
+        .is_ok(),
     }
 }

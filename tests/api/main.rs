@@ -9,6 +9,7 @@ mod aana_bridge;
 mod admin;
 mod agent_events;
 mod audit_pages;
+mod batch;
 mod clients;
 mod erasure;
 mod errors;

@@ -1,6 +1,7 @@
 //! The queue's keyboard: `j`/`k` move down and up the rows, `Enter` opens the selected
 //! proposal, `a` opens it at its approve form and `r` at its reject form (a decision is always
-//! taken on the page that shows all of the proposal), `?` lists the keys. Keys typed into a
+//! taken on the page that shows all of the proposal), `x` chooses it for a batch decision (or
+//! takes it out), `?` lists the keys. Keys typed into a
 //! form field, or with a modifier held, are the field's.
 
 use leptos::prelude::*;
@@ -12,6 +13,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("Enter", "open the selected proposal"),
     ("a", "open it at its approve form"),
     ("r", "open it at its reject form"),
+    ("x", "choose it for a batch decision, or take it out"),
     ("?", "show or hide these keys"),
 ];
 
@@ -43,7 +45,12 @@ fn on_key(e: &web_sys::KeyboardEvent, selected: StoredValue<Option<u32>>, help: 
     let in_field = e
         .target()
         .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
-        .is_some_and(|el| matches!(el.tag_name().as_str(), "INPUT" | "SELECT" | "TEXTAREA"));
+        .is_some_and(|el| match el.tag_name().as_str() {
+            // A row's checkbox takes no typing: the queue's keys go on working from it.
+            "INPUT" => el.get_attribute("type").as_deref() != Some("checkbox"),
+            "SELECT" | "TEXTAREA" => true,
+            _ => false,
+        });
     if in_field {
         return;
     }
@@ -87,6 +94,14 @@ fn on_key(e: &web_sys::KeyboardEvent, selected: StoredValue<Option<u32>>, help: 
         "Enter" if current.is_some() => {
             e.prevent_default();
             open("");
+        }
+        "x" => {
+            let checkbox = (current.and_then(row))
+                .and_then(|el| el.query_selector("input[type=checkbox]").ok().flatten())
+                .and_then(|el| el.dyn_into::<web_sys::HtmlInputElement>().ok());
+            if let Some(checkbox) = checkbox {
+                checkbox.set_checked(!checkbox.checked());
+            }
         }
         "a" => open("?act=approve"),
         "r" => open("?act=reject"),

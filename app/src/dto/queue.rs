@@ -37,6 +37,9 @@ pub struct QueueItem {
     /// Hidden characters in the agent's text the row shows or previews (each shown escaped as
     /// `⟦U+…⟧`, as every agent-written string of this row is).
     pub hidden: usize,
+    /// Whether a batch from the queue may approve it (else it is approved on its own page;
+    /// it may still be rejected in a batch).
+    pub batch_approvable: bool,
 }
 
 /// One filter of the queue: its query-string name, its label, the value chosen and every
@@ -113,5 +116,54 @@ impl QueueParams {
         .into_iter()
         .filter_map(|(k, v)| v.as_deref().map(|v| (k, v)))
         .collect()
+    }
+}
+
+/// What a batch decision from the queue came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BatchOutcome {
+    /// `approved` or `rejected`.
+    pub verdict: String,
+    /// How many proposals were decided (or, needing more approvers, had this approval
+    /// recorded).
+    pub decided: usize,
+    /// Each proposal not decided, with why.
+    pub refused: Vec<(String, crate::dto::Notice)>,
+}
+
+impl BatchOutcome {
+    /// The queue's address showing this outcome: `?batch=VERDICT&done=N&refused=ID:CODE,…`.
+    pub fn location(&self) -> String {
+        let refused: Vec<String> = (self.refused.iter())
+            .map(|(id, n)| format!("{id}:{}", n.code()))
+            .collect();
+        let mut to = format!("/?batch={}&done={}", self.verdict, self.decided);
+        if !refused.is_empty() {
+            to.push_str(&format!("&refused={}", refused.join(",")));
+        }
+        to
+    }
+
+    /// The outcome a queue address shows, if it shows one; refusals whose id or notice does
+    /// not parse are left out (the address is the viewer's to edit).
+    pub fn from_query(
+        verdict: Option<&str>,
+        done: Option<&str>,
+        refused: Option<&str>,
+    ) -> Option<Self> {
+        let verdict = verdict.filter(|v| matches!(*v, "approved" | "rejected"))?;
+        let decided = done.and_then(|d| d.parse().ok()).unwrap_or(0);
+        let refused = (refused.unwrap_or_default().split(','))
+            .filter_map(|pair| {
+                let (id, code) = pair.split_once(':')?;
+                let id = uuid::Uuid::parse_str(id).ok()?.to_string();
+                Some((id, crate::dto::Notice::parse(code)?))
+            })
+            .collect();
+        Some(Self {
+            verdict: verdict.to_owned(),
+            decided,
+            refused,
+        })
     }
 }

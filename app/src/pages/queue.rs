@@ -3,16 +3,21 @@
 //! The filters are a plain `GET` form whose fields are the query string's public names
 //! (`?agent=&domain=&risk=&tool=&route=&compliance=&sort=`), so a view can be bookmarked and
 //! linked, and the page works without JavaScript.
+//!
+//! Rows can be chosen (a checkbox each, or `x` on the selected row) and approved or rejected
+//! together with one reason: each is still its own decision, checked again by the server, and
+//! the page then says which were decided and which were not, and why.
 
 use leptos::prelude::*;
+use leptos::server_fn::ServerFn;
 use leptos_router::hooks::use_query_map;
 
-use super::common::{Flash, error_view};
+use super::common::{Flash, error_view, use_session};
 use crate::components::keys::{KeyHelp, use_queue_keys};
 use crate::components::live::use_desk_changes;
 use crate::components::visible::{HiddenFlag, Shown};
-use crate::dto::{QueueFilterView, QueueItem, QueueParams, QueueView};
-use crate::server::list_queue;
+use crate::dto::{BatchOutcome, QueueFilterView, QueueItem, QueueParams, QueueView};
+use crate::server::{DecideBatch, list_queue};
 use crate::time::When;
 
 /// The orders on offer: query value and label.
@@ -67,16 +72,19 @@ pub fn QueuePage() -> impl IntoView {
         })
     };
     let live = use_desk_changes(seen, move || queue.refetch());
+    let session = use_session();
     view! {
         <h1>"Waiting for a decision"</h1>
         <p class="hint" data-testid="queue-keys" data-ready=move || ready.get().then_some("1") data-live=move || live.get().then_some("1")>"Keys: " <kbd>"j"</kbd> " " <kbd>"k"</kbd> " move, " <kbd>"Enter"</kbd> " opens, " <kbd>"?"</kbd> " lists all."</p>
         <KeyHelp help/>
         <Flash/>
+        <BatchReport/>
         // A transition keeps the rows on screen while a live change refetches them.
         <Transition fallback=|| view! { <p>"Loading…"</p> }>
             {move || Suspend::new(async move {
+                let csrf = session.await.map(|s| s.csrf_token).unwrap_or_default();
                 match queue.await {
-                    Ok(view) => view! { <Queue view/> }.into_any(),
+                    Ok(view) => view! { <Queue view csrf/> }.into_any(),
                     Err(e) => error_view(e),
                 }
             })}
@@ -84,8 +92,49 @@ pub fn QueuePage() -> impl IntoView {
     }
 }
 
+/// What the last batch came to, from the address the batch redirected to.
 #[component]
-fn Queue(view: QueueView) -> impl IntoView {
+fn BatchReport() -> impl IntoView {
+    let query = use_query_map();
+    move || {
+        let q = query.read();
+        let outcome = BatchOutcome::from_query(
+            q.get("batch").as_deref(),
+            q.get("done").as_deref(),
+            q.get("refused").as_deref(),
+        )?;
+        let words = match (outcome.verdict.as_str(), outcome.decided) {
+            ("approved", 1) => "Approved 1 proposal.".to_owned(),
+            ("approved", n) => format!("Approved {n} proposals."),
+            (_, 1) => "Rejected 1 proposal; its agent sees your reason.".to_owned(),
+            (_, n) => format!("Rejected {n} proposals; their agents see your reason."),
+        };
+        let refused = (!outcome.refused.is_empty()).then(|| {
+            view! {
+                <p>"Not decided:"</p>
+                <ul data-testid="batch-refused">
+                    {outcome.refused.into_iter().map(|(id, notice)| {
+                        let (href, attr) = (format!("/proposals/{id}"), id.clone());
+                        view! {
+                            <li data-proposal-id=attr data-reason=notice.code()>
+                                <a href=href><code>{id}</code></a>" — "{notice.text()}
+                            </li>
+                        }
+                    }).collect_view()}
+                </ul>
+            }
+        });
+        Some(view! {
+            <section class="flash notice" role="status" data-testid="batch-report" data-decided=outcome.decided.to_string()>
+                <p>{words}</p>
+                {refused}
+            </section>
+        })
+    }
+}
+
+#[component]
+fn Queue(view: QueueView, csrf: String) -> impl IntoView {
     let QueueView {
         items,
         matching,
@@ -114,7 +163,7 @@ fn Queue(view: QueueView) -> impl IntoView {
         };
         view! { <p class="empty" data-testid="queue-empty">{words}</p> }.into_any()
     } else {
-        view! { <QueueTable items/> }.into_any()
+        view! { <QueueTable items csrf/> }.into_any()
     };
     view! {
         {limited}
@@ -177,12 +226,21 @@ fn FilterSelect(f: QueueFilterView) -> impl IntoView {
     }
 }
 
+/// The rows, in one form with the batch's controls: a checkbox per row (`ids[N]`), one
+/// reason, approve or reject.
 #[component]
-fn QueueTable(items: Vec<QueueItem>) -> impl IntoView {
+fn QueueTable(items: Vec<QueueItem>, csrf: String) -> impl IntoView {
+    let own_page = items.iter().any(|i| !i.batch_approvable);
+    let rows = (items.into_iter().enumerate())
+        .map(|(n, item)| view! { <QueueRow item n/> })
+        .collect_view();
     view! {
+        <form method="post" action=DecideBatch::url() data-testid="batch-form">
+        <input type="hidden" name="csrf_token" value=csrf/>
         <table class="queue">
             <thead>
                 <tr>
+                    <th scope="col"><span class="sr-only">"Choose"</span></th>
                     <th scope="col">"Intent"</th>
                     <th scope="col">"Tool"</th>
                     <th scope="col">"Target"</th>
@@ -192,13 +250,27 @@ fn QueueTable(items: Vec<QueueItem>) -> impl IntoView {
                     <th scope="col">"Waiting"</th>
                 </tr>
             </thead>
-            <tbody>{items.into_iter().map(|item| view! { <QueueRow item/> }).collect_view()}</tbody>
+            <tbody>{rows}</tbody>
         </table>
+        <fieldset class="batch" data-testid="batch">
+            <legend>"Decide the chosen proposals together"</legend>
+            <label>"Reason (a rejection needs one; the agents see it) "
+                <textarea name="reason" maxlength="2000" rows="2" data-testid="batch-reason"></textarea>
+            </label>
+            <div class="batch-buttons">
+                <button type="submit" name="verdict" value="approved" data-testid="batch-approve">"Approve chosen"</button>
+                <button type="submit" name="verdict" value="rejected" class="reject" data-testid="batch-reject">"Reject chosen"</button>
+            </div>
+            {own_page.then(|| view! {
+                <p class="hint">"Rows marked " <span class="tag">"own page"</span> " need the target's name typed or more than one approver: approve them on their own page (they may be rejected here)."</p>
+            })}
+        </fieldset>
+        </form>
     }
 }
 
 #[component]
-fn QueueRow(item: QueueItem) -> impl IntoView {
+fn QueueRow(item: QueueItem, n: usize) -> impl IntoView {
     let href = format!("/proposals/{}", item.id);
     let risk_class = format!("risk risk-{}", item.risk);
     let targets = if item.targets.is_empty() {
@@ -212,8 +284,15 @@ fn QueueRow(item: QueueItem) -> impl IntoView {
     let expires = item
         .expires
         .map(|at| view! { <div class="sub" data-testid="queue-expires"><When at prefix="expires " past_prefix="expired "/></div> });
+    let choose = format!("Choose: {}", item.summary);
+    let own_page = (!item.batch_approvable).then(|| {
+        view! { <span class="tag" title="Approve it on its own page" data-testid="queue-own-page">"own page"</span> }
+    });
     view! {
-        <tr data-testid="queue-row" data-proposal-id=item.id.clone()>
+        <tr data-testid="queue-row" data-proposal-id=item.id.clone() data-batch-approve=item.batch_approvable.to_string()>
+            <td data-label="Choose" class="choose">
+                <input type="checkbox" name=format!("ids[{n}]") value=item.id.clone() data-testid="queue-select" aria-label=choose/>
+            </td>
             <td>
                 <a href=href><Shown text=item.summary/></a>
                 {flag}
@@ -221,7 +300,7 @@ fn QueueRow(item: QueueItem) -> impl IntoView {
                     <span data-testid="queue-agent">{item.proposed_by}</span>
                     " · " <span data-testid="queue-domain">{item.domain}</span>
                     " · " <span data-testid="queue-route">{item.route}</span>
-                    " " {compliance}
+                    " " {compliance} {own_page}
                 </div>
             </td>
             <td data-label="Tool" data-testid="queue-tool"><code><Shown text=item.tool/></code></td>
