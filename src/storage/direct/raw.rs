@@ -30,6 +30,8 @@ impl DirectReads {
             .map(|_| {
                 let db = Connection::open_with_flags(path, flags).map_err(sqlite)?;
                 db.busy_timeout(std::time::Duration::ZERO).map_err(sqlite)?;
+                (db.pragma_update(None, "mmap_size", crate::storage::db::MMAP_SIZE))
+                    .map_err(sqlite)?;
                 Ok(db)
             })
             .collect::<Result<Vec<_>>>()?;
