@@ -146,36 +146,46 @@ fn ended(status: ProposalStatus) -> bool {
 }
 
 impl GatewayMcp {
-    /// Submits the call as a proposal, or finds the same call still open.
-    async fn propose(&self, caller: &Caller, call: &CallInput<'_>) -> Result<Uuid, ApiError> {
+    /// Submits the call as a proposal, or finds the same call still open: its id, and the
+    /// proposal as it was made when it is new (its route is known without reading it back).
+    async fn propose(
+        &self,
+        caller: &Caller,
+        call: &CallInput<'_>,
+    ) -> Result<(Uuid, Option<crate::service::AgentView>), ApiError> {
         if let Some(id) = (self.services)
             .open_gateway_call(&caller.0, &call.key_prefix())
             .await?
         {
-            return Ok(id);
+            return Ok((id, None));
         }
         let body = proposal_for(call, Uuid::now_v7(), self.services.now());
         let submitted = (self.services)
             .submit_with_token(&caller.0, Some(caller.1), &body)
             .await?;
         Ok(match submitted {
-            Submitted::Created(r) | Submitted::Replayed(r) => r.id,
+            Submitted::Created(r) => (r.id, Some((r, None))),
+            Submitted::Replayed(r) => (r.id, None),
         })
     }
 
     /// Holds the request until the call behind proposal `id` has ended or `hold` passes;
-    /// progress notifications carry each status when the client asked for them.
+    /// progress notifications carry each status when the client asked for them. `first` is the
+    /// proposal as just made, if it was (else it is read).
     async fn hold(
         &self,
         caller: &Caller,
-        id: Uuid,
+        (id, first): (Uuid, Option<crate::service::AgentView>),
         hold: Duration,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ApiError> {
         let _waiting = self.limits.waiting_place(caller.1)?;
         let progress = context.meta.get_progress_token();
         let deadline = tokio::time::Instant::now() + hold;
-        let mut view = self.services.agent_proposal(&caller.0, id).await?;
+        let mut view = match first {
+            Some(view) => view,
+            None => self.services.agent_proposal(&caller.0, id).await?,
+        };
         let mut step = 0.0;
         let mut told = None;
         loop {
@@ -251,7 +261,10 @@ impl GatewayMcp {
             meta: meta.as_ref(),
         };
         let outcome = match self.propose(caller, &call).await {
-            Ok(id) => self.hold(caller, id, tool.upstream.hold, context).await,
+            Ok(proposed) => {
+                self.hold(caller, proposed, tool.upstream.hold, context)
+                    .await
+            }
             Err(e) => Err(e),
         };
         let result = outcome.unwrap_or_else(|e| error_result(&e));
@@ -283,7 +296,7 @@ impl GatewayMcp {
                 .unwrap_or(crate::domain::gateway::config::DEFAULT_HOLD),
             Err(e) => return error_result(&ApiError::from(e)),
         };
-        (self.hold(caller, id, hold, context).await).unwrap_or_else(|e| error_result(&e))
+        (self.hold(caller, (id, None), hold, context).await).unwrap_or_else(|e| error_result(&e))
     }
 }
 
