@@ -628,6 +628,55 @@ pub enum SecurityEvent {
     AccessDenied(Page),
 }
 
+/// What a batch decision from the queue came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BatchOutcome {
+    /// `approved` or `rejected`.
+    pub verdict: String,
+    /// How many proposals were decided (or, needing more approvers, had this approval
+    /// recorded).
+    pub decided: usize,
+    /// Each proposal not decided, with why.
+    pub refused: Vec<(String, Notice)>,
+}
+
+impl BatchOutcome {
+    /// The queue's address showing this outcome: `?batch=VERDICT&done=N&refused=ID:CODE,…`.
+    pub fn location(&self) -> String {
+        let refused: Vec<String> = (self.refused.iter())
+            .map(|(id, n)| format!("{id}:{}", n.code()))
+            .collect();
+        let mut to = format!("/?batch={}&done={}", self.verdict, self.decided);
+        if !refused.is_empty() {
+            to.push_str(&format!("&refused={}", refused.join(",")));
+        }
+        to
+    }
+
+    /// The outcome a queue address shows, if it shows one; refusals whose id or notice does
+    /// not parse are left out (the address is the viewer's to edit).
+    pub fn from_query(
+        verdict: Option<&str>,
+        done: Option<&str>,
+        refused: Option<&str>,
+    ) -> Option<Self> {
+        let verdict = verdict.filter(|v| matches!(*v, "approved" | "rejected"))?;
+        let decided = done.and_then(|d| d.parse().ok()).unwrap_or(0);
+        let refused = (refused.unwrap_or_default().split(','))
+            .filter_map(|pair| {
+                let (id, code) = pair.split_once(':')?;
+                let id = uuid::Uuid::parse_str(id).ok()?.to_string();
+                Some((id, Notice::parse(code)?))
+            })
+            .collect();
+        Some(Self {
+            verdict: verdict.to_owned(),
+            decided,
+            refused,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::Notice;

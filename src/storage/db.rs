@@ -239,12 +239,6 @@ pub async fn connect(url: &str) -> Result<(Store, AnySessionStore)> {
     }
 }
 
-/// How much of the database file each SQLite connection maps into memory: a read of a mapped
-/// page is a memory access, not a `pread` copied out of the kernel's cache (after every commit
-/// each connection's own page cache starts over, so reads go back to the file often). WAL
-/// frames are read as before; writes still go through the WAL.
-pub const MMAP_SIZE: i64 = 256 * 1024 * 1024;
-
 /// SQLite, the embedded default: one file, created and migrated on first start. Writes go
 /// through the one writer connection; reads use a small read-only pool. WAL with
 /// `synchronous = full`: an acknowledged write survives `kill -9` and power loss.
@@ -263,7 +257,7 @@ async fn connect_sqlite(
         .synchronous(SqliteSynchronous::Full)
         .foreign_keys(true)
         .busy_timeout(Duration::from_secs(10))
-        .pragma("mmap_size", MMAP_SIZE.to_string());
+        .pragma("mmap_size", super::direct::raw::MMAP_SIZE.to_string());
     let path = options.get_filename().to_owned();
     let (write, rewind) = sqlite_writer(&options, checkpointing).await?;
     // Sessions get their own connection: a sign-in must not wait behind a write batch.

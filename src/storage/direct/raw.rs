@@ -15,6 +15,12 @@ use uuid::Uuid;
 
 use super::super::error::{Result, StorageError};
 
+/// How much of the database file each SQLite connection maps into memory: a read of a mapped
+/// page is a memory access, not a `pread` copied out of the kernel's cache (after every commit
+/// each connection's own page cache starts over, so reads go back to the file often). WAL
+/// frames are read as before; writes still go through the WAL.
+pub const MMAP_SIZE: i64 = 256 * 1024 * 1024;
+
 /// The read-only connections of one SQLite file, each lent for one read at a time.
 pub(crate) struct DirectReads {
     idle: Mutex<Vec<Connection>>,
@@ -30,8 +36,7 @@ impl DirectReads {
             .map(|_| {
                 let db = Connection::open_with_flags(path, flags).map_err(sqlite)?;
                 db.busy_timeout(std::time::Duration::ZERO).map_err(sqlite)?;
-                (db.pragma_update(None, "mmap_size", crate::storage::db::MMAP_SIZE))
-                    .map_err(sqlite)?;
+                (db.pragma_update(None, "mmap_size", MMAP_SIZE)).map_err(sqlite)?;
                 Ok(db)
             })
             .collect::<Result<Vec<_>>>()?;
