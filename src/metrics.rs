@@ -43,6 +43,7 @@ pub struct Metrics {
     time_to_decision: HistogramVec,
     expiries: IntCounterVec,
     escalations: IntCounterVec,
+    break_glass: IntCounterVec,
     leases: IntCounterVec,
     outcomes: IntCounterVec,
     webhooks: IntCounterVec,
@@ -71,26 +72,35 @@ fn family<M: prometheus::core::Collector + Clone + 'static>(
     }
 }
 
+/// Builds metric families and registers them on one registry.
+struct Families<'r>(&'r Registry);
+
+impl Families<'_> {
+    fn counter(&self, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
+        family(self.0, IntCounterVec::new(Opts::new(name, help), labels))
+    }
+
+    fn histogram(&self, name: &str, help: &str, labels: &[&str], buckets: &[f64]) -> HistogramVec {
+        let opts = HistogramOpts::new(name, help).buckets(buckets.to_vec());
+        family(self.0, HistogramVec::new(opts, labels))
+    }
+
+    fn gauge(&self, name: &str, help: &str, labels: &[&str]) -> IntGaugeVec {
+        family(self.0, IntGaugeVec::new(Opts::new(name, help), labels))
+    }
+}
+
 impl Metrics {
     /// A fresh registry with every family at zero.
     pub fn new() -> Self {
         let r = Registry::new();
-        let counter = |name: &str, help: &str, labels: &[&str]| {
-            family(&r, IntCounterVec::new(Opts::new(name, help), labels))
-        };
-        let histogram = |name: &str, help: &str, labels: &[&str], buckets: &[f64]| {
-            let opts = HistogramOpts::new(name, help).buckets(buckets.to_vec());
-            family(&r, HistogramVec::new(opts, labels))
-        };
-        let gauge = |name: &str, help: &str, labels: &[&str]| {
-            family(&r, IntGaugeVec::new(Opts::new(name, help), labels))
-        };
-        let pending = gauge(
+        let f = Families(&r);
+        let pending = f.gauge(
             "countersign_pending_proposals",
             "Proposals waiting for a reviewer, by domain and risk",
             &["domain", "risk"],
         );
-        let latency = histogram(
+        let latency = f.histogram(
             "countersign_request_seconds",
             "Seconds the agent API's decision paths take, by path (pre_tool_check, submission)",
             &["path"],
@@ -100,48 +110,53 @@ impl Metrics {
             check_latency: latency.with_label_values(&["pre_tool_check"]),
             submission_latency: latency.with_label_values(&["submission"]),
             pending,
-            decisions: counter(
+            decisions: f.counter(
                 "countersign_decisions_total",
                 "Reviewers' final decisions, by outcome (approved, rejected, changes_requested)",
                 &["outcome"],
             ),
-            time_to_decision: histogram(
+            time_to_decision: f.histogram(
                 "countersign_time_to_decision_seconds",
                 "Seconds from a proposal's submission to its final decision",
                 &[],
                 DECISION_BUCKETS,
             ),
-            expiries: counter(
+            expiries: f.counter(
                 "countersign_expiries_total",
                 "Pending proposals that expired undecided",
                 &[],
             ),
-            escalations: counter(
+            break_glass: f.counter(
+                "countersign_break_glass_total",
+                "Approvals an admin took alone past the policy's quorum (break-glass)",
+                &[],
+            ),
+            escalations: f.counter(
                 "countersign_escalations_total",
                 "Escalation tiers raised because nobody decided in time",
                 &[],
             ),
-            leases: counter(
+            leases: f.counter(
                 "countersign_leases_total",
                 "Commands handed to executors",
                 &[],
             ),
-            outcomes: counter(
+            outcomes: f.counter(
                 "countersign_command_outcomes_total",
                 "Executors' reports, by the command's resulting status",
                 &["status"],
             ),
-            webhooks: counter(
+            webhooks: f.counter(
                 "countersign_webhook_attempts_total",
                 "Agents' webhook delivery attempts, by result (delivered, retry, failed)",
                 &["result"],
             ),
-            notifications: counter(
+            notifications: f.counter(
                 "countersign_notifications_total",
                 "Reviewers' notification sends, by channel and result (sent, retry, failed)",
                 &["channel", "result"],
             ),
-            gateway_upstreams: gauge(
+            gateway_upstreams: f.gauge(
                 "countersign_gateway_upstream_state",
                 "Each MCP gateway upstream's state: 1 for the state it is in now (starting, up, \
                  down, restarting), 0 for the others",
@@ -163,6 +178,7 @@ impl Metrics {
         self.time_to_decision.with_label_values(none);
         self.expiries.with_label_values(none);
         self.escalations.with_label_values(none);
+        self.break_glass.with_label_values(none);
         self.leases.with_label_values(none);
         for result in ["delivered", "retry", "failed"] {
             self.webhooks.with_label_values(&[result]);
@@ -182,6 +198,11 @@ impl Metrics {
         self.expiries
             .with_label_values(&[] as &[&str])
             .inc_by(u64::try_from(n).unwrap_or(u64::MAX));
+    }
+
+    /// An admin broke the glass: approved alone what needed more approvers.
+    pub fn broke_glass(&self) {
+        self.break_glass.with_label_values(&[] as &[&str]).inc();
     }
 
     /// `n` escalation tiers were raised.

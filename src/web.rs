@@ -7,6 +7,7 @@ pub mod admin;
 pub mod body_limit;
 pub mod export;
 pub mod filters;
+mod grants;
 pub mod ledger;
 pub mod live;
 pub mod oidc;
@@ -298,6 +299,52 @@ impl Desk for ReviewDesk {
             .record_security(&actor, event)
             .await
             .map_err(internal)
+    }
+
+    async fn approve_and_grant(
+        &self,
+        viewer: &Viewer,
+        id: &str,
+        confirmation: Option<&str>,
+        form: &dto::GrantForm,
+    ) -> Result<DecideOutcome, AppError> {
+        grants::approve_and_grant(&self.services, viewer, id, confirmation, form).await
+    }
+
+    async fn break_glass(
+        &self,
+        viewer: &Viewer,
+        id: &str,
+        justification: &str,
+        confirmation: Option<&str>,
+    ) -> Result<DecideOutcome, AppError> {
+        let id = Uuid::parse_str(id).map_err(|_| AppError::NotFound)?;
+        let who = principal(&self.services, viewer).await?;
+        let broke = (self.services)
+            .break_glass(&who, id, justification, confirmation)
+            .await;
+        match broke {
+            Ok(_) => Ok(DecideOutcome::Decided(Notice::BrokeGlass)),
+            Err(ServiceError::Invalid(_)) => {
+                Ok(DecideOutcome::Refused(Notice::BreakGlassJustification))
+            }
+            Err(ServiceError::Forbidden { .. }) => {
+                Ok(DecideOutcome::Refused(Notice::BreakGlassRefused))
+            }
+            Err(ServiceError::Denied(_)) => Ok(DecideOutcome::Refused(Notice::Role)),
+            Err(e) => match refusal(&e) {
+                Some(notice) => Ok(DecideOutcome::Refused(notice)),
+                None => Err(internal(e)),
+            },
+        }
+    }
+
+    async fn grants(&self, viewer: &Viewer) -> Result<dto::GrantsView, AppError> {
+        grants::grants(&self.services, viewer).await
+    }
+
+    async fn revoke_grant(&self, viewer: &Viewer, id: &str) -> Result<DecideOutcome, AppError> {
+        grants::revoke(&self.services, viewer, id).await
     }
 
     async fn runs(&self, viewer: &Viewer) -> Result<dto::RunsView, AppError> {

@@ -16,6 +16,7 @@ use countersign::domain::gateway::{Definition, ToolName};
 use countersign::domain::lifecycle::{DecisionError, ProposalStatus, ReviewVerdict};
 use countersign::domain::principal::{Principal, Role};
 use countersign::domain::queue::QueueQuery;
+use countersign::domain::review::grant::Ask;
 use countersign::service::{
     AccountError, Cursor, LeaseRequest, NewUser, ServiceError, Services, VerifyError,
 };
@@ -131,6 +132,16 @@ async fn call(
                 .map(drop)
         }
         UseCase::ManageGateway => s.gateway_tools(who).await.map(drop),
+        UseCase::BreakGlass => s
+            .break_glass(who, pid, "the outage costs a lot every minute", None)
+            .await
+            .map(drop),
+        UseCase::MakeGrant => s
+            .approve_and_grant(who, pid, None, None, &Ask::narrowest())
+            .await
+            .map(drop),
+        UseCase::ViewGrants => s.grants(who, true).await.map(drop),
+        UseCase::RevokeGrant => s.revoke_grant(who, Uuid::new_v4()).await.map(drop),
     };
     let _ = std::fs::remove_dir_all(&out);
     r

@@ -720,3 +720,58 @@ fn the_server_creates_its_key_and_signs_the_head_itself() {
     let said = common::run_ok(&db, &["audit", "verify", "--public-key", public_key], None);
     assert!(!said.contains(", 0 signed checkpoints"), "{said}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grants_are_listed_and_revoked_from_the_shell() {
+    use countersign::domain::principal::{Principal, Role};
+    use countersign::domain::review::grant::Ask;
+
+    let (services, db, _dir) = common::fresh_services("sqlite").await;
+    let mut body = common::proposal_body("agent-a");
+    body["compliance_context"] = serde_json::json!({"gdpr": false, "hipaa": false});
+    let agent = Principal::Agent("agent-a".into());
+    let id = services
+        .submit(&agent, &body)
+        .await
+        .expect("submit")
+        .record()
+        .id;
+    let rev = Principal::person("rev", Role::Reviewer);
+    let (_, grant) = services
+        .approve_and_grant(&rev, id, None, None, &Ask::narrowest())
+        .await
+        .expect("granted");
+
+    let out = countersign(&db).args(["grant", "list"]).assert().success();
+    let listed = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let line = format!(
+        "{}\tlive\tagent-a\tcrm.update_contact\texact\tby rev\tuses 0",
+        grant.id
+    );
+    assert!(listed.contains(&line), "{listed}");
+
+    let grant_id = grant.id.to_string();
+    let out = countersign(&db)
+        .args(["grant", "revoke", &grant_id])
+        .assert()
+        .success();
+    let said = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(said.contains("revoked"), "{said}");
+    let out = countersign(&db)
+        .args(["grant", "revoke", &grant_id])
+        .assert()
+        .failure();
+    let said = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(said.contains(&grant_id), "names the grant: {said}");
+    let out = countersign(&db).args(["grant", "list"]).assert().success();
+    assert!(out.get_output().stdout.is_empty(), "no live grant");
+    let out = countersign(&db)
+        .args(["grant", "list", "--all"])
+        .assert()
+        .success();
+    let listed = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(listed.contains("\trevoked\t"), "{listed}");
+    let revoked = "select count(*) from audit_events where action = 'grant.revoked' \
+                   and actor = 'cli'";
+    assert_eq!(common::count(&db, revoked).await, 1);
+}

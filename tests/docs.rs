@@ -32,6 +32,7 @@ fn page_for(command: &[String]) -> &'static str {
         Some("tool") => "docs/executors.md",
         Some("proposal" | "audit") => "docs/audit.md",
         Some("policy") => "docs/policy.md",
+        Some("grant") => "docs/reviewing.md",
         Some(other) => panic!(
             "`countersign {other}` has no page in docs/: give it one in tests/docs.rs's page_for"
         ),

@@ -44,6 +44,30 @@ fn the_example_policy_loads() {
 }
 
 #[test]
+fn grants_are_limited_per_tool() {
+    let p = example();
+    assert_eq!(p.max_grant_secs("email.send"), Some(2 * 3600));
+    assert_eq!(
+        p.max_grant_secs("payments.refund"),
+        None,
+        "grantable = false"
+    );
+    assert_eq!(
+        p.max_grant_secs("crm.update_contact"),
+        Some(8 * 3600),
+        "the default"
+    );
+    assert_eq!(p.max_grant_secs("unlisted.tool"), Some(8 * 3600));
+    let bad = errors("[tools.\"a.b\"]\ngrantable = \"yes\"\nmax_grant = \"forever\"\n");
+    let paths: Vec<&str> = bad.iter().map(|e| e.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        [r#"tools."a.b".grantable"#, r#"tools."a.b".max_grant"#],
+        "{bad:?}"
+    );
+}
+
+#[test]
 fn every_error_is_reported_with_its_line() {
     let src = r#"[policy]
 name = "x"

@@ -4,11 +4,13 @@ use serde::{Deserialize, Serialize};
 
 mod admin;
 mod audit;
+mod grant;
 mod proposal;
 mod queue;
 mod runs;
 pub use admin::*;
 pub use audit::*;
+pub use grant::*;
 pub use proposal::*;
 pub use queue::*;
 pub use runs::*;
@@ -218,6 +220,22 @@ pub enum Notice {
     BatchSize,
     /// This approval is taken on the proposal's own page, not in a batch.
     NotBatchable,
+    /// An approval made a standing grant.
+    Granted,
+    /// This proposal's calls may not be granted.
+    NotGrantable,
+    /// The grant asked for breaks a rule.
+    GrantInvalid,
+    /// A standing grant was revoked.
+    GrantRevoked,
+    /// The grant is no longer live.
+    GrantEnded,
+    /// An admin approved alone past the quorum.
+    BrokeGlass,
+    /// Break-glass is not allowed here.
+    BreakGlassRefused,
+    /// The break-glass justification is too short or too long.
+    BreakGlassJustification,
 }
 
 /// What the page says for each notice (a notice without a line here says nothing: a test
@@ -425,10 +443,50 @@ const NOTICE_TEXT: &[(Notice, &str)] = &[
         Notice::NothingToAccept,
         "That tool has no changed definition waiting (accepted already, or changed back).",
     ),
+    (
+        Notice::Granted,
+        "Approved, and this agent's similar calls are allowed for the time you chose: see Grants to follow or revoke it.",
+    ),
+    (
+        Notice::NotGrantable,
+        "It cannot be granted: the policy does not let this tool be granted, or the action is high risk, reaches wide, touches personal or health data, or needs more than one approver. Approve it alone.",
+    ),
+    (
+        Notice::GrantInvalid,
+        "That grant was refused: name only this proposal's parameters, bound a number at or above its approved value, keep the time within the policy's limit and the uses from 1 to 10000.",
+    ),
+    (
+        Notice::GrantRevoked,
+        "Revoked: the grant accepts nothing from now on.",
+    ),
+    (
+        Notice::GrantEnded,
+        "That grant had already ended (used up, expired or revoked).",
+    ),
+    (
+        Notice::BrokeGlass,
+        "Approved alone by break-glass. Every admin and compliance officer has been told, and the trail marks it.",
+    ),
+    (
+        Notice::BreakGlassRefused,
+        "Break-glass was refused: the policy forbids it for this tool, or one approval already decides it (approve it the ordinary way).",
+    ),
+    (
+        Notice::BreakGlassJustification,
+        "Break-glass needs a written justification: why this cannot wait, in 20 to 2000 characters.",
+    ),
 ];
 
 impl Notice {
-    const ALL: [Notice; 58] = [
+    const ALL: [Notice; 66] = [
+        Notice::BrokeGlass,
+        Notice::BreakGlassRefused,
+        Notice::BreakGlassJustification,
+        Notice::Granted,
+        Notice::NotGrantable,
+        Notice::GrantInvalid,
+        Notice::GrantRevoked,
+        Notice::GrantEnded,
         Notice::BatchSize,
         Notice::NotBatchable,
         Notice::GatewayToolAccepted,
@@ -550,6 +608,14 @@ impl Notice {
             Notice::NothingToAccept => "nothing_to_accept",
             Notice::BatchSize => "batch_size",
             Notice::NotBatchable => "not_batchable",
+            Notice::Granted => "granted",
+            Notice::NotGrantable => "not_grantable",
+            Notice::GrantInvalid => "grant_invalid",
+            Notice::GrantRevoked => "grant_revoked",
+            Notice::GrantEnded => "grant_ended",
+            Notice::BrokeGlass => "broke_glass",
+            Notice::BreakGlassRefused => "break_glass_refused",
+            Notice::BreakGlassJustification => "break_glass_justification",
         }
     }
 

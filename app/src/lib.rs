@@ -28,8 +28,8 @@ use leptos_router::{SsrMode, path};
 
 use pages::{
     AdminGatewayPage, AdminTokensPage, AdminUsersPage, AdminWebhooksPage, AuditTrailPage,
-    ChartsPage, Header, LoginPage, NoRolePage, NotFound, ProposalPage, QueuePage, RunsPage,
-    TimelinePage,
+    ChartsPage, GrantsPage, Header, LoginPage, NoRolePage, NotFound, ProposalPage, QueuePage,
+    RunsPage, TimelinePage,
 };
 
 /// The HTML document around the app, rendered on the server.
@@ -73,6 +73,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/") view=QueuePage ssr=SsrMode::Async/>
                     <Route path=path!("/proposals/:id") view=ProposalPage ssr=SsrMode::Async/>
                     <Route path=path!("/runs") view=RunsPage ssr=SsrMode::Async/>
+                    <Route path=path!("/grants") view=GrantsPage ssr=SsrMode::Async/>
                     <Route path=path!("/admin/users") view=AdminUsersPage ssr=SsrMode::Async/>
                     <Route path=path!("/admin/tokens") view=AdminTokensPage ssr=SsrMode::Async/>
                     <Route path=path!("/admin/webhooks") view=AdminWebhooksPage ssr=SsrMode::Async/>

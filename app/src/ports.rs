@@ -63,6 +63,28 @@ pub trait Desk: Send + Sync + 'static {
         id: &str,
         reason: &str,
     ) -> Result<DecideOutcome, AppError>;
+    /// Approves proposal `id` (with the target's name as typed, if it needs it) and lets the
+    /// same agent's similar calls through as `form` asks ("approve and allow similar").
+    async fn approve_and_grant(
+        &self,
+        viewer: &Viewer,
+        id: &str,
+        confirmation: Option<&str>,
+        form: &crate::dto::GrantForm,
+    ) -> Result<DecideOutcome, AppError>;
+    /// Approves proposal `id` alone although it needs more approvers (an admin's
+    /// break-glass), with a written `justification`.
+    async fn break_glass(
+        &self,
+        viewer: &Viewer,
+        id: &str,
+        justification: &str,
+        confirmation: Option<&str>,
+    ) -> Result<DecideOutcome, AppError>;
+    /// The standing grants the viewer may see.
+    async fn grants(&self, viewer: &Viewer) -> Result<crate::dto::GrantsView, AppError>;
+    /// Revokes standing grant `id`.
+    async fn revoke_grant(&self, viewer: &Viewer, id: &str) -> Result<DecideOutcome, AppError>;
     /// Commands a person must settle, rollback tasks and paused tools.
     async fn runs(&self, viewer: &Viewer) -> Result<RunsView, AppError>;
     /// Settles a command: `succeeded`, `failed` or `release`, with a reason.

@@ -6,6 +6,7 @@ use leptos::prelude::*;
 
 pub mod admin;
 pub mod audit;
+pub mod grants;
 pub mod runs;
 
 use crate::dto::{AppError, ProposalView, QueueView, SessionView};
@@ -251,6 +252,27 @@ pub async fn decide_proposal(
             reason.as_deref(),
             confirm.as_deref(),
         )
+        .await;
+    ssr::after_proposal_form(&id, outcome, |n| {
+        format!("/proposals/{id}?notice={}", n.code())
+    })
+}
+
+/// An admin approves a proposal alone although it needs more approvers (break-glass), saying
+/// why, then shows it again with a notice or an error.
+#[server(prefix = "/fn", endpoint = "break_glass")]
+pub async fn break_glass(
+    csrf_token: String,
+    id: String,
+    justification: String,
+    confirm: Option<String>,
+) -> Result<(), AppError> {
+    let Some((viewer, id)) = ssr::proposal_form(&csrf_token, &id, crate::dto::Form::Decide).await?
+    else {
+        return Ok(());
+    };
+    let outcome = ssr::desk()?
+        .break_glass(&viewer, &id, &justification, confirm.as_deref())
         .await;
     ssr::after_proposal_form(&id, outcome, |n| {
         format!("/proposals/{id}?notice={}", n.code())

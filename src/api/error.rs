@@ -312,6 +312,14 @@ fn conflict(c: Conflict) -> ApiError {
             code: "username_taken",
             message: "a user with this name exists".into(),
         },
+        Conflict::GrantEnded(state) => ApiError::Conflict {
+            code: "grant_ended",
+            message: format!("the grant is {}; only a live grant changes", state.as_str()),
+        },
+        Conflict::GrantSpent => ApiError::Conflict {
+            code: "grant_spent",
+            message: "the standing grant ended while the proposal was stored; submit again".into(),
+        },
     }
 }
 

@@ -12,6 +12,7 @@ use clap::{Args, Parser, Subcommand};
 mod accounts;
 mod audit;
 mod gateway;
+mod grant;
 mod oidc;
 mod proposal;
 mod tool;
@@ -73,6 +74,11 @@ enum Command {
     Gateway {
         #[command(subcommand)]
         command: gateway::GatewayCommand,
+    },
+    /// Standing grants: list them, revoke one.
+    Grant {
+        #[command(subcommand)]
+        command: grant::GrantCommand,
     },
     /// Pause or resume tools for every executor (the kill switch).
     Tool {
@@ -504,6 +510,7 @@ async fn execute(command: Command) -> Result<(), String> {
         Command::Proposal { command } => proposal::run(command).await,
         Command::Tool { command } => tool::run(command).await,
         Command::Gateway { command } => gateway::run(command).await,
+        Command::Grant { command } => grant::run(command).await,
     }
 }
 

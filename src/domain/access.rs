@@ -140,6 +140,14 @@ use_cases! {
     PinGatewayTools => "gateway.pin",
     /// The gateway's tools and their definitions; accept a changed definition.
     ManageGateway => "gateway.manage",
+    /// Approve alone, in an emergency, a proposal that needs more approvers (break-glass).
+    BreakGlass => "proposal.break_glass",
+    /// Approve a proposal and let the same agent's similar calls through for a while.
+    MakeGrant => "grant.make",
+    /// List standing grants, their scope, uses and time left.
+    ViewGrants => "grant.view",
+    /// Revoke a standing grant.
+    RevokeGrant => "grant.revoke",
 }
 
 impl UseCase {
@@ -190,6 +198,24 @@ impl UseCase {
             ),
             UseCase::PinGatewayTools => rule(&[Who::System], false, ""),
             UseCase::ManageGateway => rule(ADMINS, false, "only the definition on offer"),
+            UseCase::BreakGlass => rule(
+                &[Who::Admin],
+                true,
+                "as `proposal.decide`; only past a quorum the policy lets be broken, with a written \
+                 justification",
+            ),
+            UseCase::MakeGrant => rule(
+                DECIDERS,
+                true,
+                "with their own final approval of the proposal; only what the policy lets be \
+                 granted, within its `max_grant`",
+            ),
+            UseCase::ViewGrants => rule(
+                &[Who::Admin, Who::Reviewer, Who::Compliance, Who::Operator],
+                true,
+                "",
+            ),
+            UseCase::RevokeGrant => rule(&[Who::Admin, Who::Reviewer, Who::Operator], true, ""),
         }
     }
 }

@@ -44,7 +44,14 @@ pub enum Reason {
     Escalated,
     /// A rollback task was opened: a person approves or dismisses it.
     Rollback,
+    /// An admin approved alone past the policy's quorum (break-glass): every admin and the
+    /// compliance role are told ([`BREAK_GLASS_AUDIENCE`]).
+    BreakGlass,
 }
+
+/// The audience of a break-glass notification: every admin and compliance officer, whatever
+/// their domains (not an escalation tier: a tier names one role or one person).
+pub const BREAK_GLASS_AUDIENCE: &str = "admin+compliance";
 
 impl Reason {
     /// Its stored and wire name.
@@ -55,6 +62,7 @@ impl Reason {
             Reason::Expiring => "expiring",
             Reason::Escalated => "escalated",
             Reason::Rollback => "rollback",
+            Reason::BreakGlass => "break_glass",
         }
     }
 
@@ -66,6 +74,7 @@ impl Reason {
             "expiring" => Some(Reason::Expiring),
             "escalated" => Some(Reason::Escalated),
             "rollback" => Some(Reason::Rollback),
+            "break_glass" => Some(Reason::BreakGlass),
             _ => None,
         }
     }
@@ -87,6 +96,7 @@ impl Reason {
             Reason::Expiring => "About to expire undecided",
             Reason::Escalated => "Escalated: nobody decided in time",
             Reason::Rollback => "Rollback task: approve or dismiss it",
+            Reason::BreakGlass => "Break-glass: an admin approved alone past the quorum",
         }
     }
 }
@@ -122,10 +132,10 @@ pub struct Subject {
     pub escalated_to: Option<String>,
 }
 
-/// Whether a person is told about a proposal of `agent` in `domain`: the members of the
-/// escalation tier `audience` when there is one, else everyone who may decide it (a deciding
-/// role, the domain among theirs); never the proposing agent's own operators, who may not
-/// approve it.
+/// Whether a person is told about a proposal of `agent` in `domain`: every admin and
+/// compliance officer for a break-glass; the members of the escalation tier `audience` when
+/// there is one, else everyone who may decide it (a deciding role, the domain among theirs);
+/// never the proposing agent's own operators, who may not approve it.
 pub fn is_told(
     username: &str,
     role: &str,
@@ -135,6 +145,9 @@ pub fn is_told(
     operators: &[String],
 ) -> bool {
     let (agent, domain) = proposal;
+    if audience == Some(BREAK_GLASS_AUDIENCE) {
+        return matches!(role, "admin" | "compliance");
+    }
     if username == agent || operators.iter().any(|o| o == username) {
         return false;
     }

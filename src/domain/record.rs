@@ -15,6 +15,7 @@ use crate::domain::contract::proposal::ToolProposal;
 use crate::domain::contract::vocab::AuthorizationState;
 use crate::domain::lifecycle::{ProposalStatus, ReviewVerdict};
 use crate::domain::principal::TokenKind;
+use crate::domain::review::grant::{GrantState, Scope};
 use crate::domain::routing::proposal::ProposalDecision as Routing;
 
 /// A proposal as Countersign keeps it.
@@ -70,6 +71,43 @@ pub struct Erasure {
     pub at: OffsetDateTime,
     /// Why.
     pub reason: String,
+}
+
+/// A standing grant: a reviewer's approval of one agent's later calls of one tool.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GrantRecord {
+    /// Id (`grant:<id>` is the rule of the proposals it accepts).
+    pub id: Uuid,
+    /// The one agent it covers.
+    pub agent: String,
+    /// The tool.
+    pub tool: String,
+    /// The tool's version.
+    pub tool_version: String,
+    /// The domain.
+    pub domain: String,
+    /// The proposal whose approval made it.
+    pub proposal_id: Uuid,
+    /// The reviewer who made it.
+    pub granted_by: String,
+    /// The approved parameters.
+    pub parameters: serde_json::Map<String, Value>,
+    /// What of them may differ.
+    pub scope: Scope,
+    /// At most this many uses.
+    pub max_uses: Option<u32>,
+    /// Uses so far.
+    pub uses: u32,
+    /// Live, used up, expired or revoked.
+    pub state: GrantState,
+    /// When it was made.
+    pub created_at: OffsetDateTime,
+    /// When it ends.
+    pub expires_at: OffsetDateTime,
+    /// When it ended, if it has.
+    pub ended_at: Option<OffsetDateTime>,
+    /// Who revoked it, if someone did.
+    pub ended_by: Option<String>,
 }
 
 /// A command in the executor queue.

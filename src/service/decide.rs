@@ -6,12 +6,14 @@ use uuid::Uuid;
 
 use super::error::{Conflict, ServiceError};
 use super::expire::expire_due_in;
+use super::grants::NewGrant;
 use super::services::NewQueued;
 use super::services::Services;
 use super::submit::queue_command;
 use crate::audit::safe::{Salt, TextDigest};
 use crate::audit::{
-    Actor, ApprovalRecorded, AuditEvent, DecisionRefused, ProposalDecided, ProposalFacets,
+    Actor, ApprovalRecorded, AuditEvent, DecisionRefused, ProposalBrokeGlass, ProposalDecided,
+    ProposalFacets,
 };
 use crate::domain::FieldError;
 use crate::domain::access::UseCase;
@@ -20,9 +22,14 @@ use crate::domain::lifecycle::{
     self, DecisionError, ProposalStatus, ReviewDecision, ReviewVerdict, check_decision,
     check_operator,
 };
+use crate::domain::notify::{BREAK_GLASS_AUDIENCE, Reason};
 use crate::domain::principal::{Person, Principal};
+use crate::domain::record::GrantRecord;
+use crate::domain::review::break_glass::{self, BreakGlassError};
+use crate::domain::review::grant::Ask;
 use crate::domain::review::{batch, confirm};
 use crate::storage::Tx;
+use crate::storage::notifications::Notice;
 use crate::storage::proposals::{self, DecisionRow, ProposalRecord};
 
 /// What a decision came to.
@@ -42,8 +49,20 @@ struct Change {
     reason: Option<String>,
     required_approvals: u8,
     command: Option<NewQueued>,
+    /// The standing grant made with this approval, if the reviewer asked for one.
+    grant: Option<NewGrant>,
+    /// An admin approves alone past the quorum.
+    break_glass: bool,
     salt: Salt,
     now: time::OffsetDateTime,
+}
+
+/// What a decision brings beyond the verdict: a standing grant made with the approval (its
+/// record handed back through the slot), or a break-glass.
+enum Extra<'a> {
+    None,
+    Grant(&'a Ask, &'a mut Option<GrantRecord>),
+    BreakGlass,
 }
 
 /// What applying it did.
@@ -79,7 +98,58 @@ impl Services {
         confirmation: Option<&str>,
     ) -> Result<Decided, ServiceError> {
         let how = How::Alone(confirmation);
-        self.decide_as(who, id, verdict, reason, how).await
+        self.decide_as(who, id, verdict, reason, how, Extra::None)
+            .await
+    }
+
+    /// Whether `who` is offered break-glass on `p`: an admin, on a proposal needing more than
+    /// one approver whose tool the policy lets be broken (the decision's own rules are checked
+    /// when it is taken).
+    pub fn break_glass_offered(&self, who: &Principal, p: &ProposalRecord) -> bool {
+        self.authorize(who, UseCase::BreakGlass).is_ok()
+            && p.routing.required_approvals > 1
+            && self.policy().break_glass_allowed(&p.contract.tool.name)
+    }
+
+    /// Admin `who` approves proposal `id` alone although the policy wants more approvers, in
+    /// an emergency, saying why in `justification` (at least 20 characters): break-glass
+    /// ([`break_glass`]). Every other rule of a decision holds. It is loud: recorded
+    /// `proposal.break_glass`, every admin and compliance officer told on every channel, and
+    /// counted in `/metrics`.
+    pub async fn break_glass(
+        &self,
+        who: &Principal,
+        id: Uuid,
+        justification: &str,
+        confirmation: Option<&str>,
+    ) -> Result<Decided, ServiceError> {
+        self.authorize(who, UseCase::BreakGlass)?;
+        let how = How::Alone(confirmation);
+        let verdict = ReviewVerdict::Approved;
+        let justification = Some(justification.trim());
+        self.decide_as(who, id, verdict, justification, how, Extra::BreakGlass)
+            .await
+    }
+
+    /// `who` approves proposal `id` (with the target's name typed, if it needs it) and lets
+    /// the same agent's similar calls through for a while, as `ask` says ("approve and allow
+    /// similar"): the approval and the grant are one change, so a grant exists only with the
+    /// final approval that made it. Refused when the policy does not let it be granted.
+    pub async fn approve_and_grant(
+        &self,
+        who: &Principal,
+        id: Uuid,
+        reason: Option<&str>,
+        confirmation: Option<&str>,
+        ask: &Ask,
+    ) -> Result<(Decided, GrantRecord), ServiceError> {
+        let how = How::Alone(confirmation);
+        let verdict = ReviewVerdict::Approved;
+        let mut made = None;
+        let extra = Extra::Grant(ask, &mut made);
+        let decided = self.decide_as(who, id, verdict, reason, how, extra).await?;
+        let grant = made.ok_or(ServiceError::Conflict(Conflict::AlreadyApproved))?;
+        Ok((decided, grant))
     }
 
     /// `who` takes `verdict` with one `reason` on each of the proposals `ids` (at most
@@ -113,7 +183,9 @@ impl Services {
         }
         let mut outcomes = Vec::with_capacity(unique.len());
         for id in unique {
-            let decided = self.decide_as(who, id, verdict, reason, How::Batch).await;
+            let decided = self
+                .decide_as(who, id, verdict, reason, How::Batch, Extra::None)
+                .await;
             outcomes.push((id, decided));
         }
         Ok(outcomes)
@@ -126,9 +198,25 @@ impl Services {
         verdict: ReviewVerdict,
         reason: Option<&str>,
         how: How<'_>,
+        extra: Extra<'_>,
     ) -> Result<Decided, ServiceError> {
         let (reviewer, p, decision) = self.checked(who, id, verdict, reason, how).await?;
         let now = self.now();
+        let (grant, break_glass) = match extra {
+            Extra::Grant(ask, made) => {
+                let grant = self.new_grant(who, &p, ask, now)?;
+                *made = Some(grant.grant.clone());
+                (Some(grant), false)
+            }
+            Extra::BreakGlass => {
+                let allows = self.policy().break_glass_allowed(&p.contract.tool.name);
+                let why = decision.reason.as_deref().unwrap_or_default();
+                break_glass::check(p.routing.required_approvals, allows, why)
+                    .map_err(break_glass_refused)?;
+                (None, true)
+            }
+            Extra::None => (None, false),
+        };
         let command = (decision.verdict == ReviewVerdict::Approved).then(|| {
             self.approved_command(
                 &p.contract,
@@ -145,6 +233,8 @@ impl Services {
             reason: decision.reason,
             required_approvals: p.routing.required_approvals.max(1),
             command,
+            grant,
+            break_glass,
             salt: self.store().salt().clone(),
             now,
         };
@@ -161,6 +251,10 @@ impl Services {
             Applied::Final(p) => {
                 if p.status == ProposalStatus::Approved {
                     self.queue_signal().wake();
+                }
+                if break_glass {
+                    self.metrics().broke_glass();
+                    tracing::warn!(proposal.id = %id, admin = %reviewer.username, "break-glass: approved alone past the quorum");
                 }
                 let waited = std::time::Duration::try_from(now - p.created_at).unwrap_or_default();
                 self.metrics().decided(p.status.as_str(), waited);
@@ -250,7 +344,23 @@ impl Services {
     }
 }
 
-/// The decision, if it is a rejection or the typed confirmation matches the target's name.
+/// A refused break-glass, as the error to answer.
+fn break_glass_refused(e: BreakGlassError) -> ServiceError {
+    match e {
+        BreakGlassError::Justification => {
+            ServiceError::Invalid(vec![FieldError::new("justification", e.to_string())])
+        }
+        BreakGlassError::NotNeeded => ServiceError::Forbidden {
+            code: "break_glass_not_needed",
+            message: e.to_string(),
+        },
+        BreakGlassError::PolicyForbids => ServiceError::Forbidden {
+            code: "break_glass_forbidden",
+            message: e.to_string(),
+        },
+    }
+}
+
 /// How a decision was taken: on the proposal's own page (with the target's name as typed, if
 /// it was), or in a batch from the queue.
 #[derive(Debug, Clone, Copy)]
@@ -294,11 +404,23 @@ impl Change {
         };
         let reviewer = Actor::user(&self.reviewer);
         if self.verdict == ReviewVerdict::Approved {
-            if !proposals::insert_approval(tx.conn(), self.id, &self.reviewer, self.now).await? {
+            let inserted =
+                proposals::insert_approval(tx.conn(), self.id, &self.reviewer, self.now).await?;
+            // Breaking the glass may follow one's own approval that waited for others.
+            if !inserted && !self.break_glass {
                 return Err(ServiceError::Conflict(Conflict::AlreadyApproved));
             }
             let approvals = proposals::count_approvals(tx.conn(), self.id).await?;
-            if !lifecycle::quorum_met(approvals, self.required_approvals) {
+            if self.break_glass {
+                self.record_break_glass(tx, &claimed, approvals, &reviewer);
+            } else if !lifecycle::quorum_met(approvals, self.required_approvals) {
+                if self.grant.is_some() {
+                    // Never reached: a grant is made only where one approval decides.
+                    return Err(ServiceError::Forbidden {
+                        code: "not_grantable",
+                        message: "it needs more than one approver".to_owned(),
+                    });
+                }
                 let recorded = ApprovalRecorded {
                     proposal_id: self.id,
                     facets: ProposalFacets::of(&claimed.agent, &claimed.contract),
@@ -315,7 +437,29 @@ impl Change {
         if let Some(command) = &self.command {
             queue_command(tx, self.id, command, &reviewer, self.now).await?;
         }
+        if let Some(grant) = &self.grant {
+            grant.make_in(tx, &reviewer, self.now).await?;
+        }
         Ok(Applied::Final(record))
+    }
+
+    /// The break-glass event, and the notification to every admin and compliance officer.
+    fn record_break_glass(&self, tx: &mut Tx, p: &ProposalRecord, approvals: i64, admin: &Actor) {
+        let broke = ProposalBrokeGlass {
+            proposal_id: self.id,
+            facets: ProposalFacets::of(&p.agent, &p.contract),
+            approvals,
+            required_approvals: self.required_approvals,
+            justification: self.reason().unwrap_or_default(),
+            request_hash_sha256: p.request_hash.clone(),
+        };
+        tx.record(self.now, admin, AuditEvent::ProposalBrokeGlass(broke));
+        tx.notify(Notice {
+            reason: Reason::BreakGlass,
+            proposal: self.id,
+            at: self.now,
+            audience: Some(BREAK_GLASS_AUDIENCE.to_owned()),
+        });
     }
 
     async fn record_decision(

@@ -7,6 +7,7 @@ use crate::domain::FieldError;
 use crate::domain::command::CommandStatus;
 use crate::domain::lifecycle::{DecisionError, ProposalStatus};
 use crate::domain::principal::LastAdmin;
+use crate::domain::review::grant::GrantState;
 use crate::storage::StorageError;
 
 /// Why a change conflicts with the current state.
@@ -28,6 +29,11 @@ pub enum Conflict {
     LeaseTokenMismatch,
     /// The command is not waiting for what was asked (it is in this status).
     CommandState(CommandStatus),
+    /// The standing grant is no longer live (it is in this state).
+    GrantEnded(GrantState),
+    /// The standing grant a submission was routed under ended before it was stored (the
+    /// submission is routed again; never answered).
+    GrantSpent,
 }
 
 /// A use case's error.

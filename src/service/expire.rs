@@ -1,19 +1,27 @@
 //! Expiry: a pending proposal nobody decided before its policy's deadline is expired, never
 //! approved. The server sweeps periodically; a decision that comes too late expires it too.
+//! The same sweep ends the standing grants whose time ran out.
 
 use super::error::ServiceError;
+use super::grants;
 use super::services::Services;
 use crate::audit::{Actor, AuditEvent, ProposalExpired, ProposalFacets};
 use crate::storage::Tx;
 use crate::storage::proposals::{self, ProposalRecord};
 
 impl Services {
-    /// Expires every pending proposal whose time ran out, each with its audit event.
+    /// Expires every pending proposal whose time ran out, and every standing grant, each with
+    /// its audit event.
     pub async fn expire_due(&self) -> Result<Vec<ProposalRecord>, ServiceError> {
         let now = self.now();
         let expired = self
             .store()
-            .write(move |tx| Box::pin(async move { expire_due_in(tx, now).await }))
+            .write(move |tx| {
+                Box::pin(async move {
+                    grants::expire_in(tx, now).await?;
+                    expire_due_in(tx, now).await
+                })
+            })
             .await?;
         if !expired.is_empty() {
             self.queue_changed();

@@ -29,6 +29,7 @@ mod expire;
 mod export;
 mod facet_cache;
 mod gateway;
+mod grants;
 mod ledger;
 mod mail;
 mod notify;

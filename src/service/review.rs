@@ -26,6 +26,8 @@ use crate::storage::proposals::ProposalRecord;
 
 /// The audit kind of a reveal.
 const REVEALED: &str = "proposal.personal_data_revealed";
+/// The event of a break-glass approval.
+const BROKE_GLASS: &str = "proposal.break_glass";
 
 /// An agent's earlier proposals for the tool of one proposal.
 #[derive(Debug, Clone, PartialEq)]
@@ -62,6 +64,8 @@ pub struct ProposalPage {
     /// For a call through the MCP gateway: the tool's pinned definition (and a changed one
     /// waiting for an admin), so the reviewer reads what the model read.
     pub tool_definition: Option<crate::domain::gateway::ToolPin>,
+    /// The admin who approved it alone past the quorum (break-glass), and when.
+    pub broke_glass: Option<(String, OffsetDateTime)>,
 }
 
 /// Whether a proposal's compliance context makes its personal data withheld.
@@ -105,6 +109,11 @@ impl Services {
         let alerts = self.alerts(id).await?;
         let revised_by = self.revisions_of(id).await?;
         let tool_definition = self.gateway_pin(&proposal.contract.tool.name).await?;
+        let broke_glass = {
+            let mut read = self.read().await?;
+            let subject = id.to_string();
+            audit::last_of(read.conn(), "proposal", &subject, BROKE_GLASS).await?
+        };
         Ok(Some(ProposalPage {
             proposal,
             command,
@@ -115,6 +124,7 @@ impl Services {
             alerts,
             revised_by,
             tool_definition,
+            broke_glass,
         }))
     }
 

@@ -10,6 +10,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use super::error::{Conflict, ServiceError};
+use super::grants;
 use super::services::NewQueued;
 use super::services::Services;
 use crate::audit::safe;
@@ -20,7 +21,9 @@ use crate::domain::command::grant::spec_sha256;
 use crate::domain::command::{CommandKind, CommandStatus};
 use crate::domain::contract::canonical::request_hash_sha256;
 use crate::domain::contract::proposal::ToolProposal;
+use crate::domain::contract::vocab::AuthorizationState;
 use crate::domain::lifecycle::{self, ProposalStatus};
+use crate::domain::record::GrantRecord;
 use crate::domain::routing::proposal::{ProposalDecision, route_proposal};
 use crate::domain::routing::scan::audit_safe_name;
 use crate::storage::audit::PendingEvent;
@@ -58,6 +61,8 @@ struct Routed {
     request_hash: String,
     routing: ProposalDecision,
     command: Option<NewQueued>,
+    /// The standing grant it is accepted under, whose use the write takes.
+    grant: Option<GrantRecord>,
 }
 
 /// What storing a routed proposal came to, inside the write: the new row's `seq`, or the
@@ -112,17 +117,25 @@ impl Services {
             return Err(self.reject_input(agent, errors).await);
         }
         let now = self.now();
-        let routed =
-            Arc::new(self.route(agent, token, contract, request_hash_sha256(body), now)?);
-        let row = Arc::clone(&routed.row);
-        let stored = {
-            let routed = Arc::clone(&routed);
-            self.store()
-                .write_staged(Upfront::Proposal(row), move |tx| {
-                    let routed = Arc::clone(&routed);
-                    Box::pin(async move { store_proposal(tx, &routed, now).await })
-                })
-                .await??
+        let (mut contract, mut request_hash) = (contract, request_hash_sha256(body));
+        let mut attempts = 0;
+        let (routed, stored) = loop {
+            let routing = route_proposal(&contract.facts(), self.policy());
+            let grant = match attempts {
+                0 | 1 => self.covering_grant(agent, &contract, &routing, now).await?,
+                _ => None,
+            };
+            let routed = self.route(agent, token, contract, request_hash, routing, grant, now)?;
+            let routed = Arc::new(routed);
+            match self.store_routed(&routed, now).await {
+                // The grant ended between the lookup and the commit: route it again.
+                Err(ServiceError::Conflict(Conflict::GrantSpent)) => {
+                    attempts += 1;
+                    contract = routed.contract.clone();
+                    request_hash = routed.request_hash.clone();
+                }
+                stored => break (routed, stored?),
+            }
         };
         let submitted = match stored {
             Stored::Created(seq) => {
@@ -139,6 +152,29 @@ impl Services {
         }
         tracing::info!(proposal.id = %p.id, status = %p.status, route = %p.routing.route, "proposal received");
         Ok(submitted)
+    }
+
+    /// Stores a routed proposal: with the group's other submissions, their rows inserted up
+    /// front, unless it uses a grant (whose use may fail, and then nothing of it stays).
+    async fn store_routed(
+        &self,
+        routed: &Arc<Routed>,
+        now: time::OffsetDateTime,
+    ) -> Result<Stored, ServiceError> {
+        let routed = Arc::clone(routed);
+        if routed.grant.is_some() {
+            return self
+                .store()
+                .write(move |tx| Box::pin(async move { store_proposal(tx, &routed, now).await }))
+                .await?;
+        }
+        let row = Arc::clone(&routed.row);
+        self.store()
+            .write_staged(Upfront::Proposal(row), move |tx| {
+                let routed = Arc::clone(&routed);
+                Box::pin(async move { store_proposal(tx, &routed, now).await })
+            })
+            .await?
     }
 
     /// A revision (`supersedes`) must name a proposal of the same agent that a reviewer asked
@@ -189,32 +225,38 @@ impl Services {
         }
     }
 
-    /// Routes `contract` under the policy and builds what storing it writes: its row, its
-    /// audit event and, when the policy accepts it outright, its command.
+    /// Builds what storing `contract`, routed `routing` (and accepted under `grant`, if one
+    /// covers it), writes: its row, its audit event and, when it is accepted, its command.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one submission's parts, each used once"
+    )]
     fn route(
         &self,
         agent: &str,
         token: Option<Uuid>,
         contract: ToolProposal,
         request_hash: String,
+        routing: ProposalDecision,
+        grant: Option<GrantRecord>,
         now: time::OffsetDateTime,
     ) -> Result<Routed, ServiceError> {
-        let routing = route_proposal(&contract.facts(), self.policy());
+        let (routing, authorization, approver) = match &grant {
+            Some(g) => (
+                routing.granted(&g.id.to_string(), &g.granted_by),
+                AuthorizationState::Confirmed,
+                g.granted_by.as_str(),
+            ),
+            None => (routing, contract.effective_authorization(), "policy"),
+        };
         let status = lifecycle::initial_status(routing.route);
-        let command = (status == ProposalStatus::Accepted).then(|| {
-            self.approved_command(
-                &contract,
-                &request_hash,
-                "policy",
-                contract.effective_authorization(),
-                now,
-            )
-        });
+        let command = (status == ProposalStatus::Accepted)
+            .then(|| self.approved_command(&contract, &request_hash, approver, authorization, now));
         let row = NewProposal::new(&ProposalParts {
             agent,
             token,
             status,
-            authorization_state: contract.effective_authorization(),
+            authorization_state: authorization,
             request_hash: &request_hash,
             routing: &routing,
             contract: &contract,
@@ -242,6 +284,7 @@ impl Services {
             request_hash,
             routing,
             command,
+            grant,
         })
     }
 }
@@ -269,9 +312,16 @@ async fn store_proposal(
         });
     };
     tx.record_built(r.submitted_event.clone());
+    let proposal_id = r.contract.proposal_id;
+    let by = match &r.grant {
+        Some(g) => {
+            grants::use_in(tx, g, proposal_id, now).await?;
+            "grant"
+        }
+        None => "policy",
+    };
     if let Some(command) = &r.command {
-        let proposal_id = r.contract.proposal_id;
-        queue_command(tx, proposal_id, command, &Actor::system("policy"), now).await?;
+        queue_command(tx, proposal_id, command, &Actor::system(by), now).await?;
     }
     Ok(Ok(Stored::Created(seq)))
 }

@@ -475,6 +475,24 @@ pub async fn last_by_actor(
     Ok(row.map(|(at,)| at))
 }
 
+/// Who recorded the last `action` on subject `subject_type`/`subject_id`, and when.
+pub async fn last_of(
+    conn: Conn<'_>,
+    subject_type: &str,
+    subject_id: &str,
+    action: &str,
+) -> Result<Option<(String, OffsetDateTime)>> {
+    let sql = "select actor, at from audit_events where subject_type = $1 and subject_id = $2 \
+               and action = $3 order by seq desc limit 1";
+    let row: Option<(String, OffsetDateTime)> = on!(conn, |c| sqlx::query_as(sql)
+        .bind(subject_type)
+        .bind(subject_id)
+        .bind(action)
+        .fetch_optional(c)
+        .await)?;
+    Ok(row)
+}
+
 /// The chain head as the database records it, and the first chained seq (rows before it
 /// were written before the chain existed).
 pub async fn head(conn: Conn<'_>) -> Result<(Head, i64)> {

@@ -31,6 +31,7 @@ pub mod db;
 pub mod direct;
 pub mod error;
 pub mod gateway;
+pub mod grants;
 pub mod history;
 pub mod notifications;
 pub mod paused;

@@ -4,8 +4,9 @@
 //! reveal of a GDPR or HIPAA proposal's personal data.
 
 use app::dto::{
-    AppError, ApprovalView, AuditView, BlockerView, ErasedView, EscalationView, ExecutionView,
-    HistoryItem, HistoryView, Notice, ProposalView, ReviewView, RevisionView, Viewer,
+    AppError, ApprovalView, AuditView, BlockerView, DecisionOffers, ErasedView, EscalationView,
+    ExecutionView, HistoryItem, HistoryView, Notice, ProposalView, ReviewView, RevisionView,
+    Viewer,
 };
 use app::ports::DecideOutcome;
 use time::OffsetDateTime;
@@ -63,6 +64,7 @@ pub(super) async fn proposal(
     );
     let masked = withholds_personal_data(&p) && !revealed;
     let revision = revision(s, &who, &p, page.revised_by, masked).await?;
+    let offers = offers(s, &who, &p, &standing);
     let detail = Detail {
         p,
         command,
@@ -82,6 +84,11 @@ pub(super) async fn proposal(
         view.tool_definition = Some(definition);
     }
     view.revision = revision;
+    view.offers = offers;
+    view.broke_glass = (page.broke_glass).map(|(by, at)| app::dto::BrokeGlassView {
+        by,
+        at: moment(at, now),
+    });
     view.escalations = (page.alerts.into_iter())
         .filter(|a| a.kind == "escalated")
         .map(|a| EscalationView {
@@ -362,17 +369,40 @@ impl Texts {
 
 /// The name to type before approving, when this viewer may approve and the action needs it.
 fn confirm_name(p: &ProposalRecord, standing: &Standing) -> Option<String> {
-    let c = &p.contract;
     (standing.status.is_open() && standing.can_decide && standing.approve_blocked.is_none())
-        .then(|| {
-            confirm::expected(
-                p.routing.effective_risk,
-                c.blast_radius,
-                &c.target_refs,
-                &c.tool.name,
-            )
-        })
+        .then(|| expected_name(p))
         .flatten()
+}
+
+/// What the viewer is offered beside Approve: a standing grant, and break-glass (with the name
+/// it needs typed).
+fn offers(
+    s: &Services,
+    who: &Principal,
+    p: &ProposalRecord,
+    standing: &Standing,
+) -> DecisionOffers {
+    let may_approve = standing.status.is_open() && standing.can_decide;
+    let grant = (may_approve && standing.approve_blocked.is_none())
+        .then(|| super::grants::offer(s, who, p))
+        .flatten();
+    let break_glass = may_approve && s.break_glass_offered(who, p);
+    DecisionOffers {
+        grant,
+        break_glass,
+        glass_confirm: break_glass.then(|| expected_name(p)).flatten(),
+    }
+}
+
+/// The name approving `p` needs typed, if it needs one.
+fn expected_name(p: &ProposalRecord) -> Option<String> {
+    let c = &p.contract;
+    confirm::expected(
+        p.routing.effective_risk,
+        c.blast_radius,
+        &c.target_refs,
+        &c.tool.name,
+    )
 }
 
 fn approval_views(
@@ -461,6 +491,8 @@ impl Detail {
             revision: RevisionView::default(),
             escalations: Vec::new(),
             tool_definition: None,
+            offers: app::dto::DecisionOffers::default(),
+            broke_glass: None,
             command: command_sheet,
             history: history_view(history, now),
             confirm_name,

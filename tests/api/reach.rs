@@ -25,14 +25,14 @@ on_both_backends!(
 
 /// One message as the SMTP server took it.
 #[derive(Debug)]
-struct Mail {
-    to: Vec<String>,
-    subject: String,
-    body: String,
+pub(crate) struct Mail {
+    pub(crate) to: Vec<String>,
+    pub(crate) subject: String,
+    pub(crate) body: String,
 }
 
 /// An SMTP server on loopback that accepts every message and hands it over.
-async fn smtp_server() -> (String, mpsc::UnboundedReceiver<Mail>) {
+pub(crate) async fn smtp_server() -> (String, mpsc::UnboundedReceiver<Mail>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
     let (tx, rx) = mpsc::unbounded_channel();
@@ -125,14 +125,14 @@ fn quoted_printable(lines: &[String]) -> String {
     String::from_utf8(bytes).expect("utf-8")
 }
 
-async fn next_mail(rx: &mut mpsc::UnboundedReceiver<Mail>) -> Mail {
+pub(crate) async fn next_mail(rx: &mut mpsc::UnboundedReceiver<Mail>) -> Mail {
     tokio::time::timeout(Duration::from_secs(20), rx.recv())
         .await
         .expect("an email arrived")
         .expect("server open")
 }
 
-fn email_settings(smtp: &str) -> NotifySettings {
+pub(crate) fn email_settings(smtp: &str) -> NotifySettings {
     NotifySettings {
         public_url: Some("https://countersign.example.com/".parse().expect("url")),
         mailer: Some(Mailer::new(smtp, "Countersign <cs@example.com>").expect("mailer")),
@@ -141,7 +141,7 @@ fn email_settings(smtp: &str) -> NotifySettings {
 }
 
 /// A person with an address, limited to `domains` when given.
-async fn person(app: &TestApp, name: &str, role: Role, domains: Option<&[&str]>) {
+pub(crate) async fn person(app: &TestApp, name: &str, role: Role, domains: Option<&[&str]>) {
     app.user(name, role).await;
     let actor = Principal::Operator;
     if let Some(domains) = domains {

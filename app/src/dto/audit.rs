@@ -15,6 +15,7 @@ pub const EVENT_KINDS: &[&str] = &[
     "proposal.approved",
     "proposal.rejected",
     "proposal.decision_refused",
+    "proposal.break_glass",
     "proposal.expired",
     "proposal.escalated",
     "proposal.viewed",
@@ -51,6 +52,10 @@ pub const EVENT_KINDS: &[&str] = &[
     "gateway.tool_changed",
     "gateway.tool_accepted",
     "gateway.upstream_state",
+    "grant.made",
+    "grant.used",
+    "grant.expired",
+    "grant.revoked",
 ];
 
 /// The decision facet's values, for its filter.

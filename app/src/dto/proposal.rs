@@ -274,6 +274,31 @@ pub struct ProposalView {
     pub escalations: Vec<EscalationView>,
     /// For a call through the MCP gateway: the tool's definition the model read.
     pub tool_definition: Option<ToolDefinitionView>,
+    /// What the viewer is offered beside Approve.
+    pub offers: DecisionOffers,
+    /// The break-glass that approved it, if one did.
+    pub broke_glass: Option<BrokeGlassView>,
+}
+
+/// What the viewer is offered beside Approve: a standing grant and break-glass.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct DecisionOffers {
+    /// "Approve and allow similar", when the viewer may approve it now.
+    pub grant: Option<super::grant::GrantOfferView>,
+    /// Whether the viewer (an admin) is offered break-glass: approving alone what needs more
+    /// approvers.
+    pub break_glass: bool,
+    /// The name to type for break-glass, when the action needs it.
+    pub glass_confirm: Option<String>,
+}
+
+/// A break-glass approval, as the page marks it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BrokeGlassView {
+    /// The admin.
+    pub by: String,
+    /// When.
+    pub at: Moment,
 }
 
 /// A gateway tool's pinned definition, as the reviewer reads it.

@@ -7,11 +7,11 @@ use leptos::prelude::*;
 use leptos::server_fn::ServerFn;
 use leptos_router::hooks::use_query_map;
 
-use super::common::{Flash, error_view, use_session};
+use super::common::{Flash, error_view, with_csrf};
 use crate::components::visible::{HiddenFlag, Shown as Visible};
 use crate::dto::{
-    GatewayToolItem, GatewayView, NotificationItem, SessionView, ShownSecret, TokenItem,
-    TokensView, UserItem, UsersView, WebhookAttempt, WebhookDelivery, WebhooksView,
+    GatewayToolItem, GatewayView, NotificationItem, ShownSecret, TokenItem, TokensView, UserItem,
+    UsersView, WebhookAttempt, WebhookDelivery, WebhooksView,
 };
 use crate::server::admin::{
     ChangeGateway, ChangeToken, ChangeUser, list_admin_tokens, list_admin_users,
@@ -53,23 +53,11 @@ fn Shown(shown: Option<ShownSecret>) -> impl IntoView {
 pub fn AdminUsersPage() -> impl IntoView {
     let query = use_query_map();
     let users = Resource::new(move || query.read().get("shown"), list_admin_users);
-    let session = use_session();
     view! {
         <h1>"Users"</h1>
         <AdminNav current="users"/>
         <Flash/>
-        <Suspense fallback=|| view! { <p>"Loading…"</p> }>
-            {move || Suspend::new(async move {
-                let csrf = match session.await {
-                    Ok(SessionView { csrf_token, .. }) => csrf_token,
-                    Err(e) => return error_view(e),
-                };
-                match users.await {
-                    Ok(view) => view! { <Users view csrf/> }.into_any(),
-                    Err(e) => error_view(e),
-                }
-            })}
-        </Suspense>
+        {with_csrf(users, |view, csrf| view! { <Users view csrf/> })}
     }
 }
 
@@ -187,23 +175,11 @@ fn UserRow(user: UserItem, csrf: String) -> impl IntoView {
 pub fn AdminTokensPage() -> impl IntoView {
     let query = use_query_map();
     let tokens = Resource::new(move || query.read().get("shown"), list_admin_tokens);
-    let session = use_session();
     view! {
         <h1>"API tokens"</h1>
         <AdminNav current="tokens"/>
         <Flash/>
-        <Suspense fallback=|| view! { <p>"Loading…"</p> }>
-            {move || Suspend::new(async move {
-                let csrf = match session.await {
-                    Ok(SessionView { csrf_token, .. }) => csrf_token,
-                    Err(e) => return error_view(e),
-                };
-                match tokens.await {
-                    Ok(view) => view! { <Tokens view csrf/> }.into_any(),
-                    Err(e) => error_view(e),
-                }
-            })}
-        </Suspense>
+        {with_csrf(tokens, |view, csrf| view! { <Tokens view csrf/> })}
     }
 }
 
@@ -420,23 +396,11 @@ fn Notifications(notifications: Vec<NotificationItem>) -> impl IntoView {
 #[component]
 pub fn AdminGatewayPage() -> impl IntoView {
     let tools = Resource::new(|| (), |()| list_gateway_tools());
-    let session = use_session();
     view! {
         <h1>"MCP gateway"</h1>
         <AdminNav current="gateway"/>
         <Flash/>
-        <Suspense fallback=|| view! { <p>"Loading…"</p> }>
-            {move || Suspend::new(async move {
-                let csrf = match session.await {
-                    Ok(SessionView { csrf_token, .. }) => csrf_token,
-                    Err(e) => return error_view(e),
-                };
-                match tools.await {
-                    Ok(view) => view! { <Gateway view csrf/> }.into_any(),
-                    Err(e) => error_view(e),
-                }
-            })}
-        </Suspense>
+        {with_csrf(tools, |view, csrf| view! { <Gateway view csrf/> })}
     }
 }
 

@@ -9,6 +9,33 @@ use leptos_router::hooks::use_query_map;
 use crate::dto::{AppError, Notice, Role, SessionView};
 use crate::server::Logout;
 
+/// A page's content that has forms: "Loading…", then `render(data, csrf)` with the session's
+/// CSRF token, or the error (of the session or of the data) as every page shows one.
+pub fn with_csrf<T, V>(
+    data: Resource<Result<T, AppError>>,
+    render: fn(T, String) -> V,
+) -> impl IntoView
+where
+    T: Clone + Send + Sync + serde::Serialize + serde::de::DeserializeOwned + 'static,
+    V: IntoView + 'static,
+{
+    let session = use_session();
+    view! {
+        <Suspense fallback=|| view! { <p>"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                let csrf = match session.await {
+                    Ok(SessionView { csrf_token, .. }) => csrf_token,
+                    Err(e) => return error_view(e),
+                };
+                match data.await {
+                    Ok(view) => render(view, csrf).into_any(),
+                    Err(e) => error_view(e),
+                }
+            })}
+        </Suspense>
+    }
+}
+
 /// The session resource the app provides to every page.
 pub type SessionResource = Resource<Result<SessionView, AppError>>;
 
@@ -31,6 +58,7 @@ pub fn Header() -> impl IntoView {
                             <nav>
                                 <a href="/">"Queue"</a>
                                 <a href="/runs" data-testid="nav-runs">"Runs"</a>
+                                <a href="/grants" data-testid="nav-grants">"Grants"</a>
                                 {matches!(viewer.role, Role::Compliance | Role::Admin)
                                     .then(|| view! { <a href="/audit" data-testid="nav-audit">"Audit"</a> })}
                                 {(viewer.role == Role::Admin)

@@ -5,6 +5,7 @@ mod admin;
 mod audit;
 mod charts;
 mod common;
+mod grants;
 mod login;
 mod proposal;
 mod queue;
@@ -15,6 +16,7 @@ pub use admin::{AdminGatewayPage, AdminTokensPage, AdminUsersPage, AdminWebhooks
 pub use audit::AuditTrailPage;
 pub use charts::ChartsPage;
 pub use common::{Flash, Header, NotFound, SessionResource, error_view, use_session};
+pub use grants::GrantsPage;
 pub use login::{LoginPage, NoRolePage};
 pub use proposal::ProposalPage;
 pub use queue::QueuePage;

@@ -5,9 +5,9 @@
 use leptos::prelude::*;
 use leptos::server_fn::ServerFn;
 
-use super::common::{Flash, error_view, use_session};
+use super::common::{Flash, with_csrf};
 use crate::components::visible::{HiddenFlag, Shown};
-use crate::dto::{PausedView, RunItem, RunsView, SessionView};
+use crate::dto::{PausedView, RunItem, RunsView};
 use crate::server::runs::{DecideRollback, ResolveCommand, SwitchTool, list_runs};
 use crate::time::When;
 
@@ -15,22 +15,10 @@ use crate::time::When;
 #[component]
 pub fn RunsPage() -> impl IntoView {
     let runs = Resource::new(|| (), |_| list_runs());
-    let session = use_session();
     view! {
         <h1>"Runs that need a person"</h1>
         <Flash/>
-        <Suspense fallback=|| view! { <p>"Loading…"</p> }>
-            {move || Suspend::new(async move {
-                let csrf = match session.await {
-                    Ok(SessionView { csrf_token, .. }) => csrf_token,
-                    Err(e) => return error_view(e),
-                };
-                match runs.await {
-                    Ok(view) => view! { <Runs view csrf/> }.into_any(),
-                    Err(e) => error_view(e),
-                }
-            })}
-        </Suspense>
+        {with_csrf(runs, |view, csrf| view! { <Runs view csrf/> })}
     }
 }
 

@@ -11,6 +11,7 @@ mod account;
 mod check;
 mod command;
 mod gateway;
+mod grant;
 mod payload;
 mod proposal;
 
@@ -18,6 +19,7 @@ pub use account::*;
 pub use check::*;
 pub use command::*;
 pub use gateway::*;
+pub use grant::*;
 pub use payload::Payload;
 pub use proposal::*;
 
@@ -68,6 +70,8 @@ audit_events! {
     ApprovalRecorded,
     /// A reviewer's final decision (`proposal.approved` / `proposal.rejected`).
     ProposalDecided,
+    /// An admin approved alone past the policy's quorum (`proposal.break_glass`).
+    ProposalBrokeGlass,
     /// A decision the rules refused: wrong role, own proposal (`proposal.decision_refused`).
     DecisionRefused,
     /// Nobody decided in time (`proposal.expired`).
@@ -154,6 +158,12 @@ audit_events! {
     GatewayToolAccepted,
     /// A gateway upstream's state changed (`gateway.upstream_state`).
     GatewayUpstreamState,
+    /// A reviewer made a standing grant with an approval (`grant.made`).
+    GrantMade,
+    /// A proposal was accepted under a standing grant (`grant.used`).
+    GrantUsed,
+    /// A standing grant was revoked or ran out (`grant.revoked` / `grant.expired`).
+    GrantEnded,
 }
 
 #[cfg(test)]

@@ -248,6 +248,35 @@ impl Payload for ProposalDecided {
     }
 }
 
+/// Payload of `proposal.break_glass`: an admin approved alone, in an emergency, what the
+/// policy wanted more approvers for (recorded beside the `proposal.approved` it came with).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProposalBrokeGlass {
+    /// The proposal.
+    #[serde(skip)]
+    pub proposal_id: Uuid,
+    /// Whose, which tool, where, how risky.
+    #[serde(flatten)]
+    pub facets: ProposalFacets,
+    /// Approvals it had before, this admin's own included if they had approved.
+    pub approvals: i64,
+    /// Approvals the policy required.
+    pub required_approvals: u8,
+    /// The written justification, as length and hash (the text stays on the proposal).
+    pub justification: TextDigest,
+    /// Hash the approval is bound to.
+    pub request_hash_sha256: String,
+}
+
+impl Payload for ProposalBrokeGlass {
+    fn kind(&self) -> &'static str {
+        "proposal.break_glass"
+    }
+    fn subject(&self) -> (&'static str, String) {
+        ("proposal", self.proposal_id.to_string())
+    }
+}
+
 /// Payload of `proposal.decision_refused`: someone tried to decide and the rules said no.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DecisionRefused {

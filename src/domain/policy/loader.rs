@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use super::escalation::Escalation;
 use super::glob::Glob;
 use super::model::{
-    ActionCategory, AgentRule, BlastRadiusRules, Defaults, DomainRule, MAX_EXPIRY_SECS, Policy,
-    PolicyError, ToolRule,
+    ActionCategory, AgentRule, BlastRadiusRules, DEFAULT_MAX_GRANT_SECS, Defaults, DomainRule,
+    MAX_EXPIRY_SECS, Policy, PolicyError, ToolRule,
 };
 use super::toml::{self, Located, TomlValue, line_col, push_key};
 use crate::domain::contract::proposal::is_slug;
@@ -128,6 +128,9 @@ const TOOL_KEYS: &[&str] = &[
     "execute_within",
     "escalate_after",
     "escalate_to",
+    "grantable",
+    "max_grant",
+    "break_glass",
 ];
 const DOMAIN_KEYS: &[&str] = &["escalate_after", "escalate_to"];
 
@@ -619,6 +622,9 @@ impl Loader<'_> {
                 idempotent: false,
                 execute_within_secs: defaults.execute_within_secs,
                 escalation: None,
+                grantable: true,
+                max_grant_secs: DEFAULT_MAX_GRANT_SECS,
+                break_glass: true,
                 glob: Glob::is_wildcard(pattern).then_some(glob),
             };
             let fields = self.fields(fields, &id, TOOL_KEYS);
@@ -644,6 +650,11 @@ impl Loader<'_> {
                         rule.allowed_executors = self.names(f).unwrap_or_default();
                     }
                     "idempotent" => rule.idempotent = self.boolean(f).unwrap_or(false),
+                    "grantable" => rule.grantable = self.boolean(f).unwrap_or(false),
+                    "break_glass" => rule.break_glass = self.boolean(f).unwrap_or(false),
+                    "max_grant" => {
+                        rule.max_grant_secs = self.duration(f).unwrap_or(rule.max_grant_secs);
+                    }
                     "execute_within" => {
                         rule.execute_within_secs =
                             self.duration(f).unwrap_or(rule.execute_within_secs);

@@ -26,6 +26,9 @@ pub const DEFAULT_EXPIRY_SECS: u64 = 86_400;
 /// Default approval window: an approved command not leased within an hour expires.
 pub const DEFAULT_EXECUTE_WITHIN_SECS: u64 = 3_600;
 
+/// The longest standing grant of a tool's calls when its rule sets no `max_grant`: 8 h.
+pub const DEFAULT_MAX_GRANT_SECS: u64 = 8 * 3_600;
+
 wire_enum! {
     /// Seed 004 tool action categories.
     pub enum ActionCategory {
@@ -182,6 +185,12 @@ pub struct ToolRule {
     pub execute_within_secs: u64,
     /// Escalation for this tool; `None`: the domain's, else the defaults'.
     pub escalation: Option<Escalation>,
+    /// Whether reviewers may grant this tool's later calls ("approve and allow similar").
+    pub grantable: bool,
+    /// The longest such grant, in seconds.
+    pub max_grant_secs: u64,
+    /// Whether an admin may approve alone, in an emergency, what needs more approvers.
+    pub break_glass: bool,
     #[serde(skip)]
     pub(super) glob: Option<Glob>,
 }
@@ -470,6 +479,21 @@ impl Policy {
     pub fn execute_within_secs(&self, tool_name: &str) -> u64 {
         self.tool_rule(tool_name)
             .map_or(self.defaults.execute_within_secs, |r| r.execute_within_secs)
+    }
+
+    /// The longest standing grant of `tool_name`'s calls, in seconds; `None` when the policy
+    /// says `grantable = false` (an unlisted tool may be granted for [`DEFAULT_MAX_GRANT_SECS`]).
+    pub fn max_grant_secs(&self, tool_name: &str) -> Option<u64> {
+        match self.tool_rule(tool_name) {
+            Some(r) => r.grantable.then_some(r.max_grant_secs),
+            None => Some(DEFAULT_MAX_GRANT_SECS),
+        }
+    }
+
+    /// Whether an admin may break the glass on `tool_name` (approve alone what needs more
+    /// approvers): unless its rule says `break_glass = false`.
+    pub fn break_glass_allowed(&self, tool_name: &str) -> bool {
+        self.tool_rule(tool_name).is_none_or(|r| r.break_glass)
     }
 
     /// Who is told when nobody decides a proposal for `tool_name` in `domain`: the tool's

@@ -2,15 +2,18 @@
 //! unambiguous"): text made visible ([`text`]: invisible and direction-changing characters
 //! escaped), which values of a command are secrets or personal data ([`disclosure`]), when
 //! approving needs the target's name typed ([`confirm`]), and how an agent's earlier proposals
-//! for the same tool came out ([`history`]), what a revision changed ([`diff`]), and which
-//! approvals a batch from the queue may take ([`batch`]).
+//! for the same tool came out ([`history`]), what a revision changed ([`diff`]), which
+//! approvals a batch from the queue may take ([`batch`]), what a standing grant covers
+//! ([`grant`]), and when an admin may approve alone ([`break_glass`]).
 //!
 //! Pure like the rest of the domain: the pages call these through `web`, the decision through
 //! `service::decide`, so the page and the server apply the same rule.
 
 pub mod batch;
+pub mod break_glass;
 pub mod confirm;
 pub mod diff;
 pub mod disclosure;
+pub mod grant;
 pub mod history;
 pub mod text;

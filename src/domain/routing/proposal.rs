@@ -133,6 +133,30 @@ pub struct ProposalDecision {
     pub evidence_integrity: EvidenceIntegrity,
 }
 
+impl ProposalDecision {
+    /// This `ask` decision accepted instead under standing grant `grant_id`, made by
+    /// `granted_by`: the person's approval given in advance stands in for the one it asked.
+    /// Anything but `ask` stays as it is (a refusal, or a wait for evidence, always stands).
+    pub fn granted(mut self, grant_id: &str, granted_by: &str) -> Self {
+        if self.route != Route::Ask {
+            return self;
+        }
+        self.reasons.push(format!(
+            "accepted under standing grant {grant_id}, made by {granted_by}, in place of: {}",
+            self.blockers
+                .iter()
+                .map(|b| b.message.as_str())
+                .collect::<Vec<_>>()
+                .join("; ")
+        ));
+        self.route = Route::Accept;
+        self.rule = format!("grant:{grant_id}");
+        self.required_approvals = 0;
+        self.blockers.clear();
+        self
+    }
+}
+
 /// Routes one proposal against `policy` (module docs give the rules).
 pub fn route_proposal(facts: &ProposalFacts, policy: &Policy) -> ProposalDecision {
     let mut router = Router::new(facts, policy);

@@ -5,7 +5,9 @@
 use leptos::prelude::*;
 use leptos::server_fn::ServerFn;
 
-use crate::server::{DecideProposal, EraseProposal};
+use crate::dto::{DecisionOffers, GrantOfferView};
+use crate::server::grants::ApproveAndGrant;
+use crate::server::{BreakGlass, DecideProposal, EraseProposal};
 
 /// "Type `name` to confirm": the server checks what is typed (`domain::review::confirm`).
 fn confirmation(name: String, focus: bool) -> impl IntoView {
@@ -22,6 +24,121 @@ fn confirmation(name: String, focus: bool) -> impl IntoView {
     }
 }
 
+/// "Approve and allow similar": the approval and a standing grant of this agent's later calls
+/// with the same parameters (or named ones free, or numbers bounded), for a while. Folded away
+/// under its summary, so the plain Approve stays the one-click default; its own choices start
+/// at the narrowest grant.
+fn grant_form(
+    id: String,
+    csrf: String,
+    offer: GrantOfferView,
+    confirm: Option<String>,
+) -> impl IntoView {
+    if let Some(why) = offer.refused {
+        return view! {
+            <p class="note" data-testid="grant-refused">"Similar calls cannot be allowed: " {why}</p>
+        }
+        .into_any();
+    }
+    let default = offer.default_secs;
+    let durations = (offer.durations.into_iter())
+        .map(|(secs, words)| view! { <option value=secs.to_string() selected=secs == default>{words}</option> })
+        .collect_view();
+    let mut bound = 0usize;
+    let fields = (offer.fields.into_iter().enumerate())
+        .map(|(i, f)| {
+            let numeric = f.numeric.then(|| {
+                let j = bound;
+                bound += 1;
+                view! {
+                    <input type="hidden" name=format!("bound_at[{j}]") value=f.pointer.clone()/>
+                    <label class="inline">" or from 0 to "
+                        <input type="number" step="any" name=format!("bound_max[{j}]") placeholder="exact"
+                            class="bound" data-testid=format!("grant-bound-{}", f.name)/>
+                    </label>
+                }
+            });
+            view! {
+                <li>
+                    <code>{f.name.clone()}</code> " = " <code>{f.approved}</code>
+                    <label class="inline">
+                        <input type="checkbox" name=format!("free[{i}]") value=f.pointer
+                            data-testid=format!("grant-free-{}", f.name)/>
+                        " any value"
+                    </label>
+                    {numeric}
+                </li>
+            }
+        })
+        .collect_view();
+    view! {
+        <details class="grant" data-testid="grant">
+            <summary>"Approve and allow similar…"</summary>
+            <form method="post" action=ApproveAndGrant::url() class="approve grant">
+                <input type="hidden" name="csrf_token" value=csrf/>
+                <input type="hidden" name="id" value=id/>
+                <p class="note">
+                    "Approves this call, and this agent's later calls of this tool with exactly \
+                     these parameters (unless you free or bound some below) are approved without \
+                     asking until the time or the uses run out. Grants can be revoked at any time."
+                </p>
+                <fieldset>
+                    <legend>"What may differ"</legend>
+                    <ul class="grant-fields">{fields}</ul>
+                </fieldset>
+                <label>"For "
+                    <select name="duration" data-testid="grant-duration">{durations}</select>
+                </label>
+                <label>" at most "
+                    <input type="number" name="max_uses" min="1" max="10000" placeholder="any number of"
+                        data-testid="grant-uses"/>
+                    " uses"
+                </label>
+                {confirm.map(|name| view! {
+                    <div class="confirm">
+                        <label for="confirm-name-grant">"To approve, type " <code>{name}</code> " exactly as shown."</label>
+                        <input id="confirm-name-grant" name="confirm" type="text" required autocomplete="off"
+                            autocapitalize="off" spellcheck="false" data-testid="confirm-input-grant"/>
+                    </div>
+                })}
+                <button type="submit" class="approve" data-testid="approve-grant">"Approve and allow similar"</button>
+            </form>
+        </details>
+    }
+    .into_any()
+}
+
+/// Break-glass: an admin approves alone what needs more approvers, saying why. Folded away and
+/// red: it is for emergencies, and everyone will hear of it.
+fn break_glass_form(id: String, csrf: String, confirm: Option<String>) -> impl IntoView {
+    view! {
+        <details class="break-glass" data-testid="break-glass">
+            <summary>"Break glass: approve alone…"</summary>
+            <form method="post" action=BreakGlass::url() class="approve break-glass">
+                <input type="hidden" name="csrf_token" value=csrf/>
+                <input type="hidden" name="id" value=id/>
+                <p class="note">
+                    "For an emergency only. The policy wants more approvers; this approves it \
+                     with yours alone. Every admin and compliance officer is told on every \
+                     channel, and the trail and this page mark it in red."
+                </p>
+                <label>"Why this cannot wait (at least 20 characters)"
+                    <textarea name="justification" required minlength="20" maxlength="2000" rows="2"
+                        data-testid="break-glass-justification"></textarea>
+                </label>
+                {confirm.map(|name| view! {
+                    <div class="confirm">
+                        <label for="confirm-name-glass">"To approve, type " <code>{name}</code> " exactly as shown."</label>
+                        <input id="confirm-name-glass" name="confirm" type="text" required autocomplete="off"
+                            autocapitalize="off" spellcheck="false" data-testid="confirm-input-glass"/>
+                    </div>
+                })}
+                <button type="submit" class="reject" data-testid="break-glass-approve">"Approve alone (break-glass)"</button>
+            </form>
+        </details>
+    }
+}
+
 /// Approve (with its confirmation when one is needed) and reject.
 #[component]
 pub fn DecideForms(
@@ -31,7 +148,14 @@ pub fn DecideForms(
     confirm_name: Option<String>,
     /// `approve` or `reject`: the form to focus (the queue's `a` and `r` keys).
     focus: Option<String>,
+    /// "Approve and allow similar" and break-glass, when offered.
+    offers: DecisionOffers,
 ) -> impl IntoView {
+    let DecisionOffers {
+        grant,
+        break_glass,
+        glass_confirm,
+    } = offers;
     let (csrf_changes, id_changes) = (csrf.clone(), id.clone());
     let focus_approve = focus.as_deref() == Some("approve");
     let focus_reject = focus.as_deref() == Some("reject");
@@ -39,20 +163,27 @@ pub fn DecideForms(
     let button_focus = focus_approve && confirm_name.is_none();
     let approve = match approve_blocked {
         Some(why) => view! { <p class="note" data-testid="approve-blocked">{why}</p> }.into_any(),
-        None => view! {
-            <form method="post" action=DecideProposal::url() class="approve">
-                <input type="hidden" name="csrf_token" value=csrf.clone()/>
-                <input type="hidden" name="id" value=id.clone()/>
-                <input type="hidden" name="verdict" value="approved"/>
-                {confirm_name.map(|name| confirmation(name, confirm_focus))}
-                <button type="submit" class="approve" data-testid="approve" autofocus=button_focus>"Approve"</button>
-            </form>
+        None => {
+            let grant = grant
+                .map(|offer| grant_form(id.clone(), csrf.clone(), offer, confirm_name.clone()));
+            view! {
+                <form method="post" action=DecideProposal::url() class="approve">
+                    <input type="hidden" name="csrf_token" value=csrf.clone()/>
+                    <input type="hidden" name="id" value=id.clone()/>
+                    <input type="hidden" name="verdict" value="approved"/>
+                    {confirm_name.map(|name| confirmation(name, confirm_focus))}
+                    <button type="submit" class="approve" data-testid="approve" autofocus=button_focus>"Approve"</button>
+                </form>
+                {grant}
+            }
+            .into_any()
         }
-        .into_any(),
     };
+    let glass = break_glass.then(|| break_glass_form(id.clone(), csrf.clone(), glass_confirm));
     view! {
         <div class="decide" id="decide">
             {approve}
+            {glass}
             <form method="post" action=DecideProposal::url() class="reject">
                 <input type="hidden" name="csrf_token" value=csrf/>
                 <input type="hidden" name="id" value=id/>

@@ -103,7 +103,7 @@ fn Detail(p: ProposalView, csrf: String, act: Option<String>) -> impl IntoView {
         view! {
             <decide::DecideForms id=p.id.clone() csrf=csrf.clone()
                 approve_blocked=p.approve_blocked.clone() confirm_name=p.confirm_name.clone()
-                focus=act.clone()/>
+                focus=act.clone() offers=p.offers.clone()/>
         }
         .into_any()
     });
@@ -122,6 +122,15 @@ fn Detail(p: ProposalView, csrf: String, act: Option<String>) -> impl IntoView {
     let banner = hidden_banner(p.hidden_chars).into_any();
     let revision = revision(&p.revision).into_any();
     let definition = tool_definition(&p).into_any();
+    let glass = p.broke_glass.clone().map(|b| {
+        let required = p.required_approvals;
+        view! {
+            <p class="break-glass-mark" role="alert" data-testid="broke-glass">
+                "Break-glass: " {b.by} " approved this alone " <When at=b.at/>
+                ", past the policy's " {required} " approvals. The justification is the review's reason."
+            </p>
+        }
+    });
     view! {
         <article class="proposal">
             <h1 data-testid="proposal-summary"><Shown text=p.summary.clone()/></h1>
@@ -132,6 +141,7 @@ fn Detail(p: ProposalView, csrf: String, act: Option<String>) -> impl IntoView {
                 " · proposed by " <strong data-testid="proposal-agent">{p.proposed_by.clone()}</strong>
                 " · " {p.domain.clone()} " · " <When at=p.created_at/>
             </p>
+            {glass}
             {banner}
             {revision}
             {decide}

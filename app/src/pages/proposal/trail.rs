@@ -14,6 +14,14 @@ pub fn why_here(p: &ProposalView) -> impl IntoView + use<> {
         .iter()
         .map(|a| view! { <li>"Approved by " {a.by.clone()} " " <When at=a.at/></li> })
         .collect_view();
+    // A proposal accepted under a standing grant links to the grant.
+    let rule = match p.rule.strip_prefix("grant:") {
+        Some(grant) => view! {
+            <a href=format!("/grants#grant-{grant}") data-testid="proposal-grant"><em>{p.rule.clone()}</em></a>
+        }
+        .into_any(),
+        None => view! { <em>{p.rule.clone()}</em> }.into_any(),
+    };
     view! {
         <section class="routing" aria-labelledby="routing-h">
             <h2 id="routing-h">"Why it is here"</h2>
@@ -29,7 +37,7 @@ pub fn why_here(p: &ProposalView) -> impl IntoView + use<> {
                     }).collect_view()}
                 </ul>
             })}
-            <p>"Route " <strong data-testid="proposal-route">{p.route}</strong> " by rule " <em>{p.rule}</em>
+            <p>"Route " <strong data-testid="proposal-route">{p.route}</strong> " by rule " {rule}
                " (policy " <code>{p.policy_version}</code> ")"</p>
             <ul class="blockers" data-testid="proposal-blockers">
                 {p.blockers.into_iter().map(|b| view! { <li><code>{b.code}</code> " " {b.message}</li> }).collect_view()}
@@ -80,9 +88,11 @@ pub fn trail(t: Trail) -> impl IntoView {
             <div class="scroll" tabindex="0" role="region" aria-label="Audit trail of this proposal">
                 <table data-testid="proposal-trail">
                     <tbody>
-                        {t.audit.into_iter().map(|a| view! {
-                            <tr data-testid="trail-row"><td><When at=a.at/></td><td>{a.actor}</td><td><code>{a.action}</code></td><td>{a.change}</td></tr>
-                        }).collect_view()}
+                        {t.audit.into_iter().map(|a| {
+                            let glass = a.action == "proposal.break_glass";
+                            view! {
+                            <tr data-testid="trail-row" class:break-glass=glass><td><When at=a.at/></td><td>{a.actor}</td><td><code>{a.action}</code></td><td>{a.change}</td></tr>
+                        }}).collect_view()}
                     </tbody>
                 </table>
             </div>
