@@ -5,6 +5,7 @@
 
 pub mod admin;
 pub mod body_limit;
+pub mod edits;
 pub mod export;
 pub mod filters;
 mod grants;
@@ -337,6 +338,16 @@ impl Desk for ReviewDesk {
                 None => Err(internal(e)),
             },
         }
+    }
+
+    async fn edit_and_approve(
+        &self,
+        viewer: &Viewer,
+        id: &str,
+        confirmation: Option<&str>,
+        fields: &[(String, String)],
+    ) -> Result<DecideOutcome, AppError> {
+        edits::edit_and_approve(&self.services, viewer, id, confirmation, fields).await
     }
 
     async fn grants(&self, viewer: &Viewer) -> Result<dto::GrantsView, AppError> {

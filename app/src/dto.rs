@@ -236,6 +236,12 @@ pub enum Notice {
     BreakGlassRefused,
     /// The break-glass justification is too short or too long.
     BreakGlassJustification,
+    /// A proposal was approved with the reviewer's edit.
+    Edited,
+    /// The edit breaks a rule.
+    EditInvalid,
+    /// The proposal may not be edited.
+    NotEditable,
 }
 
 /// What the page says for each notice (a notice without a line here says nothing: a test
@@ -475,10 +481,25 @@ const NOTICE_TEXT: &[(Notice, &str)] = &[
         Notice::BreakGlassJustification,
         "Break-glass needs a written justification: why this cannot wait, in 20 to 2000 characters.",
     ),
+    (
+        Notice::Edited,
+        "Approved as edited: the command runs with your values, and the agent sees each change.",
+    ),
+    (
+        Notice::EditInvalid,
+        "That edit was refused: write each value as JSON (text in quotes), change only values the agent sent, and change at least one.",
+    ),
+    (
+        Notice::NotEditable,
+        "It cannot be edited here: the policy forbids it, it needs more than one approver, or the edited request would route stricter. Ask the agent for changes instead.",
+    ),
 ];
 
 impl Notice {
-    const ALL: [Notice; 66] = [
+    const ALL: [Notice; 69] = [
+        Notice::Edited,
+        Notice::EditInvalid,
+        Notice::NotEditable,
         Notice::BrokeGlass,
         Notice::BreakGlassRefused,
         Notice::BreakGlassJustification,
@@ -616,6 +637,9 @@ impl Notice {
             Notice::BrokeGlass => "broke_glass",
             Notice::BreakGlassRefused => "break_glass_refused",
             Notice::BreakGlassJustification => "break_glass_justification",
+            Notice::Edited => "edited",
+            Notice::EditInvalid => "edit_invalid",
+            Notice::NotEditable => "not_editable",
         }
     }
 

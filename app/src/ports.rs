@@ -81,6 +81,15 @@ pub trait Desk: Send + Sync + 'static {
         justification: &str,
         confirmation: Option<&str>,
     ) -> Result<DecideOutcome, AppError>;
+    /// Approves proposal `id` with the parameter values the viewer edited: `fields` are
+    /// `(hex JSON pointer, JSON text)` as the form posts them.
+    async fn edit_and_approve(
+        &self,
+        viewer: &Viewer,
+        id: &str,
+        confirmation: Option<&str>,
+        fields: &[(String, String)],
+    ) -> Result<DecideOutcome, AppError>;
     /// The standing grants the viewer may see.
     async fn grants(&self, viewer: &Viewer) -> Result<crate::dto::GrantsView, AppError>;
     /// Revokes standing grant `id`.

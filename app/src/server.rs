@@ -279,6 +279,31 @@ pub async fn break_glass(
     })
 }
 
+/// Approves a proposal with the parameter values the reviewer edited ("edit, then approve"):
+/// `field[N]` names a parameter (the hex of its JSON pointer) and `value[N]` its value as JSON.
+#[server(prefix = "/fn", endpoint = "edit_and_approve")]
+pub async fn edit_and_approve(
+    csrf_token: String,
+    id: String,
+    confirm: Option<String>,
+    field: Option<Vec<String>>,
+    value: Option<Vec<String>>,
+) -> Result<(), AppError> {
+    let Some((viewer, id)) = ssr::proposal_form(&csrf_token, &id, crate::dto::Form::Decide).await?
+    else {
+        return Ok(());
+    };
+    let fields: Vec<(String, String)> = (field.unwrap_or_default().into_iter())
+        .zip(value.unwrap_or_default())
+        .collect();
+    let outcome = ssr::desk()?
+        .edit_and_approve(&viewer, &id, confirm.as_deref(), &fields)
+        .await;
+    ssr::after_proposal_form(&id, outcome, |n| {
+        format!("/proposals/{id}?notice={}", n.code())
+    })
+}
+
 /// Approves or rejects the proposals chosen in the queue (`ids[N]`, one checkbox each) with
 /// one reason, then shows the queue with what came of each.
 #[server(prefix = "/fn", endpoint = "decide_batch")]

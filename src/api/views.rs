@@ -11,6 +11,7 @@ use crate::domain::contract::vocab::{AuthorizationState, RiskLevel};
 use crate::domain::lifecycle::{ProposalStatus, ReviewVerdict};
 use crate::domain::record::CommandRecord;
 use crate::domain::record::ProposalRecord;
+use crate::domain::review::edit::FieldChange;
 use crate::domain::routing::proposal::ProposalDecision;
 use crate::domain::routing::verdict::Blocker;
 
@@ -87,6 +88,11 @@ pub struct AgentReview {
     pub decided_at: OffsetDateTime,
     /// Reason given.
     pub reason: Option<String>,
+    /// The parameters the reviewer changed before approving ("edit, then approve"), each
+    /// with its JSON pointer, the value sent and the value approved: the command runs with
+    /// the approved ones.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub edited: Option<Vec<FieldChange>>,
 }
 
 /// The command's progress as the agent sees it.
@@ -138,6 +144,7 @@ impl AgentProposal {
                 decided_by: r.decided_by,
                 decided_at: r.decided_at,
                 reason: r.reason,
+                edited: r.edited.map(|e| e.changes),
             }),
             execution: command.map(|x| AgentExecution {
                 command_id: x.id,

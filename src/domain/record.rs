@@ -60,6 +60,8 @@ pub struct Review {
     pub decided_at: OffsetDateTime,
     /// Reviewer's reason.
     pub reason: Option<String>,
+    /// The reviewer's edit of the parameters, if they edited before approving.
+    pub edited: Option<crate::domain::review::edit::Edited>,
 }
 
 /// Who erased a proposal's personal data, when and why.

@@ -13,10 +13,12 @@ use super::submit::queue_command;
 use crate::audit::safe::{Salt, TextDigest};
 use crate::audit::{
     Actor, ApprovalRecorded, AuditEvent, DecisionRefused, ProposalBrokeGlass, ProposalDecided,
-    ProposalFacets,
+    ProposalEdited, ProposalFacets,
 };
 use crate::domain::FieldError;
 use crate::domain::access::UseCase;
+use crate::domain::contract::canonical::request_hash_sha256;
+use crate::domain::contract::proposal::ToolProposal;
 use crate::domain::contract::vocab::AuthorizationState;
 use crate::domain::lifecycle::{
     self, DecisionError, ProposalStatus, ReviewDecision, ReviewVerdict, check_decision,
@@ -26,11 +28,15 @@ use crate::domain::notify::{BREAK_GLASS_AUDIENCE, Reason};
 use crate::domain::principal::{Person, Principal};
 use crate::domain::record::GrantRecord;
 use crate::domain::review::break_glass::{self, BreakGlassError};
+use crate::domain::review::edit::{self, Edited};
 use crate::domain::review::grant::Ask;
 use crate::domain::review::{batch, confirm};
+use crate::domain::routing::proposal::route_proposal;
+use crate::storage::StorageError;
 use crate::storage::Tx;
 use crate::storage::notifications::Notice;
 use crate::storage::proposals::{self, DecisionRow, ProposalRecord};
+use serde_json::Value;
 
 /// What a decision came to.
 #[derive(Debug)]
@@ -53,6 +59,8 @@ struct Change {
     grant: Option<NewGrant>,
     /// An admin approves alone past the quorum.
     break_glass: bool,
+    /// The reviewer's edit, if they edited before approving.
+    edit: Option<EditToWrite>,
     salt: Salt,
     now: time::OffsetDateTime,
 }
@@ -63,6 +71,14 @@ enum Extra<'a> {
     None,
     Grant(&'a Ask, &'a mut Option<GrantRecord>),
     BreakGlass,
+    Edit(&'a [(String, Value)]),
+}
+
+/// A reviewer's edit, checked and ready to write: the edit as stored, and its event.
+struct EditToWrite {
+    edited: Edited,
+    json: String,
+    event: ProposalEdited,
 }
 
 /// What applying it did.
@@ -100,6 +116,85 @@ impl Services {
         let how = How::Alone(confirmation);
         self.decide_as(who, id, verdict, reason, how, Extra::None)
             .await
+    }
+
+    /// `who` changes parameter values of proposal `id` (`edits`: JSON pointer and new value)
+    /// and approves the edited request ("edit, then approve"). The edit is a new request: its
+    /// own hash, which the approval and the command bind to, routed again (a stricter route is
+    /// refused, never lightened). Never the tool or the agent, never a parameter added or
+    /// removed; refused where the policy says `editable = false` or more than one approver is
+    /// needed (ask the agent for changes instead).
+    pub async fn edit_and_approve(
+        &self,
+        who: &Principal,
+        id: Uuid,
+        edits: &[(String, Value)],
+        confirmation: Option<&str>,
+    ) -> Result<Decided, ServiceError> {
+        let how = How::Alone(confirmation);
+        let verdict = ReviewVerdict::Approved;
+        self.decide_as(who, id, verdict, None, how, Extra::Edit(edits))
+            .await
+    }
+
+    /// The edited request of `p`, checked: the contract as edited, and the edit to write.
+    fn edit_request(
+        &self,
+        p: &ProposalRecord,
+        edits: &[(String, Value)],
+    ) -> Result<(ToolProposal, EditToWrite), ServiceError> {
+        let refused =
+            |code: &'static str, message: String| ServiceError::Forbidden { code, message };
+        let tool = &p.contract.tool.name;
+        if !self.policy().editable(tool) {
+            let why = "the policy does not let this tool's parameters be edited; ask for changes";
+            return Err(refused("not_editable", why.to_owned()));
+        }
+        if p.routing.required_approvals > 1 {
+            let why = "it needs more than one approver: ask the agent for changes instead";
+            return Err(refused("not_editable", why.to_owned()));
+        }
+        let (parameters, changes) =
+            edit::apply(&p.contract.parameters, edits).map_err(ServiceError::Invalid)?;
+        let mut contract = p.contract.clone();
+        contract.parameters = parameters;
+        let body = serde_json::to_value(&contract)
+            .map_err(|e| ServiceError::Storage(StorageError::Corrupt(e.to_string())))?;
+        let request_hash = request_hash_sha256(&body);
+        let routing = route_proposal(&contract.facts(), self.policy());
+        if routing.route > p.routing.route || routing.required_approvals > 1 {
+            let why = format!(
+                "the edited request routes `{}` with {} approvals: the stricter route holds; \
+                 ask the agent for changes instead",
+                routing.route, routing.required_approvals
+            );
+            return Err(refused("edit_routes_stricter", why));
+        }
+        let edited = Edited {
+            request_hash,
+            changes,
+        };
+        let facets = ProposalFacets::of(&p.agent, &p.contract);
+        let salt = self.store().salt();
+        let event = ProposalEdited::new(salt, p.id, facets, &p.request_hash, &edited)?;
+        let json = serde_json::to_string(&edited)
+            .map_err(|e| ServiceError::Storage(StorageError::Corrupt(e.to_string())))?;
+        Ok((
+            contract,
+            EditToWrite {
+                edited,
+                json,
+                event,
+            },
+        ))
+    }
+
+    /// Whether `who` is offered "edit, then approve" on `p`: they may decide, the policy lets
+    /// the tool be edited, and one approval decides it.
+    pub fn edit_offered(&self, who: &Principal, p: &ProposalRecord) -> bool {
+        self.authorize(who, UseCase::Decide).is_ok()
+            && self.policy().editable(&p.contract.tool.name)
+            && p.routing.required_approvals <= 1
     }
 
     /// Whether `who` is offered break-glass on `p`: an admin, on a proposal needing more than
@@ -202,6 +297,7 @@ impl Services {
     ) -> Result<Decided, ServiceError> {
         let (reviewer, p, decision) = self.checked(who, id, verdict, reason, how).await?;
         let now = self.now();
+        let mut edit = None;
         let (grant, break_glass) = match extra {
             Extra::Grant(ask, made) => {
                 let grant = self.new_grant(who, &p, ask, now)?;
@@ -215,16 +311,19 @@ impl Services {
                     .map_err(break_glass_refused)?;
                 (None, true)
             }
+            Extra::Edit(edits) => {
+                edit = Some(self.edit_request(&p, edits)?);
+                (None, false)
+            }
             Extra::None => (None, false),
         };
         let command = (decision.verdict == ReviewVerdict::Approved).then(|| {
-            self.approved_command(
-                &p.contract,
-                &p.request_hash,
-                &reviewer.username,
-                AuthorizationState::Confirmed,
-                now,
-            )
+            let (contract, hash) = match &edit {
+                Some((contract, e)) => (contract, &e.edited.request_hash),
+                None => (&p.contract, &p.request_hash),
+            };
+            let approver = &reviewer.username;
+            self.approved_command(contract, hash, approver, AuthorizationState::Confirmed, now)
         });
         let change = Change {
             id,
@@ -235,6 +334,7 @@ impl Services {
             command,
             grant,
             break_glass,
+            edit: edit.map(|(_, e)| e),
             salt: self.store().salt().clone(),
             now,
         };
@@ -475,8 +575,16 @@ impl Change {
             verdict: self.verdict,
             reviewer: &self.reviewer,
             reason: self.reason.as_deref(),
+            edit: self.edit.as_ref().map(|e| e.json.as_str()),
             now: self.now,
         };
+        if let Some(e) = &self.edit {
+            tx.record(
+                self.now,
+                reviewer,
+                AuditEvent::ProposalEdited(e.event.clone()),
+            );
+        }
         let record = proposals::record_decision(tx.conn(), &row).await?;
         let decided = ProposalDecided {
             proposal_id: self.id,
@@ -485,7 +593,10 @@ impl Change {
             authorization_state: record.authorization_state,
             reason: self.reason(),
             required_approvals: self.required_approvals,
-            request_hash_sha256: record.request_hash.clone(),
+            // An edited request's approval binds to the edited hash.
+            request_hash_sha256: (self.edit.as_ref())
+                .map_or(&record.request_hash, |e| &e.edited.request_hash)
+                .clone(),
         };
         tx.record(self.now, reviewer, AuditEvent::ProposalDecided(decided));
         Ok(record)

@@ -14,6 +14,7 @@ use crate::audit::{Actor, AuditEvent, ProposalErased, ProposalFacets, ProposalVi
 use crate::domain::access::UseCase;
 use crate::domain::erasure;
 use crate::domain::principal::Principal;
+use crate::storage::StorageError;
 use crate::storage::Tx;
 use crate::storage::commands::{self, ErasedCommand};
 use crate::storage::proposals::{self, ErasureRow, ProposalRecord};
@@ -95,10 +96,15 @@ async fn erase_in(
     let statuses: Vec<_> = commands.iter().map(|c| c.status).collect();
     erasure::check(p.status, &statuses, p.erasure.is_some(), reason)?;
     let (contract, parts) = erasure::erase_proposal(&p.contract);
+    let edit = (p.review.as_ref().and_then(|r| r.edited.as_ref()))
+        .map(|e| serde_json::to_string(&e.erased()))
+        .transpose()
+        .map_err(|e| ServiceError::Storage(StorageError::Corrupt(e.to_string())))?;
     let row = ErasureRow {
         id,
         status: p.status,
         contract: &contract,
+        edit: edit.as_deref(),
         by: &actor.name,
         reason,
         now,

@@ -164,6 +164,8 @@ pub struct DecisionRow<'a> {
     pub reviewer: &'a str,
     /// Reason.
     pub reason: Option<&'a str>,
+    /// The reviewer's edit (JSON of [`crate::domain::review::edit::Edited`]), if they edited.
+    pub edit: Option<&'a str>,
     /// When.
     pub now: OffsetDateTime,
 }
@@ -185,6 +187,7 @@ pub(super) struct ProposalRow {
     decided_by: Option<String>,
     decided_at: Option<OffsetDateTime>,
     decision_reason: Option<String>,
+    decision_edit: Option<String>,
     erased_at: Option<OffsetDateTime>,
     erased_by: Option<String>,
     erasure_reason: Option<String>,
@@ -209,6 +212,7 @@ impl ProposalRow {
             decided_by: c.opt_text("decided_by")?,
             decided_at: c.opt_time("decided_at")?,
             decision_reason: c.opt_text("decision_reason")?,
+            decision_edit: c.opt_text("decision_edit")?,
             erased_at: c.opt_time("erased_at")?,
             erased_by: c.opt_text("erased_by")?,
             erasure_reason: c.opt_text("erasure_reason")?,
@@ -222,6 +226,10 @@ impl ProposalRow {
                 decided_by: by,
                 decided_at: at,
                 reason: self.decision_reason,
+                edited: (self.decision_edit.as_deref())
+                    .map(serde_json::from_str)
+                    .transpose()
+                    .map_err(|_| StorageError::Corrupt("proposals.decision_edit".into()))?,
             }),
             _ => None,
         };
@@ -267,7 +275,7 @@ macro_rules! cols {
     () => {
         "seq, id, agent, status, authorization_state, request_hash, routing, contract, \
          created_at, updated_at, expires_at, decision, decided_by, decided_at, decision_reason, \
-         erased_at, erased_by, erasure_reason"
+         decision_edit, erased_at, erased_by, erasure_reason"
     };
 }
 
@@ -485,8 +493,8 @@ pub async fn claim_pending(
 pub async fn record_decision(conn: Conn<'_>, d: &DecisionRow<'_>) -> Result<ProposalRecord> {
     let sql = concat!(
         "update proposals set status = $1, authorization_state = coalesce($2, authorization_state), \
-         decision = $3, decided_by = $4, decided_at = $5, decision_reason = $6, updated_at = $5 \
-         where id = $7 returning ",
+         decision = $3, decided_by = $4, decided_at = $5, decision_reason = $6, updated_at = $5, \
+         decision_edit = $8 where id = $7 returning ",
         cols!()
     );
     let row: ProposalRow = on!(conn, |c| sqlx::query_as(sql)
@@ -497,6 +505,7 @@ pub async fn record_decision(conn: Conn<'_>, d: &DecisionRow<'_>) -> Result<Prop
         .bind(d.now)
         .bind(d.reason)
         .bind(d.id)
+        .bind(d.edit)
         .fetch_one(c)
         .await)?;
     row.into_record()
@@ -653,6 +662,8 @@ pub struct ErasureRow<'a> {
     pub status: ProposalStatus,
     /// Its contract with personal data values erased.
     pub contract: &'a ToolProposal,
+    /// A reviewer's edit with its values erased (JSON), if the decision edited.
+    pub edit: Option<&'a str>,
     /// Who.
     pub by: &'a str,
     /// Why.
@@ -667,8 +678,8 @@ pub async fn erase(conn: Conn<'_>, e: &ErasureRow<'_>) -> Result<Option<Proposal
     let sql = concat!(
         "update proposals set contract = $1, erased_at = $2, erased_by = $3, \
          erasure_reason = $4, updated_at = $2, \
-         decision_reason = case when decision_reason is null then null else '[erased]' end \
-         where id = $5 and erased_at is null and status = $6 returning ",
+         decision_reason = case when decision_reason is null then null else '[erased]' end, \
+         decision_edit = $7 where id = $5 and erased_at is null and status = $6 returning ",
         cols!()
     );
     let row: Option<ProposalRow> = on!(conn, |c| sqlx::query_as(sql)
@@ -678,6 +689,7 @@ pub async fn erase(conn: Conn<'_>, e: &ErasureRow<'_>) -> Result<Option<Proposal
         .bind(e.reason)
         .bind(e.id)
         .bind(e.status.as_str())
+        .bind(e.edit)
         .fetch_optional(c)
         .await)?;
     record(row)

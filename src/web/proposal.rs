@@ -65,6 +65,8 @@ pub(super) async fn proposal(
     let masked = withholds_personal_data(&p) && !revealed;
     let revision = revision(s, &who, &p, page.revised_by, masked).await?;
     let offers = offers(s, &who, &p, &standing);
+    let edited = (p.review.as_ref().and_then(|r| r.edited.as_ref()))
+        .map(|e| super::edits::edits_view(e, masked));
     let detail = Detail {
         p,
         command,
@@ -85,6 +87,9 @@ pub(super) async fn proposal(
     }
     view.revision = revision;
     view.offers = offers;
+    if let (Some(review), Some(edited)) = (view.review.as_mut(), edited) {
+        review.edited = edited;
+    }
     view.broke_glass = (page.broke_glass).map(|(by, at)| app::dto::BrokeGlassView {
         by,
         at: moment(at, now),
@@ -223,6 +228,7 @@ fn review_view(r: Review, now: OffsetDateTime) -> ReviewView {
         decided_by: r.decided_by,
         decided_at: moment(r.decided_at, now),
         reason: r.reason.map(|t| visible(&t).text),
+        edited: Vec::new(),
     }
 }
 
@@ -387,10 +393,14 @@ fn offers(
         .then(|| super::grants::offer(s, who, p))
         .flatten();
     let break_glass = may_approve && s.break_glass_offered(who, p);
+    let edit = (may_approve && standing.approve_blocked.is_none() && s.edit_offered(who, p))
+        .then(|| super::edits::fields(p))
+        .filter(|fields| !fields.is_empty());
     DecisionOffers {
         grant,
         break_glass,
         glass_confirm: break_glass.then(|| expected_name(p)).flatten(),
+        edit,
     }
 }
 

@@ -12,6 +12,7 @@ mod audit_pages;
 mod batch;
 mod break_glass;
 mod clients;
+mod edits;
 mod erasure;
 mod errors;
 mod executor;

@@ -16,6 +16,7 @@ pub const EVENT_KINDS: &[&str] = &[
     "proposal.rejected",
     "proposal.decision_refused",
     "proposal.break_glass",
+    "proposal.edited",
     "proposal.expired",
     "proposal.escalated",
     "proposal.viewed",

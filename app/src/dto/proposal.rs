@@ -21,6 +21,30 @@ pub struct ReviewView {
     pub decided_at: Moment,
     /// Reason given (visible form).
     pub reason: Option<String>,
+    /// The parameters the reviewer changed before approving, if they edited.
+    pub edited: Vec<EditView>,
+}
+
+/// One parameter a reviewer changed before approving, as the page shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EditView {
+    /// JSON pointer (visible form).
+    pub field: String,
+    /// What the agent sent (visible form; withheld or secret values say so).
+    pub old: String,
+    /// What the reviewer approved (likewise).
+    pub new: String,
+}
+
+/// One parameter offered for editing before approval.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EditFieldView {
+    /// Its JSON pointer, hex-encoded, as the form posts it.
+    pub pointer: String,
+    /// Its name (visible form).
+    pub name: String,
+    /// Its value as JSON text, hidden characters written as `\u` escapes.
+    pub json: String,
 }
 
 /// The executor side of an approved proposal.
@@ -290,6 +314,8 @@ pub struct DecisionOffers {
     pub break_glass: bool,
     /// The name to type for break-glass, when the action needs it.
     pub glass_confirm: Option<String>,
+    /// "Edit, then approve": the parameters the viewer may change, when offered.
+    pub edit: Option<Vec<EditFieldView>>,
 }
 
 /// A break-glass approval, as the page marks it.

@@ -70,6 +70,8 @@ audit_events! {
     ApprovalRecorded,
     /// A reviewer's final decision (`proposal.approved` / `proposal.rejected`).
     ProposalDecided,
+    /// A reviewer changed parameter values before approving (`proposal.edited`).
+    ProposalEdited,
     /// An admin approved alone past the policy's quorum (`proposal.break_glass`).
     ProposalBrokeGlass,
     /// A decision the rules refused: wrong role, own proposal (`proposal.decision_refused`).

@@ -13,6 +13,7 @@ use crate::domain::contract::proposal::ToolProposal;
 use crate::domain::contract::vocab::{AuthorizationState, RiskLevel, Route};
 use crate::domain::lifecycle::{ProposalStatus, ReviewVerdict};
 use crate::domain::routing::proposal::ProposalDecision;
+use crate::domain::routing::scan::audit_safe_name;
 
 fn status<S: ToString>(s: S) -> Option<String> {
     Some(s.to_string())
@@ -271,6 +272,59 @@ pub struct ProposalBrokeGlass {
 impl Payload for ProposalBrokeGlass {
     fn kind(&self) -> &'static str {
         "proposal.break_glass"
+    }
+    fn subject(&self) -> (&'static str, String) {
+        ("proposal", self.proposal_id.to_string())
+    }
+}
+
+/// Payload of `proposal.edited`: a reviewer changed parameter values before approving (the
+/// `proposal.approved` that follows binds to the edited request's hash).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProposalEdited {
+    /// The proposal.
+    #[serde(skip)]
+    pub proposal_id: Uuid,
+    /// Whose, which tool, where, how risky.
+    #[serde(flatten)]
+    pub facets: ProposalFacets,
+    /// Hash of the request as the agent sent it.
+    pub request_hash_sha256: String,
+    /// Hash of the edited request.
+    pub edited_request_hash_sha256: String,
+    /// Each changed field (audit-safe pointer) with keyed hashes of its old and new value.
+    pub changes: BTreeMap<String, BTreeMap<&'static str, String>>,
+}
+
+impl ProposalEdited {
+    /// The event of `edited` on proposal `proposal_id`; an error if a value has no canonical
+    /// form to hash.
+    pub fn new(
+        salt: &Salt,
+        proposal_id: Uuid,
+        facets: ProposalFacets,
+        request_hash: &str,
+        edited: &crate::domain::review::edit::Edited,
+    ) -> Result<Self, Uncanonical> {
+        let mut changes = BTreeMap::new();
+        for c in &edited.changes {
+            let hashes =
+                BTreeMap::from([("old", salt.value(&c.old)?), ("new", salt.value(&c.new)?)]);
+            changes.insert(audit_safe_name(&c.field).to_owned(), hashes);
+        }
+        Ok(Self {
+            proposal_id,
+            facets,
+            request_hash_sha256: request_hash.to_owned(),
+            edited_request_hash_sha256: edited.request_hash.clone(),
+            changes,
+        })
+    }
+}
+
+impl Payload for ProposalEdited {
+    fn kind(&self) -> &'static str {
+        "proposal.edited"
     }
     fn subject(&self) -> (&'static str, String) {
         ("proposal", self.proposal_id.to_string())

@@ -131,6 +131,7 @@ const TOOL_KEYS: &[&str] = &[
     "grantable",
     "max_grant",
     "break_glass",
+    "editable",
 ];
 const DOMAIN_KEYS: &[&str] = &["escalate_after", "escalate_to"];
 
@@ -625,6 +626,7 @@ impl Loader<'_> {
                 grantable: true,
                 max_grant_secs: DEFAULT_MAX_GRANT_SECS,
                 break_glass: true,
+                editable: true,
                 glob: Glob::is_wildcard(pattern).then_some(glob),
             };
             let fields = self.fields(fields, &id, TOOL_KEYS);
@@ -652,6 +654,7 @@ impl Loader<'_> {
                     "idempotent" => rule.idempotent = self.boolean(f).unwrap_or(false),
                     "grantable" => rule.grantable = self.boolean(f).unwrap_or(false),
                     "break_glass" => rule.break_glass = self.boolean(f).unwrap_or(false),
+                    "editable" => rule.editable = self.boolean(f).unwrap_or(false),
                     "max_grant" => {
                         rule.max_grant_secs = self.duration(f).unwrap_or(rule.max_grant_secs);
                     }

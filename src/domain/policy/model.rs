@@ -191,6 +191,8 @@ pub struct ToolRule {
     pub max_grant_secs: u64,
     /// Whether an admin may approve alone, in an emergency, what needs more approvers.
     pub break_glass: bool,
+    /// Whether a reviewer may change parameter values before approving.
+    pub editable: bool,
     #[serde(skip)]
     pub(super) glob: Option<Glob>,
 }
@@ -488,6 +490,12 @@ impl Policy {
             Some(r) => r.grantable.then_some(r.max_grant_secs),
             None => Some(DEFAULT_MAX_GRANT_SECS),
         }
+    }
+
+    /// Whether a reviewer may edit `tool_name`'s parameter values before approving: unless
+    /// its rule says `editable = false`.
+    pub fn editable(&self, tool_name: &str) -> bool {
+        self.tool_rule(tool_name).is_none_or(|r| r.editable)
     }
 
     /// Whether an admin may break the glass on `tool_name` (approve alone what needs more

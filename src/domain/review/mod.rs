@@ -4,7 +4,8 @@
 //! approving needs the target's name typed ([`confirm`]), and how an agent's earlier proposals
 //! for the same tool came out ([`history`]), what a revision changed ([`diff`]), which
 //! approvals a batch from the queue may take ([`batch`]), what a standing grant covers
-//! ([`grant`]), and when an admin may approve alone ([`break_glass`]).
+//! ([`grant`]), when an admin may approve alone ([`break_glass`]), and what a reviewer's edit
+//! changes ([`edit`]).
 //!
 //! Pure like the rest of the domain: the pages call these through `web`, the decision through
 //! `service::decide`, so the page and the server apply the same rule.
@@ -14,6 +15,7 @@ pub mod break_glass;
 pub mod confirm;
 pub mod diff;
 pub mod disclosure;
+pub mod edit;
 pub mod grant;
 pub mod history;
 pub mod text;

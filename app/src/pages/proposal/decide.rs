@@ -5,9 +5,9 @@
 use leptos::prelude::*;
 use leptos::server_fn::ServerFn;
 
-use crate::dto::{DecisionOffers, GrantOfferView};
+use crate::dto::{DecisionOffers, EditFieldView, GrantOfferView};
 use crate::server::grants::ApproveAndGrant;
-use crate::server::{BreakGlass, DecideProposal, EraseProposal};
+use crate::server::{BreakGlass, DecideProposal, EditAndApprove, EraseProposal};
 
 /// "Type `name` to confirm": the server checks what is typed (`domain::review::confirm`).
 fn confirmation(name: String, focus: bool) -> impl IntoView {
@@ -139,6 +139,52 @@ fn break_glass_form(id: String, csrf: String, confirm: Option<String>) -> impl I
     }
 }
 
+/// "Edit, then approve": each parameter the page shows in clear as JSON text, to change before
+/// approving. The server routes the edited request again and shows what changed.
+fn edit_form(
+    id: String,
+    csrf: String,
+    fields: Vec<EditFieldView>,
+    confirm: Option<String>,
+) -> impl IntoView {
+    let rows = (fields.into_iter().enumerate())
+        .map(|(i, f)| {
+            let input = format!("edit-value-{i}");
+            view! {
+                <li>
+                    <input type="hidden" name=format!("field[{i}]") value=f.pointer/>
+                    <label for=input.clone()><code>{f.name.clone()}</code></label>
+                    <textarea id=input name=format!("value[{i}]") rows="1" spellcheck="false"
+                        data-testid=format!("edit-{}", f.name)>{f.json}</textarea>
+                </li>
+            }
+        })
+        .collect_view();
+    view! {
+        <details class="edit" data-testid="edit">
+            <summary>"Edit, then approve…"</summary>
+            <form method="post" action=EditAndApprove::url() class="approve edit">
+                <input type="hidden" name="csrf_token" value=csrf/>
+                <input type="hidden" name="id" value=id/>
+                <p class="note">
+                    "Change values (as JSON: text in quotes) instead of asking the agent to. The \
+                     edited request gets its own hash and is routed again; the command runs with \
+                     your values, and the agent sees each change."
+                </p>
+                <ul class="edit-fields">{rows}</ul>
+                {confirm.map(|name| view! {
+                    <div class="confirm">
+                        <label for="confirm-name-edit">"To approve, type " <code>{name}</code> " exactly as shown."</label>
+                        <input id="confirm-name-edit" name="confirm" type="text" required autocomplete="off"
+                            autocapitalize="off" spellcheck="false" data-testid="confirm-input-edit"/>
+                    </div>
+                })}
+                <button type="submit" class="approve" data-testid="edit-approve">"Approve as edited"</button>
+            </form>
+        </details>
+    }
+}
+
 /// Approve (with its confirmation when one is needed) and reject.
 #[component]
 pub fn DecideForms(
@@ -155,6 +201,7 @@ pub fn DecideForms(
         grant,
         break_glass,
         glass_confirm,
+        edit,
     } = offers;
     let (csrf_changes, id_changes) = (csrf.clone(), id.clone());
     let focus_approve = focus.as_deref() == Some("approve");
@@ -166,6 +213,8 @@ pub fn DecideForms(
         None => {
             let grant = grant
                 .map(|offer| grant_form(id.clone(), csrf.clone(), offer, confirm_name.clone()));
+            let edit = edit
+                .map(|fields| edit_form(id.clone(), csrf.clone(), fields, confirm_name.clone()));
             view! {
                 <form method="post" action=DecideProposal::url() class="approve">
                     <input type="hidden" name="csrf_token" value=csrf.clone()/>
@@ -175,6 +224,7 @@ pub fn DecideForms(
                     <button type="submit" class="approve" data-testid="approve" autofocus=button_focus>"Approve"</button>
                 </form>
                 {grant}
+                {edit}
             }
             .into_any()
         }

@@ -258,6 +258,17 @@ fn outcome(p: &ProposalView, csrf: String) -> impl IntoView + use<> {
                     <strong>{r.verdict}</strong> " by " {r.decided_by} " " <When at=r.decided_at/>
                 </p>
                 {r.reason.map(|reason| view! { <p class="reason"><Shown text=reason/></p> })}
+                {(!r.edited.is_empty()).then(|| view! {
+                    <p>"Approved as edited: the command runs with the reviewer's values."</p>
+                    <table class="edited" data-testid="proposal-edited">
+                        <thead><tr><th scope="col">"Parameter"</th><th scope="col">"Sent"</th><th scope="col">"Approved"</th></tr></thead>
+                        <tbody>
+                            {r.edited.into_iter().map(|e| view! {
+                                <tr><td><code>{e.field}</code></td><td><code>{e.old}</code></td><td><code>{e.new}</code></td></tr>
+                            }).collect_view()}
+                        </tbody>
+                    </table>
+                })}
             </section>
         }
     });
