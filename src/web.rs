@@ -542,6 +542,7 @@ fn security_event(viewer: Option<&Viewer>, event: SecurityEvent) -> (Actor, Audi
             page: match page {
                 dto::Page::Audit => "/audit",
                 dto::Page::AuditCharts => "/audit/charts",
+                dto::Page::Insights => "/insights",
                 dto::Page::AuditTimeline => "/audit/proposals",
                 dto::Page::AuditExport => "/audit/export",
                 dto::Page::AuditVerify => "/audit/verify",

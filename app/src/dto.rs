@@ -691,6 +691,8 @@ pub enum Page {
     Audit,
     /// The audit charts.
     AuditCharts,
+    /// The decision insights.
+    Insights,
     /// A proposal's audit timeline.
     AuditTimeline,
     /// An export download.

@@ -28,8 +28,8 @@ use leptos_router::{SsrMode, path};
 
 use pages::{
     AdminGatewayPage, AdminTokensPage, AdminUsersPage, AdminWebhooksPage, AuditTrailPage,
-    ChartsPage, GrantsPage, Header, LoginPage, NoRolePage, NotFound, ProposalPage, QueuePage,
-    RunsPage, TimelinePage,
+    ChartsPage, GrantsPage, Header, InsightsPage, LoginPage, NoRolePage, NotFound, ProposalPage,
+    QueuePage, RunsPage, TimelinePage,
 };
 
 /// The HTML document around the app, rendered on the server.
@@ -80,6 +80,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/admin/gateway") view=AdminGatewayPage ssr=SsrMode::Async/>
                     <Route path=path!("/audit") view=AuditTrailPage ssr=SsrMode::Async/>
                     <Route path=path!("/audit/charts") view=ChartsPage ssr=SsrMode::Async/>
+                    <Route path=path!("/insights") view=InsightsPage ssr=SsrMode::Async/>
                     <Route path=path!("/audit/proposals/:id") view=TimelinePage ssr=SsrMode::Async/>
                 </Routes>
             </main>

@@ -205,6 +205,12 @@ pub trait Ledger: Send + Sync + 'static {
     ) -> Result<crate::dto::TimelineView, AppError>;
     /// The charts' numbers.
     async fn charts(&self, viewer: &Viewer) -> Result<crate::dto::ChartsView, AppError>;
+    /// The decision insights over the last `days` days.
+    async fn insights(
+        &self,
+        viewer: &Viewer,
+        days: i64,
+    ) -> Result<crate::dto::InsightsView, AppError>;
     /// Verifies the whole chain now and keeps the result for the trail page.
     async fn verify(&self, viewer: &Viewer) -> Result<(), AppError>;
 }

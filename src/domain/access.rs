@@ -148,6 +148,8 @@ use_cases! {
     ViewGrants => "grant.view",
     /// Revoke a standing grant.
     RevokeGrant => "grant.revoke",
+    /// Decision insights: per reviewer and per domain, over a window.
+    ViewInsights => "insights.view",
 }
 
 impl UseCase {
@@ -216,6 +218,7 @@ impl UseCase {
                 "",
             ),
             UseCase::RevokeGrant => rule(&[Who::Admin, Who::Reviewer, Who::Operator], true, ""),
+            UseCase::ViewInsights => rule(AUDITORS, false, ""),
         }
     }
 }

@@ -112,6 +112,24 @@ pub struct GrantRecord {
     pub ended_by: Option<String>,
 }
 
+/// Decisions of one reviewer or one domain in a window (decision insights).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DecisionGroup {
+    /// The reviewer's username, or the domain.
+    pub name: String,
+    /// Final decisions (approved, rejected, changes requested).
+    pub decisions: i64,
+    /// Approvals among them.
+    pub approved: i64,
+    /// Median seconds from submission to decision.
+    pub p50: Option<f64>,
+    /// 90th percentile of the same.
+    pub p90: Option<f64>,
+    /// Decisions made faster than the proposal could be read (its submitted text at 50
+    /// characters a second, at least 2 s): a rubber-stamp sign.
+    pub fast: i64,
+}
+
 /// A command in the executor queue.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CommandRecord {

@@ -30,6 +30,7 @@ mod export;
 mod facet_cache;
 mod gateway;
 mod grants;
+mod insights;
 mod ledger;
 mod mail;
 mod notify;
@@ -61,6 +62,7 @@ pub use decide::Decided;
 pub use desk::{FACETS_FRESH, Facets, QUEUE_PAGE, QueuePage};
 pub use error::{AccountError, Conflict, ServiceError};
 pub use executor::{Grant, LeaseRequest, Leased, Report};
+pub use insights::{DomainInsight, Insights, MAX_INSIGHT_DAYS, ReviewerInsight};
 pub use ledger::{
     COMMIT_LAG, ChainState, Cursor, ProposalTimeline, SCAN_BUDGET, TRAIL_PAGE, TrailPage,
 };

@@ -33,6 +33,7 @@ pub mod error;
 pub mod gateway;
 pub mod grants;
 pub mod history;
+pub mod insights;
 pub mod notifications;
 pub mod paused;
 pub mod proposals;

@@ -188,6 +188,21 @@ impl Ledger for AuditLedger {
         Ok(charts_view(charts))
     }
 
+    async fn insights(
+        &self,
+        viewer: &Viewer,
+        days: i64,
+    ) -> Result<app::dto::InsightsView, AppError> {
+        let who = super::principal(&self.services, viewer).await?;
+        match self.services.insights(&who, days).await {
+            Ok(i) => Ok(insights_view(i, days)),
+            Err(crate::service::ServiceError::Denied(_)) => Err(AppError::Forbidden(
+                "Only compliance officers and admins see decision insights.".into(),
+            )),
+            Err(e) => Err(internal(e)),
+        }
+    }
+
     async fn verify(&self, viewer: &Viewer) -> Result<(), AppError> {
         may_audit(viewer)?;
         let _one_at_a_time = self.verifying.lock().await;
@@ -369,6 +384,42 @@ fn charts_view(c: Charts) -> ChartsView {
         tools: c.tool_rejections.into_iter().map(tally_view).collect(),
         reviewers: c.reviewer_load.into_iter().map(tally_view).collect(),
         truncated: c.truncated,
+    }
+}
+
+/// The insights as the page shows them: whole seconds, the window's start in words.
+fn insights_view(i: crate::service::Insights, days: i64) -> app::dto::InsightsView {
+    let secs = |v: Option<f64>| v.map(|s| s.round() as i64);
+    let row = |d: &crate::domain::record::DecisionGroup| app::dto::InsightRow {
+        name: d.name.clone(),
+        decisions: d.decisions,
+        approved: d.approved,
+        p50: secs(d.p50),
+        p90: secs(d.p90),
+        fast: d.fast,
+        grants: 0,
+        grant_uses: 0,
+        break_glass: 0,
+        expired: 0,
+    };
+    let format = time::macros::format_description!("[year]-[month]-[day] [hour]:[minute]");
+    app::dto::InsightsView {
+        days,
+        from: i.from.format(&format).unwrap_or_default(),
+        reviewers: (i.reviewers.iter())
+            .map(|r| app::dto::InsightRow {
+                grants: r.grants,
+                grant_uses: r.grant_uses,
+                break_glass: r.break_glass,
+                ..row(&r.decisions)
+            })
+            .collect(),
+        domains: (i.domains.iter())
+            .map(|d| app::dto::InsightRow {
+                expired: d.expired,
+                ..row(&d.decisions)
+            })
+            .collect(),
     }
 }
 

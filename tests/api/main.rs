@@ -20,6 +20,7 @@ mod gateway;
 mod grants;
 mod hardening;
 mod hidden_chars;
+mod insights;
 mod limits;
 mod loop_end_to_end;
 mod mcp;

@@ -390,3 +390,41 @@ mod tests {
         assert_eq!(q.before, None);
     }
 }
+
+/// One row of the decision insights: a reviewer or a domain over the window.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InsightRow {
+    /// The reviewer's username, or the domain.
+    pub name: String,
+    /// Final decisions.
+    pub decisions: i64,
+    /// Approvals among them.
+    pub approved: i64,
+    /// Median seconds from submission to decision.
+    pub p50: Option<i64>,
+    /// 90th percentile of the same.
+    pub p90: Option<i64>,
+    /// Decisions made faster than the proposal could be read.
+    pub fast: i64,
+    /// Standing grants made (reviewers).
+    pub grants: i64,
+    /// Uses of those grants (reviewers).
+    pub grant_uses: i64,
+    /// Break-glass approvals (reviewers).
+    pub break_glass: i64,
+    /// Proposals that expired undecided (domains).
+    pub expired: i64,
+}
+
+/// The decision insights over one window.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InsightsView {
+    /// The window, in days.
+    pub days: i64,
+    /// Its start, `YYYY-MM-DD HH:MM` UTC.
+    pub from: String,
+    /// Per reviewer, most decisions first.
+    pub reviewers: Vec<InsightRow>,
+    /// Per domain, most decisions first.
+    pub domains: Vec<InsightRow>,
+}

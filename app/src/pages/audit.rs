@@ -16,7 +16,7 @@ use crate::time::When;
 /// Links between the compliance pages.
 #[component]
 pub fn AuditNav(
-    /// The page shown: `trail` or `charts`.
+    /// The page shown: `trail`, `charts` or `insights`.
     current: &'static str,
 ) -> impl IntoView {
     let class = move |name: &str| if name == current { "current" } else { "" };
@@ -24,6 +24,7 @@ pub fn AuditNav(
         <nav class="subnav">
             <a href="/audit" class=class("trail")>"Trail"</a>
             <a href="/audit/charts" class=class("charts")>"Charts"</a>
+            <a href="/insights" class=class("insights") data-testid="nav-insights">"Insights"</a>
         </nav>
     }
 }

@@ -62,6 +62,14 @@ pub async fn get_audit_charts() -> Result<ChartsView, AppError> {
     ssr::denial_recorded(&viewer, crate::dto::Page::AuditCharts, charts).await
 }
 
+/// The decision insights over the last `days` days (default 30).
+#[server(prefix = "/fn", endpoint = "get_insights")]
+pub async fn get_insights(days: Option<i64>) -> Result<crate::dto::InsightsView, AppError> {
+    let viewer = super::ssr::viewer().await?;
+    let insights = ssr::ledger()?.insights(&viewer, days.unwrap_or(30)).await;
+    ssr::denial_recorded(&viewer, crate::dto::Page::Insights, insights).await
+}
+
 /// Verifies the chain now, then shows the trail page with the result.
 #[server(prefix = "/fn", endpoint = "verify_audit_trail")]
 pub async fn verify_audit_trail(csrf_token: String) -> Result<(), AppError> {
