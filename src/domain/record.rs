@@ -121,10 +121,11 @@ pub struct DecisionGroup {
     pub decisions: i64,
     /// Approvals among them.
     pub approved: i64,
-    /// Median seconds from submission to decision.
-    pub p50: Option<f64>,
+    /// Median seconds from submission to decision, as the upper bound of its bucket
+    /// ([`crate::domain::review::insight::BUCKETS`]; `i64::MAX`: over a day).
+    pub p50: Option<i64>,
     /// 90th percentile of the same.
-    pub p90: Option<f64>,
+    pub p90: Option<i64>,
     /// Decisions made faster than the proposal could be read (its submitted text at 50
     /// characters a second, at least 2 s): a rubber-stamp sign.
     pub fast: i64,

@@ -30,10 +30,11 @@ use crate::domain::record::GrantRecord;
 use crate::domain::review::break_glass::{self, BreakGlassError};
 use crate::domain::review::edit::{self, Edited};
 use crate::domain::review::grant::Ask;
-use crate::domain::review::{batch, confirm};
+use crate::domain::review::{batch, confirm, insight};
 use crate::domain::routing::proposal::route_proposal;
 use crate::storage::StorageError;
 use crate::storage::Tx;
+use crate::storage::insights;
 use crate::storage::notifications::Notice;
 use crate::storage::proposals::{self, DecisionRow, ProposalRecord};
 use serde_json::Value;
@@ -534,6 +535,7 @@ impl Change {
             }
         }
         let record = self.record_decision(tx, &reviewer).await?;
+        self.count(tx, &record).await?;
         if let Some(command) = &self.command {
             queue_command(tx, self.id, command, &reviewer, self.now).await?;
         }
@@ -541,6 +543,18 @@ impl Change {
             grant.make_in(tx, &reviewer, self.now).await?;
         }
         Ok(Applied::Final(record))
+    }
+
+    /// Counts the final decision on `p` for the insights ([`insight`]).
+    async fn count(&self, tx: &mut Tx, p: &ProposalRecord) -> Result<(), ServiceError> {
+        let secs = (self.now - p.created_at).whole_seconds();
+        let chars = serde_json::to_string(&p.contract).map_or(0, |t| t.chars().count());
+        let day = insights::day_of(self.now);
+        let approved = self.verdict == ReviewVerdict::Approved;
+        let (fast, bucket) = (insight::too_fast(secs, chars), insight::bucket(secs));
+        let (who, domain) = (&self.reviewer, &p.contract.domain);
+        insights::count_decision(tx.conn(), &day, who, domain, approved, fast, bucket).await?;
+        Ok(())
     }
 
     /// The break-glass event, and the notification to every admin and compliance officer.

@@ -70,8 +70,8 @@ impl Services {
         let to = self.now();
         let from = to - time::Duration::days(days.clamp(1, MAX_INSIGHT_DAYS));
         let mut read = self.read().await?;
-        let by_reviewer = insights::by_reviewer(read.conn(), from, to).await?;
-        let by_domain = insights::by_domain(read.conn(), from, to).await?;
+        let by_reviewer = insights::by_reviewer(read.conn(), from).await?;
+        let by_domain = insights::by_domain(read.conn(), from).await?;
         let expired = insights::expired_by_domain(read.conn(), from, to).await?;
         let grants = insights::grants_by_reviewer(read.conn(), from, to).await?;
         let glass = insights::break_glass_by_admin(read.conn(), from, to).await?;

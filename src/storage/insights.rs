@@ -1,6 +1,6 @@
-//! Decision insights' reads: per reviewer and per domain over a window, each figure from one
-//! grouped statement (the percentiles by window functions over the decisions of the window,
-//! read through the decision-time index), never a row per decision handed to Rust.
+//! Decision insights' rows: each final decision counted at decision time in `decision_stats`
+//! (per UTC day, reviewer and domain, its time to decision in buckets), and the reads, one
+//! grouped statement per figure over those counts, never over the decisions themselves.
 
 use time::OffsetDateTime;
 
@@ -9,91 +9,116 @@ use super::conn::{Conn, on};
 use super::error::Result;
 
 pub use crate::domain::record::DecisionGroup;
+use crate::domain::review::insight::{BUCKET_COUNT, percentile};
 
-#[derive(sqlx::FromRow)]
-struct GroupRow {
-    name: String,
-    decisions: i64,
-    approved: i64,
-    p50: Option<f64>,
-    p90: Option<f64>,
-    fast: i64,
+/// One grouped row of `decision_stats`: name, decisions, approved, fast, then the buckets.
+type StatRow = (String, i64, i64, i64, Vec<i64>);
+
+/// The bucket columns, `b0` to `b14`.
+fn bucket_columns() -> impl Iterator<Item = String> {
+    (0..BUCKET_COUNT).map(|i| format!("b{i}"))
 }
 
-/// Reading speed the rubber-stamp floor assumes, over the proposal as submitted (JSON).
-pub const READ_CHARS_PER_SEC: f64 = 50.0;
-/// The floor is never below this many seconds.
-pub const MIN_READ_SECS: f64 = 2.0;
+/// Counts one final decision: by `reviewer` in `domain` on `day` (`YYYY-MM-DD`, UTC), approved
+/// or not, too fast to have been read or not, its time to decision in `bucket`.
+pub async fn count_decision(
+    conn: Conn<'_>,
+    day: &str,
+    reviewer: &str,
+    domain: &str,
+    approved: bool,
+    fast: bool,
+    bucket: usize,
+) -> Result<()> {
+    let b = format!("b{}", bucket.min(BUCKET_COUNT - 1));
+    let sql = format!(
+        "insert into decision_stats (day, reviewer, domain, decisions, approved, fast, {b}) \
+         values ($1, $2, $3, 1, $4, $5, 1) on conflict (day, reviewer, domain) do update set \
+         decisions = decision_stats.decisions + 1, \
+         approved = decision_stats.approved + excluded.approved, \
+         fast = decision_stats.fast + excluded.fast, {b} = decision_stats.{b} + 1"
+    );
+    on!(conn, |c| sqlx::query(&sql)
+        .bind(day)
+        .bind(reviewer)
+        .bind(domain)
+        .bind(i64::from(approved))
+        .bind(i64::from(fast))
+        .execute(c)
+        .await
+        .map(drop))?;
+    Ok(())
+}
 
-/// Decisions grouped by `key` (`decided_by` or `domain`) decided in `[from, to)`.
+/// Decisions grouped by `key` (`reviewer` or `domain`) on days from `from` on: one grouped read
+/// of at most days × reviewers × domains rows.
 async fn decisions_by(
     conn: Conn<'_>,
     key: &str,
     from: OffsetDateTime,
-    to: OffsetDateTime,
 ) -> Result<Vec<DecisionGroup>> {
-    let (source, secs, len, bounds) = match conn {
-        Conn::Sqlite(_) => (
-            "proposals indexed by proposals_by_decided_at",
-            "(julianday(decided_at) - julianday(created_at)) * 86400.0",
-            "length(contract)",
-            "decided_at >= $1 and decided_at < $2",
-        ),
-        Conn::Postgres(_) => (
-            "proposals",
-            "extract(epoch from (decided_at - created_at))::float8",
-            "length(contract::text)",
-            "decided_at >= $1::timestamptz and decided_at < $2::timestamptz",
-        ),
-    };
+    // `sum` of a bigint is numeric on PostgreSQL: cast back, on both.
+    let sum = |c: &str| format!("cast(sum({c}) as bigint)");
+    let sums: Vec<String> = bucket_columns().map(|b| sum(&b)).collect();
     let sql = format!(
-        "with d as (select {key} as k, decision, {secs} as secs, \
-         {len} / {READ_CHARS_PER_SEC:.1} as read_secs from {source} \
-         where {bounds} and decided_by is not null and decision is not null), \
-         r as (select k, decision, secs, read_secs, \
-         row_number() over (partition by k order by secs) as rn, \
-         count(*) over (partition by k) as n from d) \
-         select k as name, count(*) as decisions, \
-         sum(case when decision = 'approved' then 1 else 0 end) as approved, \
-         min(case when rn >= (n + 1) / 2 then secs end) as p50, \
-         min(case when rn >= (9 * n + 9) / 10 then secs end) as p90, \
-         sum(case when secs < read_secs or secs < {MIN_READ_SECS:.1} then 1 else 0 end) as fast \
-         from r group by k order by decisions desc, k"
+        "select {key}, {}, {}, {}, {} from decision_stats where day >= $1 group by {key}",
+        sum("decisions"),
+        sum("approved"),
+        sum("fast"),
+        sums.join(", ")
     );
-    let rows: Vec<GroupRow> = on!(conn, |c| sqlx::query_as(&sql)
-        .bind(time_bound(from, false))
-        .bind(time_bound(to, true))
+    let day = day_of(from);
+    let rows: Vec<StatRow> = on!(conn, |c| sqlx::query(&sql)
+        .bind(&day)
         .fetch_all(c)
-        .await)?;
+        .await
+        .and_then(|rows| rows.iter().map(stat_row).collect()))?;
     Ok(rows
         .into_iter()
-        .map(|r| DecisionGroup {
-            name: r.name,
-            decisions: r.decisions,
-            approved: r.approved,
-            p50: r.p50,
-            p90: r.p90,
-            fast: r.fast,
+        .map(|(name, decisions, approved, fast, counts)| DecisionGroup {
+            name,
+            decisions,
+            approved,
+            p50: percentile(&counts, 50),
+            p90: percentile(&counts, 90),
+            fast,
         })
         .collect())
 }
 
-/// Each reviewer's decisions in `[from, to)`.
-pub async fn by_reviewer(
-    conn: Conn<'_>,
-    from: OffsetDateTime,
-    to: OffsetDateTime,
-) -> Result<Vec<DecisionGroup>> {
-    decisions_by(conn, "decided_by", from, to).await
+/// A grouped row as its columns' values.
+fn stat_row<R: sqlx::Row>(r: &R) -> std::result::Result<StatRow, sqlx::Error>
+where
+    usize: sqlx::ColumnIndex<R>,
+    String: for<'a> sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
+    i64: for<'a> sqlx::Decode<'a, R::Database> + sqlx::Type<R::Database>,
+{
+    let n = |i: usize| r.try_get::<i64, _>(i);
+    Ok((
+        r.try_get::<String, _>(0)?,
+        n(1)?,
+        n(2)?,
+        n(3)?,
+        (4..4 + BUCKET_COUNT)
+            .map(n)
+            .collect::<std::result::Result<_, _>>()?,
+    ))
 }
 
-/// Each domain's decisions in `[from, to)`.
-pub async fn by_domain(
-    conn: Conn<'_>,
-    from: OffsetDateTime,
-    to: OffsetDateTime,
-) -> Result<Vec<DecisionGroup>> {
-    decisions_by(conn, "domain", from, to).await
+/// `t`'s UTC day, as `decision_stats` names days.
+pub fn day_of(t: OffsetDateTime) -> String {
+    let d = t.to_offset(time::UtcOffset::UTC).date();
+    format!("{:04}-{:02}-{:02}", d.year(), u8::from(d.month()), d.day())
+}
+
+/// Each reviewer's decisions on days from `from` on.
+pub async fn by_reviewer(conn: Conn<'_>, from: OffsetDateTime) -> Result<Vec<DecisionGroup>> {
+    decisions_by(conn, "reviewer", from).await
+}
+
+/// Each domain's decisions on days from `from` on.
+pub async fn by_domain(conn: Conn<'_>, from: OffsetDateTime) -> Result<Vec<DecisionGroup>> {
+    decisions_by(conn, "domain", from).await
 }
 
 /// Proposals that expired undecided in `[from, to)`, per domain.

@@ -55,7 +55,7 @@ pub const SERVING_GRANTS: &[&str] = &[
     "grant select, insert, update on proposals, approvals, commands, users, api_tokens \
      to {role}",
     "grant select, insert, delete on paused_tools to {role}",
-    "grant select, insert, update on gateway_tools, standing_grants to {role}",
+    "grant select, insert, update on gateway_tools, standing_grants, decision_stats to {role}",
     "grant select, insert, update on webhook_deliveries, webhook_attempts, notifications to {role}",
     "grant select, insert, delete on slack_requests to {role}",
     "grant select, insert on proposal_alerts to {role}",

@@ -389,7 +389,7 @@ fn charts_view(c: Charts) -> ChartsView {
 
 /// The insights as the page shows them: whole seconds, the window's start in words.
 fn insights_view(i: crate::service::Insights, days: i64) -> app::dto::InsightsView {
-    let secs = |v: Option<f64>| v.map(|s| s.round() as i64);
+    let secs = |v: Option<i64>| v;
     let row = |d: &crate::domain::record::DecisionGroup| app::dto::InsightRow {
         name: d.name.clone(),
         decisions: d.decisions,

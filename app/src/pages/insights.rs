@@ -41,8 +41,13 @@ fn pct(part: i64, whole: i64) -> String {
     }
 }
 
+/// A percentile as its bucket's upper bound: "≤ 2 min"; past the last bucket "> 1 d".
 fn secs(v: Option<i64>) -> String {
-    v.map_or_else(|| "—".into(), duration_words)
+    match v {
+        None => "—".into(),
+        Some(i64::MAX) => "> 1 d".into(),
+        Some(s) => format!("≤ {}", duration_words(s)),
+    }
 }
 
 /// Encodes a query-string value (names are usernames and domains: letters, digits, `-_.`).
@@ -94,7 +99,8 @@ fn Insights(i: InsightsView) -> impl IntoView {
     view! {
         <nav class="subnav" data-testid="insights-window">"Window: " {windows}</nav>
         <p class="sub">"Since " {i.from.clone()} " UTC. A decision is fast when it came sooner than the \
-            proposal could be read (its text at 50 characters a second, at least 2 s)."</p>
+            proposal could be read (its text at 50 characters a second, at least 2 s). Times are \
+            counted in buckets: a median of ≤ 2 min means the middle decision took 1 to 2 minutes."</p>
         <HorizontalBars title="Decisions per reviewer" heads=vec!["reviewer", "approved", "other", "fast"]
             rows=reviewer_bars testid="insights-reviewer-chart" empty="No decisions in this window."/>
         <ReviewerTable rows=i.reviewers/>

@@ -4,8 +4,8 @@
 //! approving needs the target's name typed ([`confirm`]), and how an agent's earlier proposals
 //! for the same tool came out ([`history`]), what a revision changed ([`diff`]), which
 //! approvals a batch from the queue may take ([`batch`]), what a standing grant covers
-//! ([`grant`]), when an admin may approve alone ([`break_glass`]), and what a reviewer's edit
-//! changes ([`edit`]).
+//! ([`grant`]), when an admin may approve alone ([`break_glass`]), what a reviewer's edit
+//! changes ([`edit`]), and how insights count decisions ([`insight`]).
 //!
 //! Pure like the rest of the domain: the pages call these through `web`, the decision through
 //! `service::decide`, so the page and the server apply the same rule.
@@ -18,4 +18,5 @@ pub mod disclosure;
 pub mod edit;
 pub mod grant;
 pub mod history;
+pub mod insight;
 pub mod text;
