@@ -41,7 +41,7 @@ for (const size of WIDTHS) {
     const auditor = await newSession(browser, server, { viewport });
     try {
       await login(auditor.page, server.auditor);
-      for (const path of ['/audit', '/audit/charts', `/audit/proposals/${id}`]) {
+      for (const path of ['/audit', '/audit/charts', `/audit/proposals/${id}`, '/insights']) {
         await auditor.page.goto(path);
         await expect(auditor.page.locator('main')).toBeVisible();
         await expectAccessible(auditor.page, path, shot(path));
