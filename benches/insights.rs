@@ -231,5 +231,15 @@ fn main() {
             percentile(&times, 0.95).as_secs_f64() * 1e3,
             times.last().map_or(0.0, |d| d.as_secs_f64() * 1e3),
         );
+        if let Some((base, name)) = url.rsplit_once('/').filter(|_| backend == "postgres") {
+            // A million rows are not left behind.
+            let mut c = PgConnection::connect(&format!("{base}/postgres"))
+                .await
+                .expect("postgres");
+            let drop = format!("drop database \"{name}\" with (force)");
+            c.execute(drop.as_str())
+                .await
+                .expect("drop the bench database");
+        }
     });
 }

@@ -133,6 +133,7 @@ fn ReviewerTable(rows: Vec<InsightRow>) -> impl IntoView {
         })
         .collect_view();
     view! {
+        <div class="scroll" tabindex="0" role="region" aria-label="Insights per reviewer">
         <table class="insights" data-testid="insights-reviewers">
             <caption>"Per reviewer"</caption>
             <thead><tr>
@@ -142,6 +143,7 @@ fn ReviewerTable(rows: Vec<InsightRow>) -> impl IntoView {
             </tr></thead>
             <tbody>{rows}</tbody>
         </table>
+        </div>
     }
 }
 
@@ -166,6 +168,7 @@ fn DomainTable(rows: Vec<InsightRow>) -> impl IntoView {
         })
         .collect_view();
     view! {
+        <div class="scroll" tabindex="0" role="region" aria-label="Insights per domain">
         <table class="insights" data-testid="insights-domains">
             <caption>"Per domain"</caption>
             <thead><tr>
@@ -175,5 +178,6 @@ fn DomainTable(rows: Vec<InsightRow>) -> impl IntoView {
             </tr></thead>
             <tbody>{rows}</tbody>
         </table>
+        </div>
     }
 }
