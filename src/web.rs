@@ -12,6 +12,7 @@ mod grants;
 pub mod ledger;
 pub mod live;
 pub mod oidc;
+mod passkeys;
 mod proposal;
 pub mod queue;
 pub mod runs;
@@ -210,6 +211,7 @@ fn refusal(e: &ServiceError) -> Option<Notice> {
         ServiceError::Refused(DecisionError::ReasonRequired) => Notice::ReasonRequired,
         ServiceError::Conflict(Conflict::AlreadyApproved) => Notice::AlreadyApproved,
         ServiceError::Refused(DecisionError::Unconfirmed(e)) => proposal::unconfirmed(e),
+        ServiceError::Forbidden { code, .. } => passkeys::refusal(code)?,
         _ => return None,
     })
 }
@@ -318,25 +320,31 @@ impl Desk for ReviewDesk {
         id: &str,
         justification: &str,
         confirmation: Option<&str>,
+        passkey: Option<&str>,
     ) -> Result<DecideOutcome, AppError> {
         let id = Uuid::parse_str(id).map_err(|_| AppError::NotFound)?;
         let who = principal(&self.services, viewer).await?;
+        let proof = crate::service::Proof {
+            typed: confirmation,
+            passkey,
+        };
         let broke = (self.services)
-            .break_glass(&who, id, justification, confirmation)
+            .break_glass(&who, id, justification, proof)
             .await;
-        match broke {
-            Ok(_) => Ok(DecideOutcome::Decided(Notice::BrokeGlass)),
-            Err(ServiceError::Invalid(_)) => {
+        let e = match broke {
+            Ok(_) => return Ok(DecideOutcome::Decided(Notice::BrokeGlass)),
+            Err(e) => e,
+        };
+        match (refusal(&e), e) {
+            (Some(notice), _) => Ok(DecideOutcome::Refused(notice)),
+            (None, ServiceError::Invalid(_)) => {
                 Ok(DecideOutcome::Refused(Notice::BreakGlassJustification))
             }
-            Err(ServiceError::Forbidden { .. }) => {
+            (None, ServiceError::Forbidden { .. }) => {
                 Ok(DecideOutcome::Refused(Notice::BreakGlassRefused))
             }
-            Err(ServiceError::Denied(_)) => Ok(DecideOutcome::Refused(Notice::Role)),
-            Err(e) => match refusal(&e) {
-                Some(notice) => Ok(DecideOutcome::Refused(notice)),
-                None => Err(internal(e)),
-            },
+            (None, ServiceError::Denied(_)) => Ok(DecideOutcome::Refused(Notice::Role)),
+            (None, e) => Err(internal(e)),
         }
     }
 
@@ -348,6 +356,40 @@ impl Desk for ReviewDesk {
         fields: &[(String, String)],
     ) -> Result<DecideOutcome, AppError> {
         edits::edit_and_approve(&self.services, viewer, id, confirmation, fields).await
+    }
+
+    async fn account(&self, viewer: &Viewer) -> Result<dto::AccountView, AppError> {
+        passkeys::account(&self.services, viewer).await
+    }
+
+    async fn passkey_options(
+        &self,
+        viewer: &Viewer,
+        proposal: Option<&str>,
+    ) -> Result<Result<String, Notice>, AppError> {
+        passkeys::options(&self.services, viewer, proposal).await
+    }
+
+    async fn add_passkey(
+        &self,
+        viewer: &Viewer,
+        name: &str,
+        credential: &str,
+    ) -> Result<DecideOutcome, AppError> {
+        passkeys::add(&self.services, viewer, name, credential).await
+    }
+
+    async fn rename_passkey(
+        &self,
+        viewer: &Viewer,
+        id: &str,
+        name: &str,
+    ) -> Result<DecideOutcome, AppError> {
+        passkeys::rename(&self.services, viewer, id, name).await
+    }
+
+    async fn remove_passkey(&self, viewer: &Viewer, id: &str) -> Result<DecideOutcome, AppError> {
+        passkeys::remove(&self.services, viewer, id).await
     }
 
     async fn grants(&self, viewer: &Viewer) -> Result<dto::GrantsView, AppError> {
@@ -455,15 +497,20 @@ impl Desk for ReviewDesk {
         verdict: &str,
         reason: Option<&str>,
         confirmation: Option<&str>,
+        passkey: Option<&str>,
     ) -> Result<DecideOutcome, AppError> {
         let Some(verdict) = ReviewVerdict::parse(verdict) else {
             return Ok(DecideOutcome::Refused(Notice::BadVerdict));
         };
         let id = Uuid::parse_str(id).map_err(|_| AppError::NotFound)?;
         let who = principal(&self.services, viewer).await?;
+        let proof = crate::service::Proof {
+            typed: confirmation,
+            passkey,
+        };
         let decided = self
             .services
-            .decide_confirmed(&who, id, verdict, reason, confirmation)
+            .decide_confirmed(&who, id, verdict, reason, proof)
             .await;
         match decided {
             Ok(Decided::ApprovalRecorded(_)) => {
@@ -535,6 +582,7 @@ fn security_event(viewer: Option<&Viewer>, event: SecurityEvent) -> (Actor, Audi
                 dto::Form::ToolSwitch => "tool_switch",
                 dto::Form::Reveal => "reveal",
                 dto::Form::Admin => "admin",
+                dto::Form::Passkey => "passkey",
             },
             signed_in: viewer.is_some(),
         }),

@@ -143,6 +143,7 @@ async fn call(
         UseCase::ViewGrants => s.grants(who, true).await.map(drop),
         UseCase::RevokeGrant => s.revoke_grant(who, Uuid::new_v4()).await.map(drop),
         UseCase::ViewInsights => s.insights(who, 30).await.map(drop),
+        UseCase::ManagePasskeys => s.passkeys(who).await.map(drop),
     };
     let _ = std::fs::remove_dir_all(&out);
     r

@@ -2,12 +2,14 @@
 
 use serde::{Deserialize, Serialize};
 
+mod account;
 mod admin;
 mod audit;
 mod grant;
 mod proposal;
 mod queue;
 mod runs;
+pub use account::*;
 pub use admin::*;
 pub use audit::*;
 pub use grant::*;
@@ -101,8 +103,10 @@ impl leptos::server_fn::error::FromServerFnError for AppError {
 }
 
 /// Every notice and error a page can show after a redirect. The code travels in the query
-/// string (`?notice=approved`, `?error=csrf`); the words live in [`Notice::text`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// string (`?notice=approved`, `?error=csrf`): the variant's name in snake case; the words
+/// live in [`Notice::text`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::EnumIter)]
+#[strum(serialize_all = "snake_case")]
 pub enum Notice {
     /// A proposal was approved.
     Approved,
@@ -242,6 +246,22 @@ pub enum Notice {
     EditInvalid,
     /// The proposal may not be edited.
     NotEditable,
+    /// A passkey was registered.
+    PasskeyAdded,
+    /// A passkey was renamed.
+    PasskeyRenamed,
+    /// A passkey was removed.
+    PasskeyRemoved,
+    /// A passkey could not be registered or renamed.
+    PasskeyInvalid,
+    /// Approving needs a passkey and the reviewer has none.
+    PasskeyNone,
+    /// Approving needs the reviewer's passkey, and no answer came.
+    StepUpRequired,
+    /// The passkey's answer is not for this proposal's current request.
+    StepUpChallenge,
+    /// The passkey's answer did not verify.
+    StepUpInvalid,
 }
 
 /// What the page says for each notice (a notice without a line here says nothing: a test
@@ -493,159 +513,46 @@ const NOTICE_TEXT: &[(Notice, &str)] = &[
         Notice::NotEditable,
         "It cannot be edited here: the policy forbids it, it needs more than one approver, or the edited request would route stricter. Ask the agent for changes instead.",
     ),
+    (
+        Notice::PasskeyAdded,
+        "Passkey added. Approvals the policy asks a passkey for now use it.",
+    ),
+    (Notice::PasskeyRenamed, "Renamed."),
+    (
+        Notice::PasskeyRemoved,
+        "Passkey removed: it proves nothing from now on.",
+    ),
+    (
+        Notice::PasskeyInvalid,
+        "That passkey was not added: give it a name of 1 to 60 characters, and finish the browser's prompt within five minutes.",
+    ),
+    (
+        Notice::PasskeyNone,
+        "Approving this needs a passkey, and you have none: add one on your account page, then approve.",
+    ),
+    (
+        Notice::StepUpRequired,
+        "Approving this needs your passkey: press Approve and answer your browser's passkey prompt.",
+    ),
+    (
+        Notice::StepUpChallenge,
+        "Your passkey's answer was not for this request (another proposal's, an expired or used one, or the request changed). Press Approve again.",
+    ),
+    (
+        Notice::StepUpInvalid,
+        "Your passkey's answer did not verify (it must verify you, with a PIN or biometric). The refusal is recorded. Try again.",
+    ),
 ];
 
 impl Notice {
-    const ALL: [Notice; 69] = [
-        Notice::Edited,
-        Notice::EditInvalid,
-        Notice::NotEditable,
-        Notice::BrokeGlass,
-        Notice::BreakGlassRefused,
-        Notice::BreakGlassJustification,
-        Notice::Granted,
-        Notice::NotGrantable,
-        Notice::GrantInvalid,
-        Notice::GrantRevoked,
-        Notice::GrantEnded,
-        Notice::BatchSize,
-        Notice::NotBatchable,
-        Notice::GatewayToolAccepted,
-        Notice::NothingToAccept,
-        Notice::SsoFailed,
-        Notice::SsoRefused,
-        Notice::OperatesAgent,
-        Notice::UserAdded,
-        Notice::UserDisabled,
-        Notice::UserEnabled,
-        Notice::PasswordReset,
-        Notice::RoleChanged,
-        Notice::DomainsChanged,
-        Notice::EmailChanged,
-        Notice::TokenCreated,
-        Notice::TokenRevoked,
-        Notice::WebhookSecretRotated,
-        Notice::LastAdmin,
-        Notice::AccountInvalid,
-        Notice::UsernameTaken,
-        Notice::AccountMissing,
-        Notice::AdminRole,
-        Notice::Revealed,
-        Notice::NothingToReveal,
-        Notice::ConfirmationMissing,
-        Notice::ConfirmationMismatch,
-        Notice::Resolved,
-        Notice::Released,
-        Notice::RollbackApproved,
-        Notice::RollbackDismissed,
-        Notice::CommandState,
-        Notice::ResolveReasonRequired,
-        Notice::ToolPaused,
-        Notice::ToolResumed,
-        Notice::BadTool,
-        Notice::PauseRole,
-        Notice::Erased,
-        Notice::ErasePending,
-        Notice::EraseCommandOpen,
-        Notice::AlreadyErased,
-        Notice::EraseReasonRequired,
-        Notice::EraseRole,
-        Notice::Approved,
-        Notice::Rejected,
-        Notice::ChangesRequested,
-        Notice::ApprovalRecorded,
-        Notice::SignedOut,
-        Notice::InvalidCredentials,
-        Notice::Throttled,
-        Notice::Csrf,
-        Notice::AlreadyDecided,
-        Notice::OwnProposal,
-        Notice::Role,
-        Notice::ReasonRequired,
-        Notice::Expired,
-        Notice::AlreadyApproved,
-        Notice::BadVerdict,
-        Notice::NotFound,
-    ];
-
-    /// The code in the query string.
+    /// The code in the query string (`approved`, `csrf`).
     pub fn code(self) -> &'static str {
-        match self {
-            Notice::Approved => "approved",
-            Notice::Rejected => "rejected",
-            Notice::ChangesRequested => "changes_requested",
-            Notice::ApprovalRecorded => "approval_recorded",
-            Notice::SignedOut => "signed_out",
-            Notice::InvalidCredentials => "invalid_credentials",
-            Notice::Throttled => "throttled",
-            Notice::SsoFailed => "sso_failed",
-            Notice::SsoRefused => "sso_refused",
-            Notice::Csrf => "csrf",
-            Notice::AlreadyDecided => "already_decided",
-            Notice::OwnProposal => "own_proposal",
-            Notice::Role => "role",
-            Notice::ReasonRequired => "reason_required",
-            Notice::Expired => "expired",
-            Notice::AlreadyApproved => "already_approved",
-            Notice::BadVerdict => "bad_verdict",
-            Notice::NotFound => "not_found",
-            Notice::Erased => "erased",
-            Notice::ErasePending => "erase_pending",
-            Notice::EraseCommandOpen => "erase_command_open",
-            Notice::AlreadyErased => "already_erased",
-            Notice::EraseReasonRequired => "erase_reason_required",
-            Notice::EraseRole => "erase_role",
-            Notice::Resolved => "resolved",
-            Notice::Released => "released",
-            Notice::RollbackApproved => "rollback_approved",
-            Notice::RollbackDismissed => "rollback_dismissed",
-            Notice::CommandState => "command_state",
-            Notice::ResolveReasonRequired => "resolve_reason_required",
-            Notice::ToolPaused => "tool_paused",
-            Notice::ToolResumed => "tool_resumed",
-            Notice::BadTool => "bad_tool",
-            Notice::PauseRole => "pause_role",
-            Notice::Revealed => "revealed",
-            Notice::NothingToReveal => "nothing_to_reveal",
-            Notice::ConfirmationMissing => "confirmation_missing",
-            Notice::ConfirmationMismatch => "confirmation_mismatch",
-            Notice::OperatesAgent => "operates_agent",
-            Notice::UserAdded => "user_added",
-            Notice::UserDisabled => "user_disabled",
-            Notice::UserEnabled => "user_enabled",
-            Notice::PasswordReset => "password_reset",
-            Notice::RoleChanged => "role_changed",
-            Notice::DomainsChanged => "domains_changed",
-            Notice::EmailChanged => "email_changed",
-            Notice::TokenCreated => "token_created",
-            Notice::TokenRevoked => "token_revoked",
-            Notice::WebhookSecretRotated => "webhook_secret_rotated",
-            Notice::LastAdmin => "last_admin",
-            Notice::AccountInvalid => "account_invalid",
-            Notice::UsernameTaken => "username_taken",
-            Notice::AccountMissing => "account_missing",
-            Notice::AdminRole => "admin_role",
-            Notice::GatewayToolAccepted => "gateway_tool_accepted",
-            Notice::NothingToAccept => "nothing_to_accept",
-            Notice::BatchSize => "batch_size",
-            Notice::NotBatchable => "not_batchable",
-            Notice::Granted => "granted",
-            Notice::NotGrantable => "not_grantable",
-            Notice::GrantInvalid => "grant_invalid",
-            Notice::GrantRevoked => "grant_revoked",
-            Notice::GrantEnded => "grant_ended",
-            Notice::BrokeGlass => "broke_glass",
-            Notice::BreakGlassRefused => "break_glass_refused",
-            Notice::BreakGlassJustification => "break_glass_justification",
-            Notice::Edited => "edited",
-            Notice::EditInvalid => "edit_invalid",
-            Notice::NotEditable => "not_editable",
-        }
+        self.into()
     }
 
     /// The notice a code names, if any.
     pub fn parse(code: &str) -> Option<Notice> {
-        Notice::ALL.into_iter().find(|n| n.code() == code)
+        <Notice as strum::IntoEnumIterator>::iter().find(|n| n.code() == code)
     }
 
     /// What the page says.
@@ -682,6 +589,8 @@ pub enum Form {
     Reveal,
     /// An admin's account or token form.
     Admin,
+    /// A passkey form on one's account page.
+    Passkey,
 }
 
 /// A page or action a role may be denied.
@@ -775,7 +684,7 @@ mod tests {
 
     #[test]
     fn every_notice_has_words_and_a_code_of_its_own() {
-        for n in Notice::ALL {
+        for n in <Notice as strum::IntoEnumIterator>::iter() {
             assert!(!n.text().is_empty(), "{n:?} says nothing");
             assert_eq!(Notice::parse(n.code()), Some(n));
         }

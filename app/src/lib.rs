@@ -27,9 +27,9 @@ use leptos_router::components::{Route, Router, Routes};
 use leptos_router::{SsrMode, path};
 
 use pages::{
-    AdminGatewayPage, AdminTokensPage, AdminUsersPage, AdminWebhooksPage, AuditTrailPage,
-    ChartsPage, GrantsPage, Header, InsightsPage, LoginPage, NoRolePage, NotFound, ProposalPage,
-    QueuePage, RunsPage, TimelinePage,
+    AccountPage, AdminGatewayPage, AdminTokensPage, AdminUsersPage, AdminWebhooksPage,
+    AuditTrailPage, ChartsPage, GrantsPage, Header, InsightsPage, LoginPage, NoRolePage, NotFound,
+    ProposalPage, QueuePage, RunsPage, TimelinePage,
 };
 
 /// The HTML document around the app, rendered on the server.
@@ -43,6 +43,8 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <link rel="icon" href="/favicon.svg" type="image/svg+xml"/>
                 <AutoReload options=options.clone()/>
                 <HydrationScripts options/>
+                // The browser's passkey prompts (account page, step-up approvals).
+                <script src="/passkey.js" defer nonce=leptos::nonce::use_nonce()></script>
                 <MetaTags/>
             </head>
             <body>
@@ -74,6 +76,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/proposals/:id") view=ProposalPage ssr=SsrMode::Async/>
                     <Route path=path!("/runs") view=RunsPage ssr=SsrMode::Async/>
                     <Route path=path!("/grants") view=GrantsPage ssr=SsrMode::Async/>
+                    <Route path=path!("/account") view=AccountPage ssr=SsrMode::Async/>
                     <Route path=path!("/admin/users") view=AdminUsersPage ssr=SsrMode::Async/>
                     <Route path=path!("/admin/tokens") view=AdminTokensPage ssr=SsrMode::Async/>
                     <Route path=path!("/admin/webhooks") view=AdminWebhooksPage ssr=SsrMode::Async/>

@@ -33,8 +33,9 @@ pub trait Desk: Send + Sync + 'static {
         reveal: bool,
     ) -> Result<ProposalView, AppError>;
     /// Approves or rejects; `confirmation` is the target's name as typed, which approving a
-    /// high-risk or wide-reaching action needs. `Ok` carries a notice code, `Err` an error the
-    /// page explains.
+    /// high-risk or wide-reaching action needs, and `passkey` the passkey's answer (JSON) to
+    /// the step-up challenge, where the policy asks one. `Ok` carries a notice code, `Err` an
+    /// error the page explains.
     async fn decide(
         &self,
         viewer: &Viewer,
@@ -42,6 +43,7 @@ pub trait Desk: Send + Sync + 'static {
         verdict: &str,
         reason: Option<&str>,
         confirmation: Option<&str>,
+        passkey: Option<&str>,
     ) -> Result<DecideOutcome, AppError>;
     /// Approves or rejects each of the proposals `ids` with one reason (the queue's batch),
     /// each as its own decision under every rule. A batch that cannot be taken at all (no
@@ -80,6 +82,7 @@ pub trait Desk: Send + Sync + 'static {
         id: &str,
         justification: &str,
         confirmation: Option<&str>,
+        passkey: Option<&str>,
     ) -> Result<DecideOutcome, AppError>;
     /// Approves proposal `id` with the parameter values the viewer edited: `fields` are
     /// `(hex JSON pointer, JSON text)` as the form posts them.
@@ -90,6 +93,32 @@ pub trait Desk: Send + Sync + 'static {
         confirmation: Option<&str>,
         fields: &[(String, String)],
     ) -> Result<DecideOutcome, AppError>;
+    /// The viewer's account page: who they are and their passkeys.
+    async fn account(&self, viewer: &Viewer) -> Result<crate::dto::AccountView, AppError>;
+    /// The options of the browser's passkey prompt, JSON: to register a passkey (`proposal`
+    /// `None`), or to answer the step-up challenge of approving `proposal`. A refusal (no
+    /// passkey to answer with) is the inner `Err`.
+    async fn passkey_options(
+        &self,
+        viewer: &Viewer,
+        proposal: Option<&str>,
+    ) -> Result<Result<String, Notice>, AppError>;
+    /// Registers the passkey the browser created (`credential`, JSON) under `name`.
+    async fn add_passkey(
+        &self,
+        viewer: &Viewer,
+        name: &str,
+        credential: &str,
+    ) -> Result<DecideOutcome, AppError>;
+    /// Renames the viewer's passkey `id`.
+    async fn rename_passkey(
+        &self,
+        viewer: &Viewer,
+        id: &str,
+        name: &str,
+    ) -> Result<DecideOutcome, AppError>;
+    /// Removes the viewer's passkey `id`.
+    async fn remove_passkey(&self, viewer: &Viewer, id: &str) -> Result<DecideOutcome, AppError>;
     /// The standing grants the viewer may see.
     async fn grants(&self, viewer: &Viewer) -> Result<crate::dto::GrantsView, AppError>;
     /// Revokes standing grant `id`.

@@ -7,6 +7,7 @@ use leptos::prelude::*;
 pub mod admin;
 pub mod audit;
 pub mod grants;
+pub mod passkeys;
 pub mod runs;
 
 use crate::dto::{AppError, ProposalView, QueueView, SessionView};
@@ -94,6 +95,39 @@ mod ssr {
             return Ok(None);
         }
         Ok(Some((viewer, id)))
+    }
+
+    /// A form of `page` that is not a proposal's: signs the viewer in first, checks its CSRF
+    /// token, runs `act`, then shows `page` again with what came of it.
+    pub async fn page_form(
+        page: &str,
+        csrf_token: &str,
+        form: crate::dto::Form,
+        act: impl AsyncFnOnce(Viewer) -> Result<crate::ports::DecideOutcome, AppError>,
+    ) -> Result<(), AppError> {
+        use crate::dto::Notice;
+        use crate::ports::DecideOutcome;
+        let viewer = match viewer().await {
+            Ok(v) => v,
+            Err(AppError::Unauthenticated) => {
+                redirect("/login");
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        };
+        if !csrf_ok(csrf_token, form).await? {
+            redirect(&format!("{page}?error={}", Notice::Csrf.code()));
+            return Ok(());
+        }
+        match act(viewer).await {
+            Ok(DecideOutcome::Decided(n)) => redirect(&format!("{page}?notice={}", n.code())),
+            Ok(DecideOutcome::Refused(n)) => redirect(&format!("{page}?error={}", n.code())),
+            Err(AppError::NotFound) => {
+                redirect(&format!("{page}?error={}", Notice::NotFound.code()));
+            }
+            Err(e) => return Err(e),
+        }
+        Ok(())
     }
 
     /// Shows proposal `id` again after its form: at `done` with the notice when it was done,
@@ -239,6 +273,7 @@ pub async fn decide_proposal(
     verdict: String,
     reason: Option<String>,
     confirm: Option<String>,
+    passkey: Option<String>,
 ) -> Result<(), AppError> {
     let Some((viewer, id)) = ssr::proposal_form(&csrf_token, &id, crate::dto::Form::Decide).await?
     else {
@@ -251,6 +286,7 @@ pub async fn decide_proposal(
             &verdict,
             reason.as_deref(),
             confirm.as_deref(),
+            passkey.as_deref(),
         )
         .await;
     ssr::after_proposal_form(&id, outcome, |n| {
@@ -266,13 +302,20 @@ pub async fn break_glass(
     id: String,
     justification: String,
     confirm: Option<String>,
+    passkey: Option<String>,
 ) -> Result<(), AppError> {
     let Some((viewer, id)) = ssr::proposal_form(&csrf_token, &id, crate::dto::Form::Decide).await?
     else {
         return Ok(());
     };
     let outcome = ssr::desk()?
-        .break_glass(&viewer, &id, &justification, confirm.as_deref())
+        .break_glass(
+            &viewer,
+            &id,
+            &justification,
+            confirm.as_deref(),
+            passkey.as_deref(),
+        )
         .await;
     ssr::after_proposal_form(&id, outcome, |n| {
         format!("/proposals/{id}?notice={}", n.code())

@@ -29,7 +29,7 @@ for (const size of WIDTHS) {
     const reviewer = await newSession(browser, server, { viewport });
     try {
       await login(reviewer.page, server.reviewer);
-      for (const path of ['/', `/?risk=high&sort=risk`, `/proposals/${id}`, '/runs', '/grants']) {
+      for (const path of ['/', `/?risk=high&sort=risk`, `/proposals/${id}`, '/runs', '/grants', '/account']) {
         await reviewer.page.goto(path);
         await expect(reviewer.page.locator('main')).toBeVisible();
         await expectAccessible(reviewer.page, path, shot(path));

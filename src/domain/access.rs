@@ -150,6 +150,8 @@ use_cases! {
     RevokeGrant => "grant.revoke",
     /// Decision insights: per reviewer and per domain, over a window.
     ViewInsights => "insights.view",
+    /// List, register, rename and remove one's own passkeys (the account page).
+    ManagePasskeys => "passkey.manage",
 }
 
 impl UseCase {
@@ -219,6 +221,7 @@ impl UseCase {
             ),
             UseCase::RevokeGrant => rule(&[Who::Admin, Who::Reviewer, Who::Operator], true, ""),
             UseCase::ViewInsights => rule(AUDITORS, false, ""),
+            UseCase::ManagePasskeys => rule(PEOPLE, false, "their own passkeys only"),
         }
     }
 }

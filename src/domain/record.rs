@@ -196,3 +196,44 @@ pub struct TokenRecord {
     /// An executor token's tool scope, as stored (comma-separated globs).
     pub tool_scope: Option<String>,
 }
+
+/// A passkey a person registered on their account page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PasskeyRecord {
+    /// Id.
+    pub id: Uuid,
+    /// Whose it is.
+    pub username: String,
+    /// The name its owner gave it.
+    pub name: String,
+    /// The WebAuthn credential id, base64url (what the trail records).
+    pub credential_id: String,
+    /// The relying party's record of it (public key, counter), JSON.
+    pub passkey: String,
+    /// When it was registered.
+    pub created_at: OffsetDateTime,
+    /// When it last proved an approval.
+    pub last_used_at: Option<OffsetDateTime>,
+}
+
+/// A passkey ceremony between its two requests: a registration, or a step-up approval of one
+/// proposal's request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CeremonyRecord {
+    /// Id.
+    pub id: Uuid,
+    /// Whose ceremony it is.
+    pub username: String,
+    /// `register` or `approve`.
+    pub purpose: String,
+    /// The proposal an approval's challenge binds.
+    pub proposal_id: Option<Uuid>,
+    /// Its request hash when the challenge was made.
+    pub request_hash: Option<String>,
+    /// The challenge's nonce, hex.
+    pub nonce: Option<String>,
+    /// The relying party's state of the ceremony, JSON.
+    pub state: String,
+    /// When it lapses.
+    pub expires_at: OffsetDateTime,
+}

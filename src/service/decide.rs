@@ -7,6 +7,7 @@ use uuid::Uuid;
 use super::error::{Conflict, ServiceError};
 use super::expire::expire_due_in;
 use super::grants::NewGrant;
+use super::passkeys::StepUp;
 use super::services::NewQueued;
 use super::services::Services;
 use super::submit::queue_command;
@@ -62,6 +63,8 @@ struct Change {
     break_glass: bool,
     /// The reviewer's edit, if they edited before approving.
     edit: Option<EditToWrite>,
+    /// The passkey's proof of the approval, where the policy asks a step-up.
+    step_up: Option<StepUp>,
     salt: Salt,
     now: time::OffsetDateTime,
 }
@@ -80,6 +83,27 @@ struct EditToWrite {
     edited: Edited,
     json: String,
     event: ProposalEdited,
+}
+
+/// What proves a decision taken on a proposal's own page: the target's name as typed, where
+/// approving needs it ([`confirm`]), and the passkey's answer to its step-up challenge (JSON),
+/// where the policy asks for one ([`crate::domain::review::step_up`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Proof<'a> {
+    /// The target's name as typed.
+    pub typed: Option<&'a str>,
+    /// The browser's `PublicKeyCredential` answering the step-up challenge, JSON.
+    pub passkey: Option<&'a str>,
+}
+
+impl<'a> From<Option<&'a str>> for Proof<'a> {
+    /// Only a typed name.
+    fn from(typed: Option<&'a str>) -> Self {
+        Proof {
+            typed,
+            passkey: None,
+        }
+    }
 }
 
 /// What applying it did.
@@ -103,18 +127,18 @@ impl Services {
         self.decide_confirmed(who, id, verdict, reason, None).await
     }
 
-    /// `who` approves or rejects proposal `id`; `confirmation` is the target's name as
-    /// they typed it, which approving a high-risk or wide-reaching action needs
-    /// ([`confirm`]).
-    pub async fn decide_confirmed(
+    /// `who` approves or rejects proposal `id`; `proof` is the target's name as they typed
+    /// it, which approving a high-risk or wide-reaching action needs ([`confirm`]), and the
+    /// passkey's answer where the policy asks a step-up.
+    pub async fn decide_confirmed<'a>(
         &self,
         who: &Principal,
         id: Uuid,
         verdict: ReviewVerdict,
         reason: Option<&str>,
-        confirmation: Option<&str>,
+        proof: impl Into<Proof<'a>>,
     ) -> Result<Decided, ServiceError> {
-        let how = How::Alone(confirmation);
+        let how = How::Alone(proof.into());
         self.decide_as(who, id, verdict, reason, how, Extra::None)
             .await
     }
@@ -132,7 +156,7 @@ impl Services {
         edits: &[(String, Value)],
         confirmation: Option<&str>,
     ) -> Result<Decided, ServiceError> {
-        let how = How::Alone(confirmation);
+        let how = How::Alone(confirmation.into());
         let verdict = ReviewVerdict::Approved;
         self.decide_as(who, id, verdict, None, how, Extra::Edit(edits))
             .await
@@ -153,6 +177,11 @@ impl Services {
         }
         if p.routing.required_approvals > 1 {
             let why = "it needs more than one approver: ask the agent for changes instead";
+            return Err(refused("not_editable", why.to_owned()));
+        }
+        if self.step_up_needed(p) {
+            let why = "its approval is signed with a passkey over the agent's request: ask the \
+                       agent for changes instead";
             return Err(refused("not_editable", why.to_owned()));
         }
         let (parameters, changes) =
@@ -196,6 +225,7 @@ impl Services {
         self.authorize(who, UseCase::Decide).is_ok()
             && self.policy().editable(&p.contract.tool.name)
             && p.routing.required_approvals <= 1
+            && !self.step_up_needed(p)
     }
 
     /// Whether `who` is offered break-glass on `p`: an admin, on a proposal needing more than
@@ -212,15 +242,15 @@ impl Services {
     /// ([`break_glass`]). Every other rule of a decision holds. It is loud: recorded
     /// `proposal.break_glass`, every admin and compliance officer told on every channel, and
     /// counted in `/metrics`.
-    pub async fn break_glass(
+    pub async fn break_glass<'a>(
         &self,
         who: &Principal,
         id: Uuid,
         justification: &str,
-        confirmation: Option<&str>,
+        proof: impl Into<Proof<'a>>,
     ) -> Result<Decided, ServiceError> {
         self.authorize(who, UseCase::BreakGlass)?;
-        let how = How::Alone(confirmation);
+        let how = How::Alone(proof.into());
         let verdict = ReviewVerdict::Approved;
         let justification = Some(justification.trim());
         self.decide_as(who, id, verdict, justification, how, Extra::BreakGlass)
@@ -239,7 +269,7 @@ impl Services {
         confirmation: Option<&str>,
         ask: &Ask,
     ) -> Result<(Decided, GrantRecord), ServiceError> {
-        let how = How::Alone(confirmation);
+        let how = How::Alone(confirmation.into());
         let verdict = ReviewVerdict::Approved;
         let mut made = None;
         let extra = Extra::Grant(ask, &mut made);
@@ -297,27 +327,9 @@ impl Services {
         extra: Extra<'_>,
     ) -> Result<Decided, ServiceError> {
         let (reviewer, p, decision) = self.checked(who, id, verdict, reason, how).await?;
+        let step_up = self.step_up(reviewer, &p, &decision, how).await?;
         let now = self.now();
-        let mut edit = None;
-        let (grant, break_glass) = match extra {
-            Extra::Grant(ask, made) => {
-                let grant = self.new_grant(who, &p, ask, now)?;
-                *made = Some(grant.grant.clone());
-                (Some(grant), false)
-            }
-            Extra::BreakGlass => {
-                let allows = self.policy().break_glass_allowed(&p.contract.tool.name);
-                let why = decision.reason.as_deref().unwrap_or_default();
-                break_glass::check(p.routing.required_approvals, allows, why)
-                    .map_err(break_glass_refused)?;
-                (None, true)
-            }
-            Extra::Edit(edits) => {
-                edit = Some(self.edit_request(&p, edits)?);
-                (None, false)
-            }
-            Extra::None => (None, false),
-        };
+        let (grant, break_glass, edit) = self.extra(who, &p, &decision, extra, now)?;
         let command = (decision.verdict == ReviewVerdict::Approved).then(|| {
             let (contract, hash) = match &edit {
                 Some((contract, e)) => (contract, &e.edited.request_hash),
@@ -336,6 +348,7 @@ impl Services {
             grant,
             break_glass,
             edit: edit.map(|(_, e)| e),
+            step_up,
             salt: self.store().salt().clone(),
             now,
         };
@@ -369,7 +382,57 @@ impl Services {
     }
 }
 
+/// What a decision brings beyond its verdict, checked: the grant to make, a break-glass, the
+/// edited request.
+type Checked = (Option<NewGrant>, bool, Option<(ToolProposal, EditToWrite)>);
+
 impl Services {
+    /// What `extra` asks beside the decision on `p`, checked under its rules.
+    fn extra(
+        &self,
+        who: &Principal,
+        p: &ProposalRecord,
+        decision: &ReviewDecision,
+        extra: Extra<'_>,
+        now: time::OffsetDateTime,
+    ) -> Result<Checked, ServiceError> {
+        Ok(match extra {
+            Extra::Grant(ask, made) => {
+                let grant = self.new_grant(who, p, ask, now)?;
+                *made = Some(grant.grant.clone());
+                (Some(grant), false, None)
+            }
+            Extra::BreakGlass => {
+                let allows = self.policy().break_glass_allowed(&p.contract.tool.name);
+                let why = decision.reason.as_deref().unwrap_or_default();
+                break_glass::check(p.routing.required_approvals, allows, why)
+                    .map_err(break_glass_refused)?;
+                (None, true, None)
+            }
+            Extra::Edit(edits) => (None, false, Some(self.edit_request(p, edits)?)),
+            Extra::None => (None, false, None),
+        })
+    }
+
+    /// The passkey's proof of `reviewer`'s approval of `p`, where the policy asks a step-up
+    /// (a batch never gets this far: [`batch::approvable`] refuses it).
+    async fn step_up(
+        &self,
+        reviewer: &Person,
+        p: &ProposalRecord,
+        decision: &ReviewDecision,
+        how: How<'_>,
+    ) -> Result<Option<StepUp>, ServiceError> {
+        match how {
+            How::Alone(proof)
+                if decision.verdict == ReviewVerdict::Approved && self.step_up_needed(p) =>
+            {
+                Ok(Some(self.step_up_proof(reviewer, p, proof.passkey).await?))
+            }
+            _ => Ok(None),
+        }
+    }
+
     /// The decision `who` asks for on proposal `id`, under every rule: the table (only people
     /// decide; a role that may not is refused and the refusal recorded), their domains (another
     /// domain's proposal is not found), the review rules, separation of duties (the people who
@@ -398,7 +461,7 @@ impl Services {
         let name = reviewer.username.as_str();
         let decision = check_decision(p.status, &p.agent, name, reviewer.role, verdict, reason)
             .and_then(|d| check_operator(&operators, name, d.verdict).map(|()| d))
-            .and_then(|d| confirmed(&p, d, how));
+            .and_then(|d| confirmed(&p, d, how, self.step_up_needed(&p)));
         match decision {
             Ok(decision) => Ok((reviewer, p, decision)),
             // Said first: a second approval is refused whatever was typed.
@@ -462,11 +525,11 @@ fn break_glass_refused(e: BreakGlassError) -> ServiceError {
     }
 }
 
-/// How a decision was taken: on the proposal's own page (with the target's name as typed, if
-/// it was), or in a batch from the queue.
+/// How a decision was taken: on the proposal's own page (with what proves it), or in a batch
+/// from the queue.
 #[derive(Debug, Clone, Copy)]
 enum How<'a> {
-    Alone(Option<&'a str>),
+    Alone(Proof<'a>),
     Batch,
 }
 
@@ -476,6 +539,7 @@ fn confirmed(
     p: &ProposalRecord,
     decision: ReviewDecision,
     how: How<'_>,
+    step_up: bool,
 ) -> Result<ReviewDecision, DecisionError> {
     if decision.verdict != ReviewVerdict::Approved {
         return Ok(decision);
@@ -483,12 +547,12 @@ fn confirmed(
     let c = &p.contract;
     let risk = p.routing.effective_risk;
     match how {
-        How::Alone(typed) => {
+        How::Alone(proof) => {
             let expected = confirm::expected(risk, c.blast_radius, &c.target_refs, &c.tool.name);
-            confirm::check(expected.as_deref(), typed)?;
+            confirm::check(expected.as_deref(), proof.typed)?;
         }
         How::Batch => {
-            batch::approvable(risk, c.blast_radius, p.routing.required_approvals)?;
+            batch::approvable(risk, c.blast_radius, p.routing.required_approvals, step_up)?;
         }
     }
     Ok(decision)
@@ -504,6 +568,9 @@ impl Change {
             return self.not_claimed(tx).await;
         };
         let reviewer = Actor::user(&self.reviewer);
+        if let Some(step_up) = &self.step_up {
+            step_up.write_in(tx, &self.reviewer, self.now).await?;
+        }
         if self.verdict == ReviewVerdict::Approved {
             let inserted =
                 proposals::insert_approval(tx.conn(), self.id, &self.reviewer, self.now).await?;

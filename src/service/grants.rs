@@ -99,6 +99,10 @@ impl Services {
             ));
         }
         let c = &p.contract;
+        if self.step_up_needed(p) {
+            let why = "approving it needs a passkey each time, so it is never granted";
+            return Some(Err(why.to_owned()));
+        }
         let max = self.policy().max_grant_secs(&c.tool.name);
         Some(grant::grantable(max, &exposure(&p.routing, c)).map_err(|why| why.to_string()))
     }
@@ -177,7 +181,9 @@ impl Services {
             return Ok(None);
         }
         let max = self.policy().max_grant_secs(&contract.tool.name);
-        if grant::grantable(max, &exposure(routing, contract)).is_err() {
+        if grant::grantable(max, &exposure(routing, contract)).is_err()
+            || (self.policy()).step_up(&contract.tool.name, routing.effective_risk)
+        {
             return Ok(None);
         }
         let (tool, domain) = (&contract.tool.name, &contract.domain);

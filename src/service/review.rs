@@ -22,6 +22,7 @@ use crate::storage::alerts::Alert;
 use crate::storage::audit;
 use crate::storage::commands::CommandRecord;
 use crate::storage::history::{self, SimilarRow};
+use crate::storage::passkeys;
 use crate::storage::proposals::ProposalRecord;
 
 /// The audit kind of a reveal.
@@ -66,6 +67,8 @@ pub struct ProposalPage {
     pub tool_definition: Option<crate::domain::gateway::ToolPin>,
     /// The admin who approved it alone past the quorum (break-glass), and when.
     pub broke_glass: Option<(String, OffsetDateTime)>,
+    /// The approvals a passkey proved: approver and credential id, in order.
+    pub passkey_proofs: Vec<(String, String)>,
 }
 
 /// Whether a proposal's compliance context makes its personal data withheld.
@@ -109,10 +112,11 @@ impl Services {
         let alerts = self.alerts(id).await?;
         let revised_by = self.revisions_of(id).await?;
         let tool_definition = self.gateway_pin(&proposal.contract.tool.name).await?;
-        let broke_glass = {
+        let (broke_glass, passkey_proofs) = {
             let mut read = self.read().await?;
             let subject = id.to_string();
-            audit::last_of(read.conn(), "proposal", &subject, BROKE_GLASS).await?
+            let glass = audit::last_of(read.conn(), "proposal", &subject, BROKE_GLASS).await?;
+            (glass, passkeys::proofs_of(read.conn(), id).await?)
         };
         Ok(Some(ProposalPage {
             proposal,
@@ -125,6 +129,7 @@ impl Services {
             revised_by,
             tool_definition,
             broke_glass,
+            passkey_proofs,
         }))
     }
 

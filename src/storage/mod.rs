@@ -35,6 +35,7 @@ pub mod grants;
 pub mod history;
 pub mod insights;
 pub mod notifications;
+pub mod passkeys;
 pub mod paused;
 pub mod proposals;
 pub mod queue;

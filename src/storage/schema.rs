@@ -59,6 +59,8 @@ pub const SERVING_GRANTS: &[&str] = &[
     "grant select, insert, update on webhook_deliveries, webhook_attempts, notifications to {role}",
     "grant select, insert, delete on slack_requests to {role}",
     "grant select, insert on proposal_alerts to {role}",
+    "grant select, insert, update, delete on passkeys, passkey_ceremonies to {role}",
+    "grant select, insert on passkey_assertions to {role}",
     "grant select, insert, update, delete on sign_in_throttle to {role}",
     "grant select on _sqlx_migrations to {role}",
     "grant usage on schema tower_sessions to {role}",

@@ -64,7 +64,7 @@ pub(super) async fn proposal(
     );
     let masked = withholds_personal_data(&p) && !revealed;
     let revision = revision(s, &who, &p, page.revised_by, masked).await?;
-    let offers = offers(s, &who, &p, &standing);
+    let offers = offers(s, &who, &p, &standing).await?;
     let edited = (p.review.as_ref().and_then(|r| r.edited.as_ref()))
         .map(|e| super::edits::edits_view(e, masked));
     let detail = Detail {
@@ -90,6 +90,9 @@ pub(super) async fn proposal(
     if let (Some(review), Some(edited)) = (view.review.as_mut(), edited) {
         review.edited = edited;
     }
+    view.passkey_proofs = (page.passkey_proofs.into_iter())
+        .map(|(by, credential_id)| app::dto::PasskeyProofView { by, credential_id })
+        .collect();
     view.broke_glass = (page.broke_glass).map(|(by, at)| app::dto::BrokeGlassView {
         by,
         at: moment(at, now),
@@ -380,14 +383,14 @@ fn confirm_name(p: &ProposalRecord, standing: &Standing) -> Option<String> {
         .flatten()
 }
 
-/// What the viewer is offered beside Approve: a standing grant, and break-glass (with the name
-/// it needs typed).
-fn offers(
+/// What the viewer is offered beside Approve: a standing grant, break-glass (with the name
+/// it needs typed), an edit, and whether approving needs their passkey (and they have one).
+async fn offers(
     s: &Services,
     who: &Principal,
     p: &ProposalRecord,
     standing: &Standing,
-) -> DecisionOffers {
+) -> Result<DecisionOffers, AppError> {
     let may_approve = standing.status.is_open() && standing.can_decide;
     let grant = (may_approve && standing.approve_blocked.is_none())
         .then(|| super::grants::offer(s, who, p))
@@ -396,12 +399,18 @@ fn offers(
     let edit = (may_approve && standing.approve_blocked.is_none() && s.edit_offered(who, p))
         .then(|| super::edits::fields(p))
         .filter(|fields| !fields.is_empty());
-    DecisionOffers {
+    let step_up = if may_approve && s.step_up_needed(p) {
+        Some(!s.passkeys(who).await.map_err(internal)?.is_empty())
+    } else {
+        None
+    };
+    Ok(DecisionOffers {
         grant,
         break_glass,
         glass_confirm: break_glass.then(|| expected_name(p)).flatten(),
         edit,
-    }
+        step_up,
+    })
 }
 
 /// The name approving `p` needs typed, if it needs one.
@@ -503,6 +512,7 @@ impl Detail {
             tool_definition: None,
             offers: app::dto::DecisionOffers::default(),
             broke_glass: None,
+            passkey_proofs: Vec::new(),
             command: command_sheet,
             history: history_view(history, now),
             confirm_name,

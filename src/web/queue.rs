@@ -33,7 +33,7 @@ pub async fn page(
     let page = services.queue_page(who, q).await.map_err(internal)?;
     let now = services.now();
     let domains = who.as_person().and_then(|p| p.domains.clone());
-    Ok(view(q, page, now, domains))
+    Ok(view(q, page, now, domains, |p| services.step_up_needed(p)))
 }
 
 fn view(
@@ -41,6 +41,7 @@ fn view(
     page: QueuePage,
     now: OffsetDateTime,
     domains: Option<Vec<String>>,
+    step_up: impl Fn(&ProposalRecord) -> bool,
 ) -> QueueView {
     let QueuePage {
         items,
@@ -51,7 +52,13 @@ fn view(
         head,
     } = page;
     QueueView {
-        items: items.into_iter().map(|p| item(p, now)).collect(),
+        items: items
+            .into_iter()
+            .map(|p| {
+                let step_up = step_up(&p);
+                item(p, now, step_up)
+            })
+            .collect(),
         matching,
         total,
         filters: filters(q, &facets),
@@ -126,7 +133,8 @@ fn filters(q: &QueueQuery, facets: &Facets) -> Vec<QueueFilterView> {
 }
 
 /// One row; the agent's text made visible and its hidden characters counted for the flag.
-pub fn item(p: ProposalRecord, now: OffsetDateTime) -> QueueItem {
+/// `step_up`: approving it needs a passkey (so never in a batch).
+pub fn item(p: ProposalRecord, now: OffsetDateTime, step_up: bool) -> QueueItem {
     let c = &p.contract;
     let mut compliance = Vec::new();
     if c.compliance_context.gdpr {
@@ -162,6 +170,7 @@ pub fn item(p: ProposalRecord, now: OffsetDateTime) -> QueueItem {
             p.routing.effective_risk,
             c.blast_radius,
             p.routing.required_approvals,
+            step_up,
         )
         .is_ok(),
     }

@@ -27,6 +27,7 @@ mod mcp;
 mod metrics;
 mod notify;
 mod openapi;
+mod passkeys;
 mod policy;
 mod proposal_page;
 mod queue_page;

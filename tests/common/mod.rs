@@ -275,6 +275,15 @@ pub async fn count(url: &str, sql: &str) -> i64 {
         .expect("count"))
 }
 
+/// One text value straight from the database at `url` (a column cast to text).
+#[allow(dead_code, reason = "each test binary uses a different subset")]
+pub async fn text(url: &str, sql: &str) -> String {
+    on_connection!(url, |c| sqlx::query_scalar(sql)
+        .fetch_one(&mut c)
+        .await
+        .expect("text"))
+}
+
 /// Runs each named `async fn(backend: &str)` as two tests, `sqlite::NAME` and `postgres::NAME`.
 #[allow(unused_macros, reason = "each test binary uses a different subset")]
 macro_rules! on_both_backends {

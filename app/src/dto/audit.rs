@@ -17,6 +17,7 @@ pub const EVENT_KINDS: &[&str] = &[
     "proposal.decision_refused",
     "proposal.break_glass",
     "proposal.edited",
+    "proposal.stepped_up",
     "proposal.expired",
     "proposal.escalated",
     "proposal.viewed",
@@ -57,6 +58,9 @@ pub const EVENT_KINDS: &[&str] = &[
     "grant.used",
     "grant.expired",
     "grant.revoked",
+    "passkey.registered",
+    "passkey.renamed",
+    "passkey.removed",
 ];
 
 /// The decision facet's values, for its filter.

@@ -302,6 +302,8 @@ pub struct ProposalView {
     pub offers: DecisionOffers,
     /// The break-glass that approved it, if one did.
     pub broke_glass: Option<BrokeGlassView>,
+    /// The approvals proved by a passkey, in order.
+    pub passkey_proofs: Vec<super::account::PasskeyProofView>,
 }
 
 /// What the viewer is offered beside Approve: a standing grant and break-glass.
@@ -316,6 +318,9 @@ pub struct DecisionOffers {
     pub glass_confirm: Option<String>,
     /// "Edit, then approve": the parameters the viewer may change, when offered.
     pub edit: Option<Vec<EditFieldView>>,
+    /// Approving needs the viewer's passkey (the policy's step-up): `Some(true)` when they
+    /// have one to answer with, `Some(false)` when they must add one first.
+    pub step_up: Option<bool>,
 }
 
 /// A break-glass approval, as the page marks it.

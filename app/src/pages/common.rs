@@ -63,9 +63,9 @@ pub fn Header() -> impl IntoView {
                                     .then(|| view! { <a href="/audit" data-testid="nav-audit">"Audit"</a> })}
                                 {(viewer.role == Role::Admin)
                                     .then(|| view! { <a href="/admin/users" data-testid="nav-admin">"Admin"</a> })}
-                                <span class="who" data-testid="viewer">
+                                <a class="who" href="/account" data-testid="viewer">
                                     {viewer.username} " · " {viewer.role.as_str()}
-                                </span>
+                                </a>
                                 <form method="post" action=Logout::url() class="inline">
                                     <input type="hidden" name="csrf_token" value=csrf_token/>
                                     <button type="submit" class="link" data-testid="logout">"Sign out"</button>

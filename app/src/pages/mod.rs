@@ -1,6 +1,7 @@
 //! The pages: sign-in (and the page of an account without a role), the review queue, one proposal, the compliance officer's audit trail,
 //! timelines and charts, and the header around them.
 
+mod account;
 mod admin;
 mod audit;
 mod charts;
@@ -13,6 +14,7 @@ mod queue;
 mod runs;
 mod timeline;
 
+pub use account::AccountPage;
 pub use admin::{AdminGatewayPage, AdminTokensPage, AdminUsersPage, AdminWebhooksPage};
 pub use audit::AuditTrailPage;
 pub use charts::ChartsPage;

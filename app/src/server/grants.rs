@@ -56,31 +56,9 @@ pub async fn approve_and_grant(
 /// Revokes standing grant `id`, then shows the grants page with what came of it.
 #[server(prefix = "/fn", endpoint = "revoke_grant")]
 pub async fn revoke_grant(csrf_token: String, id: String) -> Result<(), AppError> {
-    use crate::dto::Notice;
-    use crate::ports::DecideOutcome;
-    let viewer = match super::ssr::viewer().await {
-        Ok(v) => v,
-        Err(AppError::Unauthenticated) => {
-            super::ssr::redirect("/login");
-            return Ok(());
-        }
-        Err(e) => return Err(e),
-    };
-    if !super::ssr::csrf_ok(&csrf_token, crate::dto::Form::Decide).await? {
-        super::ssr::redirect(&format!("/grants?error={}", Notice::Csrf.code()));
-        return Ok(());
-    }
-    match super::ssr::desk()?.revoke_grant(&viewer, &id).await {
-        Ok(DecideOutcome::Decided(n)) => {
-            super::ssr::redirect(&format!("/grants?notice={}", n.code()));
-        }
-        Ok(DecideOutcome::Refused(n)) => {
-            super::ssr::redirect(&format!("/grants?error={}", n.code()));
-        }
-        Err(AppError::NotFound) => {
-            super::ssr::redirect(&format!("/grants?error={}", Notice::NotFound.code()));
-        }
-        Err(e) => return Err(e),
-    }
-    Ok(())
+    let form = crate::dto::Form::Decide;
+    super::ssr::page_form("/grants", &csrf_token, form, async |viewer| {
+        super::ssr::desk()?.revoke_grant(&viewer, &id).await
+    })
+    .await
 }

@@ -12,6 +12,7 @@ mod check;
 mod command;
 mod gateway;
 mod grant;
+mod passkey;
 mod payload;
 mod proposal;
 
@@ -20,6 +21,7 @@ pub use check::*;
 pub use command::*;
 pub use gateway::*;
 pub use grant::*;
+pub use passkey::*;
 pub use payload::Payload;
 pub use proposal::*;
 
@@ -166,6 +168,11 @@ audit_events! {
     GrantUsed,
     /// A standing grant was revoked or ran out (`grant.revoked` / `grant.expired`).
     GrantEnded,
+    /// A person registered, renamed or removed a passkey (`passkey.registered` /
+    /// `passkey.renamed` / `passkey.removed`).
+    PasskeyChanged,
+    /// An approval was proved by the approver's passkey (`proposal.stepped_up`).
+    ProposalSteppedUp,
 }
 
 #[cfg(test)]

@@ -105,6 +105,7 @@ const DEFAULTS_KEYS: &[&str] = &[
     "execute_within",
     "escalate_after",
     "escalate_to",
+    "step_up_risk",
 ];
 const BLAST_KEYS: &[&str] = &[
     "auto_execute_max",
@@ -132,6 +133,7 @@ const TOOL_KEYS: &[&str] = &[
     "max_grant",
     "break_glass",
     "editable",
+    "step_up",
 ];
 const DOMAIN_KEYS: &[&str] = &["escalate_after", "escalate_to"];
 
@@ -392,6 +394,7 @@ impl Loader<'_> {
                     d.required_approvals = self.count(&f).unwrap_or(d.required_approvals);
                 }
                 "expiry" => d.expiry_secs = self.duration(&f).unwrap_or(d.expiry_secs),
+                "step_up_risk" => d.step_up_risk = self.enumeration(&f),
                 "execute_within" => {
                     d.execute_within_secs = self.duration(&f).unwrap_or(d.execute_within_secs);
                 }
@@ -627,6 +630,7 @@ impl Loader<'_> {
                 max_grant_secs: DEFAULT_MAX_GRANT_SECS,
                 break_glass: true,
                 editable: true,
+                step_up: false,
                 glob: Glob::is_wildcard(pattern).then_some(glob),
             };
             let fields = self.fields(fields, &id, TOOL_KEYS);
@@ -637,38 +641,43 @@ impl Loader<'_> {
             };
             rule.escalation = self.escalation(&fields, &at);
             for f in &fields {
-                match f.key {
-                    "escalate_after" | "escalate_to" => {}
-                    "description" => rule.description = self.string(f).map(str::to_owned),
-                    "category" => rule.category = self.category(f).unwrap_or(rule.category),
-                    "tool_category" => rule.tool_category = self.enumeration(f),
-                    "risk" => rule.risk = self.enumeration(f).unwrap_or(rule.risk),
-                    "required_approvals" => {
-                        rule.required_approvals = self.count(f).unwrap_or(rule.required_approvals);
-                    }
-                    "expiry" => rule.expiry_secs = self.duration(f).unwrap_or(rule.expiry_secs),
-                    "allowed_agents" => rule.allowed_agents = self.names(f).unwrap_or_default(),
-                    "allowed_executors" => {
-                        rule.allowed_executors = self.names(f).unwrap_or_default();
-                    }
-                    "idempotent" => rule.idempotent = self.boolean(f).unwrap_or(false),
-                    "grantable" => rule.grantable = self.boolean(f).unwrap_or(false),
-                    "break_glass" => rule.break_glass = self.boolean(f).unwrap_or(false),
-                    "editable" => rule.editable = self.boolean(f).unwrap_or(false),
-                    "max_grant" => {
-                        rule.max_grant_secs = self.duration(f).unwrap_or(rule.max_grant_secs);
-                    }
-                    "execute_within" => {
-                        rule.execute_within_secs =
-                            self.duration(f).unwrap_or(rule.execute_within_secs);
-                    }
-                    _ => rule.allow_phi = self.boolean(f).unwrap_or(false),
-                }
+                self.tool_key(&mut rule, f);
             }
             self.category_a(&rule, &fields, value);
             tools.push(rule);
         }
         tools
+    }
+
+    /// Sets `rule`'s key `f` (escalation is read beforehand, from every key).
+    fn tool_key(&mut self, rule: &mut ToolRule, f: &Field<'_>) {
+        match f.key {
+            "escalate_after" | "escalate_to" => {}
+            "description" => rule.description = self.string(f).map(str::to_owned),
+            "category" => rule.category = self.category(f).unwrap_or(rule.category),
+            "tool_category" => rule.tool_category = self.enumeration(f),
+            "risk" => rule.risk = self.enumeration(f).unwrap_or(rule.risk),
+            "required_approvals" => {
+                rule.required_approvals = self.count(f).unwrap_or(rule.required_approvals);
+            }
+            "expiry" => rule.expiry_secs = self.duration(f).unwrap_or(rule.expiry_secs),
+            "allowed_agents" => rule.allowed_agents = self.names(f).unwrap_or_default(),
+            "allowed_executors" => {
+                rule.allowed_executors = self.names(f).unwrap_or_default();
+            }
+            "idempotent" => rule.idempotent = self.boolean(f).unwrap_or(false),
+            "grantable" => rule.grantable = self.boolean(f).unwrap_or(false),
+            "break_glass" => rule.break_glass = self.boolean(f).unwrap_or(false),
+            "editable" => rule.editable = self.boolean(f).unwrap_or(false),
+            "step_up" => rule.step_up = self.boolean(f).unwrap_or(false),
+            "max_grant" => {
+                rule.max_grant_secs = self.duration(f).unwrap_or(rule.max_grant_secs);
+            }
+            "execute_within" => {
+                rule.execute_within_secs = self.duration(f).unwrap_or(rule.execute_within_secs);
+            }
+            _ => rule.allow_phi = self.boolean(f).unwrap_or(false),
+        }
     }
 
     /// A Category A rule must be low risk and of a known tool category.

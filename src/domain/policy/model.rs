@@ -71,6 +71,9 @@ pub struct Defaults {
     pub execute_within_secs: u64,
     /// Who is told when nobody decides in time; `None`: nothing escalates.
     pub escalation: Option<Escalation>,
+    /// The effective risk at and above which approving needs a passkey (step-up); `None`:
+    /// only the tools whose rule says `step_up = true`.
+    pub step_up_risk: Option<RiskLevel>,
 }
 
 impl Default for Defaults {
@@ -81,6 +84,7 @@ impl Default for Defaults {
             unknown_agents: UnknownAgents::Refuse,
             execute_within_secs: DEFAULT_EXECUTE_WITHIN_SECS,
             escalation: None,
+            step_up_risk: None,
         }
     }
 }
@@ -193,6 +197,8 @@ pub struct ToolRule {
     pub break_glass: bool,
     /// Whether a reviewer may change parameter values before approving.
     pub editable: bool,
+    /// Whether approving needs a fresh passkey assertion bound to the request (step-up).
+    pub step_up: bool,
     #[serde(skip)]
     pub(super) glob: Option<Glob>,
 }
@@ -372,6 +378,7 @@ impl Policy {
                         "execute_within_secs": t.execute_within_secs,
                 });
                 with_escalation(&mut rule, t.escalation.as_ref());
+                with_review(&mut rule, t);
                 (t.pattern.clone(), rule)
             })
             .collect();
@@ -383,6 +390,9 @@ impl Policy {
             "execute_within_secs": self.defaults.execute_within_secs,
         });
         with_escalation(&mut defaults, self.defaults.escalation.as_ref());
+        if let Some(risk) = self.defaults.step_up_risk {
+            defaults["step_up_risk"] = risk.as_str().into();
+        }
         let mut canonical = json!({
             "format": POLICY_FORMAT,
             "policy": {"name": self.name, "description": self.description},
@@ -498,6 +508,16 @@ impl Policy {
         self.tool_rule(tool_name).is_none_or(|r| r.editable)
     }
 
+    /// Whether approving a proposal for `tool_name` whose effective risk is `risk` needs a
+    /// passkey: its rule says `step_up = true`, or the risk is at or above `step_up_risk`.
+    pub fn step_up(&self, tool_name: &str, risk: RiskLevel) -> bool {
+        self.tool_rule(tool_name).is_some_and(|r| r.step_up)
+            || self
+                .defaults
+                .step_up_risk
+                .is_some_and(|floor| risk >= floor)
+    }
+
     /// Whether an admin may break the glass on `tool_name` (approve alone what needs more
     /// approvers): unless its rule says `break_glass = false`.
     pub fn break_glass_allowed(&self, tool_name: &str) -> bool {
@@ -545,6 +565,26 @@ fn with_escalation(rule: &mut Value, escalation: Option<&Escalation>) {
     if let Some(e) = escalation {
         rule["escalate_after_secs"] = json!(e.after_secs);
         rule["escalate_to"] = json!(e.to);
+    }
+}
+
+/// A rule's review keys (grants, break-glass, edits, step-up) in its canonical form, each only
+/// when it differs from its default, so a policy that sets none keeps its version.
+fn with_review(rule: &mut Value, t: &ToolRule) {
+    if !t.grantable {
+        rule["grantable"] = json!(false);
+    }
+    if t.max_grant_secs != DEFAULT_MAX_GRANT_SECS {
+        rule["max_grant_secs"] = json!(t.max_grant_secs);
+    }
+    if !t.break_glass {
+        rule["break_glass"] = json!(false);
+    }
+    if !t.editable {
+        rule["editable"] = json!(false);
+    }
+    if t.step_up {
+        rule["step_up"] = json!(true);
     }
 }
 

@@ -5,7 +5,8 @@
 //! for the same tool came out ([`history`]), what a revision changed ([`diff`]), which
 //! approvals a batch from the queue may take ([`batch`]), what a standing grant covers
 //! ([`grant`]), when an admin may approve alone ([`break_glass`]), what a reviewer's edit
-//! changes ([`edit`]), and how insights count decisions ([`insight`]).
+//! changes ([`edit`]), how insights count decisions ([`insight`]), and when approving needs a
+//! passkey and what its challenge binds ([`step_up`]).
 //!
 //! Pure like the rest of the domain: the pages call these through `web`, the decision through
 //! `service::decide`, so the page and the server apply the same rule.
@@ -19,4 +20,5 @@ pub mod edit;
 pub mod grant;
 pub mod history;
 pub mod insight;
+pub mod step_up;
 pub mod text;

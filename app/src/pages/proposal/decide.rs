@@ -24,6 +24,43 @@ fn confirmation(name: String, focus: bool) -> impl IntoView {
     }
 }
 
+/// The typed name a folded-away approval form needs (`form` tells its input apart).
+fn typed_name(form: &'static str, name: String) -> impl IntoView {
+    let input = format!("confirm-name-{form}");
+    view! {
+        <div class="confirm">
+            <label for=input.clone()>"To approve, type " <code>{name}</code> " exactly as shown."</label>
+            <input id=input name="confirm" type="text" required autocomplete="off"
+                autocapitalize="off" spellcheck="false" data-testid=format!("confirm-input-{form}")/>
+        </div>
+    }
+}
+
+/// What a step-up approval form carries: the passkey's answer, filled in by
+/// `public/passkey.js` when Approve is pressed (it asks the server for the challenge, which
+/// binds this request, then the browser for the passkey), and where a failure is said.
+fn step_up_fields() -> impl IntoView {
+    view! {
+        <input type="hidden" name="passkey" value=""/>
+        <p class="note step-up" data-testid="step-up-note">
+            "Approving asks for your passkey: it signs this exact request."
+        </p>
+        <p class="flash error" role="alert" data-testid="step-up-error" hidden></p>
+    }
+}
+
+/// Approving needs a passkey and the viewer has none: where to add one.
+fn no_passkey() -> impl IntoView {
+    view! {
+        <p class="note" data-testid="step-up-no-passkey">
+            "Approving this needs your passkey (the policy asks it for this action), and you have \
+             none yet. Add one on "
+            <a href="/account">"your account page"</a>
+            ", then come back to approve."
+        </p>
+    }
+}
+
 /// "Approve and allow similar": the approval and a standing grant of this agent's later calls
 /// with the same parameters (or named ones free, or numbers bounded), for a while. Folded away
 /// under its summary, so the plain Approve stays the one-click default; its own choices start
@@ -94,13 +131,7 @@ fn grant_form(
                         data-testid="grant-uses"/>
                     " uses"
                 </label>
-                {confirm.map(|name| view! {
-                    <div class="confirm">
-                        <label for="confirm-name-grant">"To approve, type " <code>{name}</code> " exactly as shown."</label>
-                        <input id="confirm-name-grant" name="confirm" type="text" required autocomplete="off"
-                            autocapitalize="off" spellcheck="false" data-testid="confirm-input-grant"/>
-                    </div>
-                })}
+                {confirm.map(|name| typed_name("grant", name))}
                 <button type="submit" class="approve" data-testid="approve-grant">"Approve and allow similar"</button>
             </form>
         </details>
@@ -110,11 +141,17 @@ fn grant_form(
 
 /// Break-glass: an admin approves alone what needs more approvers, saying why. Folded away and
 /// red: it is for emergencies, and everyone will hear of it.
-fn break_glass_form(id: String, csrf: String, confirm: Option<String>) -> impl IntoView {
+fn break_glass_form(
+    id: String,
+    csrf: String,
+    confirm: Option<String>,
+    step_up: bool,
+) -> impl IntoView {
     view! {
         <details class="break-glass" data-testid="break-glass">
             <summary>"Break glass: approve alone…"</summary>
-            <form method="post" action=BreakGlass::url() class="approve break-glass">
+            <form method="post" action=BreakGlass::url() class="approve break-glass"
+                data-step-up=step_up.then_some("")>
                 <input type="hidden" name="csrf_token" value=csrf/>
                 <input type="hidden" name="id" value=id/>
                 <p class="note">
@@ -126,13 +163,8 @@ fn break_glass_form(id: String, csrf: String, confirm: Option<String>) -> impl I
                     <textarea name="justification" required minlength="20" maxlength="2000" rows="2"
                         data-testid="break-glass-justification"></textarea>
                 </label>
-                {confirm.map(|name| view! {
-                    <div class="confirm">
-                        <label for="confirm-name-glass">"To approve, type " <code>{name}</code> " exactly as shown."</label>
-                        <input id="confirm-name-glass" name="confirm" type="text" required autocomplete="off"
-                            autocapitalize="off" spellcheck="false" data-testid="confirm-input-glass"/>
-                    </div>
-                })}
+                {confirm.map(|name| typed_name("glass", name))}
+                {step_up.then(step_up_fields)}
                 <button type="submit" class="reject" data-testid="break-glass-approve">"Approve alone (break-glass)"</button>
             </form>
         </details>
@@ -172,13 +204,7 @@ fn edit_form(
                      your values, and the agent sees each change."
                 </p>
                 <ul class="edit-fields">{rows}</ul>
-                {confirm.map(|name| view! {
-                    <div class="confirm">
-                        <label for="confirm-name-edit">"To approve, type " <code>{name}</code> " exactly as shown."</label>
-                        <input id="confirm-name-edit" name="confirm" type="text" required autocomplete="off"
-                            autocapitalize="off" spellcheck="false" data-testid="confirm-input-edit"/>
-                    </div>
-                })}
+                {confirm.map(|name| typed_name("edit", name))}
                 <button type="submit" class="approve" data-testid="edit-approve">"Approve as edited"</button>
             </form>
         </details>
@@ -202,6 +228,7 @@ pub fn DecideForms(
         break_glass,
         glass_confirm,
         edit,
+        step_up,
     } = offers;
     let (csrf_changes, id_changes) = (csrf.clone(), id.clone());
     let focus_approve = focus.as_deref() == Some("approve");
@@ -210,17 +237,20 @@ pub fn DecideForms(
     let button_focus = focus_approve && confirm_name.is_none();
     let approve = match approve_blocked {
         Some(why) => view! { <p class="note" data-testid="approve-blocked">{why}</p> }.into_any(),
+        None if step_up == Some(false) => no_passkey().into_any(),
         None => {
             let grant = grant
                 .map(|offer| grant_form(id.clone(), csrf.clone(), offer, confirm_name.clone()));
             let edit = edit
                 .map(|fields| edit_form(id.clone(), csrf.clone(), fields, confirm_name.clone()));
             view! {
-                <form method="post" action=DecideProposal::url() class="approve">
+                <form method="post" action=DecideProposal::url() class="approve"
+                    data-step-up=step_up.map(|_| "")>
                     <input type="hidden" name="csrf_token" value=csrf.clone()/>
                     <input type="hidden" name="id" value=id.clone()/>
                     <input type="hidden" name="verdict" value="approved"/>
                     {confirm_name.map(|name| confirmation(name, confirm_focus))}
+                    {step_up.map(|_| step_up_fields())}
                     <button type="submit" class="approve" data-testid="approve" autofocus=button_focus>"Approve"</button>
                 </form>
                 {grant}
@@ -229,7 +259,8 @@ pub fn DecideForms(
             .into_any()
         }
     };
-    let glass = break_glass.then(|| break_glass_form(id.clone(), csrf.clone(), glass_confirm));
+    let glass = break_glass
+        .then(|| break_glass_form(id.clone(), csrf.clone(), glass_confirm, step_up.is_some()));
     view! {
         <div class="decide" id="decide">
             {approve}

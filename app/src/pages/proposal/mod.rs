@@ -131,6 +131,19 @@ fn Detail(p: ProposalView, csrf: String, act: Option<String>) -> impl IntoView {
             </p>
         }
     });
+    let proofs = (!p.passkey_proofs.is_empty()).then(|| {
+        let items = (p.passkey_proofs.iter())
+            .map(|proof| {
+                view! {
+                    <li data-testid="passkey-proof">
+                        {proof.by.clone()} " signed this request with passkey "
+                        <code>{proof.credential_id.clone()}</code>
+                    </li>
+                }
+            })
+            .collect_view();
+        view! { <ul class="passkey-proofs">{items}</ul> }
+    });
     view! {
         <article class="proposal">
             <h1 data-testid="proposal-summary"><Shown text=p.summary.clone()/></h1>
@@ -142,6 +155,7 @@ fn Detail(p: ProposalView, csrf: String, act: Option<String>) -> impl IntoView {
                 " · " {p.domain.clone()} " · " <When at=p.created_at/>
             </p>
             {glass}
+            {proofs}
             {banner}
             {revision}
             {decide}
