@@ -77,6 +77,7 @@ async fn call(
             .map(drop),
         UseCase::PreToolCheck => s.pre_tool_check(who, &common::check_body()).await.map(drop),
         UseCase::ReadOwnProposal => s.agent_proposal(who, pid).await.map(drop),
+        UseCase::Withdraw => s.withdraw(who, pid).await.map(drop),
         UseCase::Execute => {
             let request = LeaseRequest {
                 executor: "exec".into(),

@@ -11,10 +11,15 @@
 //!   `{"status": "pending", "proposal_id", "resume": "countersign_wait_for_decision"}`;
 //!   `countersign_wait_for_decision` resumes the wait.
 //!
+//! A client that declares the MCP Tasks extension gets a held call as a task instead
+//! ([`tasks`]).
+//!
 //! A tool whose definition changed since it was pinned is not listed and its calls are refused
 //! (`tool_definition_changed`) until an admin accepts the new one. An upstream that is not up
 //! answers `upstream_unavailable`. The same agent calling the same tool with the same
 //! arguments while an earlier call is still open gets that call's proposal.
+
+mod tasks;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,9 +28,10 @@ use axum::Router;
 use axum::http::request::Parts;
 use axum::middleware;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as Content,
-    Implementation, JsonObject, ListToolsResult, MetaObject, PaginatedRequestParams,
-    ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,
+    ContentBlock as Content, GetTaskParams, GetTaskResult, Implementation, JsonObject,
+    ListToolsResult, MetaObject, PaginatedRequestParams, ProgressNotificationParam,
+    ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
@@ -221,7 +227,7 @@ impl GatewayMcp {
         caller: &Caller,
         request: CallToolRequestParams,
         context: &RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
+    ) -> Result<CallToolResponse, ErrorData> {
         let Some(name) = ToolName::from_served(&request.name) else {
             return Err(ErrorData::invalid_params(
                 format!("no tool named `{}`", request.name),
@@ -235,13 +241,15 @@ impl GatewayMcp {
                     "tool_definition_changed",
                     "This tool's definition changed since Countersign pinned it; it is not \
                      served until an admin accepts the new definition.",
-                ));
+                )
+                .into());
             }
             Err(CallError::Unavailable | CallError::Lost(_)) => {
                 return Ok(blocker(
                     "upstream_unavailable",
                     "This tool's server is not available right now; try again later.",
-                ));
+                )
+                .into());
             }
             Err(CallError::NoSuchTool) => {
                 return Err(ErrorData::invalid_params(
@@ -260,15 +268,20 @@ impl GatewayMcp {
             arguments: &arguments,
             meta: meta.as_ref(),
         };
-        let outcome = match self.propose(caller, &call).await {
-            Ok(proposed) => {
-                self.hold(caller, proposed, tool.upstream.hold, context)
-                    .await
-            }
-            Err(e) => Err(e),
+        let proposed = match self.propose(caller, &call).await {
+            Ok(proposed) => proposed,
+            Err(e) => return Ok(fit_to_schema(error_result(&e), &tool.definition).into()),
         };
+        if tasks::declared(context) {
+            match self.as_task(caller, &proposed).await {
+                Ok(Some(task)) => return Ok(CallToolResponse::Task(task)),
+                Ok(None) => {}
+                Err(e) => return Ok(fit_to_schema(error_result(&e), &tool.definition).into()),
+            }
+        }
+        let outcome = (self.hold(caller, proposed, tool.upstream.hold, context)).await;
         let result = outcome.unwrap_or_else(|e| error_result(&e));
-        Ok(fit_to_schema(result, &tool.definition))
+        Ok(fit_to_schema(result, &tool.definition).into())
     }
 
     async fn resume(
@@ -367,7 +380,11 @@ fn answer((record, command): crate::service::AgentView, status: ProposalStatus) 
 
 impl ServerHandler for GatewayMcp {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tasks()
+            .build();
+        ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(
                 "countersign-gateway",
                 env!("CARGO_PKG_VERSION"),
@@ -403,13 +420,27 @@ impl ServerHandler for GatewayMcp {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let caller = caller(&context)?;
-        let result = if request.name == WAIT_TOOL {
+        if request.name == WAIT_TOOL {
             let args = request.arguments.unwrap_or_default();
-            self.resume(&caller, &args, &context).await
-        } else {
-            self.call_upstream_tool(&caller, request, &context).await?
-        };
-        Ok(result.into())
+            return Ok(self.resume(&caller, &args, &context).await.into());
+        }
+        self.call_upstream_tool(&caller, request, &context).await
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        self.get(&caller(&context)?, &request.task_id).await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.cancel(&caller(&context)?, &request.task_id).await
     }
 }
 

@@ -142,7 +142,7 @@ async fn poll(
 
 /// Server-sent events: a `status` event with the proposal now, then one per status change;
 /// the stream ends after a final status (`rejected`, `refused`, `expired`,
-/// `changes_requested`, `succeeded`, `failed`).
+/// `changes_requested`, `withdrawn`, `succeeded`, `failed`).
 #[utoipa::path(
     get,
     path = "/proposals/{id}/events",

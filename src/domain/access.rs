@@ -102,6 +102,8 @@ use_cases! {
     PreToolCheck => "pre_tool_check",
     /// Read (and wait on) a proposal the agent submitted.
     ReadOwnProposal => "proposal.read_own",
+    /// Withdraw a proposal the agent submitted while it waits.
+    Withdraw => "proposal.withdraw",
     /// Lease, heartbeat and report commands.
     Execute => "command.execute",
     /// The review queue and its counts.
@@ -166,6 +168,7 @@ impl UseCase {
             UseCase::Submit => rule(&[Who::Agent], false, "`proposed_by` is the token's agent"),
             UseCase::PreToolCheck => rule(&[Who::Agent], false, ""),
             UseCase::ReadOwnProposal => rule(&[Who::Agent], false, "its own proposals only"),
+            UseCase::Withdraw => rule(&[Who::Agent], false, "its own pending proposals only"),
             UseCase::Execute => rule(
                 &[Who::Executor],
                 false,

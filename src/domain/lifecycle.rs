@@ -36,7 +36,10 @@ wire_enum! {
         TimedOut => "timed_out",
         /// A reviewer asked for changes; the agent may submit a revised proposal that names
         /// this one in `supersedes`. Never executes.
-        ChangesRequested => "changes_requested"
+        ChangesRequested => "changes_requested",
+        /// The agent withdrew it while it waited (an MCP client's `tasks/cancel`). Never
+        /// executes.
+        Withdrawn => "withdrawn"
     }
 }
 
@@ -71,7 +74,7 @@ impl ProposalStatus {
     }
 
     /// Whether nothing follows this status: it never executes (`rejected`, `refused`,
-    /// `expired`, `changes_requested`) or its run has ended (`succeeded`, `failed`). An
+    /// `expired`, `changes_requested`, `withdrawn`) or its run has ended (`succeeded`, `failed`). An
     /// `approved`, `accepted`, `outcome_unknown` or `timed_out` proposal still moves (a run, a
     /// reviewer's settlement).
     pub fn is_final(self) -> bool {
@@ -81,6 +84,7 @@ impl ProposalStatus {
                 | ProposalStatus::Refused
                 | ProposalStatus::Expired
                 | ProposalStatus::ChangesRequested
+                | ProposalStatus::Withdrawn
                 | ProposalStatus::Succeeded
                 | ProposalStatus::Failed
         )

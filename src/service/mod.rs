@@ -53,6 +53,7 @@ mod tokens;
 mod wait;
 mod webhook_client;
 mod webhooks;
+mod withdraw;
 
 pub use crate::audit::checkpoint::Trust;
 pub use accounts::{Bootstrap, CreatedToken, NewUser, TokenRequest};

@@ -529,6 +529,37 @@ pub async fn expire_due(conn: Conn<'_>, now: OffsetDateTime) -> Result<Vec<Propo
     records(rows)
 }
 
+/// Marks agent `agent`'s proposal `id` withdrawn if it is still pending at `now` (not past its
+/// expiry): the proposal as withdrawn, or `None`.
+pub async fn withdraw(
+    conn: Conn<'_>,
+    id: Uuid,
+    agent: &str,
+    now: OffsetDateTime,
+) -> Result<Option<ProposalRecord>> {
+    let sql = conn.pick(
+        concat!(
+            "update proposals set status = 'withdrawn', updated_at = $3 where id = $1 \
+             and agent = $2 and status = 'pending' \
+             and (expires_at is null or julianday(expires_at) > julianday($3)) returning ",
+            cols!()
+        ),
+        concat!(
+            "update proposals set status = 'withdrawn', updated_at = $3 where id = $1 \
+             and agent = $2 and status = 'pending' \
+             and (expires_at is null or expires_at > $3) returning ",
+            cols!()
+        ),
+    );
+    let row: Option<ProposalRow> = on!(conn, |c| sqlx::query_as(sql)
+        .bind(id)
+        .bind(agent)
+        .bind(now)
+        .fetch_optional(c)
+        .await)?;
+    row.map(ProposalRow::into_record).transpose()
+}
+
 /// A proposal's status.
 pub async fn status_of(conn: Conn<'_>, id: Uuid) -> Result<Option<ProposalStatus>> {
     let sql = "select status from proposals where id = $1";

@@ -30,6 +30,7 @@ use crate::helpers::{PASSWORD, TestApp};
 use crate::metrics;
 
 on_both_backends!(
+    a_tasks_client_gets_a_held_call_as_a_task,
     a_held_write_runs_exactly_as_approved,
     a_changed_definition_is_refused_until_accepted,
     a_streamable_http_upstream_answers_an_accepted_call_at_once
@@ -209,6 +210,147 @@ fn filesystem_gateway(share: &Path) -> String {
         server = filesystem_server().display().to_string(),
         share = share.display().to_string(),
     )
+}
+
+/// An MCP client (rmcp's) that declares the Tasks extension, connected to `app`'s gateway.
+async fn tasks_client(
+    app: &TestApp,
+    token: &str,
+) -> rmcp::service::RunningService<rmcp::RoleClient, rmcp::model::ClientConfig> {
+    use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProtocolVersion};
+    use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let config = StreamableHttpClientTransportConfig::with_uri(app.url("/mcp/gateway"))
+        .auth_header(token.to_owned());
+    let info = ClientConfig::new(
+        ClientCapabilities::builder().enable_tasks().build(),
+        Implementation::new("tasks-test", "1"),
+    );
+    // The 2026-07-28 lifecycle: every request carries the client's capabilities, which a
+    // stateless server (any instance may answer) reads per request.
+    let lifecycle = ClientLifecycleMode::Discover {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+    };
+    let transport = StreamableHttpClientTransport::from_config(config);
+    (info.serve_with_lifecycle(transport, lifecycle))
+        .await
+        .expect("the client connects")
+}
+
+/// `tasks/get` of `id` as JSON, once its status is `want` (the client polls).
+async fn task_once(
+    client: &rmcp::service::RunningService<rmcp::RoleClient, rmcp::model::ClientConfig>,
+    id: &str,
+    want: &str,
+) -> Value {
+    let deadline = tokio::time::Instant::now() + LIMIT;
+    loop {
+        let got = (client.get_task(rmcp::model::GetTaskParams::new(id)))
+            .await
+            .expect("tasks/get");
+        let got = serde_json::to_value(&got).expect("json");
+        if got["status"] == want {
+            return got;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{got}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn a_tasks_client_gets_a_held_call_as_a_task(backend: &str) {
+    use rmcp::model::{CallToolRequestParams, CallToolResponse, CancelTaskParams};
+    let share = tempfile::tempdir().expect("share");
+    let share_path = share.path().canonicalize().expect("path");
+    let app = spawn(backend, &filesystem_gateway(&share_path)).await;
+    let token = app.agent_token("coder").await;
+    app.user("rev", Role::Reviewer).await;
+    let browser = app.browser();
+    browser.login("rev", PASSWORD).await;
+    let client = tasks_client(&app, &token).await;
+    let write = |name: &str, content: &str| {
+        let args = json!({"path": share_path.join(name).display().to_string(), "content": content});
+        CallToolRequestParams::new("files__write_file")
+            .with_arguments(args.as_object().cloned().expect("object"))
+    };
+
+    // A write waits for a person: the call answers at once with a task, the proposal's id.
+    let answered = tokio::time::timeout(LIMIT, client.call_tool_once(write("t.txt", "as a task")))
+        .await
+        .expect("answers at once")
+        .expect("tools/call");
+    let CallToolResponse::Task(task) = answered else {
+        panic!("not a task: {answered:?}");
+    };
+    let id = task.task.task_id.clone();
+    assert_eq!(id, pending_for(&app, "files.write_file").await);
+    let working = task_once(&client, &id, "working").await;
+    assert!(
+        working["statusMessage"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("approval"),
+        "{working}"
+    );
+    assert!(!share_path.join("t.txt").exists());
+
+    // Approved and run: the task completes with the upstream's result.
+    browser.decide(&id, "approved", None).await;
+    let done = task_once(&client, &id, "completed").await;
+    let words = done["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(words.contains("Successfully wrote"), "{done}");
+    assert_eq!(
+        std::fs::read_to_string(share_path.join("t.txt")).expect("written"),
+        "as a task"
+    );
+
+    // Cancelled while it waits: withdrawn, audited, and it never runs.
+    let answered = client
+        .call_tool_once(write("never.txt", "withdrawn"))
+        .await
+        .expect("tools/call");
+    let CallToolResponse::Task(task) = answered else {
+        panic!("not a task: {answered:?}");
+    };
+    let id = task.task.task_id.clone();
+    (client.cancel_task(CancelTaskParams::new(&id)))
+        .await
+        .expect("tasks/cancel");
+    task_once(&client, &id, "cancelled").await;
+    let withdrawn = "select count(*) from proposals where status = 'withdrawn'";
+    assert_eq!(app.count(withdrawn).await, 1);
+    let audited = "select count(*) from audit_events where action = 'proposal.withdrawn' \
+                   and actor = 'coder'";
+    assert_eq!(app.count(audited).await, 1);
+    let late = browser.decide(&id, "approved", None).await;
+    assert!(
+        crate::helpers::location(&late).contains("already_decided"),
+        "a withdrawn call cannot be approved"
+    );
+    assert_eq!(
+        app.count("select count(*) from commands").await,
+        1,
+        "only the approved call ran"
+    );
+    assert!(!share_path.join("never.txt").exists());
+    // A decided call cannot be cancelled; another agent's task is not found.
+    assert!(
+        client
+            .cancel_task(CancelTaskParams::new(&id))
+            .await
+            .is_err()
+    );
+    let other = app.agent_token("intruder").await;
+    let intruder = tasks_client(&app, &other).await;
+    assert!(
+        (intruder.get_task(rmcp::model::GetTaskParams::new(&id)))
+            .await
+            .is_err()
+    );
+    let _ = client.cancel().await;
+    let _ = intruder.cancel().await;
 }
 
 async fn a_held_write_runs_exactly_as_approved(backend: &str) {

@@ -19,6 +19,7 @@ pub const EVENT_KINDS: &[&str] = &[
     "proposal.edited",
     "proposal.stepped_up",
     "proposal.expired",
+    "proposal.withdrawn",
     "proposal.escalated",
     "proposal.viewed",
     "proposal.personal_data_revealed",
@@ -65,7 +66,14 @@ pub const EVENT_KINDS: &[&str] = &[
 
 /// The decision facet's values, for its filter.
 pub const DECISIONS: &[&str] = &[
-    "accept", "ask", "defer", "refuse", "approved", "rejected", "expired",
+    "accept",
+    "ask",
+    "defer",
+    "refuse",
+    "approved",
+    "rejected",
+    "expired",
+    "withdrawn",
 ];
 
 /// The risk facet's values, for its filter.

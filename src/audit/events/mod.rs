@@ -173,6 +173,8 @@ audit_events! {
     PasskeyChanged,
     /// An approval was proved by the approver's passkey (`proposal.stepped_up`).
     ProposalSteppedUp,
+    /// The agent withdrew its waiting proposal (`proposal.withdrawn`).
+    ProposalWithdrawn,
 }
 
 #[cfg(test)]

@@ -278,6 +278,37 @@ impl Payload for ProposalBrokeGlass {
     }
 }
 
+/// Payload of `proposal.withdrawn`: the agent withdrew its proposal while it waited (an MCP
+/// client's `tasks/cancel` on the gateway); it never executes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProposalWithdrawn {
+    /// The proposal.
+    #[serde(skip)]
+    pub proposal_id: Uuid,
+    /// Whose, which tool, where, how risky.
+    #[serde(flatten)]
+    pub facets: ProposalFacets,
+    /// Always `withdrawn` (the decision facet).
+    pub decision: &'static str,
+    /// How: `mcp_tasks_cancel`.
+    pub via: &'static str,
+}
+
+impl Payload for ProposalWithdrawn {
+    fn kind(&self) -> &'static str {
+        "proposal.withdrawn"
+    }
+    fn subject(&self) -> (&'static str, String) {
+        ("proposal", self.proposal_id.to_string())
+    }
+    fn change(&self) -> (Option<String>, Option<String>) {
+        (
+            status(ProposalStatus::Pending),
+            status(ProposalStatus::Withdrawn),
+        )
+    }
+}
+
 /// Payload of `proposal.edited`: a reviewer changed parameter values before approving (the
 /// `proposal.approved` that follows binds to the edited request's hash).
 #[derive(Debug, Clone, PartialEq, Serialize)]
