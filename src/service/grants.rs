@@ -13,7 +13,7 @@ use super::error::{Conflict, ServiceError};
 use super::services::Services;
 use crate::audit::{Actor, AuditEvent, GrantEnded, GrantFacets, GrantMade, GrantUsed};
 use crate::domain::FieldError;
-use crate::domain::access::UseCase;
+use crate::domain::access::{Reach, UseCase};
 use crate::domain::contract::proposal::ToolProposal;
 use crate::domain::contract::vocab::Route;
 use crate::domain::principal::Principal;
@@ -36,11 +36,11 @@ impl Services {
     ) -> Result<Vec<GrantRecord>, ServiceError> {
         let reach = self.authorize(who, UseCase::ViewGrants)?;
         let mut read = self.read().await?;
-        let listed = grants::list(read.conn(), live_only, LISTED).await?;
-        Ok(listed
-            .into_iter()
-            .filter(|g| reach.covers(&g.domain))
-            .collect())
+        let domains = match reach {
+            Reach::All => None,
+            Reach::Domains(ds) => Some(ds),
+        };
+        Ok(grants::list(read.conn(), live_only, domains, LISTED).await?)
     }
 
     /// `who` revokes grant `id` (audited `grant.revoked`): it accepts nothing from now on, on

@@ -8,6 +8,7 @@ use uuid::Uuid;
 
 use super::conn::{Conn, on};
 use super::error::{Result, StorageError};
+use super::statement::{Arg, Statement, fetch_all};
 pub use crate::domain::record::GrantRecord;
 use crate::domain::review::grant::{Bound, GrantState, Scope};
 
@@ -214,19 +215,23 @@ pub async fn by_id(conn: Conn<'_>, id: Uuid) -> Result<Option<GrantRecord>> {
     row.map(GrantRecord::try_from).transpose()
 }
 
-/// The newest `limit` grants: only live ones, or all.
-pub async fn list(conn: Conn<'_>, live_only: bool, limit: i64) -> Result<Vec<GrantRecord>> {
-    let filter = if live_only {
-        "where state = 'live'"
-    } else {
-        ""
-    };
-    let sql = format!(
-        "select {COLUMNS} from standing_grants {filter} order by created_at desc, id limit $1"
-    );
-    let rows: Vec<GrantRow> = on!(conn, |c| sqlx::query_as(&sql)
-        .bind(limit)
-        .fetch_all(c)
-        .await)?;
+/// The newest `limit` grants (only the live ones when `live_only`), in `domains` when given.
+pub async fn list(
+    conn: Conn<'_>,
+    live_only: bool,
+    domains: Option<&[String]>,
+    limit: i64,
+) -> Result<Vec<GrantRecord>> {
+    let mut stmt = Statement::default();
+    stmt.push(&format!("select {COLUMNS} from standing_grants where true"));
+    if live_only {
+        stmt.push(" and state = 'live'");
+    }
+    if let Some(ds) = domains {
+        stmt.domain_in(ds);
+    }
+    stmt.push(" order by created_at desc, id limit ")
+        .bind(Arg::Int(limit));
+    let rows: Vec<GrantRow> = fetch_all!(conn, GrantRow, stmt)?;
     records(rows)
 }

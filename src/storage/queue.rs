@@ -106,18 +106,7 @@ fn matching(
         None => stmt,
     };
     if let Some(ds) = domains {
-        if ds.is_empty() {
-            stmt.push(" and false");
-            return;
-        }
-        stmt.push(" and domain in (");
-        for (i, d) in ds.iter().enumerate() {
-            if i > 0 {
-                stmt.push(", ");
-            }
-            stmt.bind(Arg::Text(d.clone()));
-        }
-        stmt.push(")");
+        stmt.domain_in(ds);
     }
 }
 

@@ -31,6 +31,21 @@ impl Statement {
         self.sql.push_str(&format!("${n}"));
         self
     }
+
+    /// ` and domain in (…)`: only rows in `domains` (none at all when it is empty).
+    pub(crate) fn domain_in(&mut self, domains: &[String]) -> &mut Self {
+        if domains.is_empty() {
+            return self.push(" and false");
+        }
+        self.push(" and domain in (");
+        for (i, d) in domains.iter().enumerate() {
+            if i > 0 {
+                self.push(", ");
+            }
+            self.bind(Arg::Text(d.clone()));
+        }
+        self.push(")")
+    }
 }
 
 /// Runs a built statement with `fetch_all` into `$row`.

@@ -193,6 +193,23 @@ async fn a_grant_accepts_what_it_covers_and_nothing_else(backend: &str) {
     assert!(grants.contains("memo (any value)") && grants.contains("amount (from 0 to 500)"));
     let granted = browser.page(&format!("/proposals/{accepted}")).await;
     assert!(granted.contains(&format!("href=\"/grants#grant-{grant_id}\"")));
+
+    // A person limited to domains lists only their domains' grants.
+    app.user("far", Role::Reviewer).await;
+    for (domains, listed) in [
+        (vec!["support".to_owned()], 0),
+        (vec!["sales".to_owned()], 1),
+    ] {
+        (app.services)
+            .set_domains(&Principal::Operator, "far", Some(domains))
+            .await
+            .expect("domains");
+        let far = (app.services.person("far", Role::Reviewer))
+            .await
+            .expect("person");
+        let seen = app.services.grants(&far, false).await.expect("grants");
+        assert_eq!(seen.len(), listed);
+    }
 }
 
 async fn a_grant_ends_with_its_time_its_uses_or_a_revocation(backend: &str) {
