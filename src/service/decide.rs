@@ -568,15 +568,15 @@ impl Change {
             return self.not_claimed(tx).await;
         };
         let reviewer = Actor::user(&self.reviewer);
-        if let Some(step_up) = &self.step_up {
-            step_up.write_in(tx, &self.reviewer, self.now).await?;
-        }
         if self.verdict == ReviewVerdict::Approved {
             let inserted =
                 proposals::insert_approval(tx.conn(), self.id, &self.reviewer, self.now).await?;
             // Breaking the glass may follow one's own approval that waited for others.
             if !inserted && !self.break_glass {
                 return Err(ServiceError::Conflict(Conflict::AlreadyApproved));
+            }
+            if let Some(step_up) = &self.step_up {
+                step_up.write_in(tx, &self.reviewer, self.now).await?;
             }
             let approvals = proposals::count_approvals(tx.conn(), self.id).await?;
             if self.break_glass {

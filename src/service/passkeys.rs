@@ -42,6 +42,8 @@ const APPROVE: &str = "approve";
 pub(super) struct StepUp {
     ceremony: Uuid,
     credential_id: String,
+    /// The passkey's relying-party record the proof was checked against.
+    before: String,
     /// The passkey's relying-party record after this use (its counter).
     passkey: String,
     /// What is kept with the approval (nonce, challenge, the credential's answer), JSON.
@@ -403,6 +405,7 @@ impl Services {
         Ok(Ok(StepUp {
             ceremony: ceremony.id,
             credential_id: used.clone(),
+            before: record.passkey.clone(),
             passkey: json_text(&key)?,
             assertion: kept.to_string(),
             event: ProposalSteppedUp {
@@ -431,8 +434,9 @@ impl StepUp {
         if !passkeys::take(tx.conn(), self.ceremony).await? {
             return Err(step_up_refused(StepUpError::WrongChallenge));
         }
-        if !passkeys::used(tx.conn(), &self.credential_id, &self.passkey, now).await? {
-            let why = "the passkey was removed meanwhile".to_owned();
+        let (id, before, after) = (&self.credential_id, &self.before, &self.passkey);
+        if !passkeys::used(tx.conn(), id, before, after, now).await? {
+            let why = "the passkey was removed, or used elsewhere at the same moment".to_owned();
             return Err(step_up_refused(StepUpError::Invalid(why)));
         }
         let kept = KeptAssertion {

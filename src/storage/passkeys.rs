@@ -98,18 +98,23 @@ pub async fn remove(conn: Conn<'_>, id: Uuid, username: &str) -> Result<Option<P
 }
 
 /// Records that credential `credential_id` proved an approval at `now`, with its relying
-/// party record as updated (its counter); `false` when it was removed meanwhile.
+/// party record as updated (its counter) from `before`, the record the proof was checked
+/// against; `false` when it changed meanwhile (removed, or used at the same moment elsewhere,
+/// which would lose a counter step).
 pub async fn used(
     conn: Conn<'_>,
     credential_id: &str,
+    before: &str,
     passkey: &str,
     now: OffsetDateTime,
 ) -> Result<bool> {
-    let sql = "update passkeys set passkey = $2, last_used_at = $3 where credential_id = $1";
+    let sql = "update passkeys set passkey = $2, last_used_at = $3 \
+               where credential_id = $1 and passkey = $4";
     let updated = on!(conn, |c| sqlx::query(sql)
         .bind(credential_id)
         .bind(passkey)
         .bind(now)
+        .bind(before)
         .execute(c)
         .await
         .map(|r| r.rows_affected()))?;
@@ -241,9 +246,13 @@ pub struct KeptAssertion<'a> {
 
 /// Keeps an approval's assertion with it.
 pub async fn keep(conn: Conn<'_>, a: &KeptAssertion<'_>) -> Result<()> {
+    // An admin's break-glass may follow their own approval of the same proposal: the newer
+    // proof replaces theirs.
     let sql = "insert into passkey_assertions \
                (proposal_id, username, credential_id, request_hash, assertion, at) \
-               values ($1, $2, $3, $4, $5, $6)";
+               values ($1, $2, $3, $4, $5, $6) on conflict (proposal_id, username) do update \
+               set credential_id = excluded.credential_id, request_hash = excluded.request_hash, \
+               assertion = excluded.assertion, at = excluded.at";
     on!(conn, |c| sqlx::query(sql)
         .bind(a.proposal_id)
         .bind(a.username)

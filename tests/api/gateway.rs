@@ -283,6 +283,7 @@ async fn a_tasks_client_gets_a_held_call_as_a_task(backend: &str) {
         panic!("not a task: {answered:?}");
     };
     let id = task.task.task_id.clone();
+    let first = id.clone();
     assert_eq!(id, pending_for(&app, "files.write_file").await);
     let working = task_once(&client, &id, "working").await;
     assert!(
@@ -335,20 +336,27 @@ async fn a_tasks_client_gets_a_held_call_as_a_task(backend: &str) {
         "only the approved call ran"
     );
     assert!(!share_path.join("never.txt").exists());
-    // A decided call cannot be cancelled; another agent's task is not found.
-    assert!(
-        client
-            .cancel_task(CancelTaskParams::new(&id))
-            .await
-            .is_err()
-    );
+    // A call that ran cannot be cancelled, and says why.
+    let refused = (client.cancel_task(CancelTaskParams::new(&first)))
+        .await
+        .expect_err("a run call is not cancelled");
+    assert!(refused.to_string().contains("succeeded"), "{refused}");
+    // Another agent can neither read nor cancel a task that is not its own.
+    let answered = client
+        .call_tool_once(write("other.txt", "not theirs"))
+        .await
+        .expect("tools/call");
+    let CallToolResponse::Task(task) = answered else {
+        panic!("not a task: {answered:?}");
+    };
+    let third = task.task.task_id.clone();
     let other = app.agent_token("intruder").await;
     let intruder = tasks_client(&app, &other).await;
-    assert!(
-        (intruder.get_task(rmcp::model::GetTaskParams::new(&id)))
-            .await
-            .is_err()
-    );
+    let get = rmcp::model::GetTaskParams::new(&third);
+    assert!(intruder.get_task(get).await.is_err());
+    let cancel = CancelTaskParams::new(&third);
+    assert!(intruder.cancel_task(cancel).await.is_err());
+    task_once(&client, &third, "working").await;
     let _ = client.cancel().await;
     let _ = intruder.cancel().await;
 }

@@ -25,7 +25,8 @@ use crate::helpers::{Browser, PASSWORD, TestApp, location};
 on_both_backends!(
     a_payment_is_approved_with_the_approvers_passkey,
     step_up_refuses_what_does_not_prove_this_request,
-    passkeys_are_named_renamed_and_removed_on_the_account_page
+    passkeys_are_named_renamed_and_removed_on_the_account_page,
+    an_admin_breaks_the_glass_with_a_passkey_after_approving
 );
 
 const POLICY: &str = r#"
@@ -35,6 +36,12 @@ unknown_agents = "allow"
 [tools."payments.refund"]
 category = "C"
 risk = "medium"
+step_up = true
+
+[tools."payments.transfer"]
+category = "C"
+risk = "medium"
+required_approvals = 2
 step_up = true
 "#;
 
@@ -219,6 +226,13 @@ async fn a_payment_is_approved_with_the_approvers_passkey(backend: &str) {
     assert_eq!(details["credential_id"], credential.as_str());
     assert_eq!(details["user_verified"], true);
     let hash = details["request_hash_sha256"].as_str().expect("hash");
+    let token = app.agent_token("agent-a").await;
+    let sent = app.poll(&token, &id).await.1;
+    assert_eq!(
+        sent["proposal"]["request_hash_sha256"].as_str(),
+        Some(hash),
+        "the challenge binds the request the agent sent"
+    );
     let nonce = hex::decode(details["nonce"].as_str().expect("nonce")).expect("hex");
     let bound = step_up::challenge(Uuid::parse_str(&id).expect("id"), hash, &nonce);
     assert_eq!(details["challenge"], URL_SAFE_NO_PAD.encode(bound));
@@ -295,13 +309,17 @@ async fn step_up_refuses_what_does_not_prove_this_request(backend: &str) {
     assert!(to.contains("not_batchable"), "{to}");
     assert_eq!(status(&app, &b).await, "pending");
 
-    // Used once: the answer that approved A approves nothing else.
+    // A challenge is taken by the approval it proves: A's is gone once A is approved (B's,
+    // asked for meanwhile, waits), and A's answer approves nothing else.
     let good = answer(&app, &rob, &mut key, &a, true).await;
+    answer(&app, &rob, &mut key, &b, true).await;
+    let waiting = "select count(*) from passkey_ceremonies where purpose = 'approve'";
+    assert_eq!(app.count(waiting).await, 2);
     assert_eq!(
         approve(&rob, &a, Some(&good)).await,
         format!("/proposals/{a}?notice=approved")
     );
-    answer(&app, &rob, &mut key, &b, true).await;
+    assert_eq!(app.count(waiting).await, 1, "A's challenge was used up");
     assert_eq!(
         approve(&rob, &b, Some(&good)).await,
         format!("/proposals/{b}?error=step_up_challenge")
@@ -379,4 +397,47 @@ async fn passkeys_are_named_renamed_and_removed_on_the_account_page(backend: &st
         0,
         "the name is a keyed hash in the trail"
     );
+}
+
+async fn an_admin_breaks_the_glass_with_a_passkey_after_approving(backend: &str) {
+    let app = TestApp::spawn_with_policy(backend, POLICY).await;
+    app.user("boss", Role::Admin).await;
+    let boss = app.browser();
+    boss.login("boss", PASSWORD).await;
+    let mut key = authenticator();
+    register(&app, &boss, &mut key, "Laptop").await;
+    let id = pending(&app, "payments.transfer", 9_000).await;
+
+    // Her own approval, signed, waits for a second approver.
+    let signed = answer(&app, &boss, &mut key, &id, true).await;
+    assert_eq!(
+        approve(&boss, &id, Some(&signed)).await,
+        format!("/proposals/{id}?notice=approval_recorded")
+    );
+    // Again, with a fresh answer: already approved, not a server error.
+    let again = answer(&app, &boss, &mut key, &id, true).await;
+    assert_eq!(
+        approve(&boss, &id, Some(&again)).await,
+        format!("/proposals/{id}?error=already_approved")
+    );
+    // Break-glass needs its own fresh answer, and replaces her kept proof.
+    let page = format!("/proposals/{id}");
+    let glass = answer(&app, &boss, &mut key, &id, true).await;
+    let csrf = boss.csrf(&page).await;
+    let form = [
+        ("csrf_token", csrf.as_str()),
+        ("id", id.as_str()),
+        (
+            "justification",
+            "the supplier stops shipping at noon without it",
+        ),
+        ("passkey", glass.as_str()),
+    ];
+    let to = location(&boss.post_form("/fn/break_glass", &page, &form).await);
+    assert_eq!(to, format!("/proposals/{id}?notice=broke_glass"));
+    assert_eq!(status(&app, &id).await, "approved");
+    let kept = "select count(*) from passkey_assertions where username = 'boss'";
+    assert_eq!(app.count(kept).await, 1);
+    let stepped = "select count(*) from audit_events where action = 'proposal.stepped_up'";
+    assert_eq!(app.count(stepped).await, 2);
 }

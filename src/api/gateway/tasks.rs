@@ -1,9 +1,9 @@
 //! The MCP Tasks extension (`io.modelcontextprotocol/tasks`, SEP-2663) on the gateway: a client
 //! that declares it gets a call that waits for a person as a task instead of a held request.
 //! The proposal is the durable task (its id is the task id, on every instance sharing the
-//! database): `tasks/get` reports it (`working` while it waits or runs; `completed` with the
-//! call's result once it has run, or with `isError: true` once it was rejected, refused or
-//! expired; `cancelled` once withdrawn), and `tasks/cancel` withdraws it while it waits
+//! database): `tasks/get` reports it (`working` while it waits, runs, or waits for a person to
+//! settle an unknown outcome; `completed` only once nothing follows, with the call's result, or
+//! with `isError: true` once it was rejected, refused or expired; `cancelled` once withdrawn), and `tasks/cancel` withdraws it while it waits
 //! (`proposal.withdrawn`, audited). A call the policy accepts or refuses answers at once, as
 //! without the extension.
 
@@ -15,7 +15,7 @@ use rmcp::{ErrorData, RoleServer};
 use time::format_description::well_known::Rfc3339;
 use uuid::Uuid;
 
-use super::{GatewayMcp, answer, ended, fit_to_schema};
+use super::{GatewayMcp, answer, fit_to_schema};
 use crate::api::error::ApiError;
 use crate::api::mcp::Caller;
 use crate::domain::gateway::ToolName;
@@ -49,6 +49,9 @@ fn task_of(view: &AgentView, status: ProposalStatus) -> Task {
     .with_status_message(match status {
         ProposalStatus::Pending => "waiting for a person's approval in Countersign".to_owned(),
         ProposalStatus::Approved | ProposalStatus::Accepted => "approved; running".to_owned(),
+        ProposalStatus::OutcomeUnknown | ProposalStatus::TimedOut => {
+            format!("{status}: a person settles what happened")
+        }
         other => format!("{other}"),
     });
     if let Some(expires) = p.expires_at.filter(|_| status == ProposalStatus::Pending) {
@@ -109,7 +112,7 @@ impl GatewayMcp {
         let task = task_of(&view, status);
         let payload = if status == ProposalStatus::Withdrawn {
             TaskPayload::Cancelled
-        } else if ended(status) {
+        } else if status.is_final() {
             let mut result = answer(view.clone(), status);
             let name = ToolName::from_internal(&view.0.contract.tool.name);
             if let Some(tool) = name.and_then(|n| self.gateway.tool(&n).ok()) {
