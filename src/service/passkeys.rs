@@ -41,6 +41,8 @@ const APPROVE: &str = "approve";
 #[derive(Debug)]
 pub(super) struct StepUp {
     ceremony: Uuid,
+    /// The ceremony's state as answered: a newer one started meanwhile is not taken.
+    ceremony_state: String,
     credential_id: String,
     /// The passkey's relying-party record the proof was checked against.
     before: String,
@@ -132,7 +134,7 @@ impl Services {
             .start_passkey_registration(user, &person.username, &person.username, Some(exclude))
             .map_err(corrupt)?;
         self.ceremony_begin(CeremonyRecord {
-            id: Uuid::now_v7(),
+            id: ceremony_id(&person.username, REGISTER, None),
             username: person.username.clone(),
             purpose: REGISTER.into(),
             proposal_id: None,
@@ -187,7 +189,7 @@ impl Services {
         self.store()
             .write(move |tx| {
                 Box::pin(async move {
-                    if !passkeys::take(tx.conn(), ceremony.id).await? {
+                    if !passkeys::take(tx.conn(), ceremony.id, &ceremony.state).await? {
                         return Err(invalid("this registration was already finished".into()));
                     }
                     if !passkeys::insert(tx.conn(), &kept).await? {
@@ -300,7 +302,7 @@ impl Services {
         let mut state = serde_json::to_value(&state).map_err(corrupt)?;
         state["ast"]["challenge"] = json!(credential_id(&challenge));
         self.ceremony_begin(CeremonyRecord {
-            id: Uuid::now_v7(),
+            id: ceremony_id(&person.username, APPROVE, Some(id)),
             username: person.username.clone(),
             purpose: APPROVE.into(),
             proposal_id: Some(id),
@@ -404,6 +406,7 @@ impl Services {
             json!({"nonce": hex::encode(&nonce), "challenge": challenge, "credential": answer});
         Ok(Ok(StepUp {
             ceremony: ceremony.id,
+            ceremony_state: ceremony.state.clone(),
             credential_id: used.clone(),
             before: record.passkey.clone(),
             passkey: json_text(&key)?,
@@ -431,7 +434,7 @@ impl StepUp {
         username: &str,
         now: time::OffsetDateTime,
     ) -> Result<(), ServiceError> {
-        if !passkeys::take(tx.conn(), self.ceremony).await? {
+        if !passkeys::take(tx.conn(), self.ceremony, &self.ceremony_state).await? {
             return Err(step_up_refused(StepUpError::WrongChallenge));
         }
         let (id, before, after) = (&self.credential_id, &self.before, &self.passkey);
@@ -452,6 +455,18 @@ impl StepUp {
         tx.record(now, &Actor::user(username), event);
         Ok(())
     }
+}
+
+/// The id of `username`'s ceremony for `purpose` (and `proposal`): one per person, purpose and
+/// proposal, so a newer one replaces the older, on every instance.
+fn ceremony_id(username: &str, purpose: &str, proposal: Option<Uuid>) -> Uuid {
+    let proposal = proposal.map(|p| p.to_string()).unwrap_or_default();
+    let digest = Sha256::digest(format!(
+        "countersign/ceremony/{purpose}/{proposal}/{username}"
+    ));
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    uuid::Builder::from_random_bytes(bytes).into_uuid()
 }
 
 /// The WebAuthn user handle of `username`: stable, and not the name itself.

@@ -152,7 +152,8 @@ const CEREMONY_COLUMNS: &str =
     "id, username, purpose, proposal_id, request_hash, nonce, state, expires_at";
 
 /// Starts ceremony `c`: it replaces the person's earlier one of the same purpose (for the same
-/// proposal), and ceremonies that lapsed by `now` are cleared.
+/// proposal), which has the same id, so two started at once leave one; ceremonies that lapsed
+/// by `now` are cleared.
 pub async fn begin(mut conn: Conn<'_>, c: &CeremonyRecord, now: OffsetDateTime) -> Result<()> {
     let lapsed = conn.pick(
         "delete from passkey_ceremonies where julianday(expires_at) <= julianday($1)",
@@ -163,18 +164,11 @@ pub async fn begin(mut conn: Conn<'_>, c: &CeremonyRecord, now: OffsetDateTime) 
         .execute(x)
         .await
         .map(drop))?;
-    let earlier = "delete from passkey_ceremonies where username = $1 and purpose = $2 \
-                   and (proposal_id = $3 or (proposal_id is null and $3 is null))";
-    on!(conn.reborrow(), |x| sqlx::query(earlier)
-        .bind(&c.username)
-        .bind(&c.purpose)
-        .bind(c.proposal_id)
-        .execute(x)
-        .await
-        .map(drop))?;
     let sql = format!(
         "insert into passkey_ceremonies ({CEREMONY_COLUMNS}) \
-         values ($1, $2, $3, $4, $5, $6, $7, $8)"
+         values ($1, $2, $3, $4, $5, $6, $7, $8) on conflict (id) do update \
+         set request_hash = excluded.request_hash, nonce = excluded.nonce, \
+         state = excluded.state, expires_at = excluded.expires_at"
     );
     on!(conn, |x| sqlx::query(&sql)
         .bind(c.id)
@@ -215,16 +209,16 @@ pub async fn ceremony(
     Ok(row.map(Into::into))
 }
 
-/// Takes ceremony `id`: `false` when it was taken already (a replay, or another instance
-/// finishing the same one).
-pub async fn take(conn: Conn<'_>, id: Uuid) -> Result<bool> {
-    let deleted = on!(conn, |c| sqlx::query(
-        "delete from passkey_ceremonies where id = $1"
-    )
-    .bind(id)
-    .execute(c)
-    .await
-    .map(|r| r.rows_affected()))?;
+/// Takes ceremony `id` in the `state` it was answered in: `false` when it was taken already
+/// (a replay, or another instance finishing the same one) or replaced by a newer one.
+pub async fn take(conn: Conn<'_>, id: Uuid, state: &str) -> Result<bool> {
+    let sql = "delete from passkey_ceremonies where id = $1 and state = $2";
+    let deleted = on!(conn, |c| sqlx::query(sql)
+        .bind(id)
+        .bind(state)
+        .execute(c)
+        .await
+        .map(|r| r.rows_affected()))?;
     Ok(deleted == 1)
 }
 

@@ -278,6 +278,12 @@ async fn step_up_refuses_what_does_not_prove_this_request(backend: &str) {
     // A wrong challenge: the answer to an earlier challenge of A, after a newer one was given.
     let stale = answer(&app, &rob, &mut key, &a, true).await;
     answer(&app, &rob, &mut key, &a, true).await;
+    let live = "select count(*) from passkey_ceremonies where purpose = 'approve'";
+    assert_eq!(
+        app.count(live).await,
+        2,
+        "one challenge per person and proposal: A's, B's"
+    );
     assert_eq!(
         approve(&rob, &a, Some(&stale)).await,
         format!("/proposals/{a}?error=step_up_challenge")
