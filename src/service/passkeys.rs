@@ -106,6 +106,13 @@ impl Services {
         Ok(passkeys::of(read.conn(), &person.username).await?)
     }
 
+    /// `who`'s passkeys as the relying party reads them.
+    async fn passkey_keys(&self, who: &Principal) -> Result<Vec<Passkey>, ServiceError> {
+        (self.passkeys(who).await?.iter())
+            .map(|k| serde_json::from_str::<Passkey>(&k.passkey).map_err(corrupt))
+            .collect()
+    }
+
     async fn ceremony_begin(&self, c: CeremonyRecord) -> Result<(), ServiceError> {
         let now = self.now();
         self.store()
@@ -122,12 +129,9 @@ impl Services {
     /// `navigator.credentials.create`, JSON.
     pub async fn passkey_registration(&self, who: &Principal) -> Result<Value, ServiceError> {
         let person = self.passkey_owner(who)?;
-        let owned = self.passkeys(who).await?;
-        let exclude = owned
-            .iter()
-            .map(|p| serde_json::from_str::<Passkey>(&p.passkey).map(|k| k.cred_id().clone()))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(corrupt)?;
+        let exclude = (self.passkey_keys(who).await?.iter())
+            .map(|k| k.cred_id().clone())
+            .collect();
         let user = user_handle(&person.username);
         let (options, state) = self
             .relying_party()?
@@ -279,16 +283,9 @@ impl Services {
     ) -> Result<Value, ServiceError> {
         self.authorize(who, UseCase::Decide)?;
         let person = who.as_person().ok_or(ServiceError::NotFound)?;
-        let p = self.proposal_row(id).await?.ok_or(ServiceError::NotFound)?;
-        if !self.may_see(who, UseCase::ViewProposal, &p).await? {
-            return Err(ServiceError::NotFound);
-        }
-        let owned = self.passkeys(who).await?;
-        let keys = owned
-            .iter()
-            .map(|k| serde_json::from_str::<Passkey>(&k.passkey))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(corrupt)?;
+        let p = (self.reachable(who, UseCase::ViewProposal, id).await?)
+            .ok_or(ServiceError::NotFound)?;
+        let keys = self.passkey_keys(who).await?;
         if keys.is_empty() {
             return Err(step_up_refused(StepUpError::NoPasskey));
         }

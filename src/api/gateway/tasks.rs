@@ -113,8 +113,8 @@ impl GatewayMcp {
         let payload = if status == ProposalStatus::Withdrawn {
             TaskPayload::Cancelled
         } else if status.is_final() {
-            let mut result = answer(view.clone(), status);
             let name = ToolName::from_internal(&view.0.contract.tool.name);
+            let mut result = answer(view, status);
             if let Some(tool) = name.and_then(|n| self.gateway.tool(&n).ok()) {
                 result = fit_to_schema(result, &tool.definition);
             }
