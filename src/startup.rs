@@ -23,8 +23,10 @@ use crate::auth::oidc::Oidc;
 use crate::auth::session::AnySessionStore;
 use crate::config::{Settings, redact_url};
 use crate::domain::policy::model::Policy;
+use crate::service::PolicyFile;
 use crate::service::Services;
 use crate::storage::changes::{CREDENTIALS_CHANNEL, PROPOSAL_CHANNEL};
+use crate::storage::policies::POLICY_CHANNEL;
 use crate::storage::{self, Store};
 use crate::web::ReviewDesk;
 use crate::web::ledger::AuditLedger;
@@ -128,24 +130,41 @@ pub fn leptos_options(settings: &Settings) -> Result<LeptosOptions, StartError> 
         })
 }
 
-/// Loads the policy file in `settings`, or the built-in default when there is none.
-pub fn load_policy(settings: &Settings) -> Result<Policy, StartError> {
+/// Puts the policy in force at start: the `--policy` file (activated when its version is not
+/// the active one) or the database's active version; logged and recorded as `policy.loaded`.
+async fn start_policy(services: &Services, file: Option<PolicyFile>) -> Result<(), StartError> {
+    let source = if file.is_some() { "file" } else { "database" };
+    services
+        .start_policy(file)
+        .await
+        .map_err(StartError::Record)?;
+    let policy = services.policy();
+    tracing::info!(policy = %policy.version(), tools = policy.tools().len(), "policy loaded");
+    services
+        .record_policy_loaded(source)
+        .await
+        .map_err(StartError::Record)
+}
+
+/// Loads the policy file in `settings`, when there is one.
+pub fn load_policy(settings: &Settings) -> Result<Option<PolicyFile>, StartError> {
     let Some(path) = &settings.policy else {
-        return Ok(Policy::builtin());
+        return Ok(None);
     };
     let shown = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| StartError::Policy {
         path: shown.clone(),
         message: e.to_string(),
     })?;
-    Policy::from_toml_str(&text).map_err(|errors| StartError::Policy {
+    let policy = Policy::from_toml_str(&text).map_err(|errors| StartError::Policy {
         path: shown,
         message: errors
             .iter()
             .map(ToString::to_string)
             .collect::<Vec<_>>()
             .join("\n"),
-    })
+    })?;
+    Ok(Some(PolicyFile { text, policy }))
 }
 
 /// The whole router over the use cases; single sign-on's routes when `oidc` is set, the MCP
@@ -248,11 +267,10 @@ impl Application {
         settings: Settings,
         clock: Arc<dyn crate::service::Clock>,
     ) -> Result<Self, StartError> {
-        let policy = load_policy(&settings)?;
+        let policy_file = load_policy(&settings)?;
         let (store, sessions) = open_store(&settings.database_url).await?;
         let options = leptos_options(&settings)?;
         let oidc = single_sign_on(&settings).await?;
-        tracing::info!(policy = %policy.version(), tools = policy.tools().len(), "policy loaded");
         let addr = settings.bind.unwrap_or(options.site_addr);
         let listener = tokio::net::TcpListener::bind(addr)
             .await
@@ -261,7 +279,7 @@ impl Application {
             Some(path) => Some(Arc::new(CheckpointKey::load_or_create(path)?)),
             None => None,
         };
-        let mut services = Services::with_clock(store, Arc::new(policy), clock)
+        let mut services = Services::with_clock(store, Arc::new(Policy::builtin()), clock)
             .with_webhooks(settings.webhooks)
             .with_notifications(settings.notify.clone());
         if let Some(gateway) = &settings.gateway {
@@ -286,15 +304,7 @@ impl Application {
                  long as this process"
             ),
         }
-        let source = if settings.policy.is_some() {
-            "file"
-        } else {
-            "built-in"
-        };
-        services
-            .record_policy_loaded(source)
-            .await
-            .map_err(StartError::Record)?;
+        start_policy(&services, policy_file).await?;
         let gateway =
             (settings.gateway.as_ref()).map(|g| crate::gateway::Gateway::start(g, &services));
         let router = router(
@@ -385,7 +395,7 @@ impl Application {
 }
 
 /// The tasks every server runs, tests' included: hearing other instances' changes
-/// (PostgreSQL at `listen_url`), sending agents' webhooks and reviewers' notifications, and the
+/// (PostgreSQL at `listen_url`), following the active policy, sending agents' webhooks and reviewers' notifications, and the
 /// separate metrics listener, served as the main one is (`crate::serve` under `limits`, and the
 /// body limit), with a connection cap of its own, so a scrape gets in when the main one is full.
 fn spawn_shared(
@@ -397,6 +407,7 @@ fn spawn_shared(
     if let Some(url) = listen_url {
         tokio::spawn(listen_for_changes(url, services.clone()));
     }
+    tokio::spawn(follow_policy(services.clone()));
     tokio::spawn(dispatch(services.clone(), Outbox::Webhooks));
     tokio::spawn(dispatch(services.clone(), Outbox::Notifications));
     if let Some(listener) = metrics {
@@ -425,6 +436,32 @@ async fn sweep_queue(services: Services) {
     }
 }
 
+/// How often an instance looks at the stored active policy version (and the candidates in a
+/// shadow run) without being told: the bound on following a change another process made.
+pub const POLICY_FOLLOW: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// Follows the stored active policy version and shadow runs, every [`POLICY_FOLLOW`].
+async fn follow_policy(services: Services) {
+    let mut tick = tokio::time::interval(POLICY_FOLLOW);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        if let Err(e) = services.follow_policy().await {
+            tracing::error!(error = %e, "following the active policy failed");
+        }
+    }
+}
+
+/// Follows the stored active policy now (another instance activated a version).
+fn follow_now(services: &Services) {
+    let services = services.clone();
+    tokio::spawn(async move {
+        if let Err(e) = services.follow_policy().await {
+            tracing::error!(error = %e, "following the active policy failed");
+        }
+    });
+}
+
 /// PostgreSQL: wakes this instance's waiting leases when another instance queues a command
 /// (`NOTIFY countersign_queue`, sent at commit), its agents and pages waiting on a proposal when
 /// another instance changes its status (`NOTIFY countersign_proposal, '<id>'`), and drops the
@@ -434,7 +471,12 @@ async fn sweep_queue(services: Services) {
 /// (re)established this instance trusts no cached token, and every waiter and waiting lease
 /// looks again ([`after_a_gap`]).
 async fn listen_for_changes(url: String, services: Services) {
-    let channels = ["countersign_queue", PROPOSAL_CHANNEL, CREDENTIALS_CHANNEL];
+    let channels = [
+        "countersign_queue",
+        PROPOSAL_CHANNEL,
+        CREDENTIALS_CHANNEL,
+        POLICY_CHANNEL,
+    ];
     loop {
         match sqlx::postgres::PgListener::connect(&url).await {
             Ok(mut listener) => {
@@ -464,6 +506,7 @@ async fn hear(listener: &mut sqlx::postgres::PgListener, services: &Services) {
                 services.store().changes().proposals_changed(id);
             }
             Ok(Some(n)) if n.channel() == CREDENTIALS_CHANNEL => services.credentials_revoked(),
+            Ok(Some(n)) if n.channel() == POLICY_CHANNEL => follow_now(services),
             Ok(Some(_)) => services.queue_signal().wake(),
             Ok(None) => {
                 tracing::warn!("change notifications interrupted; reconnecting");
@@ -480,6 +523,7 @@ async fn hear(listener: &mut sqlx::postgres::PgListener, services: &Services) {
 /// What may have been missed while no notification could arrive: a revocation (trust no
 /// cached token), a queued command (waiting leases look), a status change (waiters look).
 fn after_a_gap(services: &Services) {
+    follow_now(services);
     services.credentials_revoked();
     services.queue_signal().wake();
     services.store().changes().wake_all();

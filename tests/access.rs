@@ -18,7 +18,8 @@ use countersign::domain::principal::{Principal, Role};
 use countersign::domain::queue::QueueQuery;
 use countersign::domain::review::grant::Ask;
 use countersign::service::{
-    AccountError, Cursor, LeaseRequest, NewUser, ServiceError, Services, VerifyError,
+    AccountError, Cursor, LeaseRequest, NewUser, PolicyChangeError, ServiceError, Services,
+    VerifyError,
 };
 use countersign::storage::audit_query::Selection;
 use countersign::storage::proposals::ProposalRecord;
@@ -51,6 +52,17 @@ fn account(r: Result<(), AccountError>) -> Result<(), ServiceError> {
         Err(AccountError::Service(e)) => Err(e),
         _ => Ok(()),
     }
+}
+
+fn policy<T>(r: Result<T, PolicyChangeError>) -> Result<(), ServiceError> {
+    match r {
+        Err(PolicyChangeError::Service(e)) => Err(e),
+        _ => Ok(()),
+    }
+}
+
+fn epoch() -> time::OffsetDateTime {
+    time::OffsetDateTime::UNIX_EPOCH
 }
 
 fn bundle<T>(r: Result<T, BundleError>) -> Result<(), ServiceError> {
@@ -145,6 +157,10 @@ async fn call(
         UseCase::RevokeGrant => s.revoke_grant(who, Uuid::new_v4()).await.map(drop),
         UseCase::ViewInsights => s.insights(who, 30).await.map(drop),
         UseCase::ManagePasskeys => s.passkeys(who).await.map(drop),
+        UseCase::ViewPolicy => s.policy_overview(who).await.map(drop),
+        UseCase::ProposePolicy => policy(s.backtest_policy(who, "", epoch()).await),
+        UseCase::ApprovePolicy => policy(s.approve_policy(who, Uuid::new_v4(), None).await),
+        UseCase::ActivatePolicy => policy(s.activate_policy(who, "sha256:none", "why").await),
     };
     let _ = std::fs::remove_dir_all(&out);
     r
@@ -403,6 +419,18 @@ const WITHOUT_PRINCIPAL: &[(&str, &str)] = &[
     ("raise_alerts", "system task"),
     ("purge_sign_in_failures", "system task"),
     ("record_policy_loaded", "system: recorded at start"),
+    (
+        "start_policy",
+        "system: at start, the `--policy` file or the database's active version",
+    ),
+    (
+        "follow_policy",
+        "system: each instance follows the stored active version",
+    ),
+    (
+        "shadow_settled",
+        "tests and benchmarks: waits for the shadow worker; reads nothing",
+    ),
     ("latest_checkpoint", "system: the checkpoint task"),
     (
         "record_security",

@@ -118,7 +118,7 @@ pub async fn aana_check(
     match services.pre_tool_check(agent, event).await {
         Ok(answer) => serde_json::to_value(answer).map_err(internal),
         Err(ServiceError::Invalid(errors)) => {
-            let refused = Decision::schema_invalid(&errors, services.policy());
+            let refused = Decision::schema_invalid(&errors, &services.policy());
             let mut answer = serde_json::to_value(refused).map_err(internal)?;
             if let Value::Object(fields) = &mut answer {
                 fields.insert("validation_errors".into(), validation_errors(&errors));

@@ -14,6 +14,7 @@ mod audit;
 mod gateway;
 mod grant;
 mod oidc;
+mod policy;
 mod proposal;
 mod tool;
 
@@ -48,7 +49,7 @@ enum Command {
     /// Validate and try out routing policies.
     Policy {
         #[command(subcommand)]
-        command: PolicyCommand,
+        command: policy::PolicyCommand,
     },
     /// Create the database if missing and apply migrations (run as the database's owner).
     Migrate {
@@ -284,23 +285,6 @@ impl NotifyArgs {
     }
 }
 
-#[derive(Debug, Subcommand)]
-enum PolicyCommand {
-    /// Validate a policy file; print its version, or every error with its line.
-    Check {
-        /// The policy file.
-        file: PathBuf,
-    },
-    /// Route one AANA event or tool proposal (JSON file) under a policy and print the decision
-    /// with the rule that produced it.
-    Explain {
-        /// The policy file.
-        file: PathBuf,
-        /// An AANA v1 event (`tool_name`, …) or a seed 004 tool proposal (`proposal_id`, …).
-        event: PathBuf,
-    },
-}
-
 /// Timeouts, caps and session limits of `serve` (see docs/configuration.md).
 #[derive(Debug, Args)]
 struct Hardening {
@@ -415,7 +399,7 @@ fn time_duration(d: std::time::Duration) -> time::Duration {
 }
 
 /// `90s`, `15m`, `12h`, `7d`: as the policy writes durations.
-fn parse_secs(s: &str) -> Result<std::time::Duration, String> {
+pub(crate) fn parse_secs(s: &str) -> Result<std::time::Duration, String> {
     crate::domain::policy::loader::parse_duration(s).map(std::time::Duration::from_secs)
 }
 
@@ -502,7 +486,7 @@ async fn execute(command: Command) -> Result<(), String> {
             settings.metrics_bind = metrics_bind;
             serve(settings).await
         }
-        Command::Policy { command } => policy_command(command),
+        Command::Policy { command } => policy::run(command).await,
         Command::Migrate { db, grant_to } => migrate(&db.database_url, grant_to.as_ref()).await,
         Command::User { command } => accounts::user_command(command).await,
         Command::Token { command } => accounts::token_command(command).await,
@@ -511,43 +495,6 @@ async fn execute(command: Command) -> Result<(), String> {
         Command::Tool { command } => tool::run(command).await,
         Command::Gateway { command } => gateway::run(command).await,
         Command::Grant { command } => grant::run(command).await,
-    }
-}
-
-fn policy_command(command: PolicyCommand) -> Result<(), String> {
-    match command {
-        PolicyCommand::Check { file } => {
-            let policy = load_policy(&file)?;
-            println!("{}", policy.version());
-            eprintln!(
-                "{}: valid, {} tool rules, {} agents",
-                file.display(),
-                policy.tools().len(),
-                policy.agents().len()
-            );
-            Ok(())
-        }
-        PolicyCommand::Explain { file, event } => {
-            let policy = load_policy(&file)?;
-            let text =
-                std::fs::read_to_string(&event).map_err(|e| format!("{}: {e}", event.display()))?;
-            let value: serde_json::Value = serde_json::from_str(&text)
-                .map_err(|e| format!("{}: not JSON: {e}", event.display()))?;
-            let (decision, route, rule) = explain(&value, &policy).map_err(|errors| {
-                let lines: Vec<String> = errors.iter().map(|e| format!("  {e}")).collect();
-                format!(
-                    "{} is not a valid event or proposal:\n{}",
-                    event.display(),
-                    lines.join("\n")
-                )
-            })?;
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&decision).map_err(|e| e.to_string())?
-            );
-            eprintln!("route {route} by rule: {rule}");
-            Ok(())
-        }
     }
 }
 
@@ -583,54 +530,4 @@ async fn serve(settings: Settings) -> Result<(), String> {
     }
     tracing::info!(%addr, database = %redact_url(&settings.database_url), "Countersign is serving");
     app.run().await.map_err(|e| e.to_string())
-}
-
-fn load_policy(file: &std::path::Path) -> Result<crate::domain::Policy, String> {
-    let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
-    crate::domain::Policy::from_toml_str(&text).map_err(|errors| {
-        // Compiler-style `FILE:LINE:COLUMN: field: message`, one per line.
-        let lines: Vec<String> = errors
-            .iter()
-            .map(|e| match (e.line, e.column) {
-                (Some(l), Some(c)) => {
-                    format!("{}:{l}:{c}: {}: {}", file.display(), e.path, e.message)
-                }
-                _ => format!("{}: {}: {}", file.display(), e.path, e.message),
-            })
-            .collect();
-        format!(
-            "{} is not a valid policy:\n{}",
-            file.display(),
-            lines.join("\n")
-        )
-    })
-}
-
-type Explained = (serde_json::Value, String, String);
-
-/// Routes an AANA event (it has `tool_name`) or a tool proposal under `policy`.
-fn explain(
-    value: &serde_json::Value,
-    policy: &crate::domain::Policy,
-) -> Result<Explained, Vec<crate::domain::FieldError>> {
-    use crate::domain::contract::proposal::ToolProposal;
-    use crate::domain::routing::gate;
-    use crate::domain::{Event, route_proposal};
-    if value.get("tool_name").is_some() {
-        let event = Event::parse(value)?;
-        let d = gate::check(&event, policy);
-        Ok((
-            serde_json::to_value(&d).unwrap_or_default(),
-            d.route.to_string(),
-            d.rule.clone(),
-        ))
-    } else {
-        let proposal = ToolProposal::parse(value)?;
-        let d = route_proposal(&proposal.facts(), policy);
-        Ok((
-            serde_json::to_value(&d).unwrap_or_default(),
-            d.route.to_string(),
-            d.rule.clone(),
-        ))
-    }
 }

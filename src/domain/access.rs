@@ -154,6 +154,15 @@ use_cases! {
     ViewInsights => "insights.view",
     /// List, register, rename and remove one's own passkeys (the account page).
     ManagePasskeys => "passkey.manage",
+    /// The policy page: the active version, its history, candidates, their backtests, diffs
+    /// and shadow runs.
+    ViewPolicy => "policy.view",
+    /// Propose a candidate (or a return to an earlier version), backtest it, run it in shadow.
+    ProposePolicy => "policy.propose",
+    /// Approve or refuse another admin's proposed change: its version becomes active.
+    ApprovePolicy => "policy.approve",
+    /// Activate a stored version alone, at the shell (break-glass).
+    ActivatePolicy => "policy.activate",
 }
 
 impl UseCase {
@@ -225,6 +234,10 @@ impl UseCase {
             UseCase::RevokeGrant => rule(&[Who::Admin, Who::Reviewer, Who::Operator], true, ""),
             UseCase::ViewInsights => rule(AUDITORS, false, ""),
             UseCase::ManagePasskeys => rule(PEOPLE, false, "their own passkeys only"),
+            UseCase::ViewPolicy => rule(AUDITORS, false, ""),
+            UseCase::ProposePolicy => rule(ADMINS, false, "validated, then backtested"),
+            UseCase::ApprovePolicy => rule(&[Who::Admin], false, "never a change they proposed"),
+            UseCase::ActivatePolicy => rule(&[Who::Operator], false, "break-glass, with a reason"),
         }
     }
 }

@@ -24,6 +24,9 @@
 //!   proposal's life after routing, the executor queue, who acts, and what a reviewer's queue
 //!   shows. They may import any wing; no wing imports
 //!   them.
+//! - [`policy_change`]: a policy change as a gated action: requests to activate a version,
+//!   the backtest that replays recorded decisions under a candidate, the diff of two versions.
+//!   Imports `contract`, `policy` and `routing`.
 //! - [`access`]: who may call which use case (the table ARCHITECTURE.md shows). Imports
 //!   `principal`.
 //! - [`sign_in`]: throttling failed sign-ins and how long sessions last. Imports nothing.
@@ -50,6 +53,7 @@ pub mod gateway;
 pub mod lifecycle;
 pub mod notify;
 pub mod policy;
+pub mod policy_change;
 pub mod principal;
 pub mod queue;
 pub mod record;

@@ -191,7 +191,7 @@ impl Services {
         let body = serde_json::to_value(&contract)
             .map_err(|e| ServiceError::Storage(StorageError::Corrupt(e.to_string())))?;
         let request_hash = request_hash_sha256(&body);
-        let routing = route_proposal(&contract.facts(), self.policy());
+        let routing = route_proposal(&contract.facts(), &self.policy());
         if routing.route > p.routing.route || routing.required_approvals > 1 {
             let why = format!(
                 "the edited request routes `{}` with {} approvals: the stricter route holds; \

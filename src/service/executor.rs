@@ -317,7 +317,7 @@ impl Services {
             digest,
             report,
             success,
-            policy: Arc::clone(self.policy()),
+            policy: self.policy(),
             now,
         })
     }

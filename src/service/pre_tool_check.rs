@@ -13,7 +13,8 @@ use super::services::Services;
 use crate::audit::safe;
 use crate::audit::{Actor, AuditEvent, PreToolCheckDecided, PreToolCheckRejected, policy_ref};
 use crate::domain::contract::aana::Event;
-use crate::domain::routing::gate::{self, Decision};
+use crate::domain::policy_change::backtest::{DecisionKind, Outcome, Recorded, Replay};
+use crate::domain::routing::gate::{self, CheckInputs, Decision};
 use crate::domain::routing::scan::audit_safe_name;
 
 /// The decision envelope, with the id of its audit row.
@@ -46,7 +47,7 @@ impl Services {
         let mut event = match Event::parse(body) {
             Ok(event) => event,
             Err(errors) => {
-                let refused = Decision::schema_invalid(&errors, self.policy());
+                let refused = Decision::schema_invalid(&errors, &self.policy());
                 let rejected = PreToolCheckRejected {
                     check_id,
                     decision: refused.route,
@@ -77,11 +78,35 @@ impl Services {
             Some(_) => {}
             None => event.agent_id = Some(agent.to_owned()),
         }
-        let decision = gate::check(&event, self.policy());
+        let decision = gate::check(&event, &self.policy());
         let decided = PreToolCheckDecided::new(self.store().salt(), &check_id, &event, &decision)?;
+        self.shadow_decision(|| shadowed_check(&check_id, agent, &event, &decided, self.now()));
         let record = (self.now(), actor, AuditEvent::PreToolCheckDecided(decided));
         self.store().record(vec![record]).await?;
         tracing::info!(tool = %event.tool_name, route = %decision.route, "pre-tool-check");
         Ok(CheckAnswer { check_id, decision })
+    }
+}
+
+/// A check just decided, as a shadow run routes it again.
+fn shadowed_check(
+    check_id: &str,
+    agent: &str,
+    event: &crate::domain::Event,
+    decided: &PreToolCheckDecided,
+    at: time::OffsetDateTime,
+) -> Recorded {
+    Recorded {
+        kind: DecisionKind::PreToolCheck,
+        subject: check_id.to_owned(),
+        at,
+        tool: decided.tool.clone(),
+        agent: agent.to_owned(),
+        was: Outcome {
+            route: decided.decision,
+            rule: decided.rule.clone(),
+            blockers: decided.blockers.clone(),
+        },
+        replay: Replay::Check(Box::new(CheckInputs::of(event))),
     }
 }

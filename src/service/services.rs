@@ -10,6 +10,7 @@ use time::OffsetDateTime;
 use super::error::ServiceError;
 use super::facet_cache::FacetCache;
 use super::notify_settings::{NotifySettings, Windows};
+use super::policy_cell::{PolicyCell, Shadow};
 use super::queue_signal::QueueSignal;
 use super::token_cache::TokenCache;
 use super::webhook_client::{WebhookSettings, Webhooks};
@@ -42,7 +43,11 @@ impl Clock for SystemClock {
 #[derive(Clone)]
 pub struct Services {
     pub(super) store: Store,
-    pub(super) policy: Arc<Policy>,
+    /// The active version, swapped in place when another one is activated (here, on another
+    /// instance, or at the shell): every decision reads the one in force when it starts.
+    pub(super) policy: Arc<PolicyCell>,
+    /// Candidates in a shadow run, and the routing of new decisions under them.
+    pub(super) shadow: Arc<Shadow>,
     pub(super) clock: Arc<dyn Clock>,
     pub(super) tokens: Arc<TokenCache>,
     pub(super) queue: Arc<QueueSignal>,
@@ -80,7 +85,8 @@ impl Services {
     pub fn with_clock(store: Store, policy: Arc<Policy>, clock: Arc<dyn Clock>) -> Self {
         Self {
             store,
-            policy,
+            policy: Arc::new(PolicyCell::new(policy)),
+            shadow: Arc::default(),
             clock,
             tokens: Arc::default(),
             queue: Arc::default(),
@@ -225,9 +231,19 @@ impl Services {
         &self.store
     }
 
-    /// The policy in force.
-    pub fn policy(&self) -> &Arc<Policy> {
-        &self.policy
+    /// The policy in force now (a decision reads it once, and keeps the version it read).
+    pub fn policy(&self) -> Arc<Policy> {
+        self.policy.load()
+    }
+
+    /// Hears each time another version comes into force on this instance.
+    pub fn policy_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.policy.swaps()
+    }
+
+    /// Makes `policy` the one in force on this instance (its activation is already stored).
+    pub(super) fn swap_policy(&self, policy: Arc<Policy>) {
+        self.policy.swap(policy);
     }
 
     /// Now, by this service's clock.
@@ -248,13 +264,14 @@ impl Services {
     ) -> NewQueued {
         let tool = &contract.tool.name;
         let gateway = [crate::domain::gateway::GATEWAY_EXECUTOR.to_owned()];
+        let policy = self.policy();
         let executors = match self.is_gateway_tool(tool) {
             true => &gateway[..],
-            false => self.policy.executors_for(tool),
+            false => policy.executors_for(tool),
         };
         let spec = CommandSpec::for_approved(contract, request_hash, approver, authorization, now)
             .only_for(executors);
-        let window = self.policy.execute_within_secs(tool);
+        let window = policy.execute_within_secs(tool);
         NewQueued {
             id: uuid::Uuid::now_v7(),
             spec,

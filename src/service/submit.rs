@@ -23,6 +23,7 @@ use crate::domain::contract::canonical::request_hash_sha256;
 use crate::domain::contract::proposal::ToolProposal;
 use crate::domain::contract::vocab::AuthorizationState;
 use crate::domain::lifecycle::{self, ProposalStatus};
+use crate::domain::policy_change::backtest::{DecisionKind, Outcome, Recorded, Replay};
 use crate::domain::record::GrantRecord;
 use crate::domain::routing::proposal::{ProposalDecision, route_proposal};
 use crate::domain::routing::scan::audit_safe_name;
@@ -120,7 +121,7 @@ impl Services {
         let (mut contract, mut request_hash) = (contract, request_hash_sha256(body));
         let mut attempts = 0;
         let (routed, stored) = loop {
-            let routing = route_proposal(&contract.facts(), self.policy());
+            let routing = route_proposal(&contract.facts(), &self.policy());
             let grant = match attempts {
                 0 | 1 => self.covering_grant(agent, &contract, &routing, now).await?,
                 _ => None,
@@ -137,6 +138,9 @@ impl Services {
                 stored => break (routed, stored?),
             }
         };
+        if matches!(stored, Stored::Created(_)) {
+            self.shadow_decision(|| shadowed_proposal(&routed, now));
+        }
         let submitted = match stored {
             Stored::Created(seq) => {
                 Submitted::Created(routed.row.record(seq, &routed.routing, &routed.contract))
@@ -364,4 +368,22 @@ pub(super) async fn queue_command(
 pub(super) fn rfc3339(t: time::OffsetDateTime) -> Option<String> {
     t.format(&time::format_description::well_known::Rfc3339)
         .ok()
+}
+
+/// A proposal just routed, as a shadow run routes it again.
+fn shadowed_proposal(routed: &Routed, at: time::OffsetDateTime) -> Recorded {
+    let r = &routed.routing;
+    Recorded {
+        kind: DecisionKind::Proposal,
+        subject: routed.contract.proposal_id.to_string(),
+        at,
+        tool: routed.contract.tool.name.clone(),
+        agent: routed.contract.proposed_by.clone(),
+        was: Outcome::of_proposal(
+            r.route,
+            &r.rule,
+            r.blockers.iter().map(|b| b.code.to_string()).collect(),
+        ),
+        replay: Replay::Proposal(Box::new(routed.contract.clone())),
+    }
 }

@@ -37,6 +37,7 @@ pub mod insights;
 pub mod notifications;
 pub mod passkeys;
 pub mod paused;
+pub mod policies;
 pub mod proposals;
 pub mod queue;
 pub mod schema;

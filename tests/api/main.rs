@@ -29,6 +29,7 @@ mod notify;
 mod openapi;
 mod passkeys;
 mod policy;
+mod policy_life;
 mod proposal_page;
 mod queue_page;
 mod reach;

@@ -7,6 +7,13 @@
 //! for AANA's published events; `scripts/bench-http` measures it): the policy is named by a
 //! short reference to the `policy.loaded` event that names it in full ([`policy_ref`]), and
 //! each evidence reference is a tuple rather than an object repeating its keys.
+//!
+//! A decision also records what routing read of its evidence ([`ReplayEvidence`]: the effective
+//! authorization, how many refs, the codes of the issues routing acts on) so that a policy
+//! backtest can route it again under another policy, from that and the record's own declared
+//! facts ([`CheckInputs::from_record`]). It is recorded only when the tool name is kept as it
+//! is (an audit-safe identifier); a decision without it is not replayable, and never guessed
+//! at.
 
 use std::collections::BTreeMap;
 
@@ -19,7 +26,7 @@ use crate::domain::contract::aana::{
 };
 use crate::domain::contract::canonical::Uncanonical;
 use crate::domain::contract::vocab::{AuthorizationState, RiskDomain, Route, ToolCategory};
-use crate::domain::routing::gate::Decision;
+use crate::domain::routing::gate::{Decision, ReplayEvidence};
 
 /// One evidence reference, as recorded: `[source]` for a plain string reference,
 /// `[source, kind, trust_tier, redaction_status, freshness]` for structured evidence. The
@@ -87,6 +94,21 @@ pub struct PreToolCheckDecided {
     /// Evidence references (bounded).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub evidence: Vec<EvidenceDigest>,
+    /// What routing read of the evidence, for replay under another policy; `None` when the
+    /// decision is not replayable (its tool name is not an audit-safe identifier, or its
+    /// evidence has more issues than a record holds).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replay: Option<ReplayEvidence>,
+}
+
+/// What `decision` recorded for replay: `None` unless [`safe::safe_name`] keeps the tool name
+/// as it is and the evidence has at most [`safe::MAX_ITEMS`] issues routing acts on (a record
+/// stays bounded, and a cut list would replay wrongly).
+fn replay(event: &Event, decision: &Decision) -> Option<ReplayEvidence> {
+    if safe::safe_name(&event.tool_name) != event.tool_name {
+        return None;
+    }
+    ReplayEvidence::of(decision).filter(|e| e.issues.len() <= safe::MAX_ITEMS)
 }
 
 impl PreToolCheckDecided {
@@ -129,6 +151,7 @@ impl PreToolCheckDecided {
             arguments: salt.parameters(&event.proposed_arguments)?,
             text,
             evidence: safe::bounded(event.evidence_refs.iter().map(|r| evidence(salt, r))),
+            replay: replay(event, decision),
         })
     }
 }
@@ -274,6 +297,53 @@ mod tests {
                 ]
             ])
         );
+    }
+
+    #[test]
+    fn routing_inputs_are_recorded_only_when_replayable() {
+        let mut body = serde_json::json!({
+            "agent_id": "support-agent",
+            "tool_name": "crm.update_contact",
+            "tool_category": "write",
+            "authorization_state": "validated",
+            "evidence_refs": ["ticket-7"],
+            "risk_domain": "customer_support",
+            "proposed_arguments": {"email": "jane@example.com"},
+            "recommended_route": "accept"
+        });
+        let salt = Salt::from_bytes(b"salt").expect("salt");
+        let policy = Policy::builtin();
+        let record = |body: &Value| {
+            let event = Event::parse(body).expect("valid event");
+            let decision = gate::check(&event, &policy);
+            let decided = PreToolCheckDecided::new(&salt, "c1", &event, &decision).expect("ok");
+            (decision, decided)
+        };
+        let (decision, decided) = record(&body);
+        let row = super::super::AuditEvent::PreToolCheckDecided(decided)
+            .into_row()
+            .expect("row");
+        let evidence: ReplayEvidence =
+            serde_json::from_value(row.details["replay"].clone()).expect("read back");
+        let d = &row.details;
+        let read = |k: &str| d[k].as_str().expect("field");
+        let recorded = gate::RecordedCheck {
+            tool_name: read("tool"),
+            tool_category: ToolCategory::parse(read("category")).expect("category"),
+            authorization_state: AuthorizationState::parse(read("authorization_state"))
+                .expect("state"),
+            risk_domain: RiskDomain::parse(read("domain")).expect("domain"),
+            recommended_route: Route::parse(read("recommended_route")).expect("route"),
+            agent: "support-agent",
+        };
+        let inputs = gate::CheckInputs::from_record(&recorded, &evidence);
+        let replayed = gate::replay(&inputs, &policy);
+        assert_eq!(
+            (replayed.route, replayed.rule),
+            (decision.route, decision.rule)
+        );
+        body["tool_name"] = serde_json::json!("send to jane.doe@example.com");
+        assert_eq!(record(&body).1.replay, None);
     }
 
     /// The issue's figure: a check's event under 500 bytes on average, over AANA's published

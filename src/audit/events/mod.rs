@@ -14,6 +14,7 @@ mod gateway;
 mod grant;
 mod passkey;
 mod payload;
+mod policy;
 mod proposal;
 
 pub use account::*;
@@ -23,6 +24,7 @@ pub use gateway::*;
 pub use grant::*;
 pub use passkey::*;
 pub use payload::Payload;
+pub use policy::*;
 pub use proposal::*;
 
 use crate::audit::row::{EventRow, details};
@@ -175,6 +177,16 @@ audit_events! {
     ProposalSteppedUp,
     /// The agent withdrew its waiting proposal (`proposal.withdrawn`).
     ProposalWithdrawn,
+    /// An admin asked to activate a policy version (`policy.proposed`).
+    PolicyProposed,
+    /// A second admin approved or refused it (`policy.approved` / `policy.refused`).
+    PolicyAnswered,
+    /// An approval the rules refused: the proposer's own (`policy.approval_refused`).
+    PolicyApprovalRefused,
+    /// A candidate's shadow run started or stopped (`policy.shadowed`).
+    PolicyShadowed,
+    /// A policy version became active (`policy.activated`).
+    PolicyActivated,
 }
 
 #[cfg(test)]
