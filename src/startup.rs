@@ -180,6 +180,8 @@ pub fn router(
     let ledger: DynLedger = AuditLedger::new(services.clone());
     let admin: app::ports::DynAdmin =
         crate::web::admin::AccountsAdmin::new(services.clone(), gateway.clone());
+    let policy: app::ports::policy::DynPolicyDesk =
+        crate::web::policy::PolicyPages::new(services.clone());
     let routes = ROUTES.get_or_init(|| generate_route_list(App)).clone();
     let export = crate::web::export::router(services.clone(), desk.clone());
     let single_sign_on = app::ports::SingleSignOn(oidc.is_some());
@@ -187,6 +189,7 @@ pub fn router(
         provide_context(desk.clone());
         provide_context(ledger.clone());
         provide_context(admin.clone());
+        provide_context(policy.clone());
         provide_context(single_sign_on);
         security::provide_request_nonce();
     };

@@ -13,6 +13,7 @@ pub mod ledger;
 pub mod live;
 pub mod oidc;
 mod passkeys;
+pub mod policy;
 mod proposal;
 pub mod queue;
 pub mod runs;

@@ -775,3 +775,111 @@ async fn grants_are_listed_and_revoked_from_the_shell() {
                    and actor = 'cli'";
     assert_eq!(common::count(&db, revoked).await, 1);
 }
+
+/// The policy's life from the shell: a backtest of recorded decisions, a proposal, a shadow
+/// run, break-glass activation (alone, marked), and the history.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn policies_are_backtested_proposed_and_activated_from_the_shell() {
+    let (services, db, _dir) = common::fresh_services("sqlite").await;
+    let agent = countersign::domain::principal::Principal::Agent("agent-a".into());
+    services
+        .pre_tool_check(&agent, &common::check_body())
+        .await
+        .expect("check");
+    services
+        .submit(&agent, &common::proposal_body("agent-a"))
+        .await
+        .expect("proposal");
+    let dir = tempfile::tempdir().expect("dir");
+    let candidate = dir.path().join("candidate.toml");
+    std::fs::write(
+        &candidate,
+        "[tools.\"crm.*\"]\ncategory = \"C\"\nallowed_agents = [\"someone-else\"]\n",
+    )
+    .expect("write");
+    let file = candidate.to_str().expect("path");
+    let out = countersign(&db)
+        .args(["policy", "backtest", file, "--since", "1d", "--json"])
+        .assert()
+        .success();
+    let report: serde_json::Value =
+        serde_json::from_slice(&out.get_output().stdout).expect("json report");
+    assert_eq!(report["considered"], 2, "{report}");
+    assert_eq!(report["replayed"], 2, "{report}");
+    assert_eq!(
+        report["changed"], 2,
+        "both now leave agent-a's lane: {report}"
+    );
+    let out = countersign(&db)
+        .args(["policy", "backtest", file])
+        .assert()
+        .success();
+    let summary = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        summary.contains("2 would route differently") && summary.contains("→ refuse: 1"),
+        "{summary}"
+    );
+
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "[defaults]\nexpiry = \"soon\"\n").expect("write");
+    let out = countersign(&db)
+        .args([
+            "policy",
+            "propose",
+            bad.to_str().expect("path"),
+            "--reason",
+            "x",
+        ])
+        .assert()
+        .failure();
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        err.contains("bad.toml:2:"),
+        "every error with its line: {err}"
+    );
+
+    let out = countersign(&db)
+        .args(["policy", "propose", file, "--reason", "lanes for crm"])
+        .assert()
+        .success();
+    let id = String::from_utf8_lossy(&out.get_output().stdout)
+        .trim()
+        .to_owned();
+    let change = uuid::Uuid::parse_str(&id).expect("the change's id");
+    countersign(&db)
+        .args(["policy", "shadow", &id, "--for", "1h"])
+        .assert()
+        .success();
+    let page = services
+        .policy_change(&countersign::domain::principal::Principal::Operator, change)
+        .await
+        .expect("read")
+        .expect("change");
+    assert!(page.change.shadow_until.is_some());
+    assert_eq!(page.change.backtest.expect("backtest").changed, 2);
+    let version = page.change.version;
+
+    countersign(&db)
+        .args(["policy", "activate", &version])
+        .assert()
+        .failure();
+    countersign(&db)
+        .args(["policy", "activate", &version, "--reason", "pages down"])
+        .assert()
+        .success();
+    let out = countersign(&db)
+        .args(["policy", "history"])
+        .assert()
+        .success();
+    let history = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(
+        history.contains(&version) && history.contains("break_glass"),
+        "{history}"
+    );
+    let marked = common::count(
+        &db,
+        "select count(*) from audit_events where action = 'policy.activated'",
+    )
+    .await;
+    assert_eq!(marked, 1);
+}

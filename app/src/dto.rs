@@ -6,6 +6,7 @@ mod account;
 mod admin;
 mod audit;
 mod grant;
+mod policy;
 mod proposal;
 mod queue;
 mod runs;
@@ -13,6 +14,7 @@ pub use account::*;
 pub use admin::*;
 pub use audit::*;
 pub use grant::*;
+pub use policy::*;
 pub use proposal::*;
 pub use queue::*;
 pub use runs::*;
@@ -262,6 +264,38 @@ pub enum Notice {
     StepUpChallenge,
     /// The passkey's answer did not verify.
     StepUpInvalid,
+    /// A policy candidate was proposed: another admin must approve it.
+    PolicyProposed,
+    /// The candidate is not a valid policy (its errors are listed with their lines).
+    PolicyInvalid,
+    /// A policy change was approved: its version is active.
+    PolicyApproved,
+    /// A policy change was refused.
+    PolicyRefused,
+    /// Nobody approves or refuses the policy change they proposed.
+    PolicyOwnChange,
+    /// The policy change was already answered.
+    PolicyNotPending,
+    /// The candidate is the active version already.
+    PolicyAlreadyActive,
+    /// A policy change needs a reason.
+    PolicyReasonRequired,
+    /// The reason is too long.
+    PolicyReasonTooLong,
+    /// The candidate is too large.
+    PolicyTooLarge,
+    /// No such stored version.
+    PolicyNoSuchVersion,
+    /// No such policy change.
+    PolicyNotFound,
+    /// A candidate runs in shadow.
+    PolicyShadowStarted,
+    /// A candidate's shadow run was stopped.
+    PolicyShadowStopped,
+    /// Only an admin proposes, approves or refuses policy changes.
+    PolicyRole,
+    /// Not one of the periods offered.
+    PolicyChoice,
 }
 
 /// What the page says for each notice (a notice without a line here says nothing: a test
@@ -542,6 +576,61 @@ const NOTICE_TEXT: &[(Notice, &str)] = &[
         Notice::StepUpInvalid,
         "Your passkey's answer did not verify (it must verify you, with a PIN or biometric). The refusal is recorded. Try again.",
     ),
+    (
+        Notice::PolicyProposed,
+        "Proposed. Another admin must approve it before it is active; its diff and backtest are below.",
+    ),
+    (
+        Notice::PolicyInvalid,
+        "That is not a valid policy; nothing was stored. Every error is listed below with its line.",
+    ),
+    (
+        Notice::PolicyApproved,
+        "Approved: this version is now active on every instance (within a second).",
+    ),
+    (
+        Notice::PolicyRefused,
+        "Refused: this version will not become active.",
+    ),
+    (
+        Notice::PolicyOwnChange,
+        "You proposed this change: another admin must approve it. The attempt is recorded.",
+    ),
+    (
+        Notice::PolicyNotPending,
+        "This change no longer waits for an answer: someone answered it first.",
+    ),
+    (
+        Notice::PolicyAlreadyActive,
+        "That version is the active one already: there is nothing to change.",
+    ),
+    (
+        Notice::PolicyReasonRequired,
+        "Say why: a policy change needs a reason.",
+    ),
+    (
+        Notice::PolicyReasonTooLong,
+        "That reason is too long (at most 1,000 characters).",
+    ),
+    (
+        Notice::PolicyTooLarge,
+        "That policy is too large (at most 256 KiB).",
+    ),
+    (
+        Notice::PolicyNoSuchVersion,
+        "No such stored version of the policy.",
+    ),
+    (Notice::PolicyNotFound, "No such policy change."),
+    (
+        Notice::PolicyShadowStarted,
+        "Running in shadow: every new decision is also routed under this candidate, and the differences are listed here.",
+    ),
+    (Notice::PolicyShadowStopped, "Shadow run stopped."),
+    (
+        Notice::PolicyRole,
+        "Only an admin may propose, approve or refuse policy changes.",
+    ),
+    (Notice::PolicyChoice, "Choose one of the periods offered."),
 ];
 
 impl Notice {

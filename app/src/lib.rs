@@ -29,7 +29,7 @@ use leptos_router::{SsrMode, path};
 use pages::{
     AccountPage, AdminGatewayPage, AdminTokensPage, AdminUsersPage, AdminWebhooksPage,
     AuditTrailPage, ChartsPage, GrantsPage, Header, InsightsPage, LoginPage, NoRolePage, NotFound,
-    ProposalPage, QueuePage, RunsPage, TimelinePage,
+    PolicyChangePage, PolicyPage, ProposalPage, QueuePage, RunsPage, TimelinePage,
 };
 
 /// The HTML document around the app, rendered on the server.
@@ -85,6 +85,8 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/audit/charts") view=ChartsPage ssr=SsrMode::Async/>
                     <Route path=path!("/insights") view=InsightsPage ssr=SsrMode::Async/>
                     <Route path=path!("/audit/proposals/:id") view=TimelinePage ssr=SsrMode::Async/>
+                    <Route path=path!("/policy") view=PolicyPage ssr=SsrMode::Async/>
+                    <Route path=path!("/policy/changes/:id") view=PolicyChangePage ssr=SsrMode::Async/>
                 </Routes>
             </main>
         </Router>

@@ -2,6 +2,8 @@
 //! The root crate provides a [`DynDesk`] as Leptos context and puts a [`SessionHandle`] into
 //! every request's extensions.
 
+pub mod policy;
+
 use std::sync::Arc;
 
 use crate::dto::{
@@ -207,6 +209,11 @@ pub trait SessionPort: Send + Sync + 'static {
     async fn sign_in(&self, username: &str) -> Result<(), AppError>;
     /// Ends the session.
     async fn sign_out(&self) -> Result<(), AppError>;
+    /// Keeps `lines` for this session's next page (what a refused form said, too long for an
+    /// address), replacing any kept before.
+    async fn keep_lines(&self, lines: &[String]) -> Result<(), AppError>;
+    /// The lines kept for this page, once: they are gone after.
+    async fn take_lines(&self) -> Result<Vec<String>, AppError>;
 }
 
 /// The session port of one request, found in its extensions.

@@ -8,6 +8,7 @@ pub mod admin;
 pub mod audit;
 pub mod grants;
 pub mod passkeys;
+pub mod policy;
 pub mod runs;
 
 use crate::dto::{AppError, ProposalView, QueueView, SessionView};

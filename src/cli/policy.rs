@@ -55,6 +55,20 @@ pub(crate) enum PolicyCommand {
         #[arg(long, default_value = "30d", value_parser = parse_secs)]
         since: std::time::Duration,
     },
+    /// Run a pending change's version in shadow: every new decision is also routed under it
+    /// (never answered from it), its differences listed on its page.
+    Shadow {
+        #[command(flatten)]
+        db: Database,
+        /// The change's id (as `policy propose` printed it).
+        id: uuid::Uuid,
+        /// For how long (`1h`, `7d`; at most 30 days).
+        #[arg(long = "for", value_parser = parse_secs, conflicts_with = "stop", required_unless_present = "stop")]
+        duration: Option<std::time::Duration>,
+        /// Stop its shadow run.
+        #[arg(long)]
+        stop: bool,
+    },
     /// Break-glass: activate a stored version alone, now, on every instance (marked on the
     /// trail as such). For the day the pages are down.
     Activate {
@@ -117,7 +131,7 @@ pub(crate) async fn run(command: PolicyCommand) -> Result<(), String> {
             println!("{}", change.id);
             eprintln!("proposed {} (active: {})", change.version, change.base);
             if let Some(r) = &change.backtest {
-                print_report(r);
+                print_summary(r);
             }
             eprintln!("an admin approves it on /policy/changes/{}", change.id);
             Ok(())
@@ -139,8 +153,29 @@ pub(crate) async fn run(command: PolicyCommand) -> Result<(), String> {
             );
             Ok(())
         }
+        PolicyCommand::Shadow {
+            db,
+            id,
+            duration,
+            stop: _,
+        } => shadow(&live_services(&db).await?, id, duration).await,
         PolicyCommand::History { db } => history(&live_services(&db).await?).await,
     }
+}
+
+/// `shadow`: runs change `id` in shadow for `duration`, or stops its run.
+async fn shadow(
+    s: &crate::service::Services,
+    id: uuid::Uuid,
+    duration: Option<std::time::Duration>,
+) -> Result<(), String> {
+    let duration = duration.map(|d| time::Duration::try_from(d).unwrap_or(time::Duration::ZERO));
+    (s.shadow_policy(&Principal::Operator, id, duration).await).map_err(|e| e.to_string())?;
+    match duration {
+        Some(d) => eprintln!("{id} runs in shadow for {d} on every instance"),
+        None => eprintln!("{id} no longer runs in shadow"),
+    }
+    Ok(())
 }
 
 /// `history`: every activation, newest first.
@@ -197,8 +232,31 @@ fn invalid(file: &std::path::Path, errors: &[crate::domain::policy::model::Polic
     )
 }
 
-/// The backtest's summary, for a terminal.
+/// The backtest's summary (standard error) and its differences (standard output).
 fn print_report(r: &Report) {
+    print_summary(r);
+    for t in &r.transitions {
+        println!(
+            "{}\t{} → {}\t{}\t{}\t{}",
+            t.kind, t.from, t.to, t.tool, t.agent, t.count
+        );
+        for e in &t.examples {
+            println!(
+                "\t{}\twas {} ({}; {})\tnow {} ({}; {})",
+                e.subject,
+                e.was.route,
+                e.was.rule,
+                e.was.blockers.join(","),
+                e.now.route,
+                e.now.rule,
+                e.now.blockers.join(",")
+            );
+        }
+    }
+}
+
+/// The backtest's counts and its from → to table, on standard error.
+fn print_summary(r: &Report) {
     eprintln!(
         "backtest of {}: {} decisions, {} replayed, {} would route differently, {} not \
          replayable ({} erased, {} recorded without inputs)",
@@ -217,24 +275,6 @@ fn print_report(r: &Report) {
             ""
         };
         eprintln!("  {from} → {to}: {n}{mark}");
-    }
-    for t in &r.transitions {
-        println!(
-            "{}\t{} → {}\t{}\t{}\t{}",
-            t.kind, t.from, t.to, t.tool, t.agent, t.count
-        );
-        for e in &t.examples {
-            println!(
-                "\t{}\twas {} ({}; {})\tnow {} ({}; {})",
-                e.subject,
-                e.was.route,
-                e.was.rule,
-                e.was.blockers.join(","),
-                e.now.route,
-                e.now.rule,
-                e.now.blockers.join(",")
-            );
-        }
     }
 }
 

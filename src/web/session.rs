@@ -35,6 +35,8 @@ use crate::service::{Services, SessionStamp};
 
 const USER_KEY: &str = "countersign.user";
 const CSRF_KEY: &str = "countersign.csrf";
+/// What a refused form said, for the next page only.
+const LINES_KEY: &str = "countersign.lines";
 
 /// The cookie that carries the sign-in form's half of its CSRF pair.
 pub const LOGIN_CSRF_COOKIE: &str = "countersign_login_csrf";
@@ -275,6 +277,18 @@ impl SessionPort for WebSession {
             .await
             .map_err(internal)?;
         Ok(token)
+    }
+
+    async fn keep_lines(&self, lines: &[String]) -> Result<(), AppError> {
+        self.session
+            .insert(LINES_KEY, lines)
+            .await
+            .map_err(internal)
+    }
+
+    async fn take_lines(&self) -> Result<Vec<String>, AppError> {
+        let lines: Option<Vec<String>> = self.session.remove(LINES_KEY).await.map_err(internal)?;
+        Ok(lines.unwrap_or_default())
     }
 
     async fn csrf_matches(&self, token: &str) -> Result<bool, AppError> {

@@ -30,6 +30,8 @@ mod openapi;
 mod passkeys;
 mod policy;
 mod policy_life;
+mod policy_page;
+mod policy_texts;
 mod proposal_page;
 mod queue_page;
 mod reach;

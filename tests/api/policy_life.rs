@@ -9,11 +9,12 @@ use countersign::domain::lifecycle::ReviewVerdict;
 use countersign::domain::principal::{Principal, Role};
 use countersign::service::PolicyChangeError;
 use reqwest::StatusCode;
-use serde_json::{Value, json};
+use serde_json::Value;
 use uuid::Uuid;
 
 use crate::common::{self, on_both_backends};
 use crate::helpers::TestApp;
+use crate::policy_texts::{AFTER, BEFORE, search, search_docs_check};
 
 on_both_backends!(
     a_backtest_finds_exactly_the_predicted_differences,
@@ -21,69 +22,6 @@ on_both_backends!(
     a_changed_policy_file_at_start_becomes_active_everywhere,
     a_shadow_run_lists_its_differences_and_never_answers_agents,
 );
-
-/// In force first: `docs.search` is sales-agent's alone; `search_docs` (a pre-tool-check) has
-/// no rule.
-const BEFORE: &str = r#"
-[policy]
-name = "before"
-
-[defaults]
-unknown_agents = "allow"
-
-[tools."docs.search"]
-category = "A"
-tool_category = "public_read"
-risk = "low"
-allowed_agents = ["sales-agent"]
-
-[tools."crm.*"]
-category = "C"
-tool_category = "write"
-risk = "medium"
-"#;
-
-/// The candidate: `docs.search` becomes intruder's alone (sales-agent's accept → refuse,
-/// intruder's refuse → accept), and `search_docs` needs a human (accept → ask).
-const AFTER: &str = r#"
-[policy]
-name = "after"
-
-[defaults]
-unknown_agents = "allow"
-
-[tools."docs.search"]
-category = "A"
-tool_category = "public_read"
-risk = "low"
-allowed_agents = ["intruder"]
-
-[tools."search_docs"]
-category = "C"
-
-[tools."crm.*"]
-category = "C"
-tool_category = "write"
-risk = "medium"
-"#;
-
-fn search(agent: &str) -> Value {
-    let mut body = common::proposal_body(agent);
-    body["tool"]["name"] = json!("docs.search");
-    body["risk_level"] = json!("low");
-    body["approval_required"] = json!(false);
-    body["compliance_context"] = json!({"gdpr": false, "hipaa": false});
-    body["parameters"] = json!({"query": "refund policy"});
-    body.as_object_mut().expect("object").remove("target_refs");
-    body["blast_radius"] = json!("tiny");
-    body
-}
-
-fn search_docs_check() -> Value {
-    json!({"tool_name": "search_docs", "tool_category": "public_read",
-        "authorization_state": "none", "evidence_refs": [], "risk_domain": "research",
-        "proposed_arguments": {"query": "contract"}, "recommended_route": "accept"})
-}
 
 async fn submitted(app: &TestApp, token: &str, body: &Value) -> (String, String) {
     let r = app.propose(token, body).await;

@@ -61,6 +61,8 @@ pub fn Header() -> impl IntoView {
                                 <a href="/grants" data-testid="nav-grants">"Grants"</a>
                                 {matches!(viewer.role, Role::Compliance | Role::Admin)
                                     .then(|| view! { <a href="/audit" data-testid="nav-audit">"Audit"</a> })}
+                                {matches!(viewer.role, Role::Compliance | Role::Admin)
+                                    .then(|| view! { <a href="/policy" data-testid="nav-policy">"Policy"</a> })}
                                 {(viewer.role == Role::Admin)
                                     .then(|| view! { <a href="/admin/users" data-testid="nav-admin">"Admin"</a> })}
                                 <a class="who" href="/account" data-testid="viewer">

@@ -9,6 +9,7 @@ mod common;
 mod grants;
 mod insights;
 mod login;
+mod policy;
 mod proposal;
 mod queue;
 mod runs;
@@ -22,6 +23,7 @@ pub use common::{Flash, Header, NotFound, SessionResource, error_view, use_sessi
 pub use grants::GrantsPage;
 pub use insights::InsightsPage;
 pub use login::{LoginPage, NoRolePage};
+pub use policy::{PolicyChangePage, PolicyPage};
 pub use proposal::ProposalPage;
 pub use queue::QueuePage;
 pub use runs::RunsPage;
