@@ -57,7 +57,19 @@ create table policy_changes (
 );
 create index policy_changes_by_status on policy_changes (status, proposed_at);
 
--- What a shadow run saw route differently: audit-safe facts, never the request.
+-- A shadow run's differences, counted by route change, tool and agent.
+create table policy_shadow_transitions (
+    change_id uuid not null references policy_changes (id),
+    kind text not null check (kind in ('proposal', 'pre_tool_check')),
+    from_route text not null,
+    to_route text not null,
+    tool text not null,
+    agent text not null,
+    count bigint not null,
+    primary key (change_id, kind, from_route, to_route, tool, agent)
+);
+
+-- A few examples of each (per instance): audit-safe facts, never the request.
 create table policy_shadow_differences (
     seq bigserial primary key,
     change_id uuid not null references policy_changes (id),

@@ -8,7 +8,7 @@ use crate::domain::access::UseCase;
 use crate::domain::policy_change::diff;
 use crate::domain::policy_change::{ActivationRecord, ChangeRecord, VersionRecord};
 use crate::domain::principal::Principal;
-use crate::storage::policies::{self, ShadowDifference};
+use crate::storage::policies::{self, ShadowDifference, ShadowTransition};
 
 /// Shadow differences a request's page lists, at most.
 pub const SHADOW_LISTED: i64 = 200;
@@ -35,10 +35,12 @@ pub struct ChangePage {
     pub active: Option<VersionRecord>,
     /// Unified diff from the active version's text to the candidate's.
     pub diff: String,
-    /// The latest differences its shadow run saw, newest first.
+    /// A few examples of each difference its shadow run saw, newest first.
     pub shadow: Vec<ShadowDifference>,
     /// How many differences its shadow run saw in all.
     pub shadow_differences: i64,
+    /// Its differences by route change, tool and agent, most frequent first.
+    pub shadow_transitions: Vec<ShadowTransition>,
 }
 
 impl Services {
@@ -102,6 +104,7 @@ impl Services {
         let diff = diff::unified(old_name, old_text, &candidate.version, &candidate.text);
         let (shadow, shadow_differences) =
             policies::shadow_differences(conn.conn(), id, SHADOW_LISTED).await?;
+        let shadow_transitions = policies::shadow_transitions(conn.conn(), id).await?;
         Ok(Some(ChangePage {
             change,
             candidate,
@@ -109,6 +112,7 @@ impl Services {
             diff,
             shadow,
             shadow_differences,
+            shadow_transitions,
         }))
     }
 }

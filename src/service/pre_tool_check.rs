@@ -14,7 +14,7 @@ use crate::audit::safe;
 use crate::audit::{Actor, AuditEvent, PreToolCheckDecided, PreToolCheckRejected, policy_ref};
 use crate::domain::contract::aana::Event;
 use crate::domain::policy_change::backtest::{DecisionKind, Outcome, Recorded, Replay};
-use crate::domain::routing::gate::{self, CheckInputs, Decision};
+use crate::domain::routing::gate::{self, CheckInputs, Decision, RecordedCheck};
 use crate::domain::routing::scan::audit_safe_name;
 
 /// The decision envelope, with the id of its audit row.
@@ -88,15 +88,26 @@ impl Services {
     }
 }
 
-/// A check just decided, as a shadow run routes it again.
+/// A check just decided, as a shadow run routes it again: from what its record keeps (no
+/// second look at its evidence on the request's path); one whose record cannot replay it is
+/// not shadowed.
 fn shadowed_check(
     check_id: &str,
     agent: &str,
     event: &crate::domain::Event,
     decided: &PreToolCheckDecided,
     at: time::OffsetDateTime,
-) -> Recorded {
-    Recorded {
+) -> Option<Recorded> {
+    let evidence = decided.replay.as_ref()?;
+    let facts = RecordedCheck {
+        tool_name: &event.tool_name,
+        tool_category: event.tool_category,
+        authorization_state: event.authorization_state,
+        risk_domain: event.risk_domain,
+        recommended_route: event.recommended_route,
+        agent,
+    };
+    Some(Recorded {
         kind: DecisionKind::PreToolCheck,
         subject: check_id.to_owned(),
         at,
@@ -107,6 +118,6 @@ fn shadowed_check(
             rule: decided.rule.clone(),
             blockers: decided.blockers.clone(),
         },
-        replay: Replay::Check(Box::new(CheckInputs::of(event))),
-    }
+        replay: Replay::Check(Box::new(CheckInputs::from_record(&facts, evidence))),
+    })
 }

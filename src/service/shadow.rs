@@ -2,12 +2,14 @@
 //! off the request's path. The decision hands its record to a bounded channel
 //! ([`Services::shadow_decision`]: one atomic load when nothing is in shadow, a `try_send`
 //! when something is) and answers; one worker per instance routes what it receives under each
-//! candidate and stores the count and the differences, a batch per write. When the channel is
+//! candidate and stores, a batch per write, how many it routed, the differences counted by
+//! route change, tool and agent, and a few examples of each. When the channel is
 //! full the decision is not shadowed (counted in the log), never delayed.
 //!
 //! Which candidates run is stored (`policy_changes.shadow_until`); each instance reloads the
 //! list whenever it follows the policy ([`Services::follow_policy`], at least once a second).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -26,7 +28,7 @@ use crate::domain::policy_change::ChangeStatus;
 use crate::domain::policy_change::backtest::{Recorded, compare, replay};
 use crate::domain::principal::Principal;
 use crate::storage::conn::Conn;
-use crate::storage::policies::{self, ShadowDifference};
+use crate::storage::policies::{self, ShadowDifference, ShadowTransition};
 
 /// Decisions waiting to be shadowed, at most.
 const BACKLOG: usize = 8_192;
@@ -82,7 +84,7 @@ impl Services {
     }
 
     /// Hands a decision just made to the shadow runs, when there are any; never waits.
-    pub(super) fn shadow_decision(&self, recorded: impl FnOnce() -> Recorded) {
+    pub(super) fn shadow_decision(&self, recorded: impl FnOnce() -> Option<Recorded>) {
         if !self.shadowing() {
             return;
         }
@@ -91,7 +93,10 @@ impl Services {
             tokio::spawn(shadow_worker(self.clone(), rx));
             tx
         });
-        if sender.try_send(recorded()).is_ok() {
+        let Some(recorded) = recorded() else {
+            return;
+        };
+        if sender.try_send(recorded).is_ok() {
             self.shadow.sent.fetch_add(1, Ordering::AcqRel);
         } else {
             let n = self.shadow.dropped.fetch_add(1, Ordering::Relaxed) + 1;
@@ -166,20 +171,29 @@ impl Services {
     }
 }
 
-/// Routes what it receives under every candidate, a batch at a time, and stores what it saw.
+/// Examples of each route change (per tool and agent) a worker keeps, per candidate.
+const EXAMPLES: usize = 5;
+
+/// What one batch made of one candidate's run: the counts to add, the examples to keep.
+type Seen = (Vec<ShadowTransition>, Vec<ShadowDifference>);
+
+/// Routes what it receives under every candidate, a batch at a time, and stores what it saw:
+/// the counts always, a few examples of each route change.
 async fn shadow_worker(services: Services, mut rx: mpsc::Receiver<Recorded>) {
     let mut batch = Vec::with_capacity(BATCH);
+    let mut kept: HashMap<(Uuid, Key), usize> = HashMap::new();
     while rx.recv_many(&mut batch, BATCH).await > 0 {
         let candidates = services.shadow.candidates.load_full();
         for c in candidates.iter() {
-            let differences = differences(c, &batch);
+            let (transitions, examples) = differences(c, &batch, &mut kept);
             let shadowed = i64::try_from(batch.len()).unwrap_or(i64::MAX);
             let id = c.change_id;
             let stored = services
                 .store()
                 .write(move |tx| {
                     Box::pin(async move {
-                        policies::record_shadow(tx.conn(), id, shadowed, &differences).await?;
+                        policies::record_shadow(tx.conn(), id, shadowed, &transitions, &examples)
+                            .await?;
                         Ok::<_, ServiceError>(())
                     })
                 })
@@ -194,28 +208,57 @@ async fn shadow_worker(services: Services, mut rx: mpsc::Receiver<Recorded>) {
     }
 }
 
-/// The differences `c` makes to `batch`.
-fn differences(c: &Candidate, batch: &[Recorded]) -> Vec<ShadowDifference> {
+/// A route change for one tool and agent: kind, from, to, tool, agent.
+type Key = (&'static str, &'static str, &'static str, String, String);
+
+/// The differences `c` makes to `batch`: counted by route change, tool and agent, with up to
+/// [`EXAMPLES`] of each kept (`kept` remembers how many this worker kept already).
+fn differences(c: &Candidate, batch: &[Recorded], kept: &mut HashMap<(Uuid, Key), usize>) -> Seen {
     let json = |b: &[String]| serde_json::to_string(b).unwrap_or_else(|_| "[]".into());
-    batch
-        .iter()
-        .filter_map(|r| {
-            let now = replay(&r.replay, &c.policy)?;
-            let d = compare(r, now)?;
-            Some(ShadowDifference {
-                change_id: c.change_id,
-                at: r.at,
-                kind: r.kind.as_str().to_owned(),
-                subject: r.subject.clone(),
-                tool: r.tool.clone(),
-                agent: r.agent.clone(),
-                from_route: d.was.route.as_str().to_owned(),
-                from_rule: d.was.rule.clone(),
-                to_route: d.now.route.as_str().to_owned(),
-                to_rule: d.now.rule.clone(),
-                from_blockers: json(&d.was.blockers),
-                to_blockers: json(&d.now.blockers),
-            })
+    let mut counts: HashMap<Key, i64> = HashMap::new();
+    let mut examples = Vec::new();
+    for r in batch {
+        let Some(d) = replay(&r.replay, &c.policy).and_then(|now| compare(r, now)) else {
+            continue;
+        };
+        let key: Key = (
+            r.kind.as_str(),
+            d.was.route.as_str(),
+            d.now.route.as_str(),
+            r.tool.clone(),
+            r.agent.clone(),
+        );
+        *counts.entry(key.clone()).or_default() += 1;
+        let n = kept.entry((c.change_id, key)).or_default();
+        if *n >= EXAMPLES {
+            continue;
+        }
+        *n += 1;
+        examples.push(ShadowDifference {
+            change_id: c.change_id,
+            at: r.at,
+            kind: r.kind.as_str().to_owned(),
+            subject: r.subject.clone(),
+            tool: r.tool.clone(),
+            agent: r.agent.clone(),
+            from_route: d.was.route.as_str().to_owned(),
+            from_rule: d.was.rule.clone(),
+            to_route: d.now.route.as_str().to_owned(),
+            to_rule: d.now.rule.clone(),
+            from_blockers: json(&d.was.blockers),
+            to_blockers: json(&d.now.blockers),
+        });
+    }
+    let transitions = counts
+        .into_iter()
+        .map(|((kind, from, to, tool, agent), count)| ShadowTransition {
+            kind: kind.to_owned(),
+            from_route: from.to_owned(),
+            to_route: to.to_owned(),
+            tool,
+            agent,
+            count,
         })
-        .collect()
+        .collect();
+    (transitions, examples)
 }

@@ -139,7 +139,7 @@ impl Services {
             }
         };
         if matches!(stored, Stored::Created(_)) {
-            self.shadow_decision(|| shadowed_proposal(&routed, now));
+            self.shadow_decision(|| Some(shadowed_proposal(&routed, now)));
         }
         let submitted = match stored {
             Stored::Created(seq) => {

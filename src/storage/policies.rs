@@ -415,12 +415,32 @@ pub struct ShadowDifference {
     pub to_blockers: String,
 }
 
-/// Counts `shadowed` more decisions routed in `id`'s shadow run, and keeps `differences`.
+/// How many of a shadow run's differences went from one route to another, for one tool and
+/// agent.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, sqlx::FromRow)]
+pub struct ShadowTransition {
+    /// `proposal` or `pre_tool_check`.
+    pub kind: String,
+    /// Route under the active version.
+    pub from_route: String,
+    /// Route under the candidate.
+    pub to_route: String,
+    /// The tool.
+    pub tool: String,
+    /// The agent.
+    pub agent: String,
+    /// How many.
+    pub count: i64,
+}
+
+/// Counts `shadowed` more decisions routed in `id`'s shadow run and `transitions` more
+/// differences (added to what is counted), and keeps `examples`.
 pub async fn record_shadow(
     mut conn: Conn<'_>,
     id: Uuid,
     shadowed: i64,
-    differences: &[ShadowDifference],
+    transitions: &[ShadowTransition],
+    examples: &[ShadowDifference],
 ) -> Result<()> {
     let sql = "update policy_changes set shadowed = shadowed + $2 where id = $1";
     on!(conn.reborrow(), |c| sqlx::query(sql)
@@ -429,10 +449,27 @@ pub async fn record_shadow(
         .execute(c)
         .await
         .map(|_| ()))?;
+    let sql = "insert into policy_shadow_transitions (change_id, kind, from_route, to_route, \
+               tool, agent, count) values ($1, $2, $3, $4, $5, $6, $7) \
+               on conflict (change_id, kind, from_route, to_route, tool, agent) \
+               do update set count = policy_shadow_transitions.count + excluded.count";
+    for t in transitions {
+        on!(conn.reborrow(), |c| sqlx::query(sql)
+            .bind(id)
+            .bind(&t.kind)
+            .bind(&t.from_route)
+            .bind(&t.to_route)
+            .bind(&t.tool)
+            .bind(&t.agent)
+            .bind(t.count)
+            .execute(c)
+            .await
+            .map(|_| ()))?;
+    }
     let sql = "insert into policy_shadow_differences (change_id, at, kind, subject, tool, agent, \
                from_route, from_rule, to_route, to_rule, from_blockers, to_blockers) \
                values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)";
-    for d in differences {
+    for d in examples {
         on!(conn.reborrow(), |c| sqlx::query(sql)
             .bind(d.change_id)
             .bind(d.at)
@@ -453,7 +490,19 @@ pub async fn record_shadow(
     Ok(())
 }
 
-/// The last `limit` differences `id`'s shadow run saw, newest first, and how many it saw.
+/// `id`'s shadow run's differences by route change, tool and agent, most frequent first.
+pub async fn shadow_transitions(conn: Conn<'_>, id: Uuid) -> Result<Vec<ShadowTransition>> {
+    let sql = "select kind, from_route, to_route, tool, agent, count \
+               from policy_shadow_transitions where change_id = $1 \
+               order by count desc, kind, from_route, to_route, tool, agent limit 500";
+    Ok(on!(conn, |c| sqlx::query_as(sql)
+        .bind(id)
+        .fetch_all(c)
+        .await)?)
+}
+
+/// The last `limit` examples of differences `id`'s shadow run kept, newest first, and how
+/// many differences it counted.
 pub async fn shadow_differences(
     mut conn: Conn<'_>,
     id: Uuid,
@@ -467,7 +516,8 @@ pub async fn shadow_differences(
         .bind(limit)
         .fetch_all(c)
         .await)?;
-    let count = "select count(*) from policy_shadow_differences where change_id = $1";
+    let count = "select cast(coalesce(sum(count), 0) as bigint) from policy_shadow_transitions \
+                 where change_id = $1";
     let n: i64 = on!(conn, |c| sqlx::query_scalar(count)
         .bind(id)
         .fetch_one(c)

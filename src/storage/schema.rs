@@ -61,7 +61,8 @@ pub const SERVING_GRANTS: &[&str] = &[
     "grant select, insert on proposal_alerts to {role}",
     "grant select, insert, update, delete on passkeys, passkey_ceremonies to {role}",
     "grant select, insert on passkey_assertions to {role}",
-    "grant select, insert, update on policy_versions, policy_active, policy_changes to {role}",
+    "grant select, insert, update on policy_versions, policy_active, policy_changes, \
+     policy_shadow_transitions to {role}",
     "grant select, insert on policy_activations, policy_shadow_differences to {role}",
     "grant select, insert, update, delete on sign_in_throttle to {role}",
     "grant select on _sqlx_migrations to {role}",

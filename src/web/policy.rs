@@ -358,6 +358,18 @@ fn shadow_view(page: &ChangePage, now: OffsetDateTime) -> ShadowView {
         running: until.is_some_and(|u| u > now),
         shadowed: page.change.shadowed,
         differences: page.shadow_differences,
+        transitions: (page.shadow_transitions.iter())
+            .map(|t| {
+                (
+                    t.kind.clone(),
+                    t.from_route.clone(),
+                    t.to_route.clone(),
+                    visible(&t.tool).text,
+                    visible(&t.agent).text,
+                    t.count,
+                )
+            })
+            .collect(),
         listed,
     }
 }

@@ -374,6 +374,18 @@ async fn a_shadow_run_lists_its_differences_and_never_answers_agents(backend: &s
         app.services.shadow_settled().await;
     };
     assert_eq!(page.shadow_differences, 2, "{:?}", page.shadow);
+    let counted: Vec<(&str, &str, &str, i64)> = (page.shadow_transitions.iter())
+        .map(|t| {
+            (
+                t.kind.as_str(),
+                t.from_route.as_str(),
+                t.to_route.as_str(),
+                t.count,
+            )
+        })
+        .collect();
+    assert_eq!(counted.len(), 2, "{counted:?}");
+    assert!(counted.iter().all(|t| t.3 == 1), "{counted:?}");
     let mut seen: Vec<(&str, &str, &str, &str)> = page
         .shadow
         .iter()

@@ -211,7 +211,10 @@ pub struct ShadowView {
     pub shadowed: i64,
     /// Differences it saw in all.
     pub differences: i64,
-    /// The latest differences, newest first.
+    /// Its differences counted by route change, tool and agent, most frequent first: kind,
+    /// from route, to route, tool, agent, how many.
+    pub transitions: Vec<(String, String, String, String, String, i64)>,
+    /// A few examples of each, newest first.
     pub listed: Vec<ShadowItem>,
 }
 

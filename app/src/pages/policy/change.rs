@@ -228,6 +228,18 @@ fn Shadow(s: ShadowView, id: String, csrf: String, can: bool) -> impl IntoView {
         view! { <p>{words} <When at/></p> }
     });
     let forms = can.then(|| view! { <ShadowForms id csrf running=s.running/> });
+    let transitions = (s.transitions.into_iter())
+        .map(|(kind, from, to, tool, agent, count)| {
+            view! {
+                <tr data-testid="policy-shadow-transition">
+                    <td>{kind}</td>
+                    <td><strong>{from}</strong> " → " <strong>{to}</strong></td>
+                    <td><code>{tool}</code> " · " {agent}</td>
+                    <td>{count}</td>
+                </tr>
+            }
+        })
+        .collect_view();
     let listed = (s.listed.into_iter())
         .map(|d| {
             let subject = match d.link {
@@ -254,6 +266,11 @@ fn Shadow(s: ShadowView, id: String, csrf: String, can: bool) -> impl IntoView {
                 " · differences: " <span data-testid="policy-shadow-differences">{s.differences}</span>
             </p>
             {forms}
+            <table class="shadow-transitions">
+                <thead><tr><th>"Decision"</th><th>"Route change"</th><th>"Tool · agent"</th><th>"How many"</th></tr></thead>
+                <tbody>{transitions}</tbody>
+            </table>
+            <h3>"Examples"</h3>
             <table class="shadow-differences">
                 <thead><tr><th>"When"</th><th>"Decision"</th><th>"Tool · agent"</th><th>"Active"</th><th>"Candidate"</th></tr></thead>
                 <tbody>{listed}</tbody>
