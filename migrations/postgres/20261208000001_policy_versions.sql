@@ -21,7 +21,7 @@ create table policy_active (
 
 -- Every activation, in order: what the policy's history page lists.
 create table policy_activations (
-    seq bigserial primary key,
+    seq bigint generated always as identity primary key,
     version text not null references policy_versions (version),
     previous text,
     activated_at timestamptz not null,
@@ -71,7 +71,7 @@ create table policy_shadow_transitions (
 
 -- A few examples of each (per instance): audit-safe facts, never the request.
 create table policy_shadow_differences (
-    seq bigserial primary key,
+    seq bigint generated always as identity primary key,
     change_id uuid not null references policy_changes (id),
     at timestamptz not null,
     kind text not null check (kind in ('proposal', 'pre_tool_check')),
