@@ -447,10 +447,20 @@ pub const POLICY_FOLLOW: std::time::Duration = std::time::Duration::from_millis(
 async fn follow_policy(services: Services) {
     let mut tick = tokio::time::interval(POLICY_FOLLOW);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // A failure that repeats (a stored version that no longer loads) is logged once, until
+    // following works again or fails otherwise.
+    let mut failing: Option<String> = None;
     loop {
         tick.tick().await;
-        if let Err(e) = services.follow_policy().await {
-            tracing::error!(error = %e, "following the active policy failed");
+        match services.follow_policy().await {
+            Ok(_) => failing = None,
+            Err(e) => {
+                let e = e.to_string();
+                if failing.as_deref() != Some(e.as_str()) {
+                    tracing::error!(error = %e, "following the active policy failed");
+                    failing = Some(e);
+                }
+            }
         }
     }
 }

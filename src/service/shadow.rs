@@ -40,7 +40,8 @@ const BATCH: usize = 512;
 pub const MAX_SHADOW: time::Duration = time::Duration::days(30);
 
 impl Services {
-    /// Reloads the candidates in a shadow run (`conn`: a read connection).
+    /// Reloads the candidates in a shadow run (`conn`: a read connection, taken while holding
+    /// `self.policy.following`).
     pub(super) async fn follow_shadows(&self, mut conn: Conn<'_>) -> Result<(), ServiceError> {
         let running = policies::shadowing(conn.reborrow(), self.now()).await?;
         let current = self.shadow.candidates.load_full();
@@ -155,6 +156,9 @@ impl Services {
                 message: "this change is no longer pending".into(),
             });
         }
+        // Under the followers' lock, so a follower that read before this commit cannot store
+        // its older list over this one.
+        let _following = self.policy.following.lock().await;
         self.follow_shadows(self.read().await?.conn()).await?;
         Ok(())
     }

@@ -12,6 +12,7 @@ pub mod envelope;
 pub mod evidence;
 pub mod gate;
 pub mod proposal;
+pub mod replay;
 pub mod rules;
 pub mod scan;
 pub mod verdict;
