@@ -12,6 +12,8 @@
 //! - **Who is told.** Shared channels (Slack, Teams, a generic webhook) get every notification;
 //!   email goes to each reviewer who may decide the proposal (role, domains), or to the members
 //!   of the escalation tier raised ([`super::policy::escalation`]).
+//! - **A policy activated alone** at the shell (break-glass) is told to every admin and
+//!   compliance officer on every channel, at once and never folded ([`policy`]).
 
 use std::collections::BTreeMap;
 
@@ -21,6 +23,7 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 mod email;
+pub mod policy;
 
 use super::review::text::visible;
 use super::routing::scan::is_clean;
@@ -47,6 +50,9 @@ pub enum Reason {
     /// An admin approved alone past the policy's quorum (break-glass): every admin and the
     /// compliance role are told ([`BREAK_GLASS_AUDIENCE`]).
     BreakGlass,
+    /// An operator activated a policy version alone at the shell (break-glass): every admin
+    /// and the compliance role are told ([`policy::PolicyNotice`]).
+    PolicyBreakGlass,
 }
 
 /// The audience of a break-glass notification: every admin and compliance officer, whatever
@@ -63,6 +69,7 @@ impl Reason {
             Reason::Escalated => "escalated",
             Reason::Rollback => "rollback",
             Reason::BreakGlass => "break_glass",
+            Reason::PolicyBreakGlass => "policy_break_glass",
         }
     }
 
@@ -75,6 +82,7 @@ impl Reason {
             "escalated" => Some(Reason::Escalated),
             "rollback" => Some(Reason::Rollback),
             "break_glass" => Some(Reason::BreakGlass),
+            "policy_break_glass" => Some(Reason::PolicyBreakGlass),
             _ => None,
         }
     }
@@ -97,6 +105,9 @@ impl Reason {
             Reason::Escalated => "Escalated: nobody decided in time",
             Reason::Rollback => "Rollback task: approve or dismiss it",
             Reason::BreakGlass => "Break-glass: an admin approved alone past the quorum",
+            Reason::PolicyBreakGlass => {
+                "Break-glass: a policy version was activated alone at the shell"
+            }
         }
     }
 }

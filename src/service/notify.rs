@@ -10,6 +10,10 @@
 //! Messages name the agent, tool, intent summary, risk, route, blockers and time left, and link
 //! to the proposal page under `--public-url`; they never carry parameter values. The link only
 //! opens the page: deciding takes a signed-in POST there.
+//!
+//! A policy version activated alone at the shell (break-glass) is told to every admin and
+//! compliance officer: the first serving instance to see the activation queues its rows
+//! ([`notifications::queue_policy`]), and each goes out on its own, at once.
 
 use std::time::Duration;
 
@@ -18,10 +22,51 @@ use uuid::Uuid;
 use super::error::ServiceError;
 use super::services::Services;
 use crate::domain::access::UseCase;
+use crate::domain::notify::policy::PolicyNotice;
 use crate::domain::notify::{self, Message, Reason, Subject};
 use crate::domain::principal::Principal;
 use crate::domain::webhook::{self, AfterAttempt, DELIVERY_HEADER, SIGNATURE_HEADER};
-use crate::storage::notifications::{self, DueNotification, NotificationListing, Settled};
+use crate::storage::notifications::{self, Claim, DueNotification, NotificationListing, Settled};
+use crate::storage::policies;
+
+/// Break-glass policy notices one channel sends per round at most (each is its own message).
+const POLICY_NOTICES_PER_ROUND: usize = 16;
+
+/// What one send carries: proposals (one, or a digest), or a policy activated alone.
+enum Outgoing<'a> {
+    Proposals(&'a Message),
+    Policy(&'a PolicyNotice),
+}
+
+impl Outgoing<'_> {
+    fn slack(&self, now: time::OffsetDateTime, buttons: bool) -> serde_json::Value {
+        match self {
+            Outgoing::Proposals(m) => m.slack(now, buttons),
+            Outgoing::Policy(n) => n.slack(),
+        }
+    }
+
+    fn teams(&self, now: time::OffsetDateTime) -> serde_json::Value {
+        match self {
+            Outgoing::Proposals(m) => m.teams(now),
+            Outgoing::Policy(n) => n.teams(),
+        }
+    }
+
+    fn generic(&self, id: Uuid, now: time::OffsetDateTime) -> serde_json::Value {
+        match self {
+            Outgoing::Proposals(m) => m.generic(id, now),
+            Outgoing::Policy(n) => n.generic(id, now),
+        }
+    }
+
+    fn email(&self, now: time::OffsetDateTime) -> (String, String) {
+        match self {
+            Outgoing::Proposals(m) => m.email(now),
+            Outgoing::Policy(n) => n.email(),
+        }
+    }
+}
 
 /// Notifications one message carries at most: a digest folds a whole flood (10,000 in its
 /// window), and what is beyond waits for the next window.
@@ -32,6 +77,7 @@ impl Services {
     /// email) whose window is open, a digest when several wait; how many messages went out or
     /// were tried.
     pub async fn deliver_notifications(&self) -> Result<usize, ServiceError> {
+        self.queue_policy_notices().await?;
         if self.notify.mailer.is_some() {
             self.expand_email().await?;
         }
@@ -57,9 +103,10 @@ impl Services {
         channel: &'static str,
         recipient: String,
     ) -> Result<bool, ServiceError> {
+        let told = self.send_policy_notices(channel, &recipient).await?;
         let now = self.now();
         if self.windows.closed(channel, &recipient, now) {
-            return Ok(false);
+            return Ok(told);
         }
         let mut read = self.read().await?;
         let last = notifications::last_sent(read.conn(), channel, &recipient).await?;
@@ -68,36 +115,22 @@ impl Services {
             && now < opens
         {
             self.windows.close_until(channel, &recipient, opens);
-            return Ok(false);
+            return Ok(told);
         }
-        let to = recipient.clone();
         let message = Uuid::now_v7();
-        let hold_until = now + self.webhook_settings().timeout + Duration::from_secs(30);
         let due = self
-            .store()
-            .write(move |tx| {
-                Box::pin(async move {
-                    let due = notifications::claim_due(
-                        tx.conn(),
-                        channel,
-                        &to,
-                        message,
-                        now,
-                        hold_until,
-                        PER_MESSAGE,
-                    )
-                    .await?;
-                    Ok::<_, ServiceError>(due)
-                })
-            })
+            .claim(channel, &recipient, message, PER_MESSAGE, false)
             .await?;
         if due.is_empty() {
-            return Ok(false);
+            return Ok(told);
         }
         let subjects = self.subjects(&due).await?;
         let outcome = match notify::fold(subjects, &self.notify.link("/")) {
-            Some(m) if channel == "email" => self.mail(&recipient, message, &m).await,
-            Some(m) => self.post(channel, message, &m).await,
+            Some(m) if channel == "email" => {
+                self.mail(&recipient, message, &Outgoing::Proposals(&m))
+                    .await
+            }
+            Some(m) => self.post(channel, message, &Outgoing::Proposals(&m)).await,
             None => Ok(200),
         };
         if self.settle(channel, message, &due, outcome).await? == "sent" {
@@ -111,7 +144,10 @@ impl Services {
     async fn subjects(&self, due: &[DueNotification]) -> Result<Vec<Subject>, ServiceError> {
         let mut subjects = Vec::with_capacity(due.len());
         for d in due {
-            let Some(p) = self.proposal_row(d.proposal_id).await? else {
+            let Some(id) = d.proposal_id else {
+                continue;
+            };
+            let Some(p) = self.proposal_row(id).await? else {
                 continue;
             };
             let reason = Reason::parse(&d.reason).unwrap_or(Reason::Waiting);
@@ -138,8 +174,106 @@ impl Services {
         Ok(subjects)
     }
 
+    /// Takes up to `limit` of the rows due on `channel` for `recipient` for send `message`
+    /// (about policy activations with `policy`, else about proposals).
+    async fn claim(
+        &self,
+        channel: &'static str,
+        recipient: &str,
+        message: Uuid,
+        limit: i64,
+        policy: bool,
+    ) -> Result<Vec<DueNotification>, ServiceError> {
+        let now = self.now();
+        let hold_until = now + self.webhook_settings().timeout + Duration::from_secs(30);
+        let recipient = recipient.to_owned();
+        self.store()
+            .write(move |tx| {
+                Box::pin(async move {
+                    let claim = Claim {
+                        channel,
+                        recipient: &recipient,
+                        message,
+                        now,
+                        hold_until,
+                        limit,
+                        policy,
+                    };
+                    Ok::<_, ServiceError>(notifications::claim_due(tx.conn(), &claim).await?)
+                })
+            })
+            .await
+    }
+
+    /// Queues the notifications of every break-glass policy activation not told yet, on this
+    /// instance's channels (whichever instance gets there first tells them, once).
+    async fn queue_policy_notices(&self) -> Result<(), ServiceError> {
+        let channels = self.store().changes().notify_channels().to_vec();
+        if channels.is_empty() {
+            return Ok(());
+        }
+        let now = self.now();
+        let queued = self
+            .store()
+            .write(move |tx| {
+                Box::pin(async move {
+                    let n = notifications::queue_policy(tx.conn(), &channels, now).await?;
+                    Ok::<_, ServiceError>(n)
+                })
+            })
+            .await?;
+        if queued > 0 {
+            tracing::warn!(queued, "break-glass policy activation: every admin is told");
+        }
+        Ok(())
+    }
+
+    /// Sends every break-glass policy notice due on `channel` for `recipient`, each on its
+    /// own and whatever the window (they are never held nor folded); whether any was sent.
+    async fn send_policy_notices(
+        &self,
+        channel: &'static str,
+        recipient: &str,
+    ) -> Result<bool, ServiceError> {
+        let mut told = false;
+        for _ in 0..POLICY_NOTICES_PER_ROUND {
+            let message = Uuid::now_v7();
+            let due = self.claim(channel, recipient, message, 1, true).await?;
+            let Some(seq) = due.first().and_then(|d| d.policy_activation) else {
+                break;
+            };
+            let notice = self.policy_notice(seq).await?;
+            let outcome = match &notice {
+                Some(n) if channel == "email" => {
+                    self.mail(recipient, message, &Outgoing::Policy(n)).await
+                }
+                Some(n) => self.post(channel, message, &Outgoing::Policy(n)).await,
+                None => Ok(200),
+            };
+            self.settle(channel, message, &due, outcome).await?;
+            told = true;
+        }
+        Ok(told)
+    }
+
+    /// What activation `seq` is, as a notice says it.
+    async fn policy_notice(&self, seq: i64) -> Result<Option<PolicyNotice>, ServiceError> {
+        let mut read = self.read().await?;
+        let Some(a) = policies::activation(read.conn(), seq).await? else {
+            return Ok(None);
+        };
+        Ok(Some(PolicyNotice::new(
+            a.seq,
+            (a.version, a.previous),
+            a.proposed_by,
+            a.activated_at,
+            a.reason.as_deref().unwrap_or_default(),
+            self.notify.link("/policy"),
+        )))
+    }
+
     /// POSTs `message` to `channel`; its status code, or why there was none.
-    async fn post(&self, channel: &str, id: Uuid, message: &Message) -> Result<u16, String> {
+    async fn post(&self, channel: &str, id: Uuid, message: &Outgoing<'_>) -> Result<u16, String> {
         let now = self.now();
         let (url, body, secret) = match channel {
             "slack" => {
@@ -176,7 +310,7 @@ impl Services {
     }
 
     /// Emails `message` to `username`; `250` (SMTP's "taken") or why not.
-    async fn mail(&self, username: &str, id: Uuid, message: &Message) -> Result<u16, String> {
+    async fn mail(&self, username: &str, id: Uuid, message: &Outgoing<'_>) -> Result<u16, String> {
         let Some(mailer) = &self.notify.mailer else {
             return Err("email is no longer configured".into());
         };

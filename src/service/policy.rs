@@ -232,6 +232,8 @@ impl Services {
         };
         tracing::info!(policy = %active, previous = %self.policy().version(), "policy activated");
         self.swap_policy(Arc::new(policy));
+        // A break-glass activation waits to be told: the notifier looks now.
+        self.store().changes().notifications_queued();
         Ok(true)
     }
 

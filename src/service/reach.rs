@@ -40,7 +40,19 @@ impl Services {
         let mut operators: HashMap<String, Vec<String>> = HashMap::new();
         let mut expanded: Vec<(Unexpanded, Vec<String>)> = Vec::with_capacity(pending.len());
         for u in pending {
-            let told = match self.proposal_row(u.proposal_id).await? {
+            let proposal = match u.proposal_id {
+                Some(id) => self.proposal_row(id).await?,
+                // About a policy activation: its audience is every admin and compliance
+                // officer, whatever their domains.
+                None => {
+                    expanded.push((
+                        u.clone(),
+                        told_among(&people, ("", ""), u.audience.as_deref(), &[]),
+                    ));
+                    continue;
+                }
+            };
+            let told = match proposal {
                 Some(p) => {
                     if !operators.contains_key(&p.agent) {
                         let ops = self.agent_operators(&p.agent).await?;

@@ -4,6 +4,10 @@
 //! the dispatcher per channel and recipient ([`claim_due`]), and settled after each send
 //! ([`settle`]). Email is per person: its rows are queued for nobody (`recipient` `''`) and
 //! expanded by the dispatcher into one row per reviewer ([`unexpanded`], [`expand`]).
+//!
+//! A row is about a proposal or, for a policy version activated alone at the shell, about that
+//! activation (`policy_activation`): the activation is its own outbox, queued once by a
+//! serving instance ([`queue_policy`]), since the shell does not know the channels.
 
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -11,7 +15,7 @@ use uuid::Uuid;
 use super::conn::{Conn, on};
 use super::error::Result;
 use super::status_change::StatusChange;
-use crate::domain::notify::Reason;
+use crate::domain::notify::{BREAK_GLASS_AUDIENCE, Reason};
 
 /// Something a person must hear about, raised inside a change: an expiry warning, an
 /// escalation (to `audience`: a username or a role), a rollback task.
@@ -33,7 +37,8 @@ struct Row<'a> {
     channel: &'a str,
     recipient: &'a str,
     reason: Reason,
-    proposal: Uuid,
+    proposal: Option<Uuid>,
+    policy_activation: Option<i64>,
     created_at: OffsetDateTime,
     audience: Option<&'a str>,
 }
@@ -61,13 +66,46 @@ pub async fn queue(
                 channel: ch,
                 recipient: "",
                 reason,
-                proposal,
+                proposal: Some(proposal),
+                policy_activation: None,
                 created_at: at,
                 audience,
             })
         })
         .collect();
     insert_all(conn.reborrow(), &rows).await?;
+    Ok(rows.len())
+}
+
+/// Queues one row per channel, for every admin and compliance officer, for each break-glass
+/// policy activation not told yet, and marks it told (once, whichever instance gets there
+/// first); how many rows.
+pub async fn queue_policy(
+    mut conn: Conn<'_>,
+    channels: &[&'static str],
+    now: OffsetDateTime,
+) -> Result<usize> {
+    let sql = "update policy_activations set told_at = $1 \
+               where told_at is null and how = 'break_glass' returning seq, activated_at";
+    let told: Vec<(i64, OffsetDateTime)> = on!(conn.reborrow(), |c| sqlx::query_as(sql)
+        .bind(now)
+        .fetch_all(c)
+        .await)?;
+    let rows: Vec<Row<'_>> = (told.iter())
+        .flat_map(|&(seq, at)| {
+            channels.iter().map(move |ch| Row {
+                id: Uuid::now_v7(),
+                channel: ch,
+                recipient: "",
+                reason: Reason::PolicyBreakGlass,
+                proposal: None,
+                policy_activation: Some(seq),
+                created_at: at,
+                audience: Some(BREAK_GLASS_AUDIENCE),
+            })
+        })
+        .collect();
+    insert_all(conn, &rows).await?;
     Ok(rows.len())
 }
 
@@ -84,8 +122,8 @@ async fn insert_all(mut conn: Conn<'_>, rows: &[Row<'_>]) -> Result<()> {
 async fn insert(conn: Conn<'_>, rows: &[Row<'_>]) -> Result<()> {
     on!(conn, |c| {
         let mut q = sqlx::QueryBuilder::new(
-            "insert into notifications (id, channel, recipient, reason, proposal_id, created_at, \
-             next_attempt_at, audience, state, attempts) ",
+            "insert into notifications (id, channel, recipient, reason, proposal_id, \
+             policy_activation, created_at, next_attempt_at, audience, state, attempts) ",
         );
         q.push_values(rows, |mut b, r| {
             b.push_bind(r.id)
@@ -93,6 +131,7 @@ async fn insert(conn: Conn<'_>, rows: &[Row<'_>]) -> Result<()> {
                 .push_bind(r.recipient)
                 .push_bind(r.reason.as_str())
                 .push_bind(r.proposal)
+                .push_bind(r.policy_activation)
                 .push_bind(r.created_at)
                 .push_bind(r.created_at)
                 .push_bind(r.audience)
@@ -111,8 +150,10 @@ pub struct Unexpanded {
     pub id: Uuid,
     /// Why.
     pub reason: String,
-    /// The proposal.
-    pub proposal_id: Uuid,
+    /// The proposal, when it is about one.
+    pub proposal_id: Option<Uuid>,
+    /// The policy activation, when it is about one.
+    pub policy_activation: Option<i64>,
     /// When it was queued.
     pub created_at: OffsetDateTime,
     /// The escalation tier it is for, if any.
@@ -121,7 +162,8 @@ pub struct Unexpanded {
 
 /// Up to `limit` of `channel`'s rows queued for nobody, oldest first.
 pub async fn unexpanded(conn: Conn<'_>, channel: &str, limit: i64) -> Result<Vec<Unexpanded>> {
-    let sql = "select id, reason, proposal_id, created_at, audience from notifications \
+    let sql = "select id, reason, proposal_id, policy_activation, created_at, audience \
+               from notifications \
                where channel = $1 and recipient = '' and state = 'pending' \
                order by created_at limit $2";
     let rows = on!(conn, |c| sqlx::query_as(sql)
@@ -167,6 +209,7 @@ pub async fn expand(
                 recipient: r,
                 reason,
                 proposal: u.proposal_id,
+                policy_activation: u.policy_activation,
                 created_at: u.created_at,
                 audience: u.audience.as_deref(),
             });
@@ -219,8 +262,10 @@ pub struct DueNotification {
     pub id: Uuid,
     /// Why.
     pub reason: String,
-    /// The proposal.
-    pub proposal_id: Uuid,
+    /// The proposal, when it is about one.
+    pub proposal_id: Option<Uuid>,
+    /// The policy activation, when it is about one.
+    pub policy_activation: Option<i64>,
     /// This attempt's number.
     pub attempts: i32,
     /// When it was queued.
@@ -229,37 +274,50 @@ pub struct DueNotification {
     pub audience: Option<String>,
 }
 
-/// Takes up to `limit` of the rows for `recipient` on `channel` due at `now` for message
-/// `message`: counts the attempt and hides them until `hold_until` (if the send never
-/// reports, they are due again).
-pub async fn claim_due(
-    conn: Conn<'_>,
-    channel: &str,
-    recipient: &str,
-    message: Uuid,
-    now: OffsetDateTime,
-    hold_until: OffsetDateTime,
-    limit: i64,
-) -> Result<Vec<DueNotification>> {
+/// What a send takes: the rows on `channel` for `recipient` (`""` on a shared channel) due at
+/// `now`, about policy activations or about proposals, up to `limit`.
+pub struct Claim<'a> {
+    /// The channel.
+    pub channel: &'a str,
+    /// The person, on email.
+    pub recipient: &'a str,
+    /// The send they are taken for.
+    pub message: Uuid,
+    /// Now.
+    pub now: OffsetDateTime,
+    /// Until when they are hidden (if the send never reports, they are due again then).
+    pub hold_until: OffsetDateTime,
+    /// At most this many.
+    pub limit: i64,
+    /// Rows about policy activations (else about proposals).
+    pub policy: bool,
+}
+
+/// Takes the rows `claim` names for its send: counts the attempt and hides them until
+/// `hold_until`.
+pub async fn claim_due(conn: Conn<'_>, claim: &Claim<'_>) -> Result<Vec<DueNotification>> {
     let sql = conn.pick(
         "update notifications set attempts = attempts + 1, next_attempt_at = $3, \
          message_id = $4 where id in (select id from notifications where channel = $1 \
          and recipient = $6 and state = 'pending' \
+         and (policy_activation is not null) = $7 \
          and julianday(next_attempt_at) <= julianday($2) order by created_at limit $5) \
-         returning id, reason, proposal_id, attempts, created_at, audience",
+         returning id, reason, proposal_id, policy_activation, attempts, created_at, audience",
         "update notifications set attempts = attempts + 1, next_attempt_at = $3, \
          message_id = $4 where id in (select id from notifications where channel = $1 \
          and recipient = $6 and state = 'pending' and next_attempt_at <= $2 \
+         and (policy_activation is not null) = $7 \
          order by created_at limit $5 for update skip locked) \
-         returning id, reason, proposal_id, attempts, created_at, audience",
+         returning id, reason, proposal_id, policy_activation, attempts, created_at, audience",
     );
     let mut rows: Vec<DueNotification> = on!(conn, |c| sqlx::query_as(sql)
-        .bind(channel)
-        .bind(now)
-        .bind(hold_until)
-        .bind(message)
-        .bind(limit)
-        .bind(recipient)
+        .bind(claim.channel)
+        .bind(claim.now)
+        .bind(claim.hold_until)
+        .bind(claim.message)
+        .bind(claim.limit)
+        .bind(claim.recipient)
+        .bind(claim.policy)
         .fetch_all(c)
         .await)?;
     rows.sort_by_key(|r| (r.created_at, r.id));
@@ -310,8 +368,10 @@ pub struct NotificationListing {
     pub recipient: String,
     /// Why.
     pub reason: String,
-    /// The proposal.
-    pub proposal_id: Uuid,
+    /// The proposal, when it is about one.
+    pub proposal_id: Option<Uuid>,
+    /// The policy activation, when it is about one.
+    pub policy_activation: Option<i64>,
     /// `pending`, `sent`, `failed`, or `expanded` (an email row, queued again per person).
     pub state: String,
     /// The send that carried it (several rows share one in a digest).
@@ -330,8 +390,9 @@ pub struct NotificationListing {
 
 /// The newest notifications, newest first (ids are UUIDv7: time-ordered).
 pub async fn recent(conn: Conn<'_>, limit: i64) -> Result<Vec<NotificationListing>> {
-    let sql = "select id, channel, recipient, reason, proposal_id, state, message_id, attempts, created_at, \
-               last_attempt_at, last_status, last_error from notifications \
+    let sql = "select id, channel, recipient, reason, proposal_id, policy_activation, state, \
+               message_id, attempts, created_at, last_attempt_at, last_status, last_error \
+               from notifications \
                order by id desc limit $1";
     let rows = on!(conn, |c| sqlx::query_as(sql).bind(limit).fetch_all(c).await)?;
     Ok(rows)

@@ -80,9 +80,11 @@ pub async fn activate(mut conn: Conn<'_>, a: &ActivationRecord) -> Result<Option
         .execute(c)
         .await
         .map(|_| ()))?;
+    // A break-glass activation waits to be told (`told_at`, [`super::notifications`]).
+    let told_at = (a.how != Activation::BreakGlass).then_some(a.activated_at);
     let sql = "insert into policy_activations (version, previous, activated_at, how, \
-               proposed_by, approved_by, reason, change_id) \
-               values ($1, $2, $3, $4, $5, $6, $7, $8)";
+               proposed_by, approved_by, reason, change_id, told_at) \
+               values ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
     on!(conn, |c| sqlx::query(sql)
         .bind(&a.version)
         .bind(&previous)
@@ -92,6 +94,7 @@ pub async fn activate(mut conn: Conn<'_>, a: &ActivationRecord) -> Result<Option
         .bind(&a.approved_by)
         .bind(&a.reason)
         .bind(a.change_id)
+        .bind(told_at)
         .execute(c)
         .await
         .map(|_| ()))?;
@@ -129,21 +132,34 @@ pub async fn history(conn: Conn<'_>, limit: i64) -> Result<Vec<ActivationRecord>
                reason, change_id from policy_activations order by seq desc limit $1";
     let rows: Vec<ActivationRow> =
         on!(conn, |c| sqlx::query_as(sql).bind(limit).fetch_all(c).await)?;
-    rows.into_iter()
-        .map(|r| {
-            Ok(ActivationRecord {
-                seq: r.seq,
-                how: parse("activation", &r.how, Activation::parse)?,
-                version: r.version,
-                previous: r.previous,
-                activated_at: r.activated_at,
-                proposed_by: r.proposed_by,
-                approved_by: r.approved_by,
-                reason: r.reason,
-                change_id: r.change_id,
-            })
+    rows.into_iter().map(ActivationRow::record).collect()
+}
+
+/// Activation `seq`, if there is one.
+pub async fn activation(conn: Conn<'_>, seq: i64) -> Result<Option<ActivationRecord>> {
+    let sql = "select seq, version, previous, activated_at, how, proposed_by, approved_by, \
+               reason, change_id from policy_activations where seq = $1";
+    let row: Option<ActivationRow> = on!(conn, |c| sqlx::query_as(sql)
+        .bind(seq)
+        .fetch_optional(c)
+        .await)?;
+    row.map(ActivationRow::record).transpose()
+}
+
+impl ActivationRow {
+    fn record(self) -> Result<ActivationRecord> {
+        Ok(ActivationRecord {
+            seq: self.seq,
+            how: parse("activation", &self.how, Activation::parse)?,
+            version: self.version,
+            previous: self.previous,
+            activated_at: self.activated_at,
+            proposed_by: self.proposed_by,
+            approved_by: self.approved_by,
+            reason: self.reason,
+            change_id: self.change_id,
         })
-        .collect()
+    }
 }
 
 #[derive(sqlx::FromRow)]

@@ -64,6 +64,7 @@ pub const SERVING_GRANTS: &[&str] = &[
     "grant select, insert, update on policy_versions, policy_active, policy_changes, \
      policy_shadow_transitions to {role}",
     "grant select, insert on policy_activations, policy_shadow_differences to {role}",
+    "grant update (told_at) on policy_activations to {role}",
     "grant select, insert, update, delete on sign_in_throttle to {role}",
     "grant select on _sqlx_migrations to {role}",
     "grant usage on schema tower_sessions to {role}",

@@ -397,7 +397,13 @@ impl Admin for AccountsAdmin {
             .map(|n| NotificationItem {
                 channel: n.channel,
                 reason: n.reason,
-                proposal_id: n.proposal_id.to_string(),
+                about: match (n.proposal_id, n.policy_activation) {
+                    (Some(id), _) => (id.to_string(), format!("/proposals/{id}")),
+                    (None, seq) => (
+                        format!("policy activation {}", seq.unwrap_or_default()),
+                        "/policy".to_owned(),
+                    ),
+                },
                 state: n.state,
                 message_id: n.message_id.map(|m| m.to_string()),
                 attempts: n.attempts,

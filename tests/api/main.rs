@@ -30,6 +30,7 @@ mod openapi;
 mod passkeys;
 mod policy;
 mod policy_life;
+mod policy_notices;
 mod policy_page;
 mod policy_texts;
 mod proposal_page;

@@ -113,10 +113,12 @@ pub struct WebhookAttempt {
 pub struct NotificationItem {
     /// `slack`, `teams` or `webhook`.
     pub channel: String,
-    /// `waiting` or `outcome_unknown`.
+    /// `waiting`, `outcome_unknown`, `expiring`, `escalated`, `rollback`, `break_glass` or
+    /// `policy_break_glass`.
     pub reason: String,
-    /// The proposal it is about.
-    pub proposal_id: String,
+    /// What it is about, and where that is shown: a proposal's id and page, or a policy
+    /// activation and `/policy`.
+    pub about: (String, String),
     /// `pending`, `sent` or `failed`.
     pub state: String,
     /// The send that carried it.

@@ -361,10 +361,10 @@ fn Notifications(notifications: Vec<NotificationItem>) -> impl IntoView {
     }
     view! {
         <table class="deliveries">
-            <thead><tr><th>"Queued"</th><th>"Channel"</th><th>"Why"</th><th>"Proposal"</th><th>"State"</th><th>"Attempts"</th><th>"Last answer"</th></tr></thead>
+            <thead><tr><th>"Queued"</th><th>"Channel"</th><th>"Why"</th><th>"About"</th><th>"State"</th><th>"Attempts"</th><th>"Last answer"</th></tr></thead>
             <tbody>
                 {notifications.into_iter().map(|n| {
-                    let href = format!("/proposals/{}", n.proposal_id);
+                    let (about, href) = n.about;
                     let answer = match (n.last_status, n.last_error) {
                         (_, Some(e)) => e,
                         (Some(s), None) => format!("HTTP {s}"),
@@ -377,7 +377,7 @@ fn Notifications(notifications: Vec<NotificationItem>) -> impl IntoView {
                             <td><When at=n.created/></td>
                             <td>{n.channel}</td>
                             <td>{n.reason}</td>
-                            <td><a href=href>{n.proposal_id}</a></td>
+                            <td><a href=href>{about}</a></td>
                             <td>{n.state}</td>
                             <td>{n.attempts}</td>
                             <td>{answer}{when}</td>
