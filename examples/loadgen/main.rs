@@ -1,0 +1,63 @@
+//! The load generator with a ledger (issue 44), and its checker.
+//!
+//! `run` drives a realistic mix over HTTP against one Countersign (or a balancer in front of
+//! several): agents submitting proposals (each with its idempotency key, some sent twice, every
+//! unanswered one sent again) and pre-tool-checks and waiting on their proposals (`?wait=`);
+//! reviewers signing in and deciding through the pages' forms (`/fn/decide_proposal`, with
+//! their CSRF tokens); executors leasing, heartbeating, completing, and sometimes failing
+//! (`side_effect: "none"`, so the queue may run the command again). It prints throughput and
+//! latency percentiles per operation, and writes a ledger (JSON lines) of every acknowledged
+//! answer, and of every run an executor started.
+//!
+//! `check` reads the ledger and the database after a run and proves: no acknowledged
+//! submission, decision, lease or report is missing; no command ran more often than its
+//! acknowledged failures allowed; every proposal's and command's status changes are in the
+//! trail, in order, ending at the status stored; and the trail verifies.
+//!
+//! ```sh
+//! cargo run --release --example loadgen -- run --url http://127.0.0.1:8080 \
+//!   --agent-token "$AGENT" --executor-token "$EXECUTOR" --reviewer rita --seconds 30 \
+//!   --ledger ledger.jsonl          # the reviewer's password in LOADGEN_PASSWORD
+//! cargo run --release --example loadgen -- check --ledger ledger.jsonl \
+//!   --database-url postgres://postgres@127.0.0.1:5432/countersign_cluster
+//! ```
+//!
+//! `scripts/faults` runs it against `scripts/cluster` while killing instances.
+
+mod check;
+mod ledger;
+mod mix;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(about = "Countersign's load generator with a ledger, and its checker")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Drive the mix and write the ledger.
+    Run(mix::RunArgs),
+    /// Check a ledger against the database.
+    Check(check::CheckArgs),
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let outcome = match Cli::parse().command {
+        Command::Run(args) => mix::run(args).await,
+        Command::Check(args) => check::check(args).await,
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("loadgen: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
