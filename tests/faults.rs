@@ -1,7 +1,9 @@
 //! The fault harness in CI (issue 44): `scripts/faults` drives the ledger-checked load
 //! generator (`examples/loadgen`) through HAProxy against three instances on one PostgreSQL
-//! (`scripts/cluster`), kills a random instance with SIGKILL at a random moment 30 times and
-//! restarts it, then checks the ledger against the database: nothing acknowledged missing, no
+//! (its own PostgreSQL cluster, `scripts/cluster` with `CLUSTER_PRIVATE_PG=1`), kills a random
+//! instance with SIGKILL at a random moment 30 times and restarts it, stops the database twice
+//! (fast, then immediate shutdown; the balancer answers `503 unavailable` meanwhile) and starts
+//! it again, then checks the ledger against the database: nothing acknowledged missing, no
 //! command run twice, every status change in the trail, the trail verifying.
 
 use std::path::{Path, PathBuf};
@@ -35,22 +37,18 @@ fn free_ports() -> u16 {
 }
 
 #[test]
-fn thirty_kills_lose_nothing_and_run_nothing_twice() {
+fn thirty_kills_and_two_database_outages_lose_nothing_and_run_nothing_twice() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = tempfile::tempdir().expect("dir");
-    let db = format!(
-        "{}/cs_test_faults_{}",
-        std::env::var("COUNTERSIGN_TEST_PG_URL")
-            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".into()),
-        uuid::Uuid::new_v4().simple()
-    );
     let out = Command::new(root.join("scripts/faults"))
         .env("KILLS", "30")
+        .env("PG_RESTARTS", "2")
+        .env("CLUSTER_PRIVATE_PG", "1")
         .env("BIN", env!("CARGO_BIN_EXE_countersign"))
         .env("LOADGEN", loadgen())
         .env("CLUSTER_DIR", dir.path())
         .env("CLUSTER_PORT", free_ports().to_string())
-        .env("CLUSTER_DATABASE_URL", &db)
+        .env_remove("CLUSTER_DATABASE_URL")
         .env_remove("RUST_LOG")
         .output()
         .expect("scripts/faults runs");
@@ -59,6 +57,8 @@ fn thirty_kills_lose_nothing_and_run_nothing_twice() {
     assert!(out.status.success(), "scripts/faults failed:\n{report}");
     for line in [
         "kills        30",
+        "database outage (fast shutdown)",
+        "database outage (immediate shutdown)",
         "missing      0",
         "double runs  0",
         "trail gaps   0",

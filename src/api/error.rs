@@ -262,6 +262,10 @@ impl From<ServiceError> for ApiError {
                 code: "erasure_not_possible",
                 message: e.to_string(),
             },
+            ServiceError::Storage(e) if e.is_unavailable() => {
+                tracing::warn!(error = %e, "the database is not answering");
+                ApiError::Unavailable
+            }
             ServiceError::Storage(e) => {
                 tracing::error!(error = %e, "storage failed");
                 ApiError::Internal

@@ -377,6 +377,11 @@ async fn migrate_postgres_if_pending(
     }
 }
 
+/// How long a PostgreSQL request waits for a connection before it fails: while the database
+/// is down or unreachable, requests answer `503` within this (not sqlx's default 30 s), and the
+/// balancer's health checks take the instance out.
+const PG_ACQUIRE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// PostgreSQL, for deployments that outgrow one machine: several Countersign instances can
 /// share one database. The queue head is claimed with `for update skip locked`, so instances
 /// never lease the same command.
@@ -392,6 +397,7 @@ async fn connect_postgres(url: &str) -> Result<(Store, AnySessionStore)> {
     let options = PgConnectOptions::from_str(url)?;
     let pool = PgPoolOptions::new()
         .max_connections(16)
+        .acquire_timeout(PG_ACQUIRE_TIMEOUT)
         .connect_with(options.clone())
         .await?;
     let sessions = tower_sessions_sqlx_store::PostgresStore::new(pool.clone());
@@ -417,6 +423,7 @@ async fn connect_postgres(url: &str) -> Result<(Store, AnySessionStore)> {
     // commands by status), which a plain index scan serves as well.
     let write = PgPoolOptions::new()
         .max_connections(1)
+        .acquire_timeout(PG_ACQUIRE_TIMEOUT)
         .connect_lazy_with(options.options([("enable_bitmapscan", "off")]));
     let writer_stats = Arc::default();
     let writer = writer::spawn(

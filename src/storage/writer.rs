@@ -58,7 +58,7 @@ use gather::Gather;
 use staging::stage;
 pub use stats::WriterStats;
 pub use tx::Tx;
-use tx::{Committed, Held, Job, Runs};
+use tx::{Committed, Failure, Held, Job, Runs};
 use upfront::Staged;
 pub use upfront::Upfront;
 
@@ -151,12 +151,12 @@ impl<R: Send + 'static, E: From<StorageError> + Send + 'static> Job for TypedJob
         self.upfront.as_ref()
     }
 
-    fn finish(self: Box<Self>, failure: Option<&str>) {
+    fn finish(self: Box<Self>, failure: Option<&Failure>) {
         let answer = match (failure, self.outcome) {
             // A failed change keeps its own error even when the batch also failed.
             (_, Some(Err(e))) => Err(e),
             (None, Some(Ok(r))) => Ok(r),
-            (Some(why), _) => Err(StorageError::Batch(why.to_owned()).into()),
+            (Some(f), _) => Err(f.error().into()),
             (None, None) => Err(StorageError::Batch("the change never ran".into()).into()),
         };
         // The caller may have gone away (request cancelled); the change stands regardless.
@@ -184,8 +184,8 @@ impl Job for EventsJob {
         Box::pin(std::future::ready(true))
     }
 
-    fn finish(self: Box<Self>, failure: Option<&str>) {
-        let answer = failure.map_or(Ok(()), |why| Err(StorageError::Batch(why.to_owned())));
+    fn finish(self: Box<Self>, failure: Option<&Failure>) {
+        let answer = failure.map_or(Ok(()), |f| Err(f.error()));
         // As for any change: the events stand even if the caller has gone away.
         let _ = self.reply.send(answer);
     }
@@ -342,12 +342,15 @@ async fn run(mut writer: Writer, mut jobs: mpsc::Receiver<Box<dyn Job>>, changes
             }
             Err(e) => {
                 tracing::error!(error = %e, changes = batch.len(), "write batch failed");
-                Some(e.to_string())
+                Some(Failure {
+                    why: e.to_string(),
+                    unavailable: e.is_unavailable(),
+                })
             }
         };
         gather.committed(batch.len(), jobs.len());
         for job in batch.drain(..) {
-            job.finish(failure.as_deref());
+            job.finish(failure.as_ref());
         }
     }
 }

@@ -18,6 +18,7 @@ use crate::storage::changes::Changes;
 use crate::storage::commands::{self, Claimed, LeaseAsk, Success};
 use crate::storage::conn::{BoxFuture, Conn, on};
 use crate::storage::error::Result;
+use crate::storage::error::StorageError;
 use crate::storage::notifications;
 use crate::storage::proposals;
 use crate::storage::webhooks;
@@ -214,7 +215,7 @@ pub(crate) trait Job: Send {
     /// Runs the change; `true` if it succeeded (and its writes should stay).
     fn run<'t>(&'t mut self, tx: &'t mut Tx) -> BoxFuture<'t, bool>;
     /// Answers the caller once the batch is durable (`None`) or failed.
-    fn finish(self: Box<Self>, failure: Option<&str>);
+    fn finish(self: Box<Self>, failure: Option<&Failure>);
     /// What the change does.
     fn runs(&self) -> Runs {
         Runs::Once
@@ -223,5 +224,21 @@ pub(crate) trait Job: Send {
     /// same statement of the other changes in its group ([`super::staging::stage`]).
     fn upfront(&self) -> Option<&Upfront> {
         None
+    }
+}
+
+/// Why a group failed, as each of its changes hears it.
+pub(crate) struct Failure {
+    pub(super) why: String,
+    /// The database did not answer (the callers say `503`, not `500`).
+    pub(super) unavailable: bool,
+}
+
+impl Failure {
+    pub(super) fn error(&self) -> StorageError {
+        match self.unavailable {
+            true => StorageError::Unavailable(self.why.clone()),
+            false => StorageError::Batch(self.why.clone()),
+        }
     }
 }
