@@ -81,23 +81,6 @@ impl Drop for Cluster {
     }
 }
 
-/// A port with the three after it free (the balancer and its instances).
-fn free_ports() -> u16 {
-    for _ in 0..200 {
-        let base = 20_000 + (rand_u16() % 30_000);
-        let free = (0..4).all(|i| std::net::TcpListener::bind(("127.0.0.1", base + i)).is_ok());
-        if free {
-            return base;
-        }
-    }
-    panic!("no four free ports in a row");
-}
-
-fn rand_u16() -> u16 {
-    let bytes = uuid::Uuid::new_v4().into_bytes();
-    u16::from_le_bytes([bytes[0], bytes[1]])
-}
-
 /// Which instance answered a `GET /healthz` through the balancer.
 async fn instance(client: &reqwest::Client, base: &str) -> String {
     let r = client
@@ -191,7 +174,7 @@ async fn final_status(client: &reqwest::Client, base: &str, agent: &str, id: &st
 async fn three_instances_behind_haproxy_act_as_one_and_survive_a_kill() {
     let cluster = Cluster {
         dir: tempfile::tempdir().expect("dir"),
-        port: free_ports(),
+        port: common::free_ports(),
         db: format!(
             "{}/cs_test_cluster_{}",
             common::pg_base(),

@@ -9,6 +9,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod common;
+
 /// The load generator `cargo test` built beside this test (examples are built with the tests).
 fn loadgen() -> PathBuf {
     let exe = std::env::current_exe().expect("test path");
@@ -25,17 +27,6 @@ fn loadgen() -> PathBuf {
     loadgen
 }
 
-fn free_ports() -> u16 {
-    for _ in 0..200 {
-        let bytes = uuid::Uuid::new_v4().into_bytes();
-        let base = 20_000 + u16::from_le_bytes([bytes[0], bytes[1]]) % 30_000;
-        if (0..4).all(|i| std::net::TcpListener::bind(("127.0.0.1", base + i)).is_ok()) {
-            return base;
-        }
-    }
-    panic!("no four free ports in a row");
-}
-
 #[test]
 fn thirty_kills_and_two_database_outages_lose_nothing_and_run_nothing_twice() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -47,7 +38,7 @@ fn thirty_kills_and_two_database_outages_lose_nothing_and_run_nothing_twice() {
         .env("BIN", env!("CARGO_BIN_EXE_countersign"))
         .env("LOADGEN", loadgen())
         .env("CLUSTER_DIR", dir.path())
-        .env("CLUSTER_PORT", free_ports().to_string())
+        .env("CLUSTER_PORT", common::free_ports().to_string())
         .env_remove("CLUSTER_DATABASE_URL")
         .env_remove("RUST_LOG")
         .output()

@@ -133,6 +133,18 @@ pub fn serve_with(
     }
 }
 
+/// A loopback port with the three after it free (a balancer and its three instances).
+pub fn free_ports() -> u16 {
+    for _ in 0..200 {
+        let bytes = Uuid::new_v4().into_bytes();
+        let base = 20_000 + u16::from_le_bytes([bytes[0], bytes[1]]) % 30_000;
+        if (0..4).all(|i| std::net::TcpListener::bind(("127.0.0.1", base + i)).is_ok()) {
+            return base;
+        }
+    }
+    panic!("no four free ports in a row");
+}
+
 /// Where test PostgreSQL databases are created; override with `COUNTERSIGN_TEST_PG_URL`.
 pub fn pg_base() -> String {
     std::env::var("COUNTERSIGN_TEST_PG_URL")
