@@ -56,6 +56,8 @@ pub struct Settings {
     pub notify: crate::service::NotifySettings,
     /// Single sign-on through an OpenID provider (`None`: passwords only).
     pub oidc: Option<OidcSettings>,
+    /// How long operational rows are kept before the background task prunes them.
+    pub retention: crate::domain::retention::Retention,
 }
 
 /// Single sign-on through an OpenID provider (see docs/sso.md).
@@ -174,6 +176,7 @@ impl Settings {
             metrics_bind: None,
             notify: crate::service::NotifySettings::default(),
             oidc: None,
+            retention: crate::domain::retention::Retention::default(),
         }
     }
 }

@@ -49,6 +49,7 @@ pub struct Metrics {
     webhooks: IntCounterVec,
     notifications: IntCounterVec,
     gateway_upstreams: IntGaugeVec,
+    pruned: IntCounterVec,
     /// The decision paths' latency children, resolved once (a scrape-free hot path: no label lookup).
     check_latency: prometheus::Histogram,
     submission_latency: prometheus::Histogram,
@@ -162,6 +163,11 @@ impl Metrics {
                  down, restarting), 0 for the others",
                 &["upstream", "state"],
             ),
+            pruned: f.counter(
+                "countersign_pruned_rows_total",
+                "Operational rows deleted past their retention, by table",
+                &["table"],
+            ),
             registry: r,
         };
         metrics.start_at_zero();
@@ -182,6 +188,9 @@ impl Metrics {
         self.leases.with_label_values(none);
         for result in ["delivered", "retry", "failed"] {
             self.webhooks.with_label_values(&[result]);
+        }
+        for table in crate::domain::retention::Prunable::ALL {
+            self.pruned.with_label_values(&[table.as_str()]);
         }
     }
 
@@ -233,6 +242,11 @@ impl Metrics {
         self.notifications
             .with_label_values(&[channel, result])
             .inc();
+    }
+
+    /// `n` rows of `table` were deleted past their retention.
+    pub fn pruned(&self, table: &str, n: u64) {
+        self.pruned.with_label_values(&[table]).inc_by(n);
     }
 
     /// Gateway upstream `upstream` is now in `state` (`starting`, `up`, `down`,

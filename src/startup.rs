@@ -4,6 +4,7 @@
 //! random port.
 
 use crate::domain::principal::Principal;
+use crate::domain::retention::{self, Prunable, Retention};
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -97,6 +98,8 @@ pub struct Application {
     limits: crate::config::ConnectionLimits,
     /// The separate metrics listener (`--metrics-bind`), bound.
     metrics_listener: Option<tokio::net::TcpListener>,
+    /// How long operational rows are kept.
+    retention: Retention,
 }
 
 /// Opens the database, creating and migrating it, and returns it with its session store.
@@ -335,6 +338,7 @@ impl Application {
                 .then(|| settings.database_url.clone()),
             limits: settings.limits,
             metrics_listener,
+            retention: settings.retention,
         })
     }
 
@@ -374,6 +378,7 @@ impl Application {
             self.limits,
         );
         tokio::spawn(purge_sessions(self.sessions.clone(), self.services.clone()));
+        tokio::spawn(prune_past_retention(self.services.clone(), self.retention));
         match self.checkpoint_key.clone() {
             Some(key) => {
                 tokio::spawn(sign_checkpoints(self.services.clone(), key));
@@ -674,6 +679,45 @@ async fn purge_sessions(sessions: AnySessionStore, services: Services) {
         }
         if let Err(e) = services.purge_sign_in_failures().await {
             tracing::warn!(error = %e, "forgetting old sign-in failures failed; retrying later");
+        }
+    }
+}
+
+/// Every [`retention::EVERY`], deletes each kind of operational row past its retention, a
+/// batch at a time with a pause between batches, so the writer serves agents meanwhile.
+async fn prune_past_retention(services: Services, retention: Retention) {
+    let who = Principal::System("retention");
+    let mut tick = tokio::time::interval(retention::EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        for kind in Prunable::ALL {
+            let Some(keep) = retention.of(kind) else {
+                continue;
+            };
+            let mut pruned = 0;
+            loop {
+                match services.prune(&who, kind, keep).await {
+                    Ok(n) if n < u64::from(retention::BATCH) => {
+                        pruned += n;
+                        break;
+                    }
+                    Ok(n) => pruned += n,
+                    Err(e) => {
+                        let table = kind.as_str();
+                        tracing::warn!(error = %e, table, "pruning failed; retrying later");
+                        break;
+                    }
+                }
+                tokio::time::sleep(retention::PAUSE).await;
+            }
+            if pruned > 0 {
+                tracing::info!(
+                    table = kind.as_str(),
+                    rows = pruned,
+                    "pruned past retention"
+                );
+            }
         }
     }
 }

@@ -16,6 +16,7 @@ use countersign::domain::gateway::{Definition, ToolName};
 use countersign::domain::lifecycle::{DecisionError, ProposalStatus, ReviewVerdict};
 use countersign::domain::principal::{Principal, Role};
 use countersign::domain::queue::QueueQuery;
+use countersign::domain::retention::Prunable;
 use countersign::domain::review::grant::Ask;
 use countersign::service::{
     AccountError, Cursor, LeaseRequest, NewUser, PolicyChangeError, ServiceError, Services,
@@ -161,6 +162,14 @@ async fn call(
         UseCase::ProposePolicy => policy(s.backtest_policy(who, "", epoch()).await),
         UseCase::ApprovePolicy => policy(s.approve_policy(who, Uuid::new_v4(), None).await),
         UseCase::ActivatePolicy => policy(s.activate_policy(who, "sha256:none", "why").await),
+        UseCase::Prune => s
+            .prune(
+                who,
+                Prunable::Notifications,
+                std::time::Duration::from_secs(60),
+            )
+            .await
+            .map(drop),
     };
     let _ = std::fs::remove_dir_all(&out);
     r

@@ -148,6 +148,48 @@ struct ServeArgs {
     notify: NotifyArgs,
     #[command(flatten)]
     oidc: oidc::OidcArgs,
+    #[command(flatten)]
+    retention: RetentionArgs,
+}
+
+/// How long operational rows are kept (see docs/operations.md); the trail is kept for ever.
+#[derive(Debug, Args)]
+struct RetentionArgs {
+    /// Reviewers' notifications, once sent or given up (e.g. `30d`, or `forever`).
+    #[arg(long, env = "COUNTERSIGN_RETAIN_NOTIFICATIONS", default_value = "30d")]
+    retain_notifications: Keep,
+    /// Agents' webhook deliveries and their attempts, once delivered or given up.
+    #[arg(
+        long,
+        env = "COUNTERSIGN_RETAIN_WEBHOOK_DELIVERIES",
+        default_value = "30d"
+    )]
+    retain_webhook_deliveries: Keep,
+    /// Expiry warnings and escalation tiers raised, once their proposal no longer waits.
+    #[arg(long, env = "COUNTERSIGN_RETAIN_ALERTS", default_value = "90d")]
+    retain_alerts: Keep,
+}
+
+/// A retention: a duration, or `forever` (`None`).
+#[derive(Debug, Clone, Copy)]
+struct Keep(Option<std::time::Duration>);
+
+impl std::str::FromStr for Keep {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        crate::domain::retention::parse_retention(s).map(Keep)
+    }
+}
+
+impl RetentionArgs {
+    fn settings(&self) -> crate::domain::retention::Retention {
+        crate::domain::retention::Retention {
+            notifications: self.retain_notifications.0,
+            webhook_deliveries: self.retain_webhook_deliveries.0,
+            alerts: self.retain_alerts.0,
+        }
+    }
 }
 
 /// Where `serve` tells reviewers that work waits (see docs/notifications.md).
@@ -459,6 +501,7 @@ async fn execute(command: Command) -> Result<(), String> {
                 metrics_bind,
                 notify,
                 oidc,
+                retention,
             } = *args;
             let mut settings = Settings {
                 bind,
@@ -484,6 +527,7 @@ async fn execute(command: Command) -> Result<(), String> {
             settings.oidc = oidc.settings(settings.notify.public_url.as_ref())?;
             settings.metrics_token = metrics_token.map(crate::config::MetricsToken);
             settings.metrics_bind = metrics_bind;
+            settings.retention = retention.settings();
             serve(settings).await
         }
         Command::Policy { command } => policy::run(command).await,

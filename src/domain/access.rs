@@ -163,6 +163,9 @@ use_cases! {
     ApprovePolicy => "policy.approve",
     /// Activate a stored version alone, at the shell (break-glass).
     ActivatePolicy => "policy.activate",
+    /// Delete operational rows past their retention (notifications, webhook deliveries,
+    /// alerts); never the trail.
+    Prune => "retention.prune",
 }
 
 impl UseCase {
@@ -238,6 +241,7 @@ impl UseCase {
             UseCase::ProposePolicy => rule(ADMINS, false, "validated, then backtested"),
             UseCase::ApprovePolicy => rule(&[Who::Admin], false, "never a change they proposed"),
             UseCase::ActivatePolicy => rule(&[Who::Operator], false, "break-glass, with a reason"),
+            UseCase::Prune => rule(&[Who::System], false, "rows past their retention only"),
         }
     }
 }

@@ -29,6 +29,8 @@
 //!   Imports `contract`, `policy` and `routing`.
 //! - [`access`]: who may call which use case (the table ARCHITECTURE.md shows). Imports
 //!   `principal`.
+//! - [`retention`]: how long operational rows are kept, and the batches they are pruned in.
+//!   Imports `policy`'s duration syntax.
 //! - [`sign_in`]: throttling failed sign-ins and how long sessions last. Imports nothing.
 //! - [`notify`]: what reviewers' notifications say on each channel, and digests. Imports
 //!   `review`'s text rules and `routing`'s scanners.
@@ -57,6 +59,7 @@ pub mod policy_change;
 pub mod principal;
 pub mod queue;
 pub mod record;
+pub mod retention;
 pub mod review;
 pub mod routing;
 pub mod sign_in;

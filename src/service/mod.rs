@@ -47,6 +47,7 @@ mod queue;
 mod queue_signal;
 mod reach;
 mod regulated;
+mod retention;
 mod review;
 mod services;
 mod shadow;

@@ -40,6 +40,7 @@ pub mod paused;
 pub mod policies;
 pub mod proposals;
 pub mod queue;
+pub mod retention;
 pub mod schema;
 pub mod slack;
 pub(crate) mod statement;

@@ -56,9 +56,10 @@ pub const SERVING_GRANTS: &[&str] = &[
      to {role}",
     "grant select, insert, delete on paused_tools to {role}",
     "grant select, insert, update on gateway_tools, standing_grants, decision_stats to {role}",
-    "grant select, insert, update on webhook_deliveries, webhook_attempts, notifications to {role}",
+    "grant select, insert, update, delete on webhook_deliveries, webhook_attempts, notifications \
+     to {role}",
     "grant select, insert, delete on slack_requests to {role}",
-    "grant select, insert on proposal_alerts to {role}",
+    "grant select, insert, delete on proposal_alerts to {role}",
     "grant select, insert, update, delete on passkeys, passkey_ceremonies to {role}",
     "grant select, insert on passkey_assertions to {role}",
     "grant select, insert, update on policy_versions, policy_active, policy_changes, \

@@ -37,6 +37,7 @@ mod proposal_page;
 mod queue_page;
 mod reach;
 mod reads_scope;
+mod retention;
 mod revisions;
 mod runs_scope;
 mod slack;
