@@ -4,10 +4,14 @@
 //! instance with SIGKILL at a random moment 30 times and restarts it, stops the database twice
 //! (fast, then immediate shutdown; the balancer answers `503 unavailable` meanwhile) and starts
 //! it again, then checks the ledger against the database: nothing acknowledged missing, no
-//! command run twice, every status change in the trail, the trail verifying.
+//! command run twice, every status change in the trail, the trail verifying. And on the SQLite
+//! default, the disk fills up mid-run (a small tmpfs of its own; the test mounts it, so it runs
+//! as root, as CI does here).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+use serde_json::Value;
 
 mod common;
 
@@ -102,4 +106,104 @@ fn the_checker_finds_what_is_missing_and_what_ran_twice() {
         stdout.contains(&format!("submitted proposal {proposal} is missing")),
         "{stdout}"
     );
+}
+
+/// A small filesystem of its own (tmpfs), unmounted when dropped.
+struct SmallDisk(PathBuf);
+
+impl SmallDisk {
+    fn mount(at: &Path, size: &str) -> Self {
+        std::fs::create_dir_all(at).expect("mount point");
+        let status = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(at)
+            .status()
+            .expect("mount runs");
+        assert!(status.success(), "mounting a {size} tmpfs (needs root)");
+        Self(at.to_owned())
+    }
+
+    fn grow(&self, size: &str) {
+        let status = Command::new("mount")
+            .args(["-o", &format!("remount,size={size}")])
+            .arg(&self.0)
+            .status()
+            .expect("mount runs");
+        assert!(status.success(), "growing the tmpfs to {size}");
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+/// On the SQLite default, the disk fills up mid-run: submissions are answered `503
+/// unavailable` (never a 500, never a half-written row) while reads go on; once there is room
+/// again the next submission is stored, and after a SIGKILL the file is sound, holds every
+/// acknowledged proposal, and its trail verifies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_disk_answers_503_and_writes_resume_when_space_returns() {
+    let dir = tempfile::tempdir().expect("dir");
+    let disk = SmallDisk::mount(&dir.path().join("small"), "6m");
+    let db = format!("sqlite://{}/countersign.db", disk.0.display());
+    common::run_ok(&db, &["migrate"], None);
+    let token = common::run_ok(&db, &["token", "create", "--agent", "agent-a"], None);
+    let mut served = common::serve(&db, &dir.path().join("audit.key"), "info");
+    let client = reqwest::Client::new();
+    let submit = || {
+        client
+            .post(format!("{}/api/v1/proposals", served.base))
+            .bearer_auth(token.trim())
+            .json(&common::proposal_body("agent-a"))
+            .send()
+    };
+    let mut acknowledged = Vec::new();
+    let refusal = loop {
+        let r = submit().await.expect("answered");
+        let status = r.status().as_u16();
+        let body: Value = r.json().await.expect("json");
+        match status {
+            201 => acknowledged.push(body["proposal"]["id"].as_str().expect("id").to_owned()),
+            503 => break body,
+            other => panic!("{other} while the disk filled: {body}"),
+        }
+        assert!(acknowledged.len() < 50_000, "6 MiB never filled");
+    };
+    assert_eq!(refusal["error"]["code"], "unavailable", "{refusal}");
+    assert!(
+        !acknowledged.is_empty(),
+        "some proposals fit before the disk filled"
+    );
+    let read = client
+        .get(format!(
+            "{}/api/v1/proposals/{}",
+            served.base, acknowledged[0]
+        ))
+        .bearer_auth(token.trim())
+        .send()
+        .await
+        .expect("answered");
+    assert_eq!(read.status(), 200, "reads go on while the disk is full");
+
+    disk.grow("64m");
+    let r = submit().await.expect("answered");
+    assert_eq!(
+        r.status(),
+        201,
+        "writes resume with room: {:?}",
+        r.text().await
+    );
+    served.child.kill().expect("SIGKILL");
+    served.child.wait().expect("exited");
+
+    let check = common::text(&db, "pragma integrity_check").await;
+    assert_eq!(check, "ok");
+    let stored = common::count(&db, "select count(*) from proposals").await;
+    assert_eq!(
+        stored,
+        i64::try_from(acknowledged.len() + 1).expect("count")
+    );
+    common::run_ok(&db, &["audit", "verify"], None);
 }

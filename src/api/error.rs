@@ -196,7 +196,9 @@ impl ApiError {
             ),
             ApiError::Unavailable => (
                 "unavailable",
-                "the database is not answering; retry later".into(),
+                "the database cannot take this now (down, unreachable or out of space); nothing was \
+                 changed; retry later"
+                    .into(),
                 &[],
             ),
         }

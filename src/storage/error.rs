@@ -48,16 +48,29 @@ impl StorageError {
                 | sqlx::Error::PoolTimedOut
                 | sqlx::Error::PoolClosed
                 | sqlx::Error::WorkerCrashed => true,
-                // PostgreSQL's connection exceptions (08…) and its shutdowns (57P01 admin
-                // shutdown, 57P02 crash shutdown, 57P03 cannot connect now).
-                sqlx::Error::Database(d) => d
-                    .code()
-                    .is_some_and(|c| c.starts_with("08") || c.starts_with("57P")),
+                sqlx::Error::Database(d) => out_of_service(d.as_ref()),
                 _ => false,
             },
             StorageError::Unavailable(_) => true,
             _ => false,
         }
+    }
+}
+
+/// Whether a database's own error says it cannot serve now, not that the request is wrong:
+/// SQLite's disk full (`SQLITE_FULL`) or I/O failure (`SQLITE_IOERR` and its extended codes);
+/// PostgreSQL's connection exceptions (`08…`), its shutdowns (`57P01` admin, `57P02` crash,
+/// `57P03` cannot connect now) and insufficient resources (`53…`: disk full, out of memory,
+/// too many connections).
+fn out_of_service(d: &(dyn sqlx::error::DatabaseError + 'static)) -> bool {
+    const SQLITE_IOERR: i32 = 10;
+    const SQLITE_FULL: i32 = 13;
+    let Some(code) = d.code() else { return false };
+    match d.try_downcast_ref::<sqlx::sqlite::SqliteError>() {
+        Some(_) => code
+            .parse::<i32>()
+            .is_ok_and(|c| matches!(c & 0xff, SQLITE_IOERR | SQLITE_FULL)),
+        None => code.starts_with("08") || code.starts_with("57P") || code.starts_with("53"),
     }
 }
 
@@ -89,5 +102,37 @@ mod tests {
             StorageError::NotFound,
         ];
         assert!(!refused.iter().any(StorageError::is_unavailable));
+    }
+
+    #[tokio::test]
+    async fn a_full_sqlite_database_is_unavailable_and_a_broken_constraint_is_not() {
+        use sqlx::Connection;
+        let mut c = sqlx::SqliteConnection::connect("sqlite::memory:")
+            .await
+            .expect("memory");
+        for sql in [
+            "create table t (k integer primary key, v text not null)",
+            "pragma max_page_count = 8",
+        ] {
+            sqlx::query(sql).execute(&mut c).await.expect(sql);
+        }
+        let mut full = None;
+        for k in 0..1_000 {
+            let insert = sqlx::query("insert into t values ($1, zeroblob(2000))").bind(k);
+            if let Err(e) = insert.execute(&mut c).await {
+                full = Some(StorageError::Database(e));
+                break;
+            }
+        }
+        let full = full.expect("eight pages fill up");
+        assert!(full.is_unavailable(), "{full:?}");
+        let broken = sqlx::query("insert into t values (0, null)")
+            .execute(&mut c)
+            .await
+            .map_err(StorageError::Database);
+        assert!(
+            matches!(&broken, Err(e) if !e.is_unavailable()),
+            "{broken:?}"
+        );
     }
 }
