@@ -11,11 +11,10 @@
 mod trail_gen;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::time::Instant;
 
-use countersign::domain::Policy;
-use countersign::storage::{self, Store};
+use countersign::storage;
 
 /// Events per change (one transaction each; SQLite's writer groups several).
 const BATCH: usize = 1_000;
@@ -36,30 +35,18 @@ async fn main() -> Result<(), String> {
     let started = Instant::now();
     let next = Arc::new(AtomicUsize::new(0));
     let writers: Vec<_> = (0..WRITERS)
-        .map(|_| tokio::spawn(write_batches(store.clone(), next.clone(), count)))
+        .map(|_| {
+            tokio::spawn(trail_gen::record_until(
+                store.clone(),
+                next.clone(),
+                count,
+                BATCH,
+            ))
+        })
         .collect();
     for w in writers {
         w.await.map_err(|e| e.to_string())??;
     }
     eprintln!("wrote {count} events to {url} in {:.1?}", started.elapsed());
     Ok(())
-}
-
-/// Takes the next batch of event numbers until `count` are written.
-async fn write_batches(store: Store, next: Arc<AtomicUsize>, count: usize) -> Result<(), String> {
-    let policy = Policy::builtin();
-    loop {
-        let first = next.fetch_add(BATCH, Ordering::Relaxed);
-        if first >= count {
-            return Ok(());
-        }
-        let now = time::OffsetDateTime::now_utc();
-        let events = (first..count.min(first + BATCH))
-            .map(|i| {
-                let (actor, event) = trail_gen::event(store.salt(), &policy, i);
-                (now, actor, event)
-            })
-            .collect();
-        store.record(events).await.map_err(|e| e.to_string())?;
-    }
 }

@@ -72,3 +72,33 @@ pub fn event(salt: &Salt, policy: &Policy, i: usize) -> (Actor, AuditEvent) {
         AuditEvent::PreToolCheckDecided(decided),
     )
 }
+
+/// Records events numbered from `next`, `batch` per change, until the trail holds `count`:
+/// several of these in flight at once fill a database through the real write path
+/// (`Store::record`: linked, hashed and faceted at commit).
+#[allow(
+    dead_code,
+    reason = "the fill examples use it; the verify benchmark does not"
+)]
+pub async fn record_until(
+    store: countersign::storage::Store,
+    next: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    count: usize,
+    batch: usize,
+) -> Result<(), String> {
+    let policy = Policy::builtin();
+    loop {
+        let first = next.fetch_add(batch, std::sync::atomic::Ordering::Relaxed);
+        if first >= count {
+            return Ok(());
+        }
+        let now = time::OffsetDateTime::now_utc();
+        let events = (first..count.min(first + batch))
+            .map(|i| {
+                let (actor, event) = event(store.salt(), &policy, i);
+                (now, actor, event)
+            })
+            .collect();
+        store.record(events).await.map_err(|e| e.to_string())?;
+    }
+}
