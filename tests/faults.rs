@@ -1,9 +1,10 @@
 //! The fault harness in CI (issue 44): `scripts/faults` drives the ledger-checked load
 //! generator (`examples/loadgen`) through HAProxy against three instances on one PostgreSQL
-//! (its own PostgreSQL cluster, `scripts/cluster` with `CLUSTER_PRIVATE_PG=1`), kills a random
-//! instance with SIGKILL at a random moment 30 times and restarts it, stops the database twice
-//! (fast, then immediate shutdown; the balancer answers `503 unavailable` meanwhile) and starts
-//! it again, then checks the ledger against the database: nothing acknowledged missing, no
+//! (its own PostgreSQL cluster with a synchronous standby, `scripts/cluster` with
+//! `CLUSTER_STANDBY=1`), kills a random instance with SIGKILL at a random moment 30 times and
+//! restarts it, stops the database twice (fast, then immediate shutdown; the balancer answers
+//! `503 unavailable` meanwhile) and starts it again, kills the primary and promotes the standby
+//! (the instances reach it through deploy/haproxy-postgres.cfg), then checks the ledger against the database: nothing acknowledged missing, no
 //! command run twice, every status change in the trail, the trail verifying. And on the SQLite
 //! default, the disk fills up mid-run (a small tmpfs of its own; the test mounts it, so it runs
 //! as root, as CI does here).
@@ -32,13 +33,14 @@ fn loadgen() -> PathBuf {
 }
 
 #[test]
-fn thirty_kills_and_two_database_outages_lose_nothing_and_run_nothing_twice() {
+fn thirty_kills_two_outages_and_a_failover_lose_nothing_and_run_nothing_twice() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = tempfile::tempdir().expect("dir");
     let out = Command::new(root.join("scripts/faults"))
         .env("KILLS", "30")
         .env("PG_RESTARTS", "2")
-        .env("CLUSTER_PRIVATE_PG", "1")
+        .env("CLUSTER_STANDBY", "1")
+        .env("PG_FAILOVER", "1")
         .env("BIN", env!("CARGO_BIN_EXE_countersign"))
         .env("LOADGEN", loadgen())
         .env("CLUSTER_DIR", dir.path())
@@ -54,6 +56,7 @@ fn thirty_kills_and_two_database_outages_lose_nothing_and_run_nothing_twice() {
         "kills        30",
         "database outage (fast shutdown)",
         "database outage (immediate shutdown)",
+        "primary killed, standby promoted",
         "missing      0",
         "double runs  0",
         "trail gaps   0",
