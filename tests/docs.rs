@@ -166,7 +166,7 @@ fn the_readme_is_the_front_door() {
 
 #[test]
 fn every_relative_link_leads_somewhere() {
-    let mut files = vec![root().join("README.md")];
+    let mut files = vec![root().join("README.md"), root().join("BENCHMARKS.md")];
     files.extend(pages());
     let mut broken = Vec::new();
     for file in &files {
