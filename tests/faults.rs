@@ -4,7 +4,8 @@
 //! `CLUSTER_STANDBY=1`), kills a random instance with SIGKILL at a random moment 30 times and
 //! restarts it, stops the database twice (fast, then immediate shutdown; the balancer answers
 //! `503 unavailable` meanwhile) and starts it again, kills the primary and promotes the standby
-//! (the instances reach it through deploy/haproxy-postgres.cfg), then checks the ledger against the database: nothing acknowledged missing, no
+//! (the instances reach it through deploy/haproxy-postgres.cfg), slows and then cuts one
+//! instance's network (a namespace of its own, `CLUSTER_NETNS=1`) and heals it, then checks the ledger against the database: nothing acknowledged missing, no
 //! command run twice, every status change in the trail, the trail verifying. And on the SQLite
 //! default, the disk fills up mid-run (a small tmpfs of its own; the test mounts it, so it runs
 //! as root, as CI does here).
@@ -33,7 +34,7 @@ fn loadgen() -> PathBuf {
 }
 
 #[test]
-fn thirty_kills_two_outages_and_a_failover_lose_nothing_and_run_nothing_twice() {
+fn thirty_kills_outages_a_failover_and_a_cut_lose_nothing_and_run_nothing_twice() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = tempfile::tempdir().expect("dir");
     let out = Command::new(root.join("scripts/faults"))
@@ -41,6 +42,8 @@ fn thirty_kills_two_outages_and_a_failover_lose_nothing_and_run_nothing_twice() 
         .env("PG_RESTARTS", "2")
         .env("CLUSTER_STANDBY", "1")
         .env("PG_FAILOVER", "1")
+        .env("CLUSTER_NETNS", "1")
+        .env("NET_FAULTS", "1")
         .env("BIN", env!("CARGO_BIN_EXE_countersign"))
         .env("LOADGEN", loadgen())
         .env("CLUSTER_DIR", dir.path())
@@ -57,6 +60,7 @@ fn thirty_kills_two_outages_and_a_failover_lose_nothing_and_run_nothing_twice() 
         "database outage (fast shutdown)",
         "database outage (immediate shutdown)",
         "primary killed, standby promoted",
+        "network faults 1",
         "missing      0",
         "double runs  0",
         "trail gaps   0",
