@@ -5,7 +5,7 @@
 use uuid::Uuid;
 
 use super::error::{Conflict, ServiceError};
-use super::expire::expire_due_in;
+use super::expire::expire_overdue_in;
 use super::grants::NewGrant;
 use super::passkeys::StepUp;
 use super::services::NewQueued;
@@ -687,7 +687,7 @@ impl Change {
     async fn not_claimed(&self, tx: &mut Tx) -> Result<Applied, ServiceError> {
         match proposals::by_id(tx.conn(), self.id).await? {
             Some(p) if p.status == ProposalStatus::Pending => {
-                expire_due_in(tx, self.now).await?;
+                expire_overdue_in(tx, self.id, self.now).await?;
                 Ok(Applied::Expired)
             }
             Some(p) => Err(ServiceError::Conflict(Conflict::AlreadyDecided(p.status))),

@@ -36,6 +36,8 @@ use crate::storage::{Tx, accounts, proposals};
 
 /// Most lapsed leases settled by one sweep.
 const SWEEP_BATCH: i64 = 500;
+/// [`SWEEP_BATCH`] as a count of rows.
+const BATCH_LEN: usize = SWEEP_BATCH as usize;
 /// Most commands shown on a reviewer's list.
 pub const ATTENTION_LIMIT: i64 = 200;
 
@@ -253,18 +255,32 @@ pub struct Swept {
     pub settled: usize,
     /// Commands past their approval window.
     pub expired: usize,
+    /// Lapsed runs another instance settled first (counted to know a batch was full).
+    pub skipped: usize,
 }
 
 impl Services {
     /// Settles lapsed leases and timed-out runs, and expires commands never leased in their
-    /// approval window.
+    /// approval window: [`SWEEP_BATCH`] of each per write, and another write while a batch
+    /// came back full, so a backlog never holds the writer in one long transaction.
     pub async fn sweep_queue(&self) -> Result<Swept, ServiceError> {
         let now = self.now();
-        let policy = self.policy().clone();
-        let swept = self
-            .store()
-            .write(move |tx| Box::pin(async move { sweep_in(tx, &policy, now).await }))
-            .await?;
+        let mut swept = Swept::default();
+        loop {
+            let policy = self.policy().clone();
+            let batch = self
+                .store()
+                .write(move |tx| Box::pin(async move { sweep_in(tx, &policy, now).await }))
+                .await?;
+            let full = batch.expired >= BATCH_LEN
+                || batch.retried + batch.settled + batch.skipped >= BATCH_LEN;
+            swept.retried += batch.retried;
+            swept.settled += batch.settled;
+            swept.expired += batch.expired;
+            if !full {
+                break;
+            }
+        }
         if swept.retried > 0 {
             self.queue_signal().wake();
         }
@@ -573,6 +589,7 @@ async fn sweep_in(
         };
         let Some(ended) = commands::settle_lapsed(tx.conn(), &settle, command.attempts).await?
         else {
+            swept.skipped += 1;
             continue;
         };
         let event = CommandInterrupted {
@@ -593,7 +610,7 @@ async fn sweep_in(
             swept.settled += 1;
         }
     }
-    for command in commands::expire_unleased(tx.conn(), now).await? {
+    for command in commands::expire_unleased(tx.conn(), now, SWEEP_BATCH).await? {
         let event = CommandExpired {
             command_id: command.id,
             facets: CommandFacets::of(&command.spec),

@@ -69,10 +69,11 @@ pub async fn expiring_unwarned(
     limit: i64,
 ) -> Result<Vec<Uuid>> {
     let sql = conn.pick(
-        "select p.id from proposals p where p.status = 'pending' and p.expires_at is not null \
+        "select p.id from proposals p indexed by proposals_expiring where p.status = 'pending' \
          and julianday(p.expires_at) <= julianday($1) and julianday(p.expires_at) > \
          julianday($3) and not exists (select 1 from proposal_alerts a \
-         where a.proposal_id = p.id and a.kind = 'expiring') order by p.expires_at limit $2",
+         where a.proposal_id = p.id and a.kind = 'expiring') \
+         order by julianday(p.expires_at) limit $2",
         "select p.id from proposals p where p.status = 'pending' and p.expires_at <= $1 \
          and p.expires_at > $3 and not exists (select 1 from proposal_alerts a \
          where a.proposal_id = p.id and a.kind = 'expiring') order by p.expires_at limit $2",

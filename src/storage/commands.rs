@@ -334,22 +334,36 @@ pub async fn settle_lapsed(
     record(row)
 }
 
-/// Expires queued commands never leased within their approval window.
-pub async fn expire_unleased(conn: Conn<'_>, now: OffsetDateTime) -> Result<Vec<CommandRecord>> {
+/// Expires up to `limit` queued commands never leased within their approval window, the
+/// longest overdue first (`commands_expiring` finds them without reading the rest of the
+/// queue).
+pub async fn expire_unleased(
+    conn: Conn<'_>,
+    now: OffsetDateTime,
+    limit: i64,
+) -> Result<Vec<CommandRecord>> {
     let sql = conn.pick(
         concat!(
             "update commands set status = 'expired', completed_at = $1, updated_at = $1 \
-             where status = 'queued' and attempts = 0 and execute_by is not null \
-             and julianday(execute_by) <= julianday($1) returning ",
+             where seq in (select seq from commands indexed by commands_expiring \
+             where status = 'queued' and attempts = 0 \
+             and execute_by is not null and julianday(execute_by) <= julianday($1) \
+             order by julianday(execute_by) limit $2) returning ",
             cols!()
         ),
         concat!(
             "update commands set status = 'expired', completed_at = $1, updated_at = $1 \
-             where status = 'queued' and attempts = 0 and execute_by <= $1 returning ",
+             where seq in (select seq from commands where status = 'queued' and attempts = 0 \
+             and execute_by is not null and execute_by <= $1 order by execute_by limit $2) \
+             and status = 'queued' and attempts = 0 returning ",
             cols!()
         ),
     );
-    let rows: Vec<CommandRow> = on!(conn, |c| sqlx::query_as(sql).bind(now).fetch_all(c).await)?;
+    let rows: Vec<CommandRow> = on!(conn, |c| sqlx::query_as(sql)
+        .bind(now)
+        .bind(limit)
+        .fetch_all(c)
+        .await)?;
     records(rows)
 }
 

@@ -511,21 +511,60 @@ pub async fn record_decision(conn: Conn<'_>, d: &DecisionRow<'_>) -> Result<Prop
     row.into_record()
 }
 
-/// Marks every pending proposal whose time ran out at `now` expired, and returns them.
-pub async fn expire_due(conn: Conn<'_>, now: OffsetDateTime) -> Result<Vec<ProposalRecord>> {
+/// Marks proposal `id` expired if it is pending and its time ran out at `now`; it, if so.
+pub async fn expire_one_due(
+    conn: Conn<'_>,
+    id: Uuid,
+    now: OffsetDateTime,
+) -> Result<Vec<ProposalRecord>> {
     let sql = conn.pick(
         concat!(
-            "update proposals set status = 'expired', updated_at = $1 where status = 'pending' \
-             and julianday(expires_at) <= julianday($1) returning ",
+            "update proposals set status = 'expired', updated_at = $1 where id = $2 \
+             and status = 'pending' and julianday(expires_at) <= julianday($1) returning ",
             cols!()
         ),
         concat!(
-            "update proposals set status = 'expired', updated_at = $1 where status = 'pending' \
-             and expires_at <= $1 returning ",
+            "update proposals set status = 'expired', updated_at = $1 where id = $2 \
+             and status = 'pending' and expires_at <= $1 returning ",
             cols!()
         ),
     );
-    let rows: Vec<ProposalRow> = on!(conn, |c| sqlx::query_as(sql).bind(now).fetch_all(c).await)?;
+    let rows: Vec<ProposalRow> = on!(conn, |c| sqlx::query_as(sql)
+        .bind(now)
+        .bind(id)
+        .fetch_all(c)
+        .await)?;
+    records(rows)
+}
+
+/// Marks up to `limit` pending proposals whose time ran out at `now` expired, the longest
+/// overdue first, and returns them (`proposals_expiring` on SQLite, `queue_by_expiry` on
+/// PostgreSQL, find them without reading the rest of the queue).
+pub async fn expire_due(
+    conn: Conn<'_>,
+    now: OffsetDateTime,
+    limit: i64,
+) -> Result<Vec<ProposalRecord>> {
+    let sql = conn.pick(
+        concat!(
+            "update proposals set status = 'expired', updated_at = $1 where seq in \
+             (select seq from proposals indexed by proposals_expiring where status = 'pending' \
+             and julianday(expires_at) <= julianday($1) order by julianday(expires_at) limit $2) \
+             returning ",
+            cols!()
+        ),
+        concat!(
+            "update proposals set status = 'expired', updated_at = $1 where seq in \
+             (select seq from proposals where status = 'pending' and expires_at <= $1 \
+             order by expires_at limit $2) and status = 'pending' returning ",
+            cols!()
+        ),
+    );
+    let rows: Vec<ProposalRow> = on!(conn, |c| sqlx::query_as(sql)
+        .bind(now)
+        .bind(limit)
+        .fetch_all(c)
+        .await)?;
     records(rows)
 }
 
