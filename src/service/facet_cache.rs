@@ -20,4 +20,6 @@ pub(super) struct CacheState {
     /// Moves on with every change to the pending set this instance makes.
     pub(super) generation: u64,
     pub(super) refreshing: bool,
+    /// How long the last grouped read took.
+    pub(super) took: std::time::Duration,
 }
