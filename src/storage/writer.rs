@@ -404,7 +404,8 @@ async fn commit_batch(
     // A group that started over holds nothing staged (its transaction is a fresh one).
     let staged = std::mem::take(&mut tx.staged);
     let (committed, held) = tx.commit(changed).await?;
-    tracing::debug!(changes = batch.len(), ?ran, took = ?started.elapsed(), "group committed");
+    let commit = committed.commit;
+    tracing::debug!(changes = batch.len(), ?ran, ?commit, took = ?started.elapsed(), "group committed");
     writer.stats.committed(&staged);
     Ok(writer.committed(held, committed))
 }
@@ -430,10 +431,11 @@ async fn commit_events(
                 && events.iter().all(|e| e.moved_proposal().is_none()) =>
         {
             let appended = events.len();
-            let head = audit::append_and_commit(c, events, tx.head.take()).await?;
+            let (head, took) = audit::append_and_commit(c, events, tx.head.take()).await?;
             writer.stats.appended(appended);
             let committed = Committed {
                 head: Some(head),
+                commit: Some(took),
                 ..Committed::default()
             };
             (committed, tx.held)
@@ -444,7 +446,8 @@ async fn commit_events(
             tx.commit(changed).await?
         }
     };
-    tracing::debug!(changes = batch.len(), took = ?started.elapsed(), "group committed");
+    let commit = committed.commit;
+    tracing::debug!(changes = batch.len(), ?commit, took = ?started.elapsed(), "group committed");
     Ok(writer.committed(held, committed))
 }
 

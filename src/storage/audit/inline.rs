@@ -11,6 +11,8 @@
 //! (one `libsqlite3-sys` in the build), encoding the values as sqlx does (UUIDs as 16-byte
 //! blobs, times as RFC 3339 text): the same rows, one hand-off instead of eight.
 
+use std::time::{Duration, Instant};
+
 use rusqlite::{Connection, params};
 use sqlx::SqliteConnection;
 use time::format_description::well_known::Rfc3339;
@@ -24,13 +26,13 @@ use crate::storage::error::{Result, StorageError};
 
 /// Appends `events` (none of which moves a proposal: nothing else is written with them) after
 /// the head this writer last committed (`known`; when it is elsewhere, or not known, after the
-/// head read under the write lock) and commits, on this thread. Answers the head it leaves.
-/// On an error the transaction is rolled back, if one was open.
+/// head read under the write lock) and commits, on this thread. Answers the head it leaves and
+/// how long the `commit` took. On an error the transaction is rolled back, if one was open.
 pub(crate) async fn append_and_commit(
     conn: &mut SqliteConnection,
     events: Vec<PendingEvent>,
     known: Option<Head>,
-) -> Result<Head> {
+) -> Result<(Head, Duration)> {
     let (_, mut rows, texts) = unlinked(events)?;
     let mut locked = conn.lock_handle().await?;
     // SAFETY: the handle is sqlx's open connection, which its own thread does not touch while
@@ -56,7 +58,7 @@ fn append(
     rows: &mut [crate::audit::chain::ChainedEvent],
     texts: &[String],
     known: Option<Head>,
-) -> Result<Head> {
+) -> Result<(Head, Duration)> {
     db.execute_batch("begin immediate").map_err(sqlite)?;
     let moved = match &known {
         Some(from) => {
@@ -121,6 +123,7 @@ fn append(
             .map_err(sqlite)?;
     }
     drop(insert);
+    let started = Instant::now();
     db.execute_batch("commit").map_err(sqlite)?;
-    Ok(head)
+    Ok((head, started.elapsed()))
 }

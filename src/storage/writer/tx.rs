@@ -4,6 +4,7 @@
 //! deliveries and notifications they call for.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use sqlx::pool::PoolConnection;
 use sqlx::{Postgres, Sqlite};
@@ -147,7 +148,9 @@ impl Tx {
             committed.notifications =
                 notifications::queue(self.conn(), channels, &changes, &notices).await?;
         }
+        let started = Instant::now();
         self.held.execute("commit").await?;
+        committed.commit = Some(started.elapsed());
         Ok((committed, self.held))
     }
 
@@ -197,6 +200,9 @@ pub(super) struct Committed {
     pub(super) notifications: usize,
     /// The chain head the commit left, if known.
     pub(super) head: Option<Head>,
+    /// How long the `commit` statement took (the disk's flush, on either backend), if the
+    /// group committed.
+    pub(super) commit: Option<Duration>,
 }
 
 /// What a job does, which decides how a group can run it.
