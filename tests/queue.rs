@@ -5,9 +5,11 @@
 
 mod common;
 
+use common::clock::SetClock;
+
 use countersign::domain::principal::Principal;
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use countersign::domain::Policy;
 use countersign::domain::command::grant::GrantClaims;
@@ -25,27 +27,12 @@ use countersign::storage::audit_query::Selection;
 use ed25519_dalek::{Signature, Verifier, VerifyingKey};
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use time::{Duration, OffsetDateTime};
+use time::Duration;
 use uuid::Uuid;
-
-struct TestClock(Mutex<OffsetDateTime>);
-
-impl TestClock {
-    fn advance(&self, by: Duration) {
-        let mut now = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        *now += by;
-    }
-}
-
-impl Clock for TestClock {
-    fn now(&self) -> OffsetDateTime {
-        *self.0.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
 
 struct Db {
     services: Services,
-    clock: Arc<TestClock>,
+    clock: Arc<SetClock>,
     url: String,
     _dir: Option<tempfile::TempDir>,
 }
@@ -60,10 +47,7 @@ async fn db(backend: &str, policy_toml: &str) -> Db {
     let policy = Policy::from_toml_str(&text).expect("policy");
     let (url, dir) = common::fresh_database(backend);
     let (store, _) = storage::connect(&url).await.expect("database");
-    let now = OffsetDateTime::now_utc();
-    let clock = Arc::new(TestClock(Mutex::new(
-        now.replace_nanosecond(0).unwrap_or(now),
-    )));
+    let clock = Arc::new(SetClock::starting_now());
     let services = Services::with_clock(store, Arc::new(policy), clock.clone());
     Db {
         services,

@@ -8,10 +8,12 @@
 
 mod common;
 
+use common::clock::SetClock;
+
 use common::LeaseAs;
 use countersign::domain::principal::Principal;
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use countersign::auth::token;
 use countersign::domain::Policy;
@@ -27,39 +29,12 @@ use countersign::service::{
 use countersign::storage;
 use countersign::storage::proposals::ProposalRecord;
 use serde_json::json;
-use time::{Duration, OffsetDateTime};
+use time::Duration;
 use uuid::Uuid;
-
-/// A clock the test moves by hand.
-struct TestClock(Mutex<OffsetDateTime>);
-
-impl TestClock {
-    /// Starts at the current time, in whole seconds (both databases store microseconds, so
-    /// times read back compare equal).
-    fn starting_now() -> Self {
-        let now = OffsetDateTime::now_utc();
-        Self(Mutex::new(now.replace_nanosecond(0).unwrap_or(now)))
-    }
-
-    fn set(&self, t: OffsetDateTime) {
-        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = t;
-    }
-
-    fn advance(&self, by: Duration) {
-        let now = self.now();
-        self.set(now + by);
-    }
-}
-
-impl Clock for TestClock {
-    fn now(&self) -> OffsetDateTime {
-        *self.0.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
 
 struct Db {
     services: Services,
-    clock: Arc<TestClock>,
+    clock: Arc<SetClock>,
     url: String,
     _dir: Option<tempfile::TempDir>,
 }
@@ -73,7 +48,7 @@ async fn db_with(backend: &str, policy: Policy) -> Db {
     let (store, _) = storage::connect(&url)
         .await
         .unwrap_or_else(|e| panic!("cannot open {backend} test database {url}: {e}"));
-    let clock = Arc::new(TestClock::starting_now());
+    let clock = Arc::new(SetClock::starting_now());
     let services = Services::with_clock(store, Arc::new(policy), clock.clone());
     Db {
         services,

@@ -6,11 +6,13 @@
 
 mod common;
 
-use std::sync::{Arc, Mutex, PoisonError};
+use common::clock::SetClock;
+
+use std::sync::Arc;
 
 use countersign::domain::Policy;
 use countersign::domain::principal::Principal;
-use countersign::service::{Clock, Services, Submitted};
+use countersign::service::{Services, Submitted};
 use countersign::storage;
 use time::{Duration, OffsetDateTime};
 
@@ -19,23 +21,14 @@ common::on_both_backends!(
     the_sweeps_find_what_is_due_through_their_indexes,
 );
 
-/// A clock the test sets.
-struct SetClock(Mutex<OffsetDateTime>);
-
-impl Clock for SetClock {
-    fn now(&self) -> OffsetDateTime {
-        *self.0.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
 async fn a_backlog_of_overdue_proposals_expires_in_one_sweep(backend: &str) {
     let (url, _dir) = common::fresh_database(backend);
     let (store, _) = storage::connect(&url).await.expect("store");
     let now = OffsetDateTime::now_utc();
     // Submitted a day and a minute ago: the built-in policy gives a proposal 24 hours.
-    let clock = Arc::new(SetClock(Mutex::new(
+    let clock = Arc::new(SetClock::at(
         now - Duration::hours(24) - Duration::minutes(1),
-    )));
+    ));
     let services = Services::with_clock(store, Arc::new(Policy::builtin()), clock.clone());
     let agent = Principal::Agent("agent-a".into());
     for _ in 0..520 {
@@ -44,7 +37,7 @@ async fn a_backlog_of_overdue_proposals_expires_in_one_sweep(backend: &str) {
             .await;
         assert!(matches!(created, Ok(Submitted::Created(_))), "{created:?}");
     }
-    *clock.0.lock().expect("clock") = now;
+    clock.set(now);
     let expired = services.expire_due().await.expect("sweep");
     assert_eq!(
         expired.len(),

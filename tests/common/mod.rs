@@ -3,6 +3,7 @@
 
 pub mod aana;
 pub mod browser;
+pub mod clock;
 
 use countersign::domain::principal::Principal;
 use std::io::{BufRead, BufReader};
