@@ -239,6 +239,25 @@ async fn drain(tx: &mut Tx, ask: &LeaseAsk) -> Result<BTreeSet<Uuid>, StorageErr
     Ok(leased)
 }
 
+/// Leases each of `ids` alone for `ask` ([`commands::claim_queued`], an accepted gateway
+/// call's lease); the ids leased.
+async fn each_alone(
+    tx: &mut Tx,
+    ask: &LeaseAsk,
+    ids: &[Uuid],
+) -> Result<BTreeSet<Uuid>, StorageError> {
+    let mut leased = BTreeSet::new();
+    for &id in ids {
+        if let Some(claimed) = commands::claim_queued(tx.conn(), id, ask).await? {
+            if claimed.command.id != id {
+                return Err(StorageError::Batch("leased another command".into()));
+            }
+            leased.insert(id);
+        }
+    }
+    Ok(leased)
+}
+
 /// The scope a lease's patterns make, or `None` if the domain refuses one of them (the API
 /// answers 422 and no statement runs).
 fn parsed(patterns: Option<&Vec<String>>) -> Option<Option<ToolScope>> {
@@ -298,15 +317,25 @@ async fn check(db: &Db, world: &World) -> Result<(), TestCaseError> {
         };
         let (proposal, spec) = (db.proposal, db.spec.clone());
         let (stocked, to_pause) = (commands.clone(), pausable.clone());
-        let leased = (db.services.store())
+        let ids: Vec<Uuid> = commands.iter().map(|(id, _)| *id).collect();
+        let (leased, alone) = (db.services.store())
             .write(move |tx| {
                 Box::pin(async move {
                     stock(tx, (proposal, &spec), now, &stocked, &to_pause).await?;
-                    drain(tx, &lease).await
+                    let leased = drain(tx, &lease).await?;
+                    stock(tx, (proposal, &spec), now, &stocked, &to_pause).await?;
+                    Ok::<_, StorageError>((leased, each_alone(tx, &lease, &ids).await?))
                 })
             })
             .await
             .map_err(|e| TestCaseError::fail(format!("{}: {e}", db.backend)))?;
+        if alone != expected {
+            return Err(TestCaseError::fail(format!(
+                "{}: {ask:?} with paused {pausable:?}: leasing one command at a time took \
+                 {alone:?}, the domain allows {expected:?}",
+                db.backend
+            )));
+        }
         if leased != expected {
             let differ: Vec<String> = (commands.iter())
                 .filter(|(id, _)| leased.contains(id) != expected.contains(id))
@@ -321,8 +350,9 @@ async fn check(db: &Db, world: &World) -> Result<(), TestCaseError> {
     Ok(())
 }
 
-/// Both dialects of the lease statement lease exactly what the domain's rule allows, for
-/// generated tools, patterns, executors, windows and paused tools.
+/// Both dialects of both lease statements (the oldest command, and one command by id) lease
+/// exactly what the domain's rule allows, for generated tools, patterns, executors, windows
+/// and paused tools.
 #[test]
 fn the_lease_statements_agree_with_the_domain() {
     let rt = tokio::runtime::Builder::new_multi_thread()

@@ -44,9 +44,10 @@ use super::ApiState;
 use super::error::ApiError;
 use super::limits::TokenLimits;
 use super::mcp::{Caller, authenticate};
+use crate::domain::command::CommandStatus;
 use crate::domain::gateway::{CallInput, Definition, ToolName, WAIT_TOOL, proposal_for};
 use crate::domain::lifecycle::{ProposalStatus, status_at};
-use crate::gateway::{CallError, Gateway};
+use crate::gateway::{CallError, Gateway, executor};
 use crate::service::{MAX_WAIT, Services, Submitted};
 
 /// The gateway's route, when the server has a gateway.
@@ -154,6 +155,8 @@ fn ended(status: ProposalStatus) -> bool {
 impl GatewayMcp {
     /// Submits the call as a proposal, or finds the same call still open: its id, and the
     /// proposal as it was made when it is new (its route is known without reading it back).
+    /// A call the policy accepts is run at once, here, under the lease its submission took,
+    /// and answers as it was reported.
     async fn propose(
         &self,
         caller: &Caller,
@@ -166,13 +169,33 @@ impl GatewayMcp {
             return Ok((id, None));
         }
         let body = proposal_for(call, Uuid::now_v7(), self.services.now());
-        let submitted = (self.services)
-            .submit_with_token(&caller.0, Some(caller.1), &body)
+        let Some(run) = executor::run_at_once(&self.gateway) else {
+            return Err(ApiError::from(crate::service::ServiceError::NotFound));
+        };
+        let (submitted, leased) = (self.services)
+            .submit_gateway_call(&caller.0, Some(caller.1), &body, &run)
             .await?;
-        Ok(match submitted {
-            Submitted::Created(r) => (r.id, Some((r, None))),
-            Submitted::Replayed(r) => (r.id, None),
-        })
+        let (record, leased) = match (submitted, leased) {
+            (Submitted::Replayed(r), _) => return Ok((r.id, None)),
+            (Submitted::Created(r), None) => return Ok((r.id, Some((r, None)))),
+            (Submitted::Created(r), Some(leased)) => (r, leased),
+        };
+        // On a task of its own: an agent that hangs up does not cut the call short of its report.
+        let (gateway, services) = (Arc::clone(&self.gateway), self.services.clone());
+        let ran =
+            tokio::spawn(async move { executor::run_leased(&gateway, &services, leased).await });
+        let command = ran.await.ok().flatten();
+        let id = record.id;
+        // A call that ended is answered as reported; one put back in the queue (a retry) or
+        // whose report was not taken is waited for as any other.
+        let ended = match command.as_ref().map(|c| c.status) {
+            Some(CommandStatus::Succeeded) => ProposalStatus::Succeeded,
+            Some(CommandStatus::Failed) => ProposalStatus::Failed,
+            _ => return Ok((id, None)),
+        };
+        let mut record = record;
+        record.status = ended;
+        Ok((id, Some((record, command))))
     }
 
     /// Holds the request until the call behind proposal `id` has ended or `hold` passes;

@@ -20,6 +20,12 @@ pub use row::EventRow;
 
 use crate::domain::principal::{ActorKind, Principal};
 
+/// A time as the trail writes it (RFC 3339), if it has that form.
+pub fn rfc3339(t: time::OffsetDateTime) -> Option<String> {
+    t.format(&time::format_description::well_known::Rfc3339)
+        .ok()
+}
+
 /// Who did something.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Actor {

@@ -27,11 +27,12 @@ use crate::domain::command::scope::ToolScope;
 use crate::domain::contract::canonical::sha256_hex;
 use crate::domain::gateway::{GATEWAY_EXECUTOR, ToolName};
 use crate::domain::principal::Principal;
+use crate::domain::record::CommandRecord;
 use crate::service::{LeaseRequest, Leased, Report, Services};
 
 /// The largest result kept with a command, in bytes of its JSON.
 pub const MAX_RESULT_BYTES: usize = 1024 * 1024;
-/// Calls run at once.
+/// Calls the loop runs at once.
 const CONCURRENT_CALLS: usize = 64;
 /// Lease requests in flight at once: a lease is a durable write, so several at once let a
 /// burst of approved calls start together (the writer commits them in one group).
@@ -41,13 +42,48 @@ const LEASE_SECONDS: u64 = 30;
 /// How long one lease request waits for a command.
 const LEASE_WAIT: Duration = Duration::from_secs(20);
 
-/// Starts the executor's loop.
-pub(crate) fn spawn(gateway: Arc<Gateway>, services: Services) {
+/// The executor's scope: the configured upstreams' tools.
+fn scope(gateway: &Gateway) -> Option<ToolScope> {
     let patterns: Vec<String> = gateway
         .upstreams()
         .map(|u| format!("{}.*", u.name))
         .collect();
-    let Ok(scope) = ToolScope::parse_list(&patterns.join(",")) else {
+    ToolScope::parse_list(&patterns.join(",")).ok()
+}
+
+/// The executor's lease: its identity and scope, waiting `wait` for a command.
+fn lease_request(scope: ToolScope, wait: Duration) -> LeaseRequest {
+    LeaseRequest {
+        executor: GATEWAY_EXECUTOR.to_owned(),
+        scope: Some(scope),
+        wanted: None,
+        lease_seconds: LEASE_SECONDS,
+        wait,
+    }
+}
+
+/// What the gateway asks when it submits an agent's call: an accepted call's command leased
+/// to this executor in the same transaction ([`Services::submit_gateway_call`]), to be run at
+/// once by [`run_leased`]. `None` if the executor does not run.
+pub(crate) fn run_at_once(gateway: &Gateway) -> Option<LeaseRequest> {
+    scope(gateway).map(|scope| lease_request(scope, Duration::ZERO))
+}
+
+/// Runs a call leased to this executor as it was submitted ([`run_at_once`]) and reports it,
+/// on the submitting request's task (so bounded as requests are, not by the loop's slots, for
+/// which a leased call must not wait while its lease runs down): the command as reported, if
+/// the report was taken.
+pub(crate) async fn run_leased(
+    gateway: &Gateway,
+    services: &Services,
+    leased: Leased,
+) -> Option<CommandRecord> {
+    execute(gateway, services, leased).await
+}
+
+/// Starts the executor's loop.
+pub(crate) fn spawn(gateway: Arc<Gateway>, services: Services) {
+    let Some(scope) = scope(&gateway) else {
         tracing::error!("the gateway executor's scope did not parse; it does not run");
         return;
     };
@@ -66,13 +102,7 @@ async fn run(gateway: Arc<Gateway>, services: Services, scope: ToolScope, slots:
         let Ok(permit) = Arc::clone(&slots).acquire_owned().await else {
             return;
         };
-        let request = LeaseRequest {
-            executor: GATEWAY_EXECUTOR.to_owned(),
-            scope: Some(scope.clone()),
-            wanted: None,
-            lease_seconds: LEASE_SECONDS,
-            wait: LEASE_WAIT,
-        };
+        let request = lease_request(scope.clone(), LEASE_WAIT);
         match services.lease(&me, &request).await {
             Ok(Some(leased)) => {
                 let (gateway, services) = (Arc::clone(&gateway), services.clone());
@@ -116,7 +146,7 @@ fn refused(code: &str, message: &str) -> Ran {
     Ran(Outcome::Failed, body, SideEffect::None)
 }
 
-async fn execute(gateway: &Gateway, services: &Services, leased: Leased) {
+async fn execute(gateway: &Gateway, services: &Services, leased: Leased) -> Option<CommandRecord> {
     let me = Principal::Executor(GATEWAY_EXECUTOR.to_owned());
     let command = &leased.command;
     let lease_token = leased.lease_token.expose().to_owned();
@@ -153,14 +183,19 @@ async fn execute(gateway: &Gateway, services: &Services, leased: Leased) {
         body,
         side_effect,
     };
-    if let Err(e) = services.report(&me, report).await {
-        tracing::warn!(command.id = %command.id, error = %e, "the gateway executor's report was refused");
+    let id = report.command_id;
+    match services.report(&me, report).await {
+        Ok(command) => Some(command),
+        Err(e) => {
+            tracing::warn!(command.id = %id, error = %e, "the gateway executor's report was refused");
+            None
+        }
     }
 }
 
 /// Makes the approved call, if the tool is still served with the definition it was approved
 /// against.
-async fn call(gateway: &Gateway, command: &crate::domain::record::CommandRecord) -> Ran {
+async fn call(gateway: &Gateway, command: &CommandRecord) -> Ran {
     let spec = &command.spec;
     let Some(name) = ToolName::from_internal(&spec.tool.name) else {
         return refused("no_such_tool", "no gateway upstream serves this tool");

@@ -16,7 +16,7 @@ use uuid::Uuid;
 use super::error::ServiceError;
 use super::queue::{Drift, after_run, drift};
 use super::services::Services;
-use super::submit::rfc3339;
+use crate::audit::rfc3339;
 use crate::audit::{Actor, AuditEvent, CommandFacets, CommandLeased};
 use crate::auth::token::{self, Secret};
 use crate::domain::command::grant::{GrantClaims, spec_sha256};
@@ -148,7 +148,7 @@ impl Services {
     }
 
     /// A lease's ask of the writer, and the token it will hand over.
-    fn lease_ask(&self, request: &LeaseRequest) -> (Secret, Arc<LeaseAsk>) {
+    pub(super) fn lease_ask(&self, request: &LeaseRequest) -> (Secret, Arc<LeaseAsk>) {
         let secret = token::new_lease_token();
         let now = self.now();
         let lease = Arc::new(LeaseAsk {
@@ -164,7 +164,7 @@ impl Services {
 
     /// A command the writer leased, handed over with its token and signed grant (an error if
     /// the grant cannot be written: never a grant signed over something else).
-    fn leased(
+    pub(super) fn leased(
         &self,
         lease_token: Secret,
         command: CommandRecord,
@@ -347,55 +347,81 @@ async fn take_lease(
         let Some(claimed) = claimed else {
             return Ok(None);
         };
-        let command = claimed.command;
-        // What was approved: the spec hash its `command.queued` event recorded, committed or
-        // (queued earlier in this very group) still pending on the transaction. A command with
-        // no such event never went through an approval (a row written into the database): it
-        // never runs. One queued before events carried the hash is let through, as before.
-        let approved = match claimed.approval {
-            Approval::Recorded(h) => Some(h),
-            Approval::Unhashed => None,
-            Approval::Missing => {
-                let id = command.id.to_string();
-                match tx.recorded("command.queued", "command", &id) {
-                    Some(d) => d["spec_sha256"].as_str().map(str::to_owned),
-                    None => {
-                        refuse_drifted(tx, &command, lease, Drift::NeverApproved).await?;
-                        continue;
-                    }
-                }
-            }
-        };
-        // A spec with no canonical form has no hash: it cannot be what was approved.
-        let why = approved
-            .is_some_and(|h| !spec_sha256(&command.spec).is_ok_and(|now| now == h))
-            .then_some(Drift::SpecMismatch);
-        if let Some(why) = why {
-            refuse_drifted(tx, &command, lease, why).await?;
-            continue;
+        if let Some(taken) = vetted(tx, claimed, lease).await? {
+            return Ok(Some(taken));
         }
-        let mut expires_at = lease.expires_at;
-        if let Some(ms) = command.spec.execution.and_then(|e| e.timeout_ms) {
-            let deadline =
-                lease.now + time::Duration::milliseconds(i64::try_from(ms).unwrap_or(i64::MAX));
-            expires_at = expires_at.min(deadline);
-            commands::set_run_deadline(tx.conn(), command.id, deadline, expires_at).await?;
-        }
-        let leased = CommandLeased {
-            command_id: command.id,
-            facets: CommandFacets::of(&command.spec),
-            proposal_id: command.proposal_id,
-            attempt: command.attempts,
-            lease_expires_at: rfc3339(expires_at),
-        };
-        tx.record(
-            lease.now,
-            &Actor::executor(&lease.executor),
-            AuditEvent::CommandLeased(leased),
-        );
-        return Ok(Some((command, expires_at)));
     }
     Ok(None)
+}
+
+/// Leases command `id` alone, just queued in this transaction, as `lease` asks (an accepted
+/// gateway call, run by the built-in executor where it was submitted); `None` if the ask may
+/// not lease it now (a paused tool, say) or it is not what was approved.
+pub(super) async fn lease_queued(
+    tx: &mut Tx,
+    id: Uuid,
+    lease: &LeaseAsk,
+) -> Result<Option<(CommandRecord, OffsetDateTime)>, ServiceError> {
+    match commands::claim_queued(tx.conn(), id, lease).await? {
+        Some(claimed) => vetted(tx, claimed, lease).await,
+        None => Ok(None),
+    }
+}
+
+/// A claimed command, leased, with its lease's end, if it is exactly what was approved; else
+/// it is refused (ended, the drift recorded) and `None`.
+async fn vetted(
+    tx: &mut Tx,
+    claimed: commands::Claimed,
+    lease: &LeaseAsk,
+) -> Result<Option<(CommandRecord, OffsetDateTime)>, ServiceError> {
+    let command = claimed.command;
+    // What was approved: the spec hash its `command.queued` event recorded, committed or
+    // (queued earlier in this very group) still pending on the transaction. A command with
+    // no such event never went through an approval (a row written into the database): it
+    // never runs. One queued before events carried the hash is let through, as before.
+    let approved = match claimed.approval {
+        Approval::Recorded(h) => Some(h),
+        Approval::Unhashed => None,
+        Approval::Missing => {
+            let id = command.id.to_string();
+            match tx.recorded("command.queued", "command", &id) {
+                Some(d) => d["spec_sha256"].as_str().map(str::to_owned),
+                None => {
+                    refuse_drifted(tx, &command, lease, Drift::NeverApproved).await?;
+                    return Ok(None);
+                }
+            }
+        }
+    };
+    // A spec with no canonical form has no hash: it cannot be what was approved.
+    let why = approved
+        .is_some_and(|h| !spec_sha256(&command.spec).is_ok_and(|now| now == h))
+        .then_some(Drift::SpecMismatch);
+    if let Some(why) = why {
+        refuse_drifted(tx, &command, lease, why).await?;
+        return Ok(None);
+    }
+    let mut expires_at = lease.expires_at;
+    if let Some(ms) = command.spec.execution.and_then(|e| e.timeout_ms) {
+        let deadline =
+            lease.now + time::Duration::milliseconds(i64::try_from(ms).unwrap_or(i64::MAX));
+        expires_at = expires_at.min(deadline);
+        commands::set_run_deadline(tx.conn(), command.id, deadline, expires_at).await?;
+    }
+    let leased = CommandLeased {
+        command_id: command.id,
+        facets: CommandFacets::of(&command.spec),
+        proposal_id: command.proposal_id,
+        attempt: command.attempts,
+        lease_expires_at: rfc3339(expires_at),
+    };
+    tx.record(
+        lease.now,
+        &Actor::executor(&lease.executor),
+        AuditEvent::CommandLeased(leased),
+    );
+    Ok(Some((command, expires_at)))
 }
 
 /// A command whose stored spec differs from what was approved, or that has no approval on

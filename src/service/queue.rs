@@ -10,7 +10,7 @@ use uuid::Uuid;
 
 use super::error::{Conflict, ServiceError};
 use super::services::Services;
-use super::submit::rfc3339;
+use crate::audit::rfc3339;
 use crate::audit::safe::TextDigest;
 use crate::audit::{
     Actor, AuditEvent, CommandExpired, CommandFacets, CommandInterrupted, CommandQueued,

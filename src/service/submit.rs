@@ -7,28 +7,31 @@ use crate::domain::principal::Principal;
 use std::sync::Arc;
 
 use serde_json::Value;
+use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::error::{Conflict, ServiceError};
+use super::executor::{LeaseRequest, Leased, lease_queued};
 use super::grants;
 use super::services::NewQueued;
 use super::services::Services;
-use crate::audit::safe;
 use crate::audit::{
     Actor, AuditEvent, CommandFacets, CommandQueued, ProposalInputRejected, ProposalSubmitted,
 };
+use crate::audit::{rfc3339, safe};
 use crate::domain::command::grant::spec_sha256;
 use crate::domain::command::{CommandKind, CommandStatus};
 use crate::domain::contract::canonical::request_hash_sha256;
 use crate::domain::contract::proposal::ToolProposal;
 use crate::domain::contract::vocab::AuthorizationState;
+use crate::domain::gateway::GATEWAY_EXECUTOR;
 use crate::domain::lifecycle::{self, ProposalStatus};
 use crate::domain::policy_change::backtest::{DecisionKind, Outcome, Recorded, Replay};
 use crate::domain::record::GrantRecord;
 use crate::domain::routing::proposal::{ProposalDecision, route_proposal};
 use crate::domain::routing::scan::audit_safe_name;
 use crate::storage::audit::PendingEvent;
-use crate::storage::commands::NewCommand;
+use crate::storage::commands::{CommandRecord, LeaseAsk, NewCommand};
 use crate::storage::proposals::{self, NewProposal, ProposalParts, ProposalRecord};
 use crate::storage::{Tx, Upfront, commands};
 
@@ -64,12 +67,15 @@ struct Routed {
     command: Option<NewQueued>,
     /// The standing grant it is accepted under, whose use the write takes.
     grant: Option<GrantRecord>,
+    /// The lease its command is taken under in the same transaction, if it is accepted and
+    /// its submitter runs it at once (an accepted gateway call).
+    lease: Option<Arc<LeaseAsk>>,
 }
 
 /// What storing a routed proposal came to, inside the write: the new row's `seq`, or the
 /// original a replay names.
 enum Stored {
-    Created(i64),
+    Created(i64, Option<Box<(CommandRecord, OffsetDateTime)>>),
     Replayed(Box<ProposalRecord>),
 }
 
@@ -90,7 +96,29 @@ impl Services {
     ) -> Result<Submitted, ServiceError> {
         let agent = self.agent_of(who, UseCase::Submit)?;
         let started = std::time::Instant::now();
-        let submitted = self.submit_routed(agent, token, body).await;
+        let submitted = self.submit_routed(agent, token, body, None).await;
+        self.metrics().submitted(started.elapsed());
+        Ok(submitted?.0)
+    }
+
+    /// Submits a call agent `who` made through the MCP gateway, as [`Self::submit_with_token`].
+    /// When the policy accepts it outright, its command is leased to the built-in gateway
+    /// executor (as `run` asks) in the transaction that stores it, so that the call is made at
+    /// once where it was submitted: no hand-off to the executor's loop, one write fewer. The
+    /// lease is the built-in executor's alone, and only for a gateway tool.
+    pub async fn submit_gateway_call(
+        &self,
+        who: &Principal,
+        token: Option<Uuid>,
+        body: &Value,
+        run: &LeaseRequest,
+    ) -> Result<(Submitted, Option<Leased>), ServiceError> {
+        let agent = self.agent_of(who, UseCase::Submit)?;
+        if run.executor != GATEWAY_EXECUTOR {
+            return Err(ServiceError::NotFound);
+        }
+        let started = std::time::Instant::now();
+        let submitted = self.submit_routed(agent, token, body, Some(run)).await;
         self.metrics().submitted(started.elapsed());
         submitted
     }
@@ -100,7 +128,8 @@ impl Services {
         agent: &str,
         token: Option<Uuid>,
         body: &Value,
-    ) -> Result<Submitted, ServiceError> {
+        run: Option<&LeaseRequest>,
+    ) -> Result<(Submitted, Option<Leased>), ServiceError> {
         let contract = match ToolProposal::parse(body) {
             Ok(contract) => contract,
             Err(errors) => return Err(self.reject_input(agent, errors).await),
@@ -118,6 +147,9 @@ impl Services {
             return Err(self.reject_input(agent, errors).await);
         }
         let now = self.now();
+        let run = run
+            .filter(|_| self.is_gateway_tool(&contract.tool.name))
+            .map(|run| self.lease_ask(run));
         let (mut contract, mut request_hash) = (contract, request_hash_sha256(body));
         let mut attempts = 0;
         let (routed, stored) = loop {
@@ -126,7 +158,11 @@ impl Services {
                 0 | 1 => self.covering_grant(agent, &contract, &routing, now).await?,
                 _ => None,
             };
-            let routed = self.route(agent, token, contract, request_hash, routing, grant, now)?;
+            let mut routed =
+                self.route(agent, token, contract, request_hash, routing, grant, now)?;
+            routed.lease = (run.as_ref())
+                .filter(|_| routed.command.is_some())
+                .map(|(_, ask)| Arc::clone(ask));
             let routed = Arc::new(routed);
             match self.store_routed(&routed, now).await {
                 // The grant ended between the lookup and the commit: route it again.
@@ -138,24 +174,31 @@ impl Services {
                 stored => break (routed, stored?),
             }
         };
-        if matches!(stored, Stored::Created(_)) {
+        if matches!(stored, Stored::Created(..)) {
             self.shadow_decision(|| Some(shadowed_proposal(&routed, now)));
         }
-        let submitted = match stored {
-            Stored::Created(seq) => {
-                Submitted::Created(routed.row.record(seq, &routed.routing, &routed.contract))
-            }
-            Stored::Replayed(p) => Submitted::Replayed(*p),
+        let (submitted, leased) = match stored {
+            Stored::Created(seq, leased) => (
+                Submitted::Created(routed.row.record(seq, &routed.routing, &routed.contract)),
+                leased,
+            ),
+            Stored::Replayed(p) => (Submitted::Replayed(*p), None),
         };
         let p = submitted.record();
         if matches!(submitted, Submitted::Created(_)) && p.status == ProposalStatus::Pending {
             self.queue_changed();
         }
-        if matches!(submitted, Submitted::Created(_)) && p.status == ProposalStatus::Accepted {
+        if matches!(submitted, Submitted::Created(_))
+            && p.status == ProposalStatus::Accepted
+            && leased.is_none()
+        {
             self.queue_signal().wake();
         }
         tracing::info!(proposal.id = %p.id, status = %p.status, route = %p.routing.route, "proposal received");
-        Ok(submitted)
+        let leased = (leased.zip(run))
+            .map(|(leased, (secret, _))| self.leased(secret, leased.0, leased.1))
+            .transpose()?;
+        Ok((submitted, leased))
     }
 
     /// Stores a routed proposal: with the group's other submissions, their rows inserted up
@@ -289,6 +332,7 @@ impl Services {
             routing,
             command,
             grant,
+            lease: None,
         })
     }
 }
@@ -324,10 +368,14 @@ async fn store_proposal(
         }
         None => "policy",
     };
+    let mut leased = None;
     if let Some(command) = &r.command {
         queue_command(tx, proposal_id, command, &Actor::system(by), now).await?;
+        if let Some(ask) = &r.lease {
+            leased = lease_queued(tx, command.id, ask).await?.map(Box::new);
+        }
     }
-    Ok(Ok(Stored::Created(seq)))
+    Ok(Ok(Stored::Created(seq, leased)))
 }
 
 /// Queues the command of an approved or accepted proposal, with its audit event.
@@ -362,12 +410,6 @@ pub(super) async fn queue_command(
     };
     tx.record(now, actor, AuditEvent::CommandQueued(queued));
     Ok(())
-}
-
-/// A time as the trail writes it.
-pub(super) fn rfc3339(t: time::OffsetDateTime) -> Option<String> {
-    t.format(&time::format_description::well_known::Rfc3339)
-        .ok()
 }
 
 /// A proposal just routed, as a shadow run routes it again.

@@ -194,8 +194,8 @@ macro_rules! pg_approved {
 
 mod staged;
 pub use staged::{
-    Staged, StagedClaims, StagedSettles, claim_staged, settle_and_claim_staged, settle_staged,
-    settle_then_claim_staged,
+    Staged, StagedClaims, StagedSettles, claim_queued, claim_staged, settle_and_claim_staged,
+    settle_staged, settle_then_claim_staged,
 };
 
 /// Leases the oldest queued command this executor may run: available (backoff over), inside

@@ -747,11 +747,18 @@ async fn everything_server() -> (Child, u16) {
     (child, port)
 }
 
+/// The agent's answer to a call of the everything server's `echo` with `message`.
+async fn echo(app: &TestApp, token: &str, message: &str) -> Value {
+    let args = json!({ "message": message }).to_string();
+    run(app, token, &["call", "everything__echo", &args]).await
+}
+
 async fn a_streamable_http_upstream_answers_an_accepted_call_at_once(backend: &str) {
     let (_server, port) = everything_server().await;
     let gateway = format!(
         "[upstreams.everything]\nurl = \"http://127.0.0.1:{port}/mcp\"\n\
-         headers = {{ X-Upstream-Key = \"${{UPSTREAM_KEY}}\" }}\ndomain = \"files\"\n"
+         headers = {{ X-Upstream-Key = \"${{UPSTREAM_KEY}}\" }}\ndomain = \"files\"\n\
+         hold = \"1s\"\n"
     );
     let config = GatewayConfig::parse(&gateway, &|name| {
         (name == "UPSTREAM_KEY").then(|| "upstream-only-secret".to_owned())
@@ -762,16 +769,7 @@ async fn a_streamable_http_upstream_answers_an_accepted_call_at_once(backend: &s
     let token = app.agent_token("coder").await;
     let listed = run(&app, &token, &["list"]).await;
     assert!(listed.to_string().contains("everything__echo"), "{listed}");
-    let echoed = run(
-        &app,
-        &token,
-        &[
-            "call",
-            "everything__echo",
-            r#"{"message": "through the gate"}"#,
-        ],
-    )
-    .await;
+    let echoed = echo(&app, &token, "through the gate").await;
     assert_eq!(echoed["is_error"], false, "{echoed}");
     assert!(text(&echoed).contains("through the gate"), "{echoed}");
     let accepted = app
@@ -781,6 +779,38 @@ async fn a_streamable_http_upstream_answers_an_accepted_call_at_once(backend: &s
         accepted, 1,
         "an accepted call is a proposal like any other, run at once"
     );
+    let leased = app
+        .count(
+            "select count(*) from audit_events where action = 'command.leased' \
+             and actor_kind = 'executor' and actor = 'countersign-gateway'",
+        )
+        .await;
+    assert_eq!(leased, 1, "leased once, by the built-in executor");
+
+    // A paused tool's accepted call is not leased where it was submitted: it waits in the
+    // queue (the agent is told it is pending at the hold) and runs once the tool is resumed.
+    let boss = Principal::person("boss", Role::Admin);
+    app.services
+        .pause_tool(&boss, "everything.*")
+        .await
+        .expect("pause");
+    let held = echo(&app, &token, "after the pause").await;
+    assert_eq!(held["status"]["status"], "pending", "{held}");
+    let id = held["status"]["proposal_id"]
+        .as_str()
+        .expect("an id")
+        .to_owned();
+    let queued = app
+        .count("select count(*) from commands where status = 'queued' and leased_by is null")
+        .await;
+    assert_eq!(queued, 1, "the paused call waits in the queue, not leased");
+    app.services
+        .resume_tool(&boss, "everything.*")
+        .await
+        .expect("resume");
+    let resumed = run(&app, &token, &["wait", &id]).await;
+    assert_eq!(resumed["is_error"], false, "{resumed}");
+    assert!(text(&resumed).contains("after the pause"), "{resumed}");
     let leaked = app
         .count("select count(*) from audit_events where cast(details as text) like '%upstream-only-secret%'")
         .await;

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use sqlx::PgConnection;
 use sqlx::types::Json;
 use time::OffsetDateTime;
+use uuid::Uuid;
 
 /// Both backends: the update that settles each reported command (rows `r`: `r_id`, `r_result`,
 /// `r_hash`, `r_executor`, `r_now`) the reporting executor holds under the token it presented,
@@ -315,6 +316,44 @@ pub(super) async fn pg_claim(
         .fetch_all(conn)
         .await?;
     rows.into_iter().map(into_claim).collect()
+}
+
+/// Leases queued command `id` alone for `ask`, if the ask may lease it now (the same rule as
+/// [`claim`]): an accepted gateway call, leased to the built-in executor in the transaction
+/// that queues it. What it claimed, with the approval its committed `command.queued` event
+/// records (none yet for a command queued in this transaction).
+pub async fn claim_queued(conn: Conn<'_>, id: Uuid, ask: &LeaseAsk) -> Result<Option<Claimed>> {
+    let row: Option<WithApproval> = match conn {
+        Conn::Postgres(c) => {
+            let sql = concat!(
+                "with asks as (select 1::bigint as a_n, $2::text as a_hash, \
+                 $3::timestamptz as a_expires, $4::timestamptz as a_now), \
+                 picked as (select c.seq from commands c where c.id = $8 and ",
+                pg_claimable!(),
+                " for update), numbered as (select seq as p_seq, 1::bigint as p_n from picked) ",
+                pg_claim_update!()
+            );
+            bind_one(sqlx::query_as(sql), id, ask)
+                .fetch_optional(c)
+                .await?
+        }
+        Conn::Sqlite(c) => sqlite::claim_queued(c, id, ask).await?,
+    };
+    row.map(WithApproval::into_claimed).transpose()
+}
+
+/// Binds one ask's parameters for [`claim_queued`]: `$1` executor, `$2` token hash, `$3` lease
+/// end, `$4` and `$7` now, `$5` scope, `$6` tools asked for, `$8` the command.
+fn bind_one<'q, T>(query: PgQuery<'q, T>, id: Uuid, ask: &'q LeaseAsk) -> PgQuery<'q, T> {
+    query
+        .bind(&ask.executor)
+        .bind(&ask.lease_token_hash)
+        .bind(ask.expires_at)
+        .bind(ask.now)
+        .bind(ask.scope.as_ref().map(Json))
+        .bind(ask.wanted.as_ref().map(Json))
+        .bind(ask.now)
+        .bind(id)
 }
 
 /// The reports to settle together: each but one on a command an earlier one names (its

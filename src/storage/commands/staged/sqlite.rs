@@ -116,6 +116,35 @@ pub(super) async fn claim(
     leased.into_iter().map(into_claim).collect()
 }
 
+/// Leases queued command `id` alone for `ask`, if the ask may lease it now
+/// ([`super::claim_queued`]): `$1` executor, `$2` token hash, `$3` lease end, `$4` and `$7`
+/// now, `$5` scope, `$6` tools asked for, `$8` the command.
+pub(super) async fn claim_queued(
+    c: &mut SqliteConnection,
+    id: Uuid,
+    ask: &LeaseAsk,
+) -> Result<Option<WithApproval>> {
+    let sql = concat!(
+        "with asks as (select 1 as a_n, $2 as a_hash, $3 as a_expires, $4 as a_now), \
+         numbered as (select c.seq as p_seq, 1 as p_n from commands c where c.id = $8 and ",
+        sqlite_claimable!(),
+        ") ",
+        claim_update!(),
+        sqlite_approved!()
+    );
+    Ok(sqlx::query_as(sql)
+        .bind(&ask.executor)
+        .bind(&ask.lease_token_hash)
+        .bind(ask.expires_at)
+        .bind(ask.now)
+        .bind(ask.scope.as_ref().map(sqlx::types::Json))
+        .bind(ask.wanted.as_ref().map(sqlx::types::Json))
+        .bind(ask.now)
+        .bind(id)
+        .fetch_optional(c)
+        .await?)
+}
+
 /// Settles `reports` (no two for one command) in success, each only if its executor holds the
 /// command under the token it presented and the command may run (a rollback, or an action whose
 /// proposal is still executable); then moves each settled action's proposal to `succeeded` from
