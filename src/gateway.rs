@@ -20,6 +20,8 @@ pub use upstream::{CallError, ServedTool, UpstreamState};
 /// The running gateway: one slot per upstream.
 pub struct Gateway {
     slots: Vec<Arc<upstream::Slot>>,
+    /// The calls the built-in executor makes at once, wherever they are made.
+    call_slots: Arc<tokio::sync::Semaphore>,
 }
 
 impl Gateway {
@@ -31,7 +33,8 @@ impl Gateway {
             .iter()
             .map(|u| upstream::Slot::start(u.clone(), services.clone()))
             .collect();
-        let gateway = Arc::new(Gateway { slots });
+        let call_slots = Arc::new(tokio::sync::Semaphore::new(executor::CONCURRENT_CALLS));
+        let gateway = Arc::new(Gateway { slots, call_slots });
         executor::spawn(Arc::clone(&gateway), services.clone());
         gateway
     }

@@ -169,21 +169,32 @@ impl GatewayMcp {
             return Ok((id, None));
         }
         let body = proposal_for(call, Uuid::now_v7(), self.services.now());
-        let Some(run) = executor::run_at_once(&self.gateway) else {
-            return Err(ApiError::from(crate::service::ServiceError::NotFound));
+        // Without a free call slot (or a running executor) an accepted call waits in the queue.
+        let (submitted, leased, run) = match executor::run_at_once(&self.gateway) {
+            Some(run) => {
+                let (submitted, leased) = (self.services)
+                    .submit_gateway_call(&caller.0, Some(caller.1), &body, &run.request)
+                    .await?;
+                (submitted, leased, Some(run))
+            }
+            None => {
+                let submitted = (self.services)
+                    .submit_with_token(&caller.0, Some(caller.1), &body)
+                    .await?;
+                (submitted, None, None)
+            }
         };
-        let (submitted, leased) = (self.services)
-            .submit_gateway_call(&caller.0, Some(caller.1), &body, &run)
-            .await?;
-        let (record, leased) = match (submitted, leased) {
+        let (record, leased, run) = match (submitted, leased.zip(run)) {
             (Submitted::Replayed(r), _) => return Ok((r.id, None)),
             (Submitted::Created(r), None) => return Ok((r.id, Some((r, None)))),
-            (Submitted::Created(r), Some(leased)) => (r, leased),
+            (Submitted::Created(r), Some((leased, run))) => (r, leased, run),
         };
         // On a task of its own: an agent that hangs up does not cut the call short of its report.
         let (gateway, services) = (Arc::clone(&self.gateway), self.services.clone());
         let ran =
-            tokio::spawn(async move { executor::run_leased(&gateway, &services, leased).await });
+            tokio::spawn(
+                async move { executor::run_leased(&gateway, &services, leased, run).await },
+            );
         let command = ran.await.ok().flatten();
         let id = record.id;
         // A call that ended is answered as reported; one put back in the queue (a retry) or

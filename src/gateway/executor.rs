@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use ed25519_dalek::{Signature, Verifier, VerifyingKey};
 use serde_json::{Value, json};
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::{CallError, Gateway};
 use crate::domain::command::Outcome;
@@ -32,8 +32,8 @@ use crate::service::{LeaseRequest, Leased, Report, Services};
 
 /// The largest result kept with a command, in bytes of its JSON.
 pub const MAX_RESULT_BYTES: usize = 1024 * 1024;
-/// Calls the loop runs at once.
-const CONCURRENT_CALLS: usize = 64;
+/// Calls made at once, by the loop and where they are submitted together.
+pub(super) const CONCURRENT_CALLS: usize = 64;
 /// Lease requests in flight at once: a lease is a durable write, so several at once let a
 /// burst of approved calls start together (the writer commits them in one group).
 const LEASERS: usize = 8;
@@ -62,23 +62,38 @@ fn lease_request(scope: ToolScope, wait: Duration) -> LeaseRequest {
     }
 }
 
-/// What the gateway asks when it submits an agent's call: an accepted call's command leased
-/// to this executor in the same transaction ([`Services::submit_gateway_call`]), to be run at
-/// once by [`run_leased`]. `None` if the executor does not run.
-pub(crate) fn run_at_once(gateway: &Gateway) -> Option<LeaseRequest> {
-    scope(gateway).map(|scope| lease_request(scope, Duration::ZERO))
+/// A call slot taken before an agent's call is submitted, and the lease to ask for with it:
+/// an accepted call's command leased to this executor in the same transaction
+/// ([`Services::submit_gateway_call`]), run at once by [`run_leased`] in that slot.
+pub(crate) struct RunAtOnce {
+    /// The lease to take with the submission.
+    pub(crate) request: LeaseRequest,
+    slot: OwnedSemaphorePermit,
 }
 
-/// Runs a call leased to this executor as it was submitted ([`run_at_once`]) and reports it,
-/// on the submitting request's task (so bounded as requests are, not by the loop's slots, for
-/// which a leased call must not wait while its lease runs down): the command as reported, if
-/// the report was taken.
+/// A free call slot and the lease to ask for, if there is a free slot (else the call, if
+/// accepted, waits in the queue for the loop: a leased call never waits for a slot while its
+/// lease runs down) and the executor runs.
+pub(crate) fn run_at_once(gateway: &Gateway) -> Option<RunAtOnce> {
+    let scope = scope(gateway)?;
+    let slot = Arc::clone(&gateway.call_slots).try_acquire_owned().ok()?;
+    Some(RunAtOnce {
+        request: lease_request(scope, Duration::ZERO),
+        slot,
+    })
+}
+
+/// Runs a call leased to this executor as it was submitted, in the slot taken for it, and
+/// reports it: the command as reported, if the report was taken.
 pub(crate) async fn run_leased(
     gateway: &Gateway,
     services: &Services,
     leased: Leased,
+    run: RunAtOnce,
 ) -> Option<CommandRecord> {
-    execute(gateway, services, leased).await
+    let ran = execute(gateway, services, leased).await;
+    drop(run.slot);
+    ran
 }
 
 /// Starts the executor's loop.
@@ -87,7 +102,7 @@ pub(crate) fn spawn(gateway: Arc<Gateway>, services: Services) {
         tracing::error!("the gateway executor's scope did not parse; it does not run");
         return;
     };
-    let slots = Arc::new(Semaphore::new(CONCURRENT_CALLS));
+    let slots = Arc::clone(&gateway.call_slots);
     for _ in 0..LEASERS {
         let (gateway, services) = (Arc::clone(&gateway), services.clone());
         tokio::spawn(run(gateway, services, scope.clone(), Arc::clone(&slots)));
