@@ -12,6 +12,7 @@ pub mod upstream;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use crate::domain::command::scope::ToolScope;
 use crate::domain::gateway::{GatewayConfig, ToolName, Upstream};
 use crate::service::Services;
 
@@ -22,6 +23,9 @@ pub struct Gateway {
     slots: Vec<Arc<upstream::Slot>>,
     /// The calls the built-in executor makes at once, wherever they are made.
     call_slots: Arc<tokio::sync::Semaphore>,
+    /// The built-in executor's scope: the configured upstreams' tools (`None` when it did
+    /// not parse; the executor then does not run).
+    scope: Option<ToolScope>,
 }
 
 impl Gateway {
@@ -34,7 +38,12 @@ impl Gateway {
             .map(|u| upstream::Slot::start(u.clone(), services.clone()))
             .collect();
         let call_slots = Arc::new(tokio::sync::Semaphore::new(executor::CONCURRENT_CALLS));
-        let gateway = Arc::new(Gateway { slots, call_slots });
+        let scope = executor::scope(&config.upstreams);
+        let gateway = Arc::new(Gateway {
+            slots,
+            call_slots,
+            scope,
+        });
         executor::spawn(Arc::clone(&gateway), services.clone());
         gateway
     }

@@ -1,8 +1,8 @@
 //! Agents' point reads, on both backends: what [`Store::point_read`] answers (on SQLite from
 //! connections of its own, stepped on the caller's thread) is exactly what the pooled read
 //! answers, at every stage of a proposal's life and for every column; a value stored in a
-//! form only sqlx decodes is read through the pool; and a read still gets an answer when every
-//! direct connection is lent.
+//! form only sqlx decodes is read through the pool; a read still gets an answer when every
+//! direct connection is lent; and the gateway's open-call lookup finds what the pool finds.
 
 mod common;
 
@@ -14,7 +14,7 @@ use countersign::domain::command::{CommandStatus, Outcome};
 use countersign::domain::lifecycle::ReviewVerdict;
 use countersign::domain::principal::Role;
 use countersign::service::{Report, Services, Submitted};
-use countersign::storage::{Backend, Store, commands, proposals};
+use countersign::storage::{Backend, Store, commands, gateway, proposals};
 use serde_json::{Value, json};
 use time::format_description::well_known::Rfc3339;
 use uuid::Uuid;
@@ -237,8 +237,76 @@ async fn a_read_with_every_connection_lent_uses_the_pool(backend: &str) {
     );
 }
 
+/// Agent `agent`'s open call with key prefix `prefix` as the point read finds it, asserted to be
+/// what the pooled read finds (on SQLite read directly).
+async fn open_call_as_pooled(store: &Store, agent: &str, prefix: &str) -> Option<Uuid> {
+    let mut read = store.read().await.expect("pooled read");
+    let pooled = gateway::open_call(read.conn(), agent, prefix)
+        .await
+        .expect("pooled open call");
+    drop(read);
+    let mut point = store.point_read().await.expect("point read");
+    let found = point.open_gateway_call(agent, prefix).await;
+    assert_eq!(found.expect("point open call"), pooled);
+    assert_eq!(point.is_direct(), store.backend() == Backend::Sqlite);
+    pooled
+}
+
+/// The gateway's lookup of the same call still open (pending, or approved and not yet run)
+/// answers on the point read what it answers through the pool, as calls open and end.
+async fn an_open_gateway_call_is_found_as_the_pool_finds_it(backend: &str) {
+    let (services, _url, _dir) = common::fresh_services(backend).await;
+    let store = services.store().clone();
+    let prefix = "gateway-0123456789abcdef0123456789abcdef-";
+    let call = |n: u32| {
+        let mut body = common::proposal_body("agent-a");
+        body["idempotency_key"] = json!(format!("{prefix}{n}"));
+        body
+    };
+    assert_eq!(open_call_as_pooled(&store, "agent-a", prefix).await, None);
+    let first = submit(&services, &call(1)).await;
+    assert_eq!(
+        open_call_as_pooled(&store, "agent-a", prefix).await,
+        Some(first)
+    );
+    let second = submit(&services, &call(2)).await;
+    assert_eq!(
+        open_call_as_pooled(&store, "agent-a", prefix).await,
+        Some(second),
+        "the newest open call"
+    );
+    services
+        .decide(&reviewer(), second, ReviewVerdict::Rejected, Some("no"))
+        .await
+        .expect("reject");
+    assert_eq!(
+        open_call_as_pooled(&store, "agent-a", prefix).await,
+        Some(first)
+    );
+    approve(&services, first).await;
+    assert_eq!(
+        open_call_as_pooled(&store, "agent-a", prefix).await,
+        Some(first),
+        "approved, not yet run"
+    );
+    let leased = lease(&services).await;
+    services
+        .report(
+            &Principal::Executor("exec".into()),
+            report(&leased, Outcome::Succeeded, json!({"ok": true})),
+        )
+        .await
+        .expect("report");
+    assert_eq!(open_call_as_pooled(&store, "agent-a", prefix).await, None);
+    let other = "gateway-ffffffffffffffffffffffffffffffff-";
+    submit(&services, &call(3)).await;
+    assert_eq!(open_call_as_pooled(&store, "agent-a", other).await, None);
+    assert_eq!(open_call_as_pooled(&store, "agent-b", prefix).await, None);
+}
+
 common::on_both_backends!(
     a_point_read_answers_what_the_pool_answers,
     a_value_only_sqlx_decodes_is_read_through_the_pool,
     a_read_with_every_connection_lent_uses_the_pool,
+    an_open_gateway_call_is_found_as_the_pool_finds_it,
 );

@@ -25,7 +25,7 @@ use crate::domain::command::Outcome;
 use crate::domain::command::retry::SideEffect;
 use crate::domain::command::scope::ToolScope;
 use crate::domain::contract::canonical::sha256_hex;
-use crate::domain::gateway::{GATEWAY_EXECUTOR, ToolName};
+use crate::domain::gateway::{GATEWAY_EXECUTOR, ToolName, Upstream};
 use crate::domain::principal::Principal;
 use crate::domain::record::CommandRecord;
 use crate::service::{LeaseRequest, Leased, Report, Services};
@@ -43,11 +43,8 @@ const LEASE_SECONDS: u64 = 30;
 const LEASE_WAIT: Duration = Duration::from_secs(20);
 
 /// The executor's scope: the configured upstreams' tools.
-fn scope(gateway: &Gateway) -> Option<ToolScope> {
-    let patterns: Vec<String> = gateway
-        .upstreams()
-        .map(|u| format!("{}.*", u.name))
-        .collect();
+pub(super) fn scope(upstreams: &[Upstream]) -> Option<ToolScope> {
+    let patterns: Vec<String> = upstreams.iter().map(|u| format!("{}.*", u.name)).collect();
     ToolScope::parse_list(&patterns.join(",")).ok()
 }
 
@@ -75,7 +72,7 @@ pub(crate) struct RunAtOnce {
 /// accepted, waits in the queue for the loop: a leased call never waits for a slot while its
 /// lease runs down) and the executor runs.
 pub(crate) fn run_at_once(gateway: &Gateway) -> Option<RunAtOnce> {
-    let scope = scope(gateway)?;
+    let scope = gateway.scope.clone()?;
     let slot = Arc::clone(&gateway.call_slots).try_acquire_owned().ok()?;
     Some(RunAtOnce {
         request: lease_request(scope, Duration::ZERO),
@@ -98,7 +95,7 @@ pub(crate) async fn run_leased(
 
 /// Starts the executor's loop.
 pub(crate) fn spawn(gateway: Arc<Gateway>, services: Services) {
-    let Some(scope) = scope(&gateway) else {
+    let Some(scope) = gateway.scope.clone() else {
         tracing::error!("the gateway executor's scope did not parse; it does not run");
         return;
     };

@@ -203,7 +203,7 @@ impl Services {
         prefix: &str,
     ) -> Result<Option<Uuid>, ServiceError> {
         let agent = self.agent_of(who, UseCase::Submit)?;
-        let mut read = self.read().await?;
-        Ok(gateway::open_call(read.conn(), agent, prefix).await?)
+        let mut read = self.store().point_read().await?;
+        Ok(read.open_gateway_call(agent, prefix).await?)
     }
 }

@@ -84,10 +84,19 @@ pub(crate) fn one<T>(
     id: Uuid,
     read: impl FnOnce(&Cols<'_, '_>) -> Result<T>,
 ) -> Result<Option<T>> {
+    first(db, sql, [id.as_bytes().as_slice()], read)
+}
+
+/// The first row `sql` selects with `params` (bound to `$1`, `$2`, ... in order), read by
+/// `read`; the statement is prepared once per connection.
+pub(crate) fn first<T>(
+    db: &Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+    read: impl FnOnce(&Cols<'_, '_>) -> Result<T>,
+) -> Result<Option<T>> {
     let mut statement = db.prepare_cached(sql).map_err(sqlite)?;
-    let mut rows = statement
-        .query([id.as_bytes().as_slice()])
-        .map_err(sqlite)?;
+    let mut rows = statement.query(params).map_err(sqlite)?;
     match rows.next().map_err(sqlite)? {
         Some(row) => read(&Cols(row)).map(Some),
         None => Ok(None),
