@@ -180,22 +180,28 @@ async fn held(
     let browser = bench_client::signed_in(base, reviewer, password).await?;
     let csrf = bench_client::csrf(&browser, &format!("{base}/proposals/{}", ids[0])).await?;
     let sent: Arc<Mutex<HashMap<uuid::Uuid, Instant>>> = Arc::default();
-    let results: Vec<Result<(), String>> = stream::iter(ids.iter().copied())
+    let approving = Instant::now();
+    let results: Vec<Result<Duration, String>> = stream::iter(ids.iter().copied())
         .map(|id| {
             let (browser, base, csrf, sent) =
                 (browser.clone(), base.to_owned(), csrf.clone(), sent.clone());
             async move {
-                sent.lock()
-                    .map_err(|e| e.to_string())?
-                    .insert(id, Instant::now());
+                let at = Instant::now();
+                sent.lock().map_err(|e| e.to_string())?.insert(id, at);
                 bench_client::approve(&browser, &base, &csrf, &id.to_string()).await?;
-                Ok(())
+                Ok(at.elapsed())
             }
         })
         .buffer_unordered(8)
         .collect()
         .await;
-    results.into_iter().collect::<Result<Vec<()>, _>>()?;
+    let approvals = results.into_iter().collect::<Result<Vec<_>, _>>()?;
+    let took = approving.elapsed().as_secs_f64();
+    let (a50, a99, amax) = percentiles(approvals);
+    println!(
+        "{n} approvals in {took:.2} s ({:.0}/s), each answered in p50 {a50:.1} ms  p99 {a99:.1} ms  max {amax:.1} ms",
+        n as f64 / took
+    );
     for c in calls {
         c.await.map_err(|e| e.to_string())??;
     }
