@@ -3,8 +3,11 @@
 //! - Every acknowledged submission's proposal exists; every acknowledged decision's proposal
 //!   left `pending` (an approval is recorded for each approval); every acknowledged lease's
 //!   command exists and was leased; every acknowledged success's command is `succeeded`.
-//! - No command ran more often than once plus its acknowledged failures with nothing done
-//!   (`side_effect: "none"`, which queue it again): a double run is one beyond that.
+//! - No command ran more often than once plus the failures that queued it again: those the
+//!   trail records (`command.failed` to `queued`, a failure with nothing done under the retry
+//!   rules), or the acknowledged failures if the ledger has more. A double run is one beyond
+//!   that. (A failure report the server committed but whose answer a kill cut off is in the
+//!   trail, not in the ledger, and its retry is allowed.)
 //! - Every proposal's and command's status changes are in the trail, each starting where the
 //!   one before ended, the last ending at the status stored.
 //! - The trail's hash chain verifies.
@@ -37,6 +40,8 @@ struct Stored {
     commands: HashMap<Uuid, (String, i32)>,
     /// `(subject type, subject id, before, after)` of every status change, in trail order.
     changes: Vec<(String, String, Option<String>, String)>,
+    /// How often the trail records each command's failure queuing it again, by command id.
+    requeued: HashMap<String, usize>,
 }
 
 const PROPOSALS: &str = "select id, status from proposals";
@@ -45,6 +50,8 @@ const COMMANDS: &str = "select id, status, attempts from commands";
 const CHANGES: &str = "select subject_type, subject_id, before_status, after_status \
                        from audit_events where subject_type in ('proposal', 'command') \
                        and after_status is not null order by seq";
+const REQUEUED: &str = "select subject_id from audit_events where action = 'command.failed' \
+                        and after_status = 'queued'";
 
 async fn stored(url: &str) -> Result<Stored, sqlx::Error> {
     macro_rules! read {
@@ -55,6 +62,7 @@ async fn stored(url: &str) -> Result<Stored, sqlx::Error> {
             let commands: Vec<(Uuid, String, i32)> =
                 sqlx::query_as(COMMANDS).fetch_all(&pool).await?;
             let changes = sqlx::query_as(CHANGES).fetch_all(&pool).await?;
+            let requeued: Vec<(String,)> = sqlx::query_as(REQUEUED).fetch_all(&pool).await?;
             Stored {
                 proposals: proposals.into_iter().collect(),
                 approvals: approvals.into_iter().map(|(id,)| id).collect(),
@@ -63,6 +71,10 @@ async fn stored(url: &str) -> Result<Stored, sqlx::Error> {
                     .map(|(id, status, attempts)| (id, (status, attempts)))
                     .collect(),
                 changes,
+                requeued: requeued.into_iter().fold(HashMap::new(), |mut n, (id,)| {
+                    *n.entry(id).or_default() += 1;
+                    n
+                }),
             }
         }};
     }
@@ -89,7 +101,7 @@ pub async fn check(args: CheckArgs) -> Result<(), String> {
         .map_err(|e| format!("reading {}: {e}", args.database_url))?;
     let mut f = Findings::default();
     acknowledged(&entries, &db, &mut f);
-    runs(&entries, &mut f);
+    runs(&entries, &db, &mut f);
     trail(&db, &mut f);
     let verified = verify(&args.database_url).await;
     let mut acked: Vec<_> = f.acked.iter().collect();
@@ -157,7 +169,7 @@ fn acknowledged(entries: &[Entry], db: &Stored, f: &mut Findings) {
     }
 }
 
-fn runs(entries: &[Entry], f: &mut Findings) {
+fn runs(entries: &[Entry], db: &Stored, f: &mut Findings) {
     let mut ran: HashMap<Uuid, usize> = HashMap::new();
     let mut failed: HashMap<Uuid, usize> = HashMap::new();
     for e in entries {
@@ -170,7 +182,9 @@ fn runs(entries: &[Entry], f: &mut Findings) {
         }
     }
     for (command, n) in ran {
-        let allowed = 1 + failed.get(&command).copied().unwrap_or(0);
+        let acked = failed.get(&command).copied().unwrap_or(0);
+        let recorded = db.requeued.get(&command.to_string()).copied().unwrap_or(0);
+        let allowed = 1 + acked.max(recorded);
         f.double_runs += n.saturating_sub(allowed);
     }
 }
@@ -214,4 +228,59 @@ async fn verify(url: &str) -> Result<String, String> {
         .await
         .map_err(|e| format!("failed: {e}"))?;
     Ok(format!("ok: {} events", verified.count))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stored(requeued: &[Uuid]) -> Stored {
+        Stored {
+            proposals: HashMap::new(),
+            approvals: HashSet::new(),
+            commands: HashMap::new(),
+            changes: Vec::new(),
+            requeued: requeued.iter().fold(HashMap::new(), |mut n, id| {
+                *n.entry(id.to_string()).or_default() += 1;
+                n
+            }),
+        }
+    }
+
+    fn double_runs(entries: &[Entry], db: &Stored) -> usize {
+        let mut f = Findings::default();
+        runs(entries, db, &mut f);
+        f.double_runs
+    }
+
+    #[test]
+    fn a_retry_is_allowed_by_a_failure_the_trail_records_or_the_ledger_acknowledged() {
+        let command = Uuid::new_v4();
+        let run = || Entry::Run { command };
+        let failed = Entry::Report {
+            command,
+            outcome: "failed".into(),
+        };
+        assert_eq!(double_runs(&[run()], &stored(&[])), 0, "one run");
+        assert_eq!(
+            double_runs(&[run(), run()], &stored(&[])),
+            1,
+            "run again with no failure recorded anywhere"
+        );
+        assert_eq!(
+            double_runs(&[run(), run()], &stored(&[command])),
+            0,
+            "a failure the server committed, its answer cut off by a kill"
+        );
+        assert_eq!(
+            double_runs(&[run(), failed, run()], &stored(&[])),
+            0,
+            "an acknowledged failure"
+        );
+        assert_eq!(
+            double_runs(&[run(), run(), run()], &stored(&[command])),
+            1,
+            "one failure allows one more run, not two"
+        );
+    }
 }
