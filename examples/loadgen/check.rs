@@ -71,10 +71,7 @@ async fn stored(url: &str) -> Result<Stored, sqlx::Error> {
                     .map(|(id, status, attempts)| (id, (status, attempts)))
                     .collect(),
                 changes,
-                requeued: requeued.into_iter().fold(HashMap::new(), |mut n, (id,)| {
-                    *n.entry(id).or_default() += 1;
-                    n
-                }),
+                requeued: counted(requeued.into_iter().map(|(id,)| id)),
             }
         }};
     }
@@ -82,6 +79,14 @@ async fn stored(url: &str) -> Result<Stored, sqlx::Error> {
         read!(SqlitePool::connect(url).await?)
     } else {
         read!(PgPool::connect(url).await?)
+    })
+}
+
+/// How often each key occurs.
+fn counted<K: Eq + std::hash::Hash>(keys: impl IntoIterator<Item = K>) -> HashMap<K, usize> {
+    keys.into_iter().fold(HashMap::new(), |mut n, key| {
+        *n.entry(key).or_default() += 1;
+        n
     })
 }
 
@@ -240,10 +245,7 @@ mod tests {
             approvals: HashSet::new(),
             commands: HashMap::new(),
             changes: Vec::new(),
-            requeued: requeued.iter().fold(HashMap::new(), |mut n, id| {
-                *n.entry(id.to_string()).or_default() += 1;
-                n
-            }),
+            requeued: counted(requeued.iter().map(Uuid::to_string)),
         }
     }
 
