@@ -95,7 +95,7 @@ macro_rules! insert_columns {
 
 // After `insert_columns!`, which it uses too.
 mod inline;
-pub(super) use inline::append_and_commit;
+pub(super) use inline::{Begin, append_and_commit, append_inline};
 
 /// PostgreSQL: the rows as one array a column (parameters `$1` to `$17`), zipped back into rows
 /// (`r`); `details` is kept as the canonical text given (`json`, which `jsonb` would re-print).
@@ -158,23 +158,8 @@ pub(super) async fn append(
         }
         None => relink(conn, &mut rows, &texts, None).await?,
     };
-    let changes = rows
-        .iter()
-        .zip(proposals)
-        .filter_map(|(row, proposal)| {
-            Some(StatusChange {
-                proposal: proposal?,
-                before: row.before_status.clone(),
-                after: row.after_status.clone()?,
-                event_id: row.id,
-                seq: row.seq,
-                kind: row.kind.clone(),
-                at: row.at,
-            })
-        })
-        .collect();
     Ok(Appended {
-        changes,
+        changes: StatusChange::of_rows(&rows, proposals),
         head: Some(head),
         targets,
     })

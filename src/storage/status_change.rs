@@ -4,6 +4,8 @@
 use time::OffsetDateTime;
 use uuid::Uuid;
 
+use crate::audit::chain::ChainedEvent;
+
 /// A proposal's status change, as its event was appended to the chain: what wakes waiters and
 /// queues webhook deliveries at commit.
 #[derive(Debug, Clone)]
@@ -22,4 +24,25 @@ pub struct StatusChange {
     pub kind: String,
     /// When it happened.
     pub at: OffsetDateTime,
+}
+
+impl StatusChange {
+    /// The status changes among `rows` (linked into the chain): those of the rows that moved a
+    /// proposal (`proposals`, one entry a row).
+    pub(super) fn of_rows(rows: &[ChainedEvent], proposals: Vec<Option<Uuid>>) -> Vec<Self> {
+        rows.iter()
+            .zip(proposals)
+            .filter_map(|(row, proposal)| {
+                Some(StatusChange {
+                    proposal: proposal?,
+                    before: row.before_status.clone(),
+                    after: row.after_status.clone()?,
+                    event_id: row.id,
+                    seq: row.seq,
+                    kind: row.kind.clone(),
+                    at: row.at,
+                })
+            })
+            .collect()
+    }
 }

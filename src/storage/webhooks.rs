@@ -11,6 +11,7 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::conn::{Conn, on};
+use super::direct::raw;
 use super::error::Result;
 use super::status_change::StatusChange;
 use crate::domain::webhook::{AuditRef, StatusChanged};
@@ -102,6 +103,28 @@ pub async fn queue_status_changes(
     Ok(queued)
 }
 
+/// SQLite: the callbacks of the proposals in `$1` (a JSON array of their ids), as
+/// [`targets`] reads them through sqlx and [`targets_direct`] on the writer's own thread.
+const SQLITE_TARGETS: &str = "select p.id as proposal_id, t.id as token_id, t.webhook_url \
+     from proposals p join api_tokens t on t.id = p.token_id \
+     where p.id in (select unhex(replace(value, '-', '')) from json_each($1)) \
+     and t.webhook_url is not null and t.revoked_at is null";
+
+/// SQLite: [`targets`] read through rusqlite, on a connection whose handle the caller holds
+/// (the writer's, inside its group's transaction, as it appends the group's events).
+pub(super) fn targets_direct(db: &rusqlite::Connection, proposals: &[Uuid]) -> Result<Vec<Target>> {
+    let ids = serde_json::to_string(proposals).map_err(|e| {
+        super::error::StorageError::Corrupt(format!("proposal ids did not serialise: {e}"))
+    })?;
+    raw::all(db, SQLITE_TARGETS, [ids], |cols| {
+        Ok(Target {
+            proposal_id: cols.uuid("proposal_id")?,
+            token_id: cols.uuid("token_id")?,
+            webhook_url: cols.text("webhook_url")?,
+        })
+    })
+}
+
 /// The callbacks of these proposals' tokens. On PostgreSQL the same statement tells every
 /// instance listening that the proposals changed status ([`super::changes::PROPOSAL_CHANNEL`],
 /// delivered at commit; SQLite has one process, told directly): one round trip on the writer's
@@ -109,16 +132,10 @@ pub async fn queue_status_changes(
 /// read; the targets join it from the side, so they never decide whether the notifications go.
 async fn targets(conn: Conn<'_>, proposals: &[Uuid]) -> Result<Vec<Target>> {
     match conn {
-        Conn::Sqlite(c) => {
-            let sql = "select p.id as proposal_id, t.id as token_id, t.webhook_url \
-                       from proposals p join api_tokens t on t.id = p.token_id \
-                       where p.id in (select unhex(replace(value, '-', '')) from json_each($1)) \
-                       and t.webhook_url is not null and t.revoked_at is null";
-            Ok(sqlx::query_as(sql)
-                .bind(Json(proposals))
-                .fetch_all(c)
-                .await?)
-        }
+        Conn::Sqlite(c) => Ok(sqlx::query_as(SQLITE_TARGETS)
+            .bind(Json(proposals))
+            .fetch_all(c)
+            .await?),
         Conn::Postgres(c) => {
             let sql = concat!(
                 "select x.proposal_id, x.token_id, x.webhook_url from (",

@@ -20,9 +20,11 @@
 //!   such a group, events-only records are appended after the changes' own events. A change
 //!   whose failure is an answer rather than an error (a conflict that wrote nothing) should
 //!   return it inside `Ok`, so the group is not run twice for it.
-//! - On SQLite, a group that only records events moving no proposal (pre-tool-checks) is
-//!   appended and committed on the writer's own thread, with no hand-off to sqlx's connection
-//!   thread per statement ([`commit_events`], [`audit::append_and_commit`]).
+//! - On SQLite, every group ends on the writer's own thread: its events appended, their
+//!   webhook targets read and (with nothing more to write) the commit, in one hand-off to
+//!   sqlx's connection thread instead of one a statement ([`audit::append_inline`]); a group
+//!   that only records events moving no proposal (pre-tool-checks) is begun there too
+//!   ([`commit_events`], [`audit::append_and_commit`]).
 //!
 //! A group that starts smaller than the writer expects waits, a few hundred microseconds at
 //! most, for the callers the last group answered to come back ([`gather`]): executors leasing

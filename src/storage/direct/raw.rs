@@ -103,6 +103,23 @@ pub(crate) fn first<T>(
     }
 }
 
+/// Every row `sql` selects with `params`, each read by `read`; the statement is prepared once
+/// per connection.
+pub(crate) fn all<T>(
+    db: &Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+    read: impl Fn(&Cols<'_, '_>) -> Result<T>,
+) -> Result<Vec<T>> {
+    let mut statement = db.prepare_cached(sql).map_err(sqlite)?;
+    let mut rows = statement.query(params).map_err(sqlite)?;
+    let mut all = Vec::new();
+    while let Some(row) = rows.next().map_err(sqlite)? {
+        all.push(read(&Cols(row))?);
+    }
+    Ok(all)
+}
+
 /// A stepped row's columns by name, decoded as sqlx stores them on SQLite: UUIDs as 16-byte
 /// blobs, times as RFC 3339 text, JSON as text. A value of another type is corrupt.
 pub(crate) struct Cols<'r, 's>(&'r Row<'s>);

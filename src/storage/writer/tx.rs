@@ -127,11 +127,36 @@ impl Tx {
         let events = std::mem::take(&mut self.events);
         let notices = std::mem::take(&mut self.notices);
         let known = self.head.take();
+        let channels = changed.notify_channels();
+        let appended = match &mut self.held {
+            // SQLite: the events, their webhook targets and (with nothing more to write) the
+            // commit, in one hand-off to sqlx's connection thread.
+            Held::Sqlite(c) if !events.is_empty() => {
+                let last = channels.is_empty();
+                let inline = audit::append_inline(c, events, known, audit::Begin::Open, last);
+                let inline = inline.await?;
+                if inline.commit.is_some() {
+                    let committed = Committed {
+                        head: Some(inline.head),
+                        moved: inline.changes.iter().map(|c| c.proposal).collect(),
+                        commit: inline.commit,
+                        ..Committed::default()
+                    };
+                    return Ok((committed, self.held));
+                }
+                audit::Appended {
+                    changes: inline.changes,
+                    head: Some(inline.head),
+                    targets: Some(inline.targets),
+                }
+            }
+            _ => audit::append(self.conn(), events, known).await?,
+        };
         let audit::Appended {
             changes,
             head,
             targets,
-        } = audit::append(self.conn(), events, known).await?;
+        } = appended;
         let mut committed = Committed {
             head,
             ..Committed::default()
@@ -143,7 +168,6 @@ impl Tx {
             committed.deliveries =
                 webhooks::queue_status_changes(self.conn(), &changes, targets).await?;
         }
-        let channels = changed.notify_channels();
         if !channels.is_empty() && (!changes.is_empty() || !notices.is_empty()) {
             committed.notifications =
                 notifications::queue(self.conn(), channels, &changes, &notices).await?;
