@@ -25,9 +25,13 @@ impl Services {
         else {
             return Ok(0); // longer than time goes back: nothing is that old
         };
+        // Repeatable (a delete of what is old when it runs, nothing else): a change that may
+        // not run again would make the group it joins run each change under a savepoint and
+        // none of the others' statements together (under agents' load, a slower group each
+        // batch).
         let n = self
             .store()
-            .write(move |tx| {
+            .write_repeatable(move |tx| {
                 Box::pin(async move {
                     let conn = tx.conn();
                     match kind {
