@@ -382,6 +382,9 @@ async fn migrate_postgres_if_pending(
 /// balancer's health checks take the instance out.
 const PG_ACQUIRE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
 
+/// A pooled PostgreSQL connection idle longer than this is pinged before it is lent.
+const PG_PING_IDLE: Duration = Duration::from_secs(1);
+
 /// PostgreSQL, for deployments that outgrow one machine: several Countersign instances can
 /// share one database. The queue head is claimed with `for update skip locked`, so instances
 /// never lease the same command.
@@ -398,6 +401,20 @@ async fn connect_postgres(url: &str) -> Result<(Store, AnySessionStore)> {
     let pool = PgPoolOptions::new()
         .max_connections(16)
         .acquire_timeout(PG_ACQUIRE_TIMEOUT)
+        // sqlx pings a connection before lending it (a round trip per read, on the request's
+        // path) and again when it comes back (off it). Only one that sat idle is pinged here:
+        // one in use within the last second is as alive as the answer it just read, and one
+        // that broke meanwhile fails its read, is found broken when it comes back, and is
+        // closed.
+        .test_before_acquire(false)
+        .before_acquire(|conn, meta| {
+            Box::pin(async move {
+                if meta.idle_for > PG_PING_IDLE {
+                    sqlx::Connection::ping(conn).await?;
+                }
+                Ok(true)
+            })
+        })
         .connect_with(options.clone())
         .await?;
     let sessions = tower_sessions_sqlx_store::PostgresStore::new(pool.clone());
