@@ -24,7 +24,7 @@ use crate::domain::principal::ActorKind;
 
 pub(super) mod link;
 pub use link::PendingEvent;
-use link::{SET_HEAD, SQLITE_MOVE_HEAD, link_all, unlinked};
+use link::{SET_HEAD, SQLITE_MOVE_HEAD, link_all, moved_once, unlinked};
 
 /// An audit row as read back.
 #[derive(Debug, Clone, PartialEq)]
@@ -136,9 +136,7 @@ pub(super) async fn append(
         });
     }
     let (proposals, mut rows, texts) = unlinked(events)?;
-    let mut moved: Vec<Uuid> = proposals.iter().flatten().copied().collect();
-    moved.sort_unstable();
-    moved.dedup();
+    let moved = moved_once(&proposals);
     let mut targets = None;
     let head = match known {
         Some(known) => {

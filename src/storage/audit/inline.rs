@@ -24,7 +24,7 @@ use time::format_description::well_known::Rfc3339;
 
 // The head's statements are sqlx's (`$1`…): SQLite numbers `$n` parameters in the order they
 // first appear, so rusqlite binds them by position as sqlx does.
-use super::link::{PendingEvent, SET_HEAD, SQLITE_MOVE_HEAD, link_all, unlinked};
+use super::link::{PendingEvent, SET_HEAD, SQLITE_MOVE_HEAD, link_all, moved_once, unlinked};
 use crate::audit::chain::{ChainedEvent, FACETS, Head, facet_of};
 use crate::storage::direct::raw::sqlite;
 use crate::storage::error::{Result, StorageError};
@@ -79,9 +79,7 @@ pub(crate) async fn append_inline(
     may_commit: bool,
 ) -> Result<Inline> {
     let (proposals, mut rows, texts) = unlinked(events)?;
-    let mut moved: Vec<uuid::Uuid> = proposals.iter().flatten().copied().collect();
-    moved.sort_unstable();
-    moved.dedup();
+    let moved = moved_once(&proposals);
     let mut locked = conn.lock_handle().await?;
     // SAFETY: the handle is sqlx's open connection, which its own thread does not touch while
     // `locked` is held; `db` does not close it, and is dropped (finalizing the statements it

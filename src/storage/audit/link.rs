@@ -92,6 +92,15 @@ pub(super) fn unlinked(events: Vec<PendingEvent>) -> Result<Unlinked> {
 }
 
 /// What [`unlinked`] makes of events: the proposals they move, the rows, their texts.
+/// The proposals whose status events moved (`proposals`, as [`unlinked`] answers them), each
+/// once, in order.
+pub(super) fn moved_once(proposals: &[Option<Uuid>]) -> Vec<Uuid> {
+    let mut moved: Vec<Uuid> = proposals.iter().flatten().copied().collect();
+    moved.sort_unstable();
+    moved.dedup();
+    moved
+}
+
 pub(super) type Unlinked = (Vec<Option<Uuid>>, Vec<ChainedEvent>, Vec<String>);
 
 /// Links `rows` (with their canonical details, `texts`) one after another from `from`;

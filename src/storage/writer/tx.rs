@@ -128,29 +128,21 @@ impl Tx {
         let notices = std::mem::take(&mut self.notices);
         let known = self.head.take();
         let channels = changed.notify_channels();
-        let appended = match &mut self.held {
-            // SQLite: the events, their webhook targets and (with nothing more to write) the
-            // commit, in one hand-off to sqlx's connection thread.
+        let (appended, committed_here) = match &mut self.held {
+            // SQLite: the events, their webhook targets and (with nothing more to write: no
+            // targets, no channels) the commit, in one hand-off to sqlx's connection thread.
             Held::Sqlite(c) if !events.is_empty() => {
                 let last = channels.is_empty();
                 let inline = audit::append_inline(c, events, known, audit::Begin::Open, last);
                 let inline = inline.await?;
-                if inline.commit.is_some() {
-                    let committed = Committed {
-                        head: Some(inline.head),
-                        moved: inline.changes.iter().map(|c| c.proposal).collect(),
-                        commit: inline.commit,
-                        ..Committed::default()
-                    };
-                    return Ok((committed, self.held));
-                }
-                audit::Appended {
+                let appended = audit::Appended {
                     changes: inline.changes,
                     head: Some(inline.head),
                     targets: Some(inline.targets),
-                }
+                };
+                (appended, inline.commit)
             }
-            _ => audit::append(self.conn(), events, known).await?,
+            _ => (audit::append(self.conn(), events, known).await?, None),
         };
         let audit::Appended {
             changes,
@@ -172,9 +164,14 @@ impl Tx {
             committed.notifications =
                 notifications::queue(self.conn(), channels, &changes, &notices).await?;
         }
-        let started = Instant::now();
-        self.held.execute("commit").await?;
-        committed.commit = Some(started.elapsed());
+        committed.commit = match committed_here {
+            Some(took) => Some(took),
+            None => {
+                let started = Instant::now();
+                self.held.execute("commit").await?;
+                Some(started.elapsed())
+            }
+        };
         Ok((committed, self.held))
     }
 
