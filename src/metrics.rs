@@ -31,6 +31,36 @@ const LATENCY_BUCKETS: &[f64] = &[
     10.0,
 ];
 
+/// Seconds one step of a gateway call, or one write group, takes: 50 µs to 10 s, finest below
+/// 2 ms, where the gate's own cost lies.
+const STEP_BUCKETS: &[f64] = &[
+    0.00005, 0.0001, 0.00015, 0.0002, 0.0003, 0.0004, 0.0005, 0.0006, 0.0008, 0.001, 0.00125,
+    0.0015, 0.002, 0.0025, 0.003, 0.004, 0.005, 0.0075, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 10.0,
+];
+
+/// The steps of a gateway call the built-in executor runs, each a series of
+/// `countersign_gateway_call_seconds`.
+#[derive(Debug, Clone, Copy)]
+pub enum GatewayStep {
+    /// From the agent's call reaching the gateway to the upstream call starting: the open-call
+    /// lookup, the policy, and the durable submission with its lease (calls run at once only).
+    Gate,
+    /// The upstream's answer.
+    Upstream,
+    /// The durable report of the outcome, before the agent is answered.
+    Report,
+}
+
+impl GatewayStep {
+    fn label(self) -> &'static str {
+        match self {
+            GatewayStep::Gate => "gate",
+            GatewayStep::Upstream => "upstream",
+            GatewayStep::Report => "report",
+        }
+    }
+}
+
 /// The states a gateway upstream can be in, each a series of
 /// `countersign_gateway_upstream_state`.
 const UPSTREAM_STATES: &[&str] = &["starting", "up", "down", "restarting"];
@@ -49,6 +79,8 @@ pub struct Metrics {
     webhooks: IntCounterVec,
     notifications: IntCounterVec,
     gateway_upstreams: IntGaugeVec,
+    gateway_steps: HistogramVec,
+    writes: HistogramVec,
     pruned: IntCounterVec,
     /// The decision paths' latency children, resolved once (a scrape-free hot path: no label lookup).
     check_latency: prometheus::Histogram,
@@ -91,6 +123,32 @@ impl Families<'_> {
     }
 }
 
+/// The families that time the gate's own work: (the agent API's decision paths, the steps of a
+/// gateway call, the writer's groups).
+fn timers(f: &Families<'_>) -> (HistogramVec, HistogramVec, HistogramVec) {
+    let latency = f.histogram(
+        "countersign_request_seconds",
+        "Seconds the agent API's decision paths take, by path (pre_tool_check, submission)",
+        &["path"],
+        LATENCY_BUCKETS,
+    );
+    let gateway_steps = f.histogram(
+        "countersign_gateway_call_seconds",
+        "Seconds each step of an MCP gateway call takes: gate (lookup, policy, durable \
+         submission and lease, for calls run at once), upstream, report (durable)",
+        &["step"],
+        STEP_BUCKETS,
+    );
+    let writes = f.histogram(
+        "countersign_write_seconds",
+        "Seconds the writer's groups take: group (from begin to the commit's end), commit (the \
+         commit alone: the durable flush)",
+        &["part"],
+        STEP_BUCKETS,
+    );
+    (latency, gateway_steps, writes)
+}
+
 impl Metrics {
     /// A fresh registry with every family at zero.
     pub fn new() -> Self {
@@ -101,12 +159,7 @@ impl Metrics {
             "Proposals waiting for a reviewer, by domain and risk",
             &["domain", "risk"],
         );
-        let latency = f.histogram(
-            "countersign_request_seconds",
-            "Seconds the agent API's decision paths take, by path (pre_tool_check, submission)",
-            &["path"],
-            LATENCY_BUCKETS,
-        );
+        let (latency, gateway_steps, writes) = timers(&f);
         let metrics = Self {
             check_latency: latency.with_label_values(&["pre_tool_check"]),
             submission_latency: latency.with_label_values(&["submission"]),
@@ -163,6 +216,8 @@ impl Metrics {
                  down, restarting), 0 for the others",
                 &["upstream", "state"],
             ),
+            gateway_steps,
+            writes,
             pruned: f.counter(
                 "countersign_pruned_rows_total",
                 "Operational rows deleted past their retention, by table",
@@ -188,6 +243,13 @@ impl Metrics {
         self.leases.with_label_values(none);
         for result in ["delivered", "retry", "failed"] {
             self.webhooks.with_label_values(&[result]);
+        }
+        for step in [
+            GatewayStep::Gate,
+            GatewayStep::Upstream,
+            GatewayStep::Report,
+        ] {
+            self.gateway_steps.with_label_values(&[step.label()]);
         }
         for table in crate::domain::retention::Prunable::ALL {
             self.pruned.with_label_values(&[table.as_str()]);
@@ -258,6 +320,20 @@ impl Metrics {
                 .with_label_values(&[upstream, each])
                 .set(value);
         }
+    }
+
+    /// A step of a gateway call took `took`.
+    pub fn gateway_step(&self, step: GatewayStep, took: Duration) {
+        (self.gateway_steps.with_label_values(&[step.label()])).observe(took.as_secs_f64());
+    }
+
+    /// The writer's timers, (group, commit): the store observes each group's times into them
+    /// (`WriterStats::time_into`).
+    pub fn write_timers(&self) -> (prometheus::Histogram, prometheus::Histogram) {
+        (
+            self.writes.with_label_values(&["group"]),
+            self.writes.with_label_values(&["commit"]),
+        )
     }
 
     /// A pre-tool-check took `took`.

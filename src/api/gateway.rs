@@ -48,6 +48,7 @@ use crate::domain::command::CommandStatus;
 use crate::domain::gateway::{CallInput, Definition, ToolName, WAIT_TOOL, proposal_for};
 use crate::domain::lifecycle::{ProposalStatus, status_at};
 use crate::gateway::{CallError, Gateway, executor};
+use crate::metrics::GatewayStep;
 use crate::service::{MAX_WAIT, Services, Submitted};
 
 /// The gateway's route, when the server has a gateway.
@@ -162,6 +163,7 @@ impl GatewayMcp {
         caller: &Caller,
         call: &CallInput<'_>,
     ) -> Result<(Uuid, Option<crate::service::AgentView>), ApiError> {
+        let started = std::time::Instant::now();
         if let Some(id) = (self.services)
             .open_gateway_call(&caller.0, &call.key_prefix())
             .await?
@@ -189,6 +191,7 @@ impl GatewayMcp {
             (Submitted::Created(r), None) => return Ok((r.id, Some((r, None)))),
             (Submitted::Created(r), Some((leased, run))) => (r, leased, run),
         };
+        (self.services.metrics()).gateway_step(GatewayStep::Gate, started.elapsed());
         // On a task of its own: an agent that hangs up does not cut the call short of its report.
         let (gateway, services) = (Arc::clone(&self.gateway), self.services.clone());
         let ran =

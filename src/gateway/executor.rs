@@ -28,6 +28,7 @@ use crate::domain::contract::canonical::sha256_hex;
 use crate::domain::gateway::{GATEWAY_EXECUTOR, ToolName, Upstream};
 use crate::domain::principal::Principal;
 use crate::domain::record::CommandRecord;
+use crate::metrics::GatewayStep;
 use crate::service::{LeaseRequest, Leased, Report, Services};
 
 /// The largest result kept with a command, in bytes of its JSON.
@@ -162,6 +163,7 @@ async fn execute(gateway: &Gateway, services: &Services, leased: Leased) -> Opti
     let me = Principal::Executor(GATEWAY_EXECUTOR.to_owned());
     let command = &leased.command;
     let lease_token = leased.lease_token.expose().to_owned();
+    let started = std::time::Instant::now();
     let ran = if grant_holds(services, &leased) {
         let heartbeat = async {
             let mut tick = tokio::time::interval(Duration::from_secs(LEASE_SECONDS / 3));
@@ -187,6 +189,7 @@ async fn execute(gateway: &Gateway, services: &Services, leased: Leased) -> Opti
             "the command's grant did not verify; it was not run",
         )
     };
+    (services.metrics()).gateway_step(GatewayStep::Upstream, started.elapsed());
     let Ran(outcome, body, side_effect) = ran;
     let report = Report {
         command_id: command.id,
@@ -196,7 +199,10 @@ async fn execute(gateway: &Gateway, services: &Services, leased: Leased) -> Opti
         side_effect,
     };
     let id = report.command_id;
-    match services.report(&me, report).await {
+    let started = std::time::Instant::now();
+    let reported = services.report(&me, report).await;
+    (services.metrics()).gateway_step(GatewayStep::Report, started.elapsed());
+    match reported {
         Ok(command) => Some(command),
         Err(e) => {
             tracing::warn!(command.id = %id, error = %e, "the gateway executor's report was refused");

@@ -83,6 +83,9 @@ impl Services {
 
     /// The same, on another clock.
     pub fn with_clock(store: Store, policy: Arc<Policy>, clock: Arc<dyn Clock>) -> Self {
+        let metrics = Arc::new(Metrics::new());
+        let (group, commit) = metrics.write_timers();
+        store.writer_stats().time_into(group, commit);
         Self {
             store,
             policy: Arc::new(PolicyCell::new(policy)),
@@ -95,7 +98,7 @@ impl Services {
             facets: Arc::default(),
             hashing: Arc::default(),
             webhooks: Arc::new(Webhooks::new(WebhookSettings::default())),
-            metrics: Arc::default(),
+            metrics,
             notify: Arc::default(),
             windows: Arc::default(),
             gateway_upstreams: Arc::from(Vec::new()),

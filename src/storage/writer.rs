@@ -406,9 +406,16 @@ async fn commit_batch(
     // A group that started over holds nothing staged (its transaction is a fresh one).
     let staged = std::mem::take(&mut tx.staged);
     let (committed, held) = tx.commit(changed).await?;
-    let commit = committed.commit;
-    tracing::debug!(changes = batch.len(), ?ran, ?commit, took = ?started.elapsed(), "group committed");
+    let (commit, took) = (committed.commit, started.elapsed());
+    tracing::debug!(
+        changes = batch.len(),
+        ?ran,
+        ?commit,
+        ?took,
+        "group committed"
+    );
     writer.stats.committed(&staged);
+    writer.stats.timed(took, commit);
     Ok(writer.committed(held, committed))
 }
 
@@ -448,8 +455,9 @@ async fn commit_events(
             tx.commit(changed).await?
         }
     };
-    let commit = committed.commit;
-    tracing::debug!(changes = batch.len(), ?commit, took = ?started.elapsed(), "group committed");
+    let (commit, took) = (committed.commit, started.elapsed());
+    tracing::debug!(changes = batch.len(), ?commit, ?took, "group committed");
+    writer.stats.timed(took, commit);
     Ok(writer.committed(held, committed))
 }
 

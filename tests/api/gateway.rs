@@ -764,7 +764,11 @@ async fn a_streamable_http_upstream_answers_an_accepted_call_at_once(backend: &s
         (name == "UPSTREAM_KEY").then(|| "upstream-only-secret".to_owned())
     })
     .expect("valid");
-    let app = TestApp::spawn_full(backend, Some(POLICY), |s| s.gateway = Some(config)).await;
+    let app = TestApp::spawn_full(backend, Some(POLICY), |s| {
+        s.gateway = Some(config);
+        s.metrics_token = Some(MetricsToken(metrics::TOKEN.into()));
+    })
+    .await;
     all_up(&app).await;
     let token = app.agent_token("coder").await;
     let listed = run(&app, &token, &["list"]).await;
@@ -786,6 +790,26 @@ async fn a_streamable_http_upstream_answers_an_accepted_call_at_once(backend: &s
         )
         .await;
     assert_eq!(leased, 1, "leased once, by the built-in executor");
+    // Each step of the call is timed, and so is each write group's commit.
+    let (_, scraped) = metrics::scrape(&app, &app.base, Some(metrics::TOKEN)).await;
+    let samples = metrics::parse(&scraped);
+    for step in ["gate", "upstream", "report"] {
+        let timed = metrics::value(
+            &samples,
+            "countersign_gateway_call_seconds",
+            &[("step", step)],
+        );
+        assert_eq!(
+            timed,
+            Some(1.0),
+            "the call's {step} step, timed once: {scraped}"
+        );
+    }
+    let commits = metrics::value(&samples, "countersign_write_seconds", &[("part", "commit")]);
+    assert!(
+        commits.is_some_and(|n| n >= 2.0),
+        "the submission's commit and the report's, timed: {scraped}"
+    );
 
     // A paused tool's accepted call is not leased where it was submitted: it waits in the
     // queue (the agent is told it is pending at the hold) and runs once the tool is resumed.

@@ -1,7 +1,9 @@
 //! The writer's running totals: how many of its groups' changes it made together, up front
-//! ([`super::Upfront`]).
+//! ([`super::Upfront`]); and, once an operator's metrics ask for them, each group's times.
 
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use super::upfront::Staged;
 use crate::storage::commands::{StagedClaims, StagedSettles};
@@ -16,6 +18,16 @@ pub struct WriterStats {
     settled_with_leases: AtomicU64,
     queue_statements: AtomicU64,
     appended_on_thread: AtomicU64,
+    /// Where each group's times go ([`WriterStats::time_into`]).
+    timers: OnceLock<Timers>,
+}
+
+/// The histograms a group's times are observed into: its whole time on the writer, and its
+/// `commit` statement's (the durable flush).
+#[derive(Debug)]
+struct Timers {
+    group: prometheus::Histogram,
+    commit: prometheus::Histogram,
 }
 
 impl WriterStats {
@@ -56,6 +68,23 @@ impl WriterStats {
     /// thread (SQLite: [`crate::storage::audit::append_and_commit`]).
     pub fn appended_on_thread(&self) -> u64 {
         self.appended_on_thread.load(Ordering::Relaxed)
+    }
+
+    /// From now on, observes each committed group's time on the writer into `group` and its
+    /// `commit` statement's into `commit` (once: a second call keeps the first pair).
+    pub fn time_into(&self, group: prometheus::Histogram, commit: prometheus::Histogram) {
+        let _ = self.timers.set(Timers { group, commit });
+    }
+
+    /// A group committed: it took `group` on the writer, its `commit` statement `commit`.
+    pub(super) fn timed(&self, group: Duration, commit: Option<Duration>) {
+        let Some(timers) = self.timers.get() else {
+            return;
+        };
+        timers.group.observe(group.as_secs_f64());
+        if let Some(commit) = commit {
+            timers.commit.observe(commit.as_secs_f64());
+        }
     }
 
     /// Counts `events` appended on the writer's own thread.
