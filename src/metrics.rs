@@ -38,14 +38,14 @@ const STEP_BUCKETS: &[f64] = &[
     0.0015, 0.002, 0.0025, 0.003, 0.004, 0.005, 0.0075, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 10.0,
 ];
 
-/// The steps of a gateway call the built-in executor runs, each a series of
-/// `countersign_gateway_call_seconds`.
+/// The steps of a gateway call the policy accepted, run at once where it was made (not a held
+/// call run later, nor a retry), each a series of `countersign_gateway_call_seconds`.
 #[derive(Debug, Clone, Copy)]
 pub enum GatewayStep {
-    /// From the agent's call reaching the gateway to the upstream call starting: the open-call
-    /// lookup, the policy, and the durable submission with its lease (calls run at once only).
+    /// From the gateway taking the agent's call to its submission being durable: the open-call
+    /// lookup, the policy, and the durable submission with its lease.
     Gate,
-    /// The upstream's answer.
+    /// The upstream's answer to the call as sent.
     Upstream,
     /// The durable report of the outcome, before the agent is answered.
     Report,
@@ -134,15 +134,15 @@ fn timers(f: &Families<'_>) -> (HistogramVec, HistogramVec, HistogramVec) {
     );
     let gateway_steps = f.histogram(
         "countersign_gateway_call_seconds",
-        "Seconds each step of an MCP gateway call takes: gate (lookup, policy, durable \
-         submission and lease, for calls run at once), upstream, report (durable)",
+        "Seconds each step of an accepted MCP gateway call run at once takes: gate (lookup, \
+         policy, durable submission and lease), upstream, report (durable)",
         &["step"],
         STEP_BUCKETS,
     );
     let writes = f.histogram(
         "countersign_write_seconds",
-        "Seconds the writer's groups take: group (from begin to the commit's end), commit (the \
-         commit alone: the durable flush)",
+        "Seconds the writer's groups take: group (from the writer taking it to its commit's \
+         end), commit (the commit alone: the durable flush)",
         &["part"],
         STEP_BUCKETS,
     );

@@ -28,7 +28,7 @@ use crate::domain::contract::canonical::sha256_hex;
 use crate::domain::gateway::{GATEWAY_EXECUTOR, ToolName, Upstream};
 use crate::domain::principal::Principal;
 use crate::domain::record::CommandRecord;
-use crate::metrics::GatewayStep;
+use crate::metrics::{GatewayStep, Metrics};
 use crate::service::{LeaseRequest, Leased, Report, Services};
 
 /// The largest result kept with a command, in bytes of its JSON.
@@ -89,7 +89,7 @@ pub(crate) async fn run_leased(
     leased: Leased,
     run: RunAtOnce,
 ) -> Option<CommandRecord> {
-    let ran = execute(gateway, services, leased).await;
+    let ran = execute(gateway, services, leased, true).await;
     drop(run.slot);
     ran
 }
@@ -120,7 +120,7 @@ async fn run(gateway: Arc<Gateway>, services: Services, scope: ToolScope, slots:
             Ok(Some(leased)) => {
                 let (gateway, services) = (Arc::clone(&gateway), services.clone());
                 tokio::spawn(async move {
-                    execute(&gateway, &services, leased).await;
+                    execute(&gateway, &services, leased, false).await;
                     drop(permit);
                 });
             }
@@ -159,11 +159,18 @@ fn refused(code: &str, message: &str) -> Ran {
     Ran(Outcome::Failed, body, SideEffect::None)
 }
 
-async fn execute(gateway: &Gateway, services: &Services, leased: Leased) -> Option<CommandRecord> {
+/// Runs a leased call and reports it; a call run `at_once` where it was submitted has its
+/// upstream call and its report timed ([`GatewayStep`]).
+async fn execute(
+    gateway: &Gateway,
+    services: &Services,
+    leased: Leased,
+    at_once: bool,
+) -> Option<CommandRecord> {
     let me = Principal::Executor(GATEWAY_EXECUTOR.to_owned());
     let command = &leased.command;
     let lease_token = leased.lease_token.expose().to_owned();
-    let started = std::time::Instant::now();
+    let timer = at_once.then(|| services.metrics());
     let ran = if grant_holds(services, &leased) {
         let heartbeat = async {
             let mut tick = tokio::time::interval(Duration::from_secs(LEASE_SECONDS / 3));
@@ -179,7 +186,7 @@ async fn execute(gateway: &Gateway, services: &Services, leased: Leased) -> Opti
             }
         };
         tokio::select! {
-            ran = call(gateway, command) => ran,
+            ran = call(gateway, command, timer) => ran,
             () = heartbeat => unreachable!("the heartbeat never ends"),
         }
     } else {
@@ -189,7 +196,6 @@ async fn execute(gateway: &Gateway, services: &Services, leased: Leased) -> Opti
             "the command's grant did not verify; it was not run",
         )
     };
-    (services.metrics()).gateway_step(GatewayStep::Upstream, started.elapsed());
     let Ran(outcome, body, side_effect) = ran;
     let report = Report {
         command_id: command.id,
@@ -201,7 +207,9 @@ async fn execute(gateway: &Gateway, services: &Services, leased: Leased) -> Opti
     let id = report.command_id;
     let started = std::time::Instant::now();
     let reported = services.report(&me, report).await;
-    (services.metrics()).gateway_step(GatewayStep::Report, started.elapsed());
+    if let Some(metrics) = timer {
+        metrics.gateway_step(GatewayStep::Report, started.elapsed());
+    }
     match reported {
         Ok(command) => Some(command),
         Err(e) => {
@@ -212,8 +220,8 @@ async fn execute(gateway: &Gateway, services: &Services, leased: Leased) -> Opti
 }
 
 /// Makes the approved call, if the tool is still served with the definition it was approved
-/// against.
-async fn call(gateway: &Gateway, command: &CommandRecord) -> Ran {
+/// against; a call sent is timed into `timer`, if given.
+async fn call(gateway: &Gateway, command: &CommandRecord, timer: Option<&Metrics>) -> Ran {
     let spec = &command.spec;
     let Some(name) = ToolName::from_internal(&spec.tool.name) else {
         return refused("no_such_tool", "no gateway upstream serves this tool");
@@ -247,7 +255,12 @@ async fn call(gateway: &Gateway, command: &CommandRecord) -> Ran {
         true => SideEffect::None,
         false => SideEffect::Possible,
     };
-    match gateway.call(&name, spec.parameters.clone()).await {
+    let sent = std::time::Instant::now();
+    let answered = gateway.call(&name, spec.parameters.clone()).await;
+    if let Some(metrics) = timer {
+        metrics.gateway_step(GatewayStep::Upstream, sent.elapsed());
+    }
+    match answered {
         Ok(result) => {
             let is_error = result.get("isError").and_then(Value::as_bool) == Some(true);
             let body = bounded(result);
