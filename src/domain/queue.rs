@@ -44,6 +44,16 @@ impl RiskLevel {
             RiskLevel::High => 3,
         }
     }
+
+    /// The level of a [`rank`](Self::rank); `None` for a number that is none.
+    pub const fn from_rank(rank: i64) -> Option<Self> {
+        match rank {
+            1 => Some(RiskLevel::Low),
+            2 => Some(RiskLevel::Medium),
+            3 => Some(RiskLevel::High),
+            _ => None,
+        }
+    }
 }
 
 /// Which pending proposals to show; every filter is optional and all given must hold.
@@ -231,6 +241,16 @@ pub fn parse_domains(s: &str) -> Result<Vec<String>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_risk_level_reads_back_from_its_rank_and_no_other_number_does() {
+        for level in [RiskLevel::Low, RiskLevel::Medium, RiskLevel::High] {
+            assert_eq!(RiskLevel::from_rank(level.rank()), Some(level));
+        }
+        for rank in [0, 4, -1, i64::MAX] {
+            assert_eq!(RiskLevel::from_rank(rank), None, "{rank}");
+        }
+    }
 
     #[test]
     fn a_query_string_reads_into_filters_and_back() {

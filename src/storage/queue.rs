@@ -20,9 +20,10 @@
 use time::OffsetDateTime;
 
 use super::conn::Conn;
-use super::error::Result;
+use super::error::{Result, StorageError};
 use super::proposals::{COLUMNS, ProposalRecord, ProposalRow, records};
 use super::statement::{Arg, Statement, fetch_all};
+use crate::domain::contract::vocab::RiskLevel;
 use crate::domain::queue::{QueueFilter, QueueKey, QueueQuery, QueueSort, Regime};
 
 /// Which reviewer asks: `None` sees every domain, `Some` only those listed.
@@ -237,14 +238,54 @@ fn walk(
 }
 
 /// Every pending proposal, grouped by agent, domain, tool, risk, route and regimes.
+///
+/// Grouped by the risk's rank, not its name: every `queue_by_*` index carries the rank and
+/// every other column grouped by, so the read walks one index over the pending rows alone
+/// and never the table. By the name, PostgreSQL read the whole table (at 1,000,000 proposals,
+/// 208,000 pending: a parallel scan of 0.74 s on both cores, against 0.22 s on one).
 pub async fn groups(conn: Conn<'_>) -> Result<Vec<QueueGroup>> {
     let mut stmt = Statement::default();
     stmt.push(
-        "select agent, domain, tool_name, risk_level, route, \
+        "select agent, domain, tool_name, cast(risk_rank as bigint) as risk_rank, route, \
          cast(case when gdpr then 1 else 0 end as bigint) as gdpr, \
          cast(case when hipaa then 1 else 0 end as bigint) as hipaa, count(*) as n \
          from proposals where status = 'pending' \
-         group by agent, domain, tool_name, risk_level, route, gdpr, hipaa",
+         group by agent, domain, tool_name, risk_rank, route, gdpr, hipaa",
     );
-    Ok(fetch_all!(conn, QueueGroup, stmt)?)
+    fetch_all!(conn, GroupRow, stmt)?
+        .into_iter()
+        .map(QueueGroup::try_from)
+        .collect()
+}
+
+/// A [`QueueGroup`] as read: its risk by rank.
+#[derive(sqlx::FromRow)]
+struct GroupRow {
+    agent: String,
+    domain: String,
+    tool_name: String,
+    risk_rank: i64,
+    route: String,
+    gdpr: i64,
+    hipaa: i64,
+    n: i64,
+}
+
+impl TryFrom<GroupRow> for QueueGroup {
+    type Error = StorageError;
+
+    fn try_from(r: GroupRow) -> Result<Self> {
+        let risk = RiskLevel::from_rank(r.risk_rank)
+            .ok_or_else(|| StorageError::Corrupt(format!("risk rank {}", r.risk_rank)))?;
+        Ok(QueueGroup {
+            agent: r.agent,
+            domain: r.domain,
+            tool_name: r.tool_name,
+            risk_level: risk.as_str().to_owned(),
+            route: r.route,
+            gdpr: r.gdpr,
+            hipaa: r.hipaa,
+            n: r.n,
+        })
+    }
 }

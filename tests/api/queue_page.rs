@@ -112,6 +112,13 @@ async fn filters_counts_and_pages_show_all_of_it(backend: &str) {
         first.contains(">billing-bot (6)</option>"),
         "{backend}: per-value counts"
     );
+    for risk in [
+        ">low (60)</option>",
+        ">medium (4)</option>",
+        ">high (6)</option>",
+    ] {
+        assert!(first.contains(risk), "{backend}: counted by risk: {risk}");
+    }
 
     // Filters by their public names; counts say how many match.
     let html = browser.page("/?agent=billing-bot").await;
