@@ -45,14 +45,9 @@ impl RiskLevel {
         }
     }
 
-    /// The level of a [`rank`](Self::rank); `None` for a number that is none.
-    pub const fn from_rank(rank: i64) -> Option<Self> {
-        match rank {
-            1 => Some(RiskLevel::Low),
-            2 => Some(RiskLevel::Medium),
-            3 => Some(RiskLevel::High),
-            _ => None,
-        }
+    /// The level whose [`rank`](Self::rank) is `rank`; `None` when no level has it.
+    pub fn from_rank(rank: i64) -> Option<Self> {
+        Self::ALL.iter().copied().find(|level| level.rank() == rank)
     }
 }
 
@@ -244,7 +239,7 @@ mod tests {
 
     #[test]
     fn a_risk_level_reads_back_from_its_rank_and_no_other_number_does() {
-        for level in [RiskLevel::Low, RiskLevel::Medium, RiskLevel::High] {
+        for &level in RiskLevel::ALL {
             assert_eq!(RiskLevel::from_rank(level.rank()), Some(level));
         }
         for rank in [0, 4, -1, i64::MAX] {
