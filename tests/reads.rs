@@ -2,11 +2,15 @@
 //! connections of its own, stepped on the caller's thread) is exactly what the pooled read
 //! answers, at every stage of a proposal's life and for every column; a value stored in a
 //! form only sqlx decodes is read through the pool; a read still gets an answer when every
-//! direct connection is lent; and the gateway's open-call lookup finds what the pool finds.
+//! direct connection is lent. And the agent's read a gateway call makes of itself: one open
+//! copy of a call, however many submissions make it at once.
 
 mod common;
 
-use common::LeaseAs;
+use std::sync::Arc;
+
+use common::{LeaseAs, Write};
+use countersign::domain::Policy;
 use countersign::domain::principal::Principal;
 
 use countersign::domain::command::retry::SideEffect;
@@ -14,7 +18,7 @@ use countersign::domain::command::{CommandStatus, Outcome};
 use countersign::domain::lifecycle::ReviewVerdict;
 use countersign::domain::principal::Role;
 use countersign::service::{Report, Services, Submitted};
-use countersign::storage::{Backend, Store, commands, gateway, proposals};
+use countersign::storage::{Backend, Store, commands, proposals};
 use serde_json::{Value, json};
 use time::format_description::well_known::Rfc3339;
 use uuid::Uuid;
@@ -237,59 +241,112 @@ async fn a_read_with_every_connection_lent_uses_the_pool(backend: &str) {
     );
 }
 
-/// Agent `agent`'s open call with key prefix `prefix` as the point read finds it, asserted to be
-/// what the pooled read finds (on SQLite read directly).
-async fn open_call_as_pooled(store: &Store, agent: &str, prefix: &str) -> Option<Uuid> {
-    let mut read = store.read().await.expect("pooled read");
-    let pooled = gateway::open_call(read.conn(), agent, prefix)
-        .await
-        .expect("pooled open call");
-    drop(read);
-    let mut point = store.point_read().await.expect("point read");
-    let found = point.open_gateway_call(agent, prefix).await;
-    assert_eq!(found.expect("point open call"), pooled);
-    assert_eq!(point.is_direct(), store.backend() == Backend::Sqlite);
-    pooled
+/// A gateway call's proposal body from agent-a: its idempotency key is `prefix` and a new id,
+/// as the gateway makes it.
+fn gateway_call(prefix: &str) -> Value {
+    let mut body = common::proposal_body("agent-a");
+    body["idempotency_key"] = json!(format!("{prefix}{}", Uuid::now_v7()));
+    body
 }
 
-/// The gateway's lookup of the same call still open (pending, or approved and not yet run)
-/// answers on the point read what it answers through the pool, as calls open and end.
-async fn an_open_gateway_call_is_found_as_the_pool_finds_it(backend: &str) {
-    let (services, _url, _dir) = common::fresh_services(backend).await;
-    let store = services.store().clone();
+/// What a submission answered: the proposal's id, and whether it made it.
+async fn submitted(services: &Services, body: &Value) -> (Uuid, bool) {
+    match services
+        .submit(&Principal::Agent("agent-a".into()), body)
+        .await
+    {
+        Ok(Submitted::Created(p)) => (p.id, true),
+        Ok(Submitted::Replayed(p)) => (p.id, false),
+        Err(e) => panic!("a gateway call's submission failed: {e:?}"),
+    }
+}
+
+/// The proposals whose key starts with `prefix`.
+async fn calls(url: &str, prefix: &str) -> i64 {
+    let sql = format!("select count(*) from proposals where idempotency_key like '{prefix}%'");
+    common::count(url, &sql).await
+}
+
+/// Submissions of `body`'s call, each with a key of its own: all in one writer's group.
+async fn in_one_group(services: &Services, prefix: &str, n: usize) -> Vec<(Uuid, bool)> {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let writes: Vec<Write> = (0..n)
+        .map(|i| {
+            let (services, body, tx) = (services.clone(), gateway_call(prefix), tx.clone());
+            Box::pin(async move {
+                tx.send((i, submitted(&services, &body).await))
+                    .expect("answers");
+                Ok(())
+            }) as Write
+        })
+        .collect();
+    for written in common::as_one_group(services.store(), writes).await {
+        written.expect("handed to the writer");
+    }
+    drop(tx);
+    let mut answers = Vec::new();
+    while let Some(answer) = rx.recv().await {
+        answers.push(answer);
+    }
+    answers.sort_by_key(|(i, _)| *i);
+    answers.into_iter().map(|(_, a)| a).collect()
+}
+
+/// One agent's same gateway call (the same tool, arguments and definition: its key's prefix)
+/// has one proposal open at a time, however its submissions meet: several in one writer's
+/// group, and eight at once through two instances on one database (each with its own writer).
+/// While it is pending, or approved and not yet run, the same call answers it; once rejected,
+/// or run, the same call is a new proposal. Another prefix, or another agent, is another call.
+async fn a_gateway_call_is_open_once_however_many_make_it(backend: &str) {
+    let (services, url, _dir) = common::fresh_services(backend).await;
+    let (store, _) = countersign::storage::connect(&url)
+        .await
+        .expect("a second instance");
+    let other = Services::new(store, Arc::new(Policy::builtin()));
     let prefix = "gateway-0123456789abcdef0123456789abcdef-";
-    let call = |n: u32| {
-        let mut body = common::proposal_body("agent-a");
-        body["idempotency_key"] = json!(format!("{prefix}{n}"));
-        body
-    };
-    assert_eq!(open_call_as_pooled(&store, "agent-a", prefix).await, None);
-    let first = submit(&services, &call(1)).await;
+
+    let grouped = in_one_group(&services, prefix, 4).await;
+    let first = grouped[0].0;
     assert_eq!(
-        open_call_as_pooled(&store, "agent-a", prefix).await,
-        Some(first)
+        grouped,
+        [
+            (first, true),
+            (first, false),
+            (first, false),
+            (first, false)
+        ],
+        "one group: the first makes it, the rest answer it"
     );
-    let second = submit(&services, &call(2)).await;
-    assert_eq!(
-        open_call_as_pooled(&store, "agent-a", prefix).await,
-        Some(second),
-        "the newest open call"
-    );
+    assert_eq!(calls(&url, prefix).await, 1);
     services
-        .decide(&reviewer(), second, ReviewVerdict::Rejected, Some("no"))
+        .decide(&reviewer(), first, ReviewVerdict::Rejected, Some("no"))
         .await
         .expect("reject");
+
+    let mut at_once = tokio::task::JoinSet::new();
+    for n in 0..8 {
+        let instance = match n % 2 {
+            0 => services.clone(),
+            _ => other.clone(),
+        };
+        let body = gateway_call(prefix);
+        at_once.spawn(async move { submitted(&instance, &body).await });
+    }
+    let answers = at_once.join_all().await;
+    let second = answers.iter().find(|(_, made)| *made).expect("one made").0;
+    assert_ne!(second, first, "a rejected call is not open");
+    assert_eq!(answers.iter().filter(|(_, made)| *made).count(), 1);
+    assert!(answers.iter().all(|(id, _)| *id == second), "{answers:?}");
+    assert_eq!(calls(&url, prefix).await, 2);
+
+    approve(&services, second).await;
     assert_eq!(
-        open_call_as_pooled(&store, "agent-a", prefix).await,
-        Some(first)
-    );
-    approve(&services, first).await;
-    assert_eq!(
-        open_call_as_pooled(&store, "agent-a", prefix).await,
-        Some(first),
+        submitted(&other, &gateway_call(prefix)).await,
+        (second, false),
         "approved, not yet run"
     );
     let leased = lease(&services).await;
+    assert_eq!(leased.command.proposal_id, second);
     services
         .report(
             &Principal::Executor("exec".into()),
@@ -297,16 +354,25 @@ async fn an_open_gateway_call_is_found_as_the_pool_finds_it(backend: &str) {
         )
         .await
         .expect("report");
-    assert_eq!(open_call_as_pooled(&store, "agent-a", prefix).await, None);
-    let other = "gateway-ffffffffffffffffffffffffffffffff-";
-    submit(&services, &call(3)).await;
-    assert_eq!(open_call_as_pooled(&store, "agent-a", other).await, None);
-    assert_eq!(open_call_as_pooled(&store, "agent-b", prefix).await, None);
+    let third = submitted(&services, &gateway_call(prefix)).await;
+    assert!(third.1 && third.0 != second, "a call that ran is not open");
+
+    let another = "gateway-ffffffffffffffffffffffffffffffff-";
+    assert!(submitted(&services, &gateway_call(another)).await.1);
+    let mut by_b = gateway_call(prefix);
+    by_b["proposed_by"] = json!("agent-b");
+    let agent_b = Principal::Agent("agent-b".into());
+    let made_by_b = services.submit(&agent_b, &by_b).await;
+    assert!(
+        matches!(made_by_b, Ok(Submitted::Created(_))),
+        "{made_by_b:?}"
+    );
+    assert_eq!(calls(&url, prefix).await, 4);
 }
 
 common::on_both_backends!(
     a_point_read_answers_what_the_pool_answers,
     a_value_only_sqlx_decodes_is_read_through_the_pool,
     a_read_with_every_connection_lent_uses_the_pool,
-    an_open_gateway_call_is_found_as_the_pool_finds_it,
+    a_gateway_call_is_open_once_however_many_make_it,
 );

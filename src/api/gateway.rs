@@ -154,7 +154,8 @@ fn ended(status: ProposalStatus) -> bool {
 }
 
 impl GatewayMcp {
-    /// Submits the call as a proposal, or finds the same call still open: its id, and the
+    /// Submits the call as a proposal, whose submission answers the same call still open
+    /// instead, if there is one (the database holds one open copy of a call): its id, and the
     /// proposal as it was made when it is new (its route is known without reading it back).
     /// A call the policy accepts is run at once, here, under the lease its submission took,
     /// and answers as it was reported.
@@ -164,12 +165,6 @@ impl GatewayMcp {
         call: &CallInput<'_>,
     ) -> Result<(Uuid, Option<crate::service::AgentView>), ApiError> {
         let started = std::time::Instant::now();
-        if let Some(id) = (self.services)
-            .open_gateway_call(&caller.0, &call.key_prefix())
-            .await?
-        {
-            return Ok((id, None));
-        }
         let body = proposal_for(call, Uuid::now_v7(), self.services.now());
         // Without a free call slot (or a running executor) an accepted call waits in the queue.
         let (submitted, leased, run) = match executor::run_at_once(&self.gateway) {

@@ -1,14 +1,13 @@
 //! The MCP gateway's use cases: pinning the tools its upstreams list (a changed definition is
-//! withheld until an admin accepts it), an upstream's state, and finding an agent's earlier
-//! identical call that is still open. A call itself is a proposal like any other
-//! ([`Services::submit_with_token`]); its command is run by the built-in gateway executor
+//! withheld until an admin accepts it) and an upstream's state. A call itself is a proposal
+//! like any other ([`Services::submit_with_token`]; the same call made again while one is open
+//! gets that one: [`super::submit`]); its command is run by the built-in gateway executor
 //! through the executor use cases.
 
 use crate::domain::access::UseCase;
 use crate::domain::principal::Principal;
 
 use serde_json::Value;
-use uuid::Uuid;
 
 use super::error::ServiceError;
 use super::services::Services;
@@ -192,18 +191,5 @@ impl Services {
         }
         let mut read = self.read().await?;
         Ok(gateway::by_name(read.conn(), name).await?.map(pin_of))
-    }
-
-    /// Agent `who`'s earlier call with idempotency key prefix `prefix` (the same tool, the
-    /// same arguments, the same definition) that is pending, or approved or accepted and not
-    /// yet run.
-    pub async fn open_gateway_call(
-        &self,
-        who: &Principal,
-        prefix: &str,
-    ) -> Result<Option<Uuid>, ServiceError> {
-        let agent = self.agent_of(who, UseCase::Submit)?;
-        let mut read = self.store().point_read().await?;
-        Ok(read.open_gateway_call(agent, prefix).await?)
     }
 }

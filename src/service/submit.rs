@@ -25,6 +25,7 @@ use crate::domain::contract::canonical::request_hash_sha256;
 use crate::domain::contract::proposal::ToolProposal;
 use crate::domain::contract::vocab::AuthorizationState;
 use crate::domain::gateway::GATEWAY_EXECUTOR;
+use crate::domain::gateway::call::call_prefix;
 use crate::domain::lifecycle::{self, ProposalStatus};
 use crate::domain::policy_change::backtest::{DecisionKind, Outcome, Recorded, Replay};
 use crate::domain::record::GrantRecord;
@@ -351,12 +352,16 @@ async fn store_proposal(
         None => proposals::insert(tx.conn(), &r.row).await?,
     };
     let Some(seq) = inserted else {
-        let existing =
-            proposals::by_agent_key(tx.conn(), &r.agent, &r.contract.idempotency_key).await?;
+        let key = &r.contract.idempotency_key;
+        let existing = proposals::by_agent_key(tx.conn(), &r.agent, key).await?;
         return Ok(match existing {
             Some(p) if p.request_hash == r.request_hash => Ok(Stored::Replayed(Box::new(p))),
             Some(_) => Err(ServiceError::Conflict(Conflict::IdempotencyKeyReused)),
-            None => Err(ServiceError::Conflict(Conflict::ProposalIdTaken)),
+            None => match open_call(tx, &r.agent, key).await? {
+                // The same gateway call is open: this one is that one.
+                Some(p) => Ok(Stored::Replayed(Box::new(p))),
+                None => Err(ServiceError::Conflict(Conflict::ProposalIdTaken)),
+            },
         });
     };
     tx.record_built(r.submitted_event.clone());
@@ -376,6 +381,19 @@ async fn store_proposal(
         }
     }
     Ok(Ok(Stored::Created(seq, leased)))
+}
+
+/// The open gateway call (the same agent's same tool, arguments and definition) whose row a
+/// submission with idempotency key `key` met, if `key` is a gateway call's.
+async fn open_call(
+    tx: &mut Tx,
+    agent: &str,
+    key: &str,
+) -> Result<Option<ProposalRecord>, ServiceError> {
+    let Some(prefix) = call_prefix(key) else {
+        return Ok(None);
+    };
+    Ok(proposals::open_gateway_call(tx.conn(), agent, prefix).await?)
 }
 
 /// Queues the command of an approved or accepted proposal, with its audit event.

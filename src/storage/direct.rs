@@ -25,7 +25,6 @@ use super::commands::{self, CommandRecord};
 use super::conn::ReadConn;
 use super::db::Store;
 use super::error::Result;
-use super::gateway;
 use super::proposals::{self, ProposalRecord};
 use raw::{DirectReads, Lent};
 
@@ -59,15 +58,6 @@ impl PointRead<'_> {
             return Ok(found);
         }
         commands::for_proposal(self.pooled().await?.conn(), id).await
-    }
-
-    /// Agent `agent`'s open gateway call with idempotency key prefix `prefix`
-    /// ([`gateway::open_call`]).
-    pub async fn open_gateway_call(&mut self, agent: &str, prefix: &str) -> Result<Option<Uuid>> {
-        if let Some(found) = self.direct(|db| gateway::open_call_direct(db, agent, prefix)) {
-            return Ok(found);
-        }
-        gateway::open_call(self.pooled().await?.conn(), agent, prefix).await
     }
 
     /// `read`'s answer on the direct connection; `None` without one, or if it failed (the

@@ -1,11 +1,10 @@
 //! The MCP gateway's rows: each tool's pinned definition and a changed one waiting for an
-//! admin, and the lookup of an agent's earlier identical call that is still open.
+//! admin. (An agent's earlier identical call still open is a proposal:
+//! [`super::proposals::open_gateway_call`].)
 
 use time::OffsetDateTime;
-use uuid::Uuid;
 
 use super::conn::{Conn, on};
-use super::direct::raw;
 use super::error::Result;
 
 /// A gateway tool's pinned definition (and a changed one, if its upstream now serves another).
@@ -124,31 +123,4 @@ pub async fn accept(conn: Conn<'_>, name: &str, sha256: &str, now: OffsetDateTim
         .await
         .map(|r| r.rows_affected() > 0))?;
     Ok(done)
-}
-
-const OPEN_CALL: &str = "select id from proposals where agent = $1 \
-                         and idempotency_key like $2 \
-                         and status in ('pending', 'approved', 'accepted') \
-                         order by seq desc limit 1";
-
-/// Agent `agent`'s newest proposal whose idempotency key starts with `prefix` and that is
-/// pending, or approved or accepted and not yet run.
-pub async fn open_call(conn: Conn<'_>, agent: &str, prefix: &str) -> Result<Option<Uuid>> {
-    let pattern = format!("{prefix}%");
-    let id = on!(conn, |c| sqlx::query_scalar(OPEN_CALL)
-        .bind(agent)
-        .bind(&pattern)
-        .fetch_optional(c)
-        .await)?;
-    Ok(id)
-}
-
-/// [`open_call`], read on this thread (SQLite; see [`super::direct`]).
-pub(super) fn open_call_direct(
-    db: &rusqlite::Connection,
-    agent: &str,
-    prefix: &str,
-) -> Result<Option<Uuid>> {
-    let pattern = format!("{prefix}%");
-    raw::first(db, OPEN_CALL, [agent, pattern.as_str()], |c| c.uuid("id"))
 }

@@ -397,6 +397,29 @@ pub async fn by_id(conn: Conn<'_>, id: Uuid) -> Result<Option<ProposalRecord>> {
     record(row)
 }
 
+/// Agent `agent`'s gateway call with key prefix `prefix` (`gateway::call::call_prefix`) that is
+/// open: pending, or approved or accepted and not yet run. There is at most one: the index
+/// `proposals_open_gateway_call` (whose expressions these are) holds it so, and serves this read.
+pub async fn open_gateway_call(
+    conn: Conn<'_>,
+    agent: &str,
+    prefix: &str,
+) -> Result<Option<ProposalRecord>> {
+    let sql = concat!(
+        "select ",
+        cols!(),
+        " from proposals where agent = $1 and substr(idempotency_key, 1, 41) = $2 \
+         and substr(idempotency_key, 1, 8) = 'gateway-' \
+         and status in ('pending', 'approved', 'accepted')"
+    );
+    let row: Option<ProposalRow> = on!(conn, |c| sqlx::query_as(sql)
+        .bind(agent)
+        .bind(prefix)
+        .fetch_optional(c)
+        .await)?;
+    record(row)
+}
+
 /// The proposals among `ids` that exist, in no particular order (one statement).
 pub async fn by_ids(conn: Conn<'_>, ids: &[Uuid]) -> Result<Vec<ProposalRecord>> {
     if ids.is_empty() {

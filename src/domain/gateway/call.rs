@@ -18,6 +18,21 @@ pub const META_INTENT: &str = "countersign/intent";
 /// `_meta` key of the agent's reasoning.
 pub const META_REASONING: &str = "countersign/reasoning";
 
+/// What every gateway call's idempotency key starts with.
+pub const KEY_START: &str = "gateway-";
+
+/// How long a gateway call's key prefix is: [`KEY_START`], 32 hex digits of the call's digest
+/// and `-`. The index `proposals_open_gateway_call`, which keeps one copy of a call open, reads
+/// this many characters.
+pub const KEY_PREFIX_LEN: usize = 41;
+
+/// The prefix naming the call of gateway idempotency key `key` (its agent's tool, arguments and
+/// definition: [`CallInput::key_prefix`]); `None` for a key of any other shape.
+pub fn call_prefix(key: &str) -> Option<&str> {
+    key.get(..KEY_PREFIX_LEN)
+        .filter(|p| p.starts_with(KEY_START) && p.ends_with('-'))
+}
+
 /// Longest intent summary a proposal takes (seed 004).
 const MAX_SUMMARY: usize = 500;
 /// Longest reasoning a proposal takes (seed 004).
@@ -50,7 +65,7 @@ impl CallInput<'_> {
             "arguments": self.arguments,
         });
         let digest = sha256_hex(&rfc8785(&call).unwrap_or_default());
-        format!("gateway-{}-", &digest[..32])
+        format!("{KEY_START}{}-", &digest[..32])
     }
 }
 
@@ -216,6 +231,11 @@ mod tests {
             .key_prefix()
         };
         assert_eq!(key(&a, &one), key(&a, &one));
+        assert_eq!(key(&a, &one).len(), KEY_PREFIX_LEN, "as the index reads it");
+        let full = format!("{}{}", key(&a, &one), Uuid::nil());
+        assert_eq!(call_prefix(&full), Some(key(&a, &one).as_str()));
+        assert_eq!(call_prefix("gateway-short"), None);
+        assert_eq!(call_prefix(&full.replacen("gateway", "gatewax", 1)), None);
         assert_ne!(key(&a, &one), key(&a, &two));
         assert_ne!(key(&a, &one), key(&b, &one));
     }
