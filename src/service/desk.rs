@@ -4,17 +4,19 @@
 //! Every count on the page — the total, how many match the filters, and the count beside each
 //! filter value — comes from one grouped read over the pending rows (grouped by every filter
 //! column), too slow to run on each page view with 100,000 pending proposals. It is kept for
-//! [`FACETS_FRESH`] (longer when the read is slow); a page that finds it older refreshes it in
-//! the background and shows the counts it has, so no page waits for the grouped read but the
-//! first after a change. A change this instance makes to the pending set (a submission, a
-//! decision, an expiry) drops it at once; another instance's change shows when it is read
-//! again.
+//! [`super::FACETS_FRESH`] (longer when the read is slow); a page that finds it older refreshes it in
+//! the background and shows the counts it has. After a change this instance makes to the
+//! pending set (a submission, a decision, an expiry), the next page reads it again itself while
+//! that read is short, so a reviewer's page counts what they just did; past a few thousand
+//! pending, it too is read in the background ([`super::facet_cache`]), and no page waits for
+//! the grouped read but the first. Another instance's change shows when it is read again.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use super::error::{AccountError, ServiceError};
+use super::facet_cache::Plan;
 use super::services::Services;
 use crate::audit::{Actor, AuditEvent, DomainsChanged};
 use crate::domain::access::UseCase;
@@ -24,15 +26,6 @@ use crate::storage::accounts;
 use crate::storage::audit;
 use crate::storage::proposals::ProposalRecord;
 use crate::storage::queue::{self, Domains, QueueGroup};
-
-/// How long per-value counts are shown before they are read again, at least.
-pub const FACETS_FRESH: Duration = Duration::from_secs(2);
-
-/// And at least this many times as long as the last grouped read took, so refreshing the
-/// counts takes at most a twentieth of a core however many proposals wait (at 160,000 pending
-/// a read takes about 0.3 s: every 2 s, the page views sharing a core with it were the
-/// slowest percent).
-const FACETS_READ_SHARE: u32 = 20;
 
 /// Proposals per queue page.
 pub const QUEUE_PAGE: i64 = 50;
@@ -173,45 +166,42 @@ impl Services {
     }
 
     async fn queue_groups(&self) -> Result<Arc<Vec<QueueGroup>>, ServiceError> {
-        let stale = {
+        let kept = {
             let mut state = self
                 .facets
                 .state
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
-            let generation = state.generation;
-            let fresh = FACETS_FRESH.max(state.took * FACETS_READ_SHARE);
-            match &state.groups {
-                Some((at, seen, groups)) if *seen == generation && at.elapsed() < fresh => {
-                    return Ok(groups.clone());
-                }
-                // Stale by age only: shown while a background read refreshes it.
-                Some((_, seen, groups)) if *seen == generation => {
-                    let groups = groups.clone();
-                    if !state.refreshing {
-                        state.refreshing = true;
-                        let services = self.clone();
-                        tokio::spawn(async move {
-                            if let Err(e) = services.read_queue_groups().await {
-                                tracing::warn!(error = %e, "refreshing the queue's counts failed");
-                            }
-                        });
+            let plan = state.plan(Instant::now());
+            if plan == Plan::KeptWhileRefreshing {
+                state.refreshing = true;
+                let services = self.clone();
+                tokio::spawn(async move {
+                    if let Err(e) = services.read_queue_groups(true).await {
+                        tracing::warn!(error = %e, "refreshing the queue's counts failed");
                     }
-                    Some(groups)
+                });
+            }
+            match plan {
+                Plan::ReadNow => None,
+                Plan::Kept | Plan::KeptWhileRefreshing => {
+                    state.kept.as_ref().map(|k| k.groups.clone())
                 }
-                // Changed here since, or never read: read it now.
-                _ => None,
             }
         };
-        match stale {
+        match kept {
             Some(groups) => Ok(groups),
-            None => self.read_queue_groups().await,
+            None => self.read_queue_groups(false).await,
         }
     }
 
-    async fn read_queue_groups(&self) -> Result<Arc<Vec<QueueGroup>>, ServiceError> {
+    /// Reads the grouped counts and keeps them; `background`: the refresh a page started.
+    async fn read_queue_groups(
+        &self,
+        background: bool,
+    ) -> Result<Arc<Vec<QueueGroup>>, ServiceError> {
         let generation = self.facet_generation();
-        let started = Instant::now();
+        let began = Instant::now();
         let read = async {
             let mut read = self.read().await?;
             Ok::<_, ServiceError>(queue::groups(read.conn()).await?)
@@ -222,13 +212,11 @@ impl Services {
             .state
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        state.refreshing = false;
-        state.took = started.elapsed();
-        let groups = Arc::new(read?);
-        // A read that started before a change here is not kept as if it were after it.
-        if generation == state.generation {
-            state.groups = Some((Instant::now(), generation, groups.clone()));
+        if background {
+            state.refreshing = false;
         }
+        let groups = Arc::new(read?);
+        state.keep(began, generation, groups.clone());
         Ok(groups)
     }
 

@@ -68,9 +68,10 @@ pub use agent_events::{AGENT_BACKLOG, AgentEvent, AgentHub, Resync, SNAPSHOT_LIM
 pub use audit::{Verified, VerifyError, verify_bundle};
 pub use charts::{CHART_DAYS, Charts, DayOutcomes, DomainLatency, Tally};
 pub use decide::{Decided, Proof};
-pub use desk::{FACETS_FRESH, Facets, QUEUE_PAGE, QueuePage};
+pub use desk::{Facets, QUEUE_PAGE, QueuePage};
 pub use error::{AccountError, Conflict, ServiceError};
 pub use executor::{Grant, LeaseRequest, Leased, Report};
+pub use facet_cache::FACETS_FRESH;
 pub use insights::{DomainInsight, Insights, MAX_INSIGHT_DAYS, ReviewerInsight};
 pub use ledger::{
     COMMIT_LAG, ChainState, Cursor, ProposalTimeline, SCAN_BUDGET, TRAIL_PAGE, TrailPage,
