@@ -42,8 +42,9 @@ const STEP_BUCKETS: &[f64] = &[
 /// call run later, nor a retry), each a series of `countersign_gateway_call_seconds`.
 #[derive(Debug, Clone, Copy)]
 pub enum GatewayStep {
-    /// From the gateway taking the agent's call to its submission being durable: the open-call
-    /// lookup, the policy, and the durable submission with its lease.
+    /// From the gateway taking the agent's call to its submission being durable: the policy,
+    /// and the durable submission with its lease (which finds the same call still open, if it
+    /// is).
     Gate,
     /// The upstream's answer to the call as sent.
     Upstream,

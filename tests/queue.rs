@@ -1368,7 +1368,57 @@ async fn a_second_report_with_next_on_one_command_leases_nothing(backend: &str) 
         .expect("chain verifies");
 }
 
+/// A gateway call whose run ended unknown is not released to run again while its agent's
+/// same call is open again (only one copy of a call is open at a time): `call_open_again`,
+/// and nothing changes. Once that copy is decided, it is released.
+async fn a_call_made_again_keeps_its_first_copy_from_release(backend: &str) {
+    let db = db(backend, NO_POLICY).await;
+    let call = || {
+        let key = format!(
+            "gateway-0123456789abcdef0123456789abcdef-{}",
+            Uuid::now_v7()
+        );
+        body_with(json!({ "idempotency_key": key }))
+    };
+    let first = approved(&db.services, call()).await;
+    any(&db.services, "doomed").await.expect("leased");
+    db.clock.advance(Duration::seconds(31));
+    db.services.sweep_queue().await.expect("sweep");
+    assert_eq!(
+        status_of(&db.services, first).await,
+        CommandStatus::OutcomeUnknown
+    );
+    let agent = Principal::Agent("agent-a".into());
+    let again = match db.services.submit(&agent, &call()).await {
+        Ok(Submitted::Created(p)) => p.id,
+        other => panic!("the call made again is new: {other:?}"),
+    };
+    let why = "checked the CRM: nothing changed";
+    let refused = (db.services)
+        .resolve_command(&admin(), first, Resolution::Release, why)
+        .await;
+    assert!(
+        matches!(refused, Err(ServiceError::Conflict(Conflict::CallOpenAgain(id))) if id == again),
+        "{refused:?}"
+    );
+    assert_eq!(
+        status_of(&db.services, first).await,
+        CommandStatus::OutcomeUnknown
+    );
+    let rev = Principal::person("rev", Role::Reviewer);
+    (db.services)
+        .decide(&rev, again, ReviewVerdict::Rejected, Some("a copy"))
+        .await
+        .expect("reject the copy");
+    let released = (db.services)
+        .resolve_command(&admin(), first, Resolution::Release, why)
+        .await
+        .expect("released");
+    assert_eq!(released.status, CommandStatus::Queued);
+}
+
 common::on_both_backends!(
+    a_call_made_again_keeps_its_first_copy_from_release,
     a_report_leases_the_next_command_only_if_taken,
     reports_with_next_alone_lease_for_those_taken,
     a_second_report_with_next_on_one_command_leases_nothing,

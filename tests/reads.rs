@@ -267,19 +267,23 @@ async fn calls(url: &str, prefix: &str) -> i64 {
     common::count(url, &sql).await
 }
 
-/// Submissions of `body`'s call, each with a key of its own: all in one writer's group.
-async fn in_one_group(services: &Services, prefix: &str, n: usize) -> Vec<(Uuid, bool)> {
+/// `before` (if any), then a gateway call for each of `prefixes` (each with a key of its
+/// own), all in one writer's group: each call's answer, in order.
+async fn in_one_group(
+    services: &Services,
+    before: Option<Write>,
+    prefixes: &[&str],
+) -> Vec<(Uuid, bool)> {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let writes: Vec<Write> = (0..n)
-        .map(|i| {
-            let (services, body, tx) = (services.clone(), gateway_call(prefix), tx.clone());
-            Box::pin(async move {
-                tx.send((i, submitted(&services, &body).await))
-                    .expect("answers");
-                Ok(())
-            }) as Write
-        })
-        .collect();
+    let mut writes: Vec<Write> = before.into_iter().collect();
+    for (i, prefix) in prefixes.iter().enumerate() {
+        let (services, body, tx) = (services.clone(), gateway_call(prefix), tx.clone());
+        writes.push(Box::pin(async move {
+            tx.send((i, submitted(&services, &body).await))
+                .expect("answers");
+            Ok(())
+        }));
+    }
     for written in common::as_one_group(services.store(), writes).await {
         written.expect("handed to the writer");
     }
@@ -305,7 +309,7 @@ async fn a_gateway_call_is_open_once_however_many_make_it(backend: &str) {
     let other = Services::new(store, Arc::new(Policy::builtin()));
     let prefix = "gateway-0123456789abcdef0123456789abcdef-";
 
-    let grouped = in_one_group(&services, prefix, 4).await;
+    let grouped = in_one_group(&services, None, &[prefix; 4]).await;
     let first = grouped[0].0;
     assert_eq!(
         grouped,
@@ -347,18 +351,40 @@ async fn a_gateway_call_is_open_once_however_many_make_it(backend: &str) {
     );
     let leased = lease(&services).await;
     assert_eq!(leased.command.proposal_id, second);
-    services
-        .report(
-            &Principal::Executor("exec".into()),
-            report(&leased, Outcome::Succeeded, json!({"ok": true})),
-        )
-        .await
-        .expect("report");
-    let third = submitted(&services, &gateway_call(prefix)).await;
-    assert!(third.1 && third.0 != second, "a call that ran is not open");
-
+    // Its run reported in the same group as the same call made again and another call: the
+    // call made again is answered, as the open one or as a new one (its row can be inserted
+    // before the report settles, and its change run after it), never refused.
     let another = "gateway-ffffffffffffffffffffffffffffffff-";
-    assert!(submitted(&services, &gateway_call(another)).await.1);
+    let reported = {
+        let (services, leased) = (services.clone(), leased);
+        Box::pin(async move {
+            let by = Principal::Executor("exec".into());
+            let done = report(&leased, Outcome::Succeeded, json!({"ok": true}));
+            services.report(&by, done).await.expect("report");
+            Ok(())
+        }) as Write
+    };
+    let made = in_one_group(&services, Some(reported), &[prefix, another]).await;
+    assert!(made[0].1 || made[0].0 == second, "{made:?}");
+    assert!(made[1].1, "another call is another proposal");
+    let third = match made[0] {
+        (id, true) => id,
+        _ => submitted(&services, &gateway_call(prefix)).await.0,
+    };
+    assert_ne!(third, second, "a call that ran is not open");
+    assert_eq!(
+        submitted(&other, &gateway_call(prefix)).await,
+        (third, false)
+    );
+
+    // An agent's own keys that merely start like a gateway call's are its own.
+    let own = |n: u32| {
+        let mut body = common::proposal_body("agent-a");
+        body["idempotency_key"] = json!(format!("gateway-payments-batch-2026-11-30-000000-{n}"));
+        body
+    };
+    assert!(submitted(&services, &own(1)).await.1);
+    assert!(submitted(&services, &own(2)).await.1);
     let mut by_b = gateway_call(prefix);
     by_b["proposed_by"] = json!("agent-b");
     let agent_b = Principal::Agent("agent-b".into());
@@ -368,6 +394,7 @@ async fn a_gateway_call_is_open_once_however_many_make_it(backend: &str) {
         "{made_by_b:?}"
     );
     assert_eq!(calls(&url, prefix).await, 4);
+    assert_eq!(calls(&url, "gateway-payments-").await, 2);
 }
 
 common::on_both_backends!(

@@ -326,6 +326,14 @@ fn conflict(c: Conflict) -> ApiError {
             code: "grant_spent",
             message: "the standing grant ended while the proposal was stored; submit again".into(),
         },
+        Conflict::CallOpenAgain(open) => ApiError::Conflict {
+            code: "call_open_again",
+            message: format!(
+                "the agent made the same gateway call again, and proposal {open} is open for it; \
+                 only one copy of a call may be open, so this one is not released to run again \
+                 (resolve it another way, or decide {open} first)"
+            ),
+        },
     }
 }
 

@@ -9,6 +9,7 @@ use crate::domain::lifecycle::{DecisionError, ProposalStatus};
 use crate::domain::principal::LastAdmin;
 use crate::domain::review::grant::GrantState;
 use crate::storage::StorageError;
+use uuid::Uuid;
 
 /// Why a change conflicts with the current state.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,6 +35,9 @@ pub enum Conflict {
     /// The standing grant a submission was routed under ended before it was stored (the
     /// submission is routed again; never answered).
     GrantSpent,
+    /// The same gateway call is open again as this proposal, so the one asked about cannot be
+    /// released to run again (only one copy of a call is open at a time).
+    CallOpenAgain(Uuid),
 }
 
 /// A use case's error.

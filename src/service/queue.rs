@@ -24,6 +24,7 @@ use crate::domain::command::retry::{Interruption, Next, RetryRules, SideEffect};
 use crate::domain::command::scope::{ToolScope, unreachable_reason};
 use crate::domain::command::{CommandKind, CommandStatus, Resolution};
 use crate::domain::contract::proposal::RollbackType;
+use crate::domain::gateway::call::call_prefix;
 use crate::domain::lifecycle::{MAX_REASON, ProposalStatus};
 use crate::domain::notify::Reason;
 use crate::domain::policy::glob::Glob;
@@ -691,6 +692,9 @@ async fn release_proposal(
     } else {
         ProposalStatus::Approved
     };
+    if let Some(open) = open_again(tx, command.proposal_id).await? {
+        return Err(ServiceError::Conflict(Conflict::CallOpenAgain(open)));
+    }
     proposals::set_status(tx.conn(), command.proposal_id, after, now).await?;
     let event = ProposalFinished {
         proposal_id: command.proposal_id,
@@ -701,6 +705,20 @@ async fn release_proposal(
     };
     tx.record(now, actor, AuditEvent::ProposalFinished(event));
     Ok(())
+}
+
+/// Another open copy of gateway call `id`, if it is one: its agent made the same call again
+/// after this one's run was cut off, and only one copy may be open, so this one cannot be
+/// released to run again while that one is.
+async fn open_again(tx: &mut Tx, id: Uuid) -> Result<Option<Uuid>, ServiceError> {
+    let Some(p) = proposals::by_id(tx.conn(), id).await? else {
+        return Ok(None);
+    };
+    let Some(prefix) = call_prefix(&p.contract.idempotency_key) else {
+        return Ok(None);
+    };
+    let open = proposals::open_gateway_call(tx.conn(), &p.agent, prefix).await?;
+    Ok(open.map(|o| o.id).filter(|&o| o != id))
 }
 
 async fn decide_rollback_in(

@@ -351,19 +351,51 @@ async fn store_proposal(
         Some(outcome) => outcome,
         None => proposals::insert(tx.conn(), &r.row).await?,
     };
-    let Some(seq) = inserted else {
-        let key = &r.contract.idempotency_key;
-        let existing = proposals::by_agent_key(tx.conn(), &r.agent, key).await?;
-        return Ok(match existing {
-            Some(p) if p.request_hash == r.request_hash => Ok(Stored::Replayed(Box::new(p))),
-            Some(_) => Err(ServiceError::Conflict(Conflict::IdempotencyKeyReused)),
-            None => match open_call(tx, &r.agent, key).await? {
-                // The same gateway call is open: this one is that one.
-                Some(p) => Ok(Stored::Replayed(Box::new(p))),
-                None => Err(ServiceError::Conflict(Conflict::ProposalIdTaken)),
-            },
-        });
+    match inserted {
+        Some(seq) => stored_new(tx, r, seq, now).await,
+        None => met_a_row(tx, r, now).await,
+    }
+}
+
+/// A proposal whose insert met another row: the same request again (answered as it was
+/// stored), the same key for another request, the same gateway call still open (answered as
+/// that one), or its id taken.
+async fn met_a_row(
+    tx: &mut Tx,
+    r: &Routed,
+    now: time::OffsetDateTime,
+) -> Result<Result<Stored, ServiceError>, ServiceError> {
+    let key = &r.contract.idempotency_key;
+    match proposals::by_agent_key(tx.conn(), &r.agent, key).await? {
+        Some(p) if p.request_hash == r.request_hash => {
+            return Ok(Ok(Stored::Replayed(Box::new(p))));
+        }
+        Some(_) => return Ok(Err(ServiceError::Conflict(Conflict::IdempotencyKeyReused))),
+        None => {}
+    }
+    let Some(prefix) = call_prefix(key) else {
+        return Ok(Err(ServiceError::Conflict(Conflict::ProposalIdTaken)));
     };
+    if let Some(p) = proposals::open_gateway_call(tx.conn(), &r.agent, prefix).await? {
+        // The same gateway call is open: this one is that one.
+        return Ok(Ok(Stored::Replayed(Box::new(p))));
+    }
+    // The open call it met has ended since (its run was settled earlier in this group, or on
+    // another instance): this call is new after all.
+    match proposals::insert(tx.conn(), &r.row).await? {
+        Some(seq) => stored_new(tx, r, seq, now).await,
+        None => Ok(Err(ServiceError::Conflict(Conflict::ProposalIdTaken))),
+    }
+}
+
+/// The rest of storing a new proposal whose row was inserted at `seq`: its audit event, a
+/// grant's use, and its command (leased at once when asked).
+async fn stored_new(
+    tx: &mut Tx,
+    r: &Routed,
+    seq: i64,
+    now: time::OffsetDateTime,
+) -> Result<Result<Stored, ServiceError>, ServiceError> {
     tx.record_built(r.submitted_event.clone());
     let proposal_id = r.contract.proposal_id;
     let by = match &r.grant {
@@ -381,19 +413,6 @@ async fn store_proposal(
         }
     }
     Ok(Ok(Stored::Created(seq, leased)))
-}
-
-/// The open gateway call (the same agent's same tool, arguments and definition) whose row a
-/// submission with idempotency key `key` met, if `key` is a gateway call's.
-async fn open_call(
-    tx: &mut Tx,
-    agent: &str,
-    key: &str,
-) -> Result<Option<ProposalRecord>, ServiceError> {
-    let Some(prefix) = call_prefix(key) else {
-        return Ok(None);
-    };
-    Ok(proposals::open_gateway_call(tx.conn(), agent, prefix).await?)
 }
 
 /// Queues the command of an approved or accepted proposal, with its audit event.

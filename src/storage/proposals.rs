@@ -315,9 +315,9 @@ macro_rules! bind_new_proposal {
 }
 
 /// Inserts a proposal; answers its `seq`, or `None` if its id or its (agent, idempotency key)
-/// is already taken. Only `seq` comes back: the record is built from what was written
-/// ([`NewProposal::record`]), so the one writer does not parse the contract's JSON back out of
-/// the row it just wrote.
+/// is already taken, or it is a gateway call already open. Only `seq` comes back: the record
+/// is built from what was written ([`NewProposal::record`]), so the one writer does not parse
+/// the contract's JSON back out of the row it just wrote.
 pub async fn insert(conn: Conn<'_>, p: &NewProposal) -> Result<Option<i64>> {
     let row: Option<(i64,)> = on!(conn, |c| {
         let mut q = sqlx::QueryBuilder::new(INSERT);
@@ -330,7 +330,8 @@ pub async fn insert(conn: Conn<'_>, p: &NewProposal) -> Result<Option<i64>> {
 
 /// Inserts several proposals at once (a few statements of many rows, as the trail's rows are
 /// inserted), none of which names another's id or idempotency key; each whose id or key was
-/// already taken is skipped, as [`insert`] would.
+/// already taken, or that is a gateway call already open (`proposals_open_gateway_call`, which
+/// two rows of one statement can meet), is skipped, as [`insert`] would.
 pub async fn insert_staged(mut conn: Conn<'_>, rows: &[Arc<NewProposal>]) -> Result<Staged> {
     let mut inserted: HashMap<Uuid, i64> = HashMap::with_capacity(rows.len());
     let mut start = 0;
@@ -399,18 +400,30 @@ pub async fn by_id(conn: Conn<'_>, id: Uuid) -> Result<Option<ProposalRecord>> {
 
 /// Agent `agent`'s gateway call with key prefix `prefix` (`gateway::call::call_prefix`) that is
 /// open: pending, or approved or accepted and not yet run. There is at most one: the index
-/// `proposals_open_gateway_call` (whose expressions these are) holds it so, and serves this read.
+/// `proposals_open_gateway_call` holds it so, and serves this read (which repeats its predicate,
+/// as a partial index's use asks).
 pub async fn open_gateway_call(
     conn: Conn<'_>,
     agent: &str,
     prefix: &str,
 ) -> Result<Option<ProposalRecord>> {
-    let sql = concat!(
-        "select ",
-        cols!(),
-        " from proposals where agent = $1 and substr(idempotency_key, 1, 41) = $2 \
-         and substr(idempotency_key, 1, 8) = 'gateway-' \
-         and status in ('pending', 'approved', 'accepted')"
+    macro_rules! open_call {
+        ($hex:literal) => {
+            concat!(
+                "select ",
+                cols!(),
+                " from proposals where agent = $1 and substr(idempotency_key, 1, 41) = $2 \
+                 and length(idempotency_key) = 77 and substr(idempotency_key, 1, 8) = 'gateway-' \
+                 and ",
+                $hex,
+                " and substr(idempotency_key, 41, 1) = '-' \
+                 and status in ('pending', 'approved', 'accepted')"
+            )
+        };
+    }
+    let sql = conn.pick(
+        open_call!("substr(idempotency_key, 9, 32) not glob '*[^0-9a-f]*'"),
+        open_call!("substr(idempotency_key, 9, 32) ~ '^[0-9a-f]{32}$'"),
     );
     let row: Option<ProposalRow> = on!(conn, |c| sqlx::query_as(sql)
         .bind(agent)

@@ -26,11 +26,22 @@ pub const KEY_START: &str = "gateway-";
 /// this many characters.
 pub const KEY_PREFIX_LEN: usize = 41;
 
+/// How long a gateway call's whole key is, in characters: its prefix and the proposal's id.
+pub const KEY_LEN: usize = KEY_PREFIX_LEN + 36;
+
 /// The prefix naming the call of gateway idempotency key `key` (its agent's tool, arguments and
-/// definition: [`CallInput::key_prefix`]); `None` for a key of any other shape.
+/// definition: [`CallInput::key_prefix`]); `None` for a key of any other shape. Only a key of
+/// exactly the gateway's shape is one (the index `proposals_open_gateway_call` checks the same),
+/// so an agent's own keys that merely start with `gateway-` stay its own.
 pub fn call_prefix(key: &str) -> Option<&str> {
-    key.get(..KEY_PREFIX_LEN)
-        .filter(|p| p.starts_with(KEY_START) && p.ends_with('-'))
+    let digest = key.get(KEY_START.len()..KEY_PREFIX_LEN - 1)?;
+    let shaped = key.starts_with(KEY_START)
+        && digest
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        && key.as_bytes().get(KEY_PREFIX_LEN - 1) == Some(&b'-')
+        && key.chars().count() == KEY_LEN;
+    shaped.then(|| &key[..KEY_PREFIX_LEN])
 }
 
 /// Longest intent summary a proposal takes (seed 004).
@@ -236,6 +247,11 @@ mod tests {
         assert_eq!(call_prefix(&full), Some(key(&a, &one).as_str()));
         assert_eq!(call_prefix("gateway-short"), None);
         assert_eq!(call_prefix(&full.replacen("gateway", "gatewax", 1)), None);
+        // An agent's own key that starts alike is not a gateway call's.
+        let own = format!("gateway-payments-batch-2026-11-30-0001-{}", Uuid::nil());
+        assert_eq!(call_prefix(&own), None);
+        assert_eq!(call_prefix(&format!("{full}x")), None);
+        assert_eq!(call_prefix(&full.to_uppercase()), None);
         assert_ne!(key(&a, &one), key(&a, &two));
         assert_ne!(key(&a, &one), key(&b, &one));
     }
