@@ -717,7 +717,7 @@ async fn open_again(tx: &mut Tx, id: Uuid) -> Result<Option<Uuid>, ServiceError>
     let Some(prefix) = call_prefix(&p.contract.idempotency_key) else {
         return Ok(None);
     };
-    let open = proposals::open_gateway_call(tx.conn(), &p.agent, prefix).await?;
+    let open = proposals::open_call::open_gateway_call(tx.conn(), &p.agent, prefix).await?;
     Ok(open.map(|o| o.id).filter(|&o| o != id))
 }
 

@@ -376,7 +376,7 @@ async fn met_a_row(
     let Some(prefix) = call_prefix(key) else {
         return Ok(Err(ServiceError::Conflict(Conflict::ProposalIdTaken)));
     };
-    if let Some(p) = proposals::open_gateway_call(tx.conn(), &r.agent, prefix).await? {
+    if let Some(p) = proposals::open_call::open_gateway_call(tx.conn(), &r.agent, prefix).await? {
         // The same gateway call is open: this one is that one.
         return Ok(Ok(Stored::Replayed(Box::new(p))));
     }

@@ -1,6 +1,6 @@
 //! The MCP gateway's rows: each tool's pinned definition and a changed one waiting for an
 //! admin. (An agent's earlier identical call still open is a proposal:
-//! [`super::proposals::open_gateway_call`].)
+//! [`super::proposals::open_call::open_gateway_call`].)
 
 use time::OffsetDateTime;
 
