@@ -163,6 +163,37 @@ pub(super) async fn append(
     })
 }
 
+/// PostgreSQL: appends `events`, none of which moves a proposal, after `known` (the head this
+/// writer last committed) in one statement outside any transaction, which commits by itself:
+/// one round trip for a group of pre-tool-checks, where a transaction takes three (`begin`,
+/// the statement, `commit`). If another instance moved the head meanwhile, that statement
+/// wrote nothing, and the events are linked after the head read under lock, in a transaction.
+/// Answers the head the events end at.
+pub(super) async fn append_alone(
+    c: &mut sqlx::PgConnection,
+    events: Vec<PendingEvent>,
+    known: Head,
+) -> Result<Head> {
+    let (_, mut rows, texts) = unlinked(events)?;
+    let head = link_all(&mut rows, &texts, &known);
+    let to = Move {
+        from: &known,
+        to: &head,
+        moved: &[],
+    };
+    match move_head_inserting(Conn::Postgres(c), &to, &rows, &texts).await? {
+        Moved::Yes(_) => Ok(head),
+        Moved::Elsewhere(_) => {
+            // The head's lock ended with that statement: read it again under a new one. (On
+            // an error the writer closes this connection, which rolls the transaction back.)
+            sqlx::Executor::execute(&mut *c, "begin").await?;
+            let head = relink(Conn::Postgres(c), &mut rows, &texts, None).await?;
+            sqlx::Executor::execute(&mut *c, "commit").await?;
+            Ok(head)
+        }
+    }
+}
+
 /// What [`append`] did.
 pub(super) struct Appended {
     /// The status changes appended.

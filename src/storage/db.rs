@@ -424,11 +424,12 @@ async fn connect_postgres(url: &str) -> Result<(Store, AnySessionStore)> {
         load_salt(Conn::Postgres(&mut c)).await?
     };
     let changes = Arc::new(Changes::default());
-    // The writer's own connection, opened when the writer takes its first group. (Generic
-    // plans for every statement, `plan_cache_mode = force_generic_plan`, turned the expiry
-    // sweep into a scan of every pending proposal: see benches/README.md, 2026-11-25. The
-    // writer plans generically only groups of changes that read and write by key:
-    // `writer::Writer::begin`.)
+    // The writer's own connection, opened when the writer takes its first group. It plans
+    // generically (`plan_cache_mode = force_generic_plan`), as the groups of changes that read
+    // and write by key and the statement appending pre-tool-checks' events outside a
+    // transaction want; every other group plans as PostgreSQL chooses, set for its
+    // transaction (`writer::Writer::begin`): generic plans for every statement turned the
+    // expiry sweep into a scan of every pending proposal (benches/README.md, 2026-11-25).
     //
     // Without bitmap scans: the lease ([`super::commands::claim_next`]) wants the oldest
     // queued commands, which the index on (status, seq) gives in order, stopping at the first
@@ -441,7 +442,10 @@ async fn connect_postgres(url: &str) -> Result<(Store, AnySessionStore)> {
     let write = PgPoolOptions::new()
         .max_connections(1)
         .acquire_timeout(PG_ACQUIRE_TIMEOUT)
-        .connect_lazy_with(options.options([("enable_bitmapscan", "off")]));
+        .connect_lazy_with(options.options([
+            ("enable_bitmapscan", "off"),
+            ("plan_cache_mode", "force_generic_plan"),
+        ]));
     let writer_stats = Arc::default();
     let writer = writer::spawn(
         WritePool::Postgres(write),

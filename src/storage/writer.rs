@@ -232,17 +232,17 @@ impl Writer {
     /// same file waits (busy timeout) instead of failing to upgrade a read transaction.
     ///
     /// On PostgreSQL, a group of changes that each start with an [`Upfront`] statement (or
-    /// only record events) plans its statements generically (`plan_cache_mode`, set in the
-    /// same round trip as `begin`, for this transaction only): such changes read and write by
+    /// only record events) plans its statements generically (`plan_cache_mode`, which the
+    /// writer's connection sets when it opens): such changes read and write by
     /// key, and lease through the index on queued commands in queue order, whose generic plans
     /// are their custom ones (the lease's, checked with `explain analyze` on 7,600 queued
     /// commands and no statistics: that index, in order, stopping at the leases asked for).
     /// Their statements read arrays (`unnest`), whose length a custom plan knows, so
     /// PostgreSQL's plan cache judged a custom plan cheaper every time and planned a success
     /// report's statement, or a lone lease's, afresh for every group (0.26 ms each, of a
-    /// group's 1.5 ms). Other groups keep PostgreSQL's choice: a generic
-    /// plan for the expiry sweep, for one, reads every pending proposal (benches/README.md,
-    /// 2026-11-25).
+    /// group's 1.5 ms). Other groups keep PostgreSQL's choice, set for their transaction in
+    /// the same round trip as `begin`: a generic plan for the expiry sweep, for one, reads
+    /// every pending proposal (benches/README.md, 2026-11-25).
     async fn begin(&mut self, generic_plans: bool) -> Result<Tx> {
         let mut tx = self.hold().await?;
         tx.open(generic_plans).await?;
@@ -365,9 +365,7 @@ async fn commit_batch(
     changed: &Changes,
 ) -> Result<Committed> {
     let started = std::time::Instant::now();
-    if matches!(writer.pool, WritePool::Sqlite(..))
-        && batch.iter().all(|job| job.runs() == Runs::Events)
-    {
+    if batch.iter().all(|job| job.runs() == Runs::Events) {
         return commit_events(writer, batch, changed, started).await;
     }
     let mut tx = writer.begin(plans_generically(batch)).await?;
@@ -419,9 +417,11 @@ async fn commit_batch(
     Ok(writer.committed(held, committed))
 }
 
-/// SQLite: a group whose changes only record events. When none of them moves a proposal
-/// (nothing to wake, deliver or notify), the events are appended and committed on the
-/// writer's own thread ([`audit::append_and_commit`]); otherwise the group commits as any.
+/// A group whose changes only record events. When none of them moves a proposal (nothing to
+/// wake, deliver or notify), the events are appended and committed on SQLite on the writer's
+/// own thread ([`audit::append_and_commit`]), and on PostgreSQL in one statement outside a
+/// transaction ([`audit::append_alone`]) once the writer knows the head; otherwise the group
+/// commits as any.
 async fn commit_events(
     writer: &mut Writer,
     batch: &mut [Box<dyn Job>],
@@ -433,14 +433,13 @@ async fn commit_events(
         job.run(&mut tx).await;
     }
     let events = std::mem::take(&mut tx.events);
-    let (committed, held) = match tx.held {
-        Held::Sqlite(ref mut c)
-            if !events.is_empty()
-                && tx.notices.is_empty()
-                && events.iter().all(|e| e.moved_proposal().is_none()) =>
-        {
+    let quiet = !events.is_empty()
+        && tx.notices.is_empty()
+        && events.iter().all(|e| e.moved_proposal().is_none());
+    let (committed, held) = match (&mut tx.held, tx.head.take()) {
+        (Held::Sqlite(c), known) if quiet => {
             let appended = events.len();
-            let (head, took) = audit::append_and_commit(c, events, tx.head.take()).await?;
+            let (head, took) = audit::append_and_commit(c, events, known).await?;
             writer.stats.appended(appended);
             let committed = Committed {
                 head: Some(head),
@@ -449,9 +448,18 @@ async fn commit_events(
             };
             (committed, tx.held)
         }
-        _ => {
+        (Held::Postgres(c), Some(known)) if quiet => {
+            let head = audit::append_alone(c, events, known).await?;
+            let committed = Committed {
+                head: Some(head),
+                ..Committed::default()
+            };
+            (committed, tx.held)
+        }
+        (_, known) => {
+            tx.head = known;
             tx.events = events;
-            tx.open(false).await?;
+            tx.open(true).await?;
             tx.commit(changed).await?
         }
     };

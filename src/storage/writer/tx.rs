@@ -104,12 +104,12 @@ impl Tx {
 
     /// Opens the group's transaction on the connection held ([`super::Writer::begin`]).
     pub(super) async fn open(&mut self, generic_plans: bool) -> Result<()> {
+        // The writer's PostgreSQL connection plans generically unless told otherwise
+        // (`plan_cache_mode`, set where it is opened, `db::connect_postgres`).
         let begin = match self.held {
             Held::Sqlite(_) => "begin immediate",
-            Held::Postgres(_) if generic_plans => {
-                "begin; set local plan_cache_mode = force_generic_plan"
-            }
-            Held::Postgres(_) => "begin",
+            Held::Postgres(_) if generic_plans => "begin",
+            Held::Postgres(_) => "begin; set local plan_cache_mode = auto",
         };
         self.execute(begin).await
     }
