@@ -23,20 +23,28 @@ use serde_json::{Value, json};
 use time::format_description::well_known::Rfc3339;
 use uuid::Uuid;
 
-/// Asserts that the point read of proposal `id` and of its command equals the pooled read, and
-/// that on SQLite both were read directly.
+/// Asserts that the point read of proposal `id` and of its command, each alone and both
+/// together, equals the pooled read (the two in one statement too), and that on SQLite the
+/// point reads were direct.
 async fn same_as_pooled(store: &Store, id: Uuid) {
     let mut read = store.read().await.expect("pooled read");
     let proposal = proposals::by_id(read.conn(), id).await.expect("proposal");
     let command = commands::for_proposal(read.conn(), id)
         .await
         .expect("command");
+    // The two in one statement, as the pool reads them for a status read.
+    let both = proposals::with_command::by_id(read.conn(), id).await;
+    let expected = proposal.clone().map(|p| (p, command.clone()));
+    assert_eq!(both.expect("proposal and command"), expected);
+    drop(read);
     let mut point = store.point_read().await.expect("point read");
     assert_eq!(point.proposal(id).await.expect("point proposal"), proposal);
     assert_eq!(
         point.command_for_proposal(id).await.expect("point command"),
         command
     );
+    let both = point.proposal_and_command(id).await;
+    assert_eq!(both.expect("point proposal and command"), expected);
     assert_eq!(
         point.is_direct(),
         store.backend() == Backend::Sqlite,

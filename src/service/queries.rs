@@ -120,19 +120,15 @@ impl Services {
         agent: &str,
         id: Uuid,
     ) -> Result<(ProposalRecord, Option<CommandRecord>), ServiceError> {
-        // One connection for both reads, on this thread when it can be: agents poll this.
+        // On this thread when it can be, else in one statement: agents poll this.
         let mut read = self.store().point_read().await?;
-        let p = read
-            .proposal(id)
+        let (p, command) = read
+            .proposal_and_command(id)
             .await?
-            .filter(|p| p.agent == agent)
+            .filter(|(p, _)| p.agent == agent)
             .ok_or(ServiceError::NotFound)?;
-        // A pending proposal (what agents poll) has no command to read.
-        let command = if p.status.may_have_command() {
-            read.command_for_proposal(id).await?
-        } else {
-            None
-        };
+        // A pending proposal (what agents poll) has no command.
+        let command = command.filter(|_| p.status.may_have_command());
         Ok((p, command))
     }
 

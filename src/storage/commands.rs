@@ -23,7 +23,8 @@ mod row;
 pub use ask::{Approval, Claimed, LeaseAsk, ProposalSeen, SettledSuccess, Success};
 // The record is the domain's; re-exported for the service, which names it here.
 pub use crate::domain::record::CommandRecord;
-use row::{CommandRow, WithProposal, record, records};
+pub(super) use row::CommandRow;
+use row::{WithProposal, record, records};
 
 /// A command to queue.
 pub struct NewCommand<'a> {
@@ -93,6 +94,8 @@ macro_rules! cols {
          resolution_reason, created_at, completed_at"
     };
 }
+/// The columns in [`row::CommandRow`]'s order, for statements built elsewhere.
+pub(super) use cols;
 
 mod succeeded;
 pub use succeeded::settle_succeeded;

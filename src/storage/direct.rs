@@ -60,6 +60,29 @@ impl PointRead<'_> {
         commands::for_proposal(self.pooled().await?.conn(), id).await
     }
 
+    /// A proposal by id and the command running it: on the direct connection, two reads (each
+    /// microseconds; the second only for a proposal that may have a command); through the
+    /// pool, one statement (on PostgreSQL, one round trip).
+    pub async fn proposal_and_command(
+        &mut self,
+        id: Uuid,
+    ) -> Result<Option<(ProposalRecord, Option<CommandRecord>)>> {
+        let both = |db: &Connection| -> Result<_> {
+            let Some(proposal) = proposals::by_id_direct(db, id)? else {
+                return Ok(None);
+            };
+            let command = match proposal.status.may_have_command() {
+                true => commands::for_proposal_direct(db, id)?,
+                false => None,
+            };
+            Ok(Some((proposal, command)))
+        };
+        if let Some(found) = self.direct(both) {
+            return Ok(found);
+        }
+        proposals::with_command::by_id(self.pooled().await?.conn(), id).await
+    }
+
     /// `read`'s answer on the direct connection; `None` without one, or if it failed (the
     /// connection is then given back, and the pool reads from here on).
     fn direct<T>(&mut self, read: impl FnOnce(&Connection) -> Result<T>) -> Option<T> {

@@ -33,6 +33,7 @@ pub mod error;
 pub mod gateway;
 pub mod grants;
 pub mod history;
+pub(crate) mod in_order;
 pub mod insights;
 pub mod notifications;
 pub mod passkeys;

@@ -398,8 +398,9 @@ pub async fn by_id(conn: Conn<'_>, id: Uuid) -> Result<Option<ProposalRecord>> {
     record(row)
 }
 
-// After `cols!`, which it uses.
+// After `cols!`, which they use.
 pub mod open_call;
+pub mod with_command;
 
 /// The proposals among `ids` that exist, in no particular order (one statement).
 pub async fn by_ids(conn: Conn<'_>, ids: &[Uuid]) -> Result<Vec<ProposalRecord>> {

@@ -14,10 +14,11 @@ use crate::domain::lifecycle::ProposalStatus;
 use crate::domain::record::CommandRecord;
 use crate::storage::direct::raw::Cols;
 use crate::storage::error::{Result, StorageError, parse};
+use crate::storage::in_order::InOrder;
 
 /// A `commands` row as stored.
 #[derive(sqlx::FromRow)]
-pub(super) struct CommandRow {
+pub(crate) struct CommandRow {
     pub(super) id: Uuid,
     pub(super) proposal_id: Uuid,
     pub(super) kind: String,
@@ -41,6 +42,52 @@ pub(super) struct CommandRow {
     pub(super) resolution_reason: Option<String>,
     pub(super) created_at: OffsetDateTime,
     pub(super) completed_at: Option<OffsetDateTime>,
+}
+
+impl CommandRow {
+    /// The row from `c`'s next columns, in `super::cols!`'s order; `None` where they are
+    /// null (a left join that found no command). `c` moves past them either way.
+    pub(crate) fn in_order<'r, R>(c: &mut InOrder<'r, R>) -> sqlx::Result<Option<Self>>
+    where
+        R: sqlx::Row,
+        usize: sqlx::ColumnIndex<R>,
+        Uuid: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+        String: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+        i32: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+        OffsetDateTime: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+        Json<CommandSpec>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+        Json<Value>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    {
+        let Some(id) = c.next::<Option<Uuid>>()? else {
+            return Ok(None);
+        };
+        // Read in the columns' order: a struct's fields are evaluated as written.
+        Ok(Some(Self {
+            id,
+            proposal_id: c.next()?,
+            kind: c.next()?,
+            rollback_of: c.next()?,
+            status: c.next()?,
+            spec: c.next()?,
+            attempts: c.next()?,
+            leased_by: c.next()?,
+            lease_token_hash: c.next()?,
+            lease_expires_at: c.next()?,
+            available_at: c.next()?,
+            execute_by: c.next()?,
+            run_deadline: c.next()?,
+            interruption: c.next()?,
+            side_effect: c.next()?,
+            result: c.next()?,
+            error: c.next()?,
+            resolution: c.next()?,
+            resolved_by: c.next()?,
+            resolved_at: c.next()?,
+            resolution_reason: c.next()?,
+            created_at: c.next()?,
+            completed_at: c.next()?,
+        }))
+    }
 }
 
 /// A command row and the hash of its spec as approved.
@@ -110,7 +157,7 @@ impl CommandRow {
         })
     }
 
-    pub(super) fn into_record(self) -> Result<CommandRecord> {
+    pub(crate) fn into_record(self) -> Result<CommandRecord> {
         Ok(CommandRecord {
             id: self.id,
             proposal_id: self.proposal_id,
