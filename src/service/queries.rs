@@ -122,14 +122,10 @@ impl Services {
     ) -> Result<(ProposalRecord, Option<CommandRecord>), ServiceError> {
         // On this thread when it can be, else in one statement: agents poll this.
         let mut read = self.store().point_read().await?;
-        let (p, command) = read
-            .proposal_and_command(id)
-            .await?
+        let found = read.proposal_and_command(id).await?;
+        found
             .filter(|(p, _)| p.agent == agent)
-            .ok_or(ServiceError::NotFound)?;
-        // A pending proposal (what agents poll) has no command.
-        let command = command.filter(|_| p.status.may_have_command());
-        Ok((p, command))
+            .ok_or(ServiceError::NotFound)
     }
 
     /// Pending proposals still open for a decision, oldest first: of the first `limit`, those

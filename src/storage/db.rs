@@ -429,7 +429,8 @@ async fn connect_postgres(url: &str) -> Result<(Store, AnySessionStore)> {
     // and write by key and the statement appending pre-tool-checks' events outside a
     // transaction want; every other group plans as PostgreSQL chooses, set for its
     // transaction (`writer::Writer::begin`): generic plans for every statement turned the
-    // expiry sweep into a scan of every pending proposal (benches/README.md, 2026-11-25).
+    // expiry sweep into a scan of every pending proposal (benches/README.md, 2026-11-25). Both
+    // settings are the writer's own: they override any the server is configured with.
     //
     // Without bitmap scans: the lease ([`super::commands::claim_next`]) wants the oldest
     // queued commands, which the index on (status, seq) gives in order, stopping at the first

@@ -60,9 +60,10 @@ impl PointRead<'_> {
         commands::for_proposal(self.pooled().await?.conn(), id).await
     }
 
-    /// A proposal by id and the command running it: on the direct connection, two reads (each
-    /// microseconds; the second only for a proposal that may have a command); through the
-    /// pool, one statement (on PostgreSQL, one round trip).
+    /// A proposal by id and the command running it, for a proposal whose status may have one
+    /// (a pending proposal, what agents poll, has none): on the direct connection, two reads
+    /// (each microseconds; the second only for such a proposal); through the pool, one
+    /// statement (on PostgreSQL, one round trip).
     pub async fn proposal_and_command(
         &mut self,
         id: Uuid,
@@ -80,7 +81,11 @@ impl PointRead<'_> {
         if let Some(found) = self.direct(both) {
             return Ok(found);
         }
-        proposals::with_command::by_id(self.pooled().await?.conn(), id).await
+        let found = proposals::with_command::by_id(self.pooled().await?.conn(), id).await?;
+        Ok(found.map(|(p, command)| {
+            let command = command.filter(|_| p.status.may_have_command());
+            (p, command)
+        }))
     }
 
     /// `read`'s answer on the direct connection; `None` without one, or if it failed (the

@@ -420,8 +420,8 @@ async fn commit_batch(
 /// A group whose changes only record events. When none of them moves a proposal (nothing to
 /// wake, deliver or notify), the events are appended and committed on SQLite on the writer's
 /// own thread ([`audit::append_and_commit`]), and on PostgreSQL in one statement outside a
-/// transaction ([`audit::append_alone`]) once the writer knows the head; otherwise the group
-/// commits as any.
+/// transaction ([`audit::append_alone`]) once the writer knows the head (its commit, inside
+/// that statement, is not timed apart); otherwise the group commits as any.
 async fn commit_events(
     writer: &mut Writer,
     batch: &mut [Box<dyn Job>],

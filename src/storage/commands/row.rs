@@ -46,7 +46,7 @@ pub(crate) struct CommandRow {
 
 impl CommandRow {
     /// The row from `c`'s next columns, in `super::cols!`'s order; `None` where they are
-    /// null (a left join that found no command). `c` moves past them either way.
+    /// null (a left join that found no command), read no further than the first.
     pub(crate) fn in_order<'r, R>(c: &mut InOrder<'r, R>) -> sqlx::Result<Option<Self>>
     where
         R: sqlx::Row,
