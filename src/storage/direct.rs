@@ -44,22 +44,6 @@ impl PointRead<'_> {
         self.direct.is_some()
     }
 
-    /// A proposal by id.
-    pub async fn proposal(&mut self, id: Uuid) -> Result<Option<ProposalRecord>> {
-        if let Some(found) = self.direct(|db| proposals::by_id_direct(db, id)) {
-            return Ok(found);
-        }
-        proposals::by_id(self.pooled().await?.conn(), id).await
-    }
-
-    /// The command running a proposal.
-    pub async fn command_for_proposal(&mut self, id: Uuid) -> Result<Option<CommandRecord>> {
-        if let Some(found) = self.direct(|db| commands::for_proposal_direct(db, id)) {
-            return Ok(found);
-        }
-        commands::for_proposal(self.pooled().await?.conn(), id).await
-    }
-
     /// A proposal by id and the command running it, for a proposal whose status may have one
     /// (a pending proposal, what agents poll, has none): on the direct connection, two reads
     /// (each microseconds; the second only for such a proposal); through the pool, one
