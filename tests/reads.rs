@@ -24,7 +24,7 @@ use time::format_description::well_known::Rfc3339;
 use uuid::Uuid;
 
 /// Asserts that the point read of proposal `id` and its command equals the pooled reads (and
-/// their one statement), and that on SQLite the point read was direct.
+/// their one statement), and that it was direct (SQLite) or kept (PostgreSQL).
 async fn same_as_pooled(store: &Store, id: Uuid) {
     let mut read = store.read().await.expect("pooled read");
     let proposal = proposals::by_id(read.conn(), id).await.expect("proposal");
@@ -37,13 +37,12 @@ async fn same_as_pooled(store: &Store, id: Uuid) {
     assert_eq!(both.expect("proposal and command"), expected);
     drop(read);
     let mut point = store.point_read().await.expect("point read");
+    assert!(
+        point.is_direct() || point.is_kept(),
+        "SQLite reads directly, PostgreSQL on a connection kept out of the pool"
+    );
     let both = point.proposal_and_command(id).await;
     assert_eq!(both.expect("point proposal and command"), expected);
-    assert_eq!(
-        point.is_direct(),
-        store.backend() == Backend::Sqlite,
-        "SQLite reads directly, PostgreSQL through the pool"
-    );
 }
 
 async fn submit(services: &Services, body: &Value) -> Uuid {
@@ -205,8 +204,8 @@ async fn a_value_only_sqlx_decodes_is_read_through_the_pool(backend: &str) {
     assert!(!point.is_direct(), "the read went to the pool");
 }
 
-/// Reads taken while every direct connection is lent go to the pool and answer the same; the
-/// connections come back once those reads end.
+/// Reads taken while every direct (SQLite) or kept (PostgreSQL) connection is lent go to the
+/// pool and answer the same; the connections come back once those reads end.
 async fn a_read_with_every_connection_lent_uses_the_pool(backend: &str) {
     let (services, _, _dir) = common::fresh_services(backend).await;
     let store = services.store().clone();
@@ -217,31 +216,66 @@ async fn a_read_with_every_connection_lent_uses_the_pool(backend: &str) {
         .expect("read");
     assert!(expected.is_some());
     let mut held = Vec::new();
-    loop {
-        let mut point = store.point_read().await.expect("point read");
-        let direct = point.is_direct();
-        let both = point.proposal_and_command(id).await.expect("read");
-        assert_eq!(both.map(|(proposal, _)| proposal), expected);
-        held.push(point);
-        if !direct {
-            break;
+    let last = loop {
+        let point = store.point_read().await.expect("point read");
+        if !(point.is_direct() || point.is_kept()) {
+            break point;
         }
+        held.push(point);
         assert!(
             held.len() <= 1024,
-            "direct connections are a small, fixed set"
+            "such connections are a small, fixed set"
         );
+    };
+    assert!(
+        !held.is_empty(),
+        "some reads are lent a connection of their own"
+    );
+    let mut last = last;
+    let both = last.proposal_and_command(id).await.expect("read");
+    assert_eq!(both.map(|(proposal, _)| proposal), expected);
+    for point in &mut held {
+        let both = point.proposal_and_command(id).await.expect("read");
+        assert_eq!(both.map(|(proposal, _)| proposal), expected);
     }
-    let lent = held.len() - 1;
-    match store.backend() {
-        Backend::Sqlite => assert!(lent > 0, "SQLite lends direct connections"),
-        Backend::Postgres => assert_eq!(lent, 0, "PostgreSQL reads through the pool"),
-    }
-    drop(held);
+    drop((held, last));
     let point = store.point_read().await.expect("point read");
-    assert_eq!(
-        point.is_direct(),
-        store.backend() == Backend::Sqlite,
+    assert!(
+        point.is_direct() || point.is_kept(),
         "lent connections come back"
+    );
+}
+
+/// PostgreSQL: a kept connection the database closed (a restart, an operator's
+/// `pg_terminate_backend`) fails its read, which the pool answers instead; the next read opens
+/// a kept connection in its place.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_kept_connection_the_database_closed_is_replaced() {
+    let (services, url, _dir) = common::fresh_services("postgres").await;
+    let store = services.store().clone();
+    let id = submit(&services, &common::proposal_body("agent-a")).await;
+    let read = |store: Store| async move {
+        let mut point = store.point_read().await.expect("point read");
+        let kept = point.is_kept();
+        let both = point.proposal_and_command(id).await.expect("read");
+        (kept, both.map(|(p, _)| p.id))
+    };
+    assert_eq!(read(store.clone()).await, (true, Some(id)));
+    let kept = "from pg_stat_activity where datname = current_database() \
+                and application_name = 'countersign point reads'";
+    assert_eq!(
+        common::count(&url, &format!("select count(*) {kept}")).await,
+        1
+    );
+    let closed = format!("select count(pg_terminate_backend(pid)) {kept}");
+    assert_eq!(common::count(&url, &closed).await, 1);
+    // Lent again, failing, and answered by the pool.
+    assert_eq!(read(store.clone()).await, (true, Some(id)));
+    // A new one in its place.
+    assert_eq!(read(store.clone()).await, (true, Some(id)));
+    assert_eq!(
+        common::count(&url, &format!("select count(*) {kept}")).await,
+        1
     );
 }
 

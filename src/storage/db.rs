@@ -33,6 +33,7 @@ use super::audit;
 use super::audit::link::PendingEvent;
 use super::changes::Changes;
 use super::conn::{Backend, BoxFuture, Conn, ReadConn, Snapshot, SnapshotInner, on};
+use super::direct::kept::KeptConns;
 use super::direct::raw::DirectReads;
 use super::error::{Result, StorageError};
 use super::writer::tx::{Job, Tx};
@@ -54,6 +55,8 @@ enum Engine {
     },
     Postgres {
         pool: PgPool,
+        /// Connections kept out of `pool` for agents' point reads ([`super::direct::kept`]).
+        kept: KeptConns,
         writer: mpsc::Sender<Box<dyn Job>>,
     },
 }
@@ -113,6 +116,15 @@ impl Store {
         match &*self.engine {
             Engine::Sqlite { direct, .. } => Some(direct),
             Engine::Postgres { .. } => None,
+        }
+    }
+
+    /// The connections kept for point reads on PostgreSQL ([`super::direct::kept`]), and the
+    /// pool they are taken from; `None` on SQLite.
+    pub(super) fn kept_reads(&self) -> Option<(&KeptConns, &PgPool)> {
+        match &*self.engine {
+            Engine::Postgres { kept, pool, .. } => Some((kept, pool)),
+            Engine::Sqlite { .. } => None,
         }
     }
 
@@ -455,7 +467,11 @@ async fn connect_postgres(url: &str) -> Result<(Store, AnySessionStore)> {
     )?;
     Ok((
         Store {
-            engine: Arc::new(Engine::Postgres { pool, writer }),
+            engine: Arc::new(Engine::Postgres {
+                pool,
+                kept: KeptConns::default(),
+                writer,
+            }),
             salt: Arc::new(salt),
             changes,
             writer_stats,

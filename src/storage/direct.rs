@@ -13,27 +13,33 @@
 //! A connection is taken from the set for one read and put back after it, so a read never
 //! waits for another: when every one is busy, the read goes to the pool instead, and so does a
 //! read that fails (it never waits for a lock here). A page SQLite does not have cached is read
-//! from the file right there: a local disk's wait, on a runtime worker. On PostgreSQL, reads
-//! are network round trips anyway and always use the pool.
+//! from the file right there: a local disk's wait, on a runtime worker.
+//!
+//! On PostgreSQL, reads are network round trips anyway; the same reads run on a handful of
+//! connections kept out of the pool ([`kept`]), which sqlx does not ping after each read.
 
+pub(super) mod kept;
 pub(super) mod raw;
 
 use rusqlite::Connection;
 use uuid::Uuid;
 
 use super::commands::{self, CommandRecord};
-use super::conn::ReadConn;
+use super::conn::{Conn, ReadConn};
 use super::db::Store;
 use super::error::Result;
 use super::proposals::{self, ProposalRecord};
+use kept::Kept;
 use raw::{DirectReads, Lent};
 
-/// A connection for an agent's point reads: on SQLite one of [`DirectReads`] when one is
-/// free, else (and on PostgreSQL) one from the pool. A direct read that fails for any reason
-/// (a busy file, a value stored in a form only sqlx decodes) is read again through the pool,
-/// so it answers exactly what the pool would.
+/// A connection for an agent's point reads: on SQLite one of [`DirectReads`], on PostgreSQL a
+/// kept one ([`kept`]), when one is free; else one from the pool. A direct or kept read that
+/// fails for any reason (a busy file, a value stored in a form only sqlx decodes, a
+/// connection the database closed) is read again through the pool, so it answers exactly what
+/// the pool would.
 pub struct PointRead<'a> {
     direct: Option<Lent<'a>>,
+    kept: Option<Kept<'a>>,
     pooled: Option<ReadConn>,
     store: &'a Store,
 }
@@ -42,6 +48,11 @@ impl PointRead<'_> {
     /// Whether reads run on this thread (a direct connection was free).
     pub fn is_direct(&self) -> bool {
         self.direct.is_some()
+    }
+
+    /// Whether reads run on a connection kept out of the pool (PostgreSQL, one was free).
+    pub fn is_kept(&self) -> bool {
+        self.kept.is_some()
     }
 
     /// A proposal by id and the command running it, for a proposal whose status may have one
@@ -62,14 +73,27 @@ impl PointRead<'_> {
             };
             Ok(Some((proposal, command)))
         };
+        let only_if_it_may = |found: Option<(ProposalRecord, Option<CommandRecord>)>| {
+            found.map(|(p, command)| {
+                let command = command.filter(|_| p.status.may_have_command());
+                (p, command)
+            })
+        };
         if let Some(found) = self.direct(both) {
             return Ok(found);
         }
+        if let Some(mut kept) = self.kept.take() {
+            match proposals::with_command::by_id(Conn::Postgres(kept.conn()), id).await {
+                Ok(found) => {
+                    kept.keep();
+                    return Ok(only_if_it_may(found));
+                }
+                // Dropped, so closed: the pool reads from here on.
+                Err(e) => tracing::warn!(error = %e, "kept read failed; reading through the pool"),
+            }
+        }
         let found = proposals::with_command::by_id(self.pooled().await?.conn(), id).await?;
-        Ok(found.map(|(p, command)| {
-            let command = command.filter(|_| p.status.may_have_command());
-            (p, command)
-        }))
+        Ok(only_if_it_may(found))
     }
 
     /// `read`'s answer on the direct connection; `None` without one, or if it failed (the
@@ -96,17 +120,33 @@ impl PointRead<'_> {
     }
 }
 
+impl Drop for PointRead<'_> {
+    /// A kept connection still here was never read on (each read takes it out first): it is
+    /// as sound as when it was lent, so it goes back.
+    fn drop(&mut self) {
+        if let Some(kept) = self.kept.take() {
+            kept.keep();
+        }
+    }
+}
+
 impl Store {
     /// A connection for an agent's point reads: on SQLite one read on this thread when a
-    /// connection of [`raw::DirectReads`] is free; else a pooled one.
+    /// connection of [`raw::DirectReads`] is free, on PostgreSQL a [`kept`] one when one is
+    /// free or may be opened; else a pooled one.
     pub async fn point_read(&self) -> Result<PointRead<'_>> {
         let direct = self.direct_reads().and_then(DirectReads::take);
-        let pooled = match direct {
-            Some(_) => None,
-            None => Some(self.read().await?),
+        let kept = match self.kept_reads() {
+            Some((kept, pool)) => kept.take(pool).await?,
+            None => None,
+        };
+        let pooled = match (&direct, &kept) {
+            (None, None) => Some(self.read().await?),
+            _ => None,
         };
         Ok(PointRead {
             direct,
+            kept,
             pooled,
             store: self,
         })
