@@ -1,13 +1,17 @@
 //! Agents' point reads, on both backends: what [`Store::point_read`] answers (on SQLite from
-//! connections of its own, stepped on the caller's thread) is exactly what the pooled read
-//! answers, at every stage of a proposal's life and for every column; a value stored in a
-//! form only sqlx decodes is read through the pool; a read still gets an answer when every
-//! direct connection is lent. And the agent's read a gateway call makes of itself: one open
-//! copy of a call, however many submissions make it at once.
+//! connections of its own, stepped on the caller's thread; on PostgreSQL on connections kept
+//! out of the pool) is exactly what the pooled read answers, at every stage of a proposal's
+//! life and for every column; a value stored in a form only sqlx decodes is read through the
+//! pool; a read still gets an answer when every direct connection is lent (SQLite: the pool),
+//! every kept one is lent (PostgreSQL: it waits for one) or the database closed a kept one.
+//! And the agent's read a gateway call makes of itself: one open copy of a call, however many
+//! submissions make it at once.
 
 mod common;
 
+use std::future::Future;
 use std::sync::Arc;
+use std::task::Poll;
 
 use common::{LeaseAs, Write};
 use countersign::domain::Policy;
@@ -18,6 +22,7 @@ use countersign::domain::command::{CommandStatus, Outcome};
 use countersign::domain::lifecycle::ReviewVerdict;
 use countersign::domain::principal::Role;
 use countersign::service::{Report, Services, Submitted};
+use countersign::storage::direct::kept;
 use countersign::storage::{Backend, Store, commands, proposals};
 use serde_json::{Value, json};
 use time::format_description::well_known::Rfc3339;
@@ -204,10 +209,11 @@ async fn a_value_only_sqlx_decodes_is_read_through_the_pool(backend: &str) {
     assert!(!point.is_direct(), "the read went to the pool");
 }
 
-/// Reads taken while every direct (SQLite) or kept (PostgreSQL) connection is lent go to the
-/// pool and answer the same; the connections come back once those reads end.
-async fn a_read_with_every_connection_lent_uses_the_pool(backend: &str) {
-    let (services, _, _dir) = common::fresh_services(backend).await;
+/// SQLite: reads taken while every direct connection is lent go to the pool and answer the
+/// same; the connections come back once those reads end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_a_read_with_every_direct_connection_lent_uses_the_pool() {
+    let (services, _, _dir) = common::fresh_services("sqlite").await;
     let store = services.store().clone();
     let id = submit(&services, &common::proposal_body("agent-a")).await;
     let expected = services
@@ -216,34 +222,50 @@ async fn a_read_with_every_connection_lent_uses_the_pool(backend: &str) {
         .expect("read");
     assert!(expected.is_some());
     let mut held = Vec::new();
-    let last = loop {
-        let point = store.point_read().await.expect("point read");
-        if !(point.is_direct() || point.is_kept()) {
-            break point;
-        }
-        held.push(point);
-        assert!(
-            held.len() <= 1024,
-            "such connections are a small, fixed set"
-        );
-    };
-    assert!(
-        !held.is_empty(),
-        "some reads are lent a connection of their own"
-    );
-    let mut last = last;
-    let both = last.proposal_and_command(id).await.expect("read");
-    assert_eq!(both.map(|(proposal, _)| proposal), expected);
-    for point in &mut held {
+    loop {
+        let mut point = store.point_read().await.expect("point read");
+        let direct = point.is_direct();
         let both = point.proposal_and_command(id).await.expect("read");
         assert_eq!(both.map(|(proposal, _)| proposal), expected);
+        held.push(point);
+        if !direct {
+            break;
+        }
+        assert!(
+            held.len() <= 1024,
+            "direct connections are a small, fixed set"
+        );
     }
-    drop((held, last));
+    assert!(held.len() > 1, "SQLite lends direct connections");
+    drop(held);
     let point = store.point_read().await.expect("point read");
-    assert!(
-        point.is_direct() || point.is_kept(),
-        "lent connections come back"
-    );
+    assert!(point.is_direct(), "lent connections come back");
+}
+
+/// PostgreSQL: a read taken while every kept connection is lent waits for one to come back
+/// (never opening more than [`kept::most`]) and reads on it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_read_with_every_kept_connection_lent_waits_for_one() {
+    let (services, url, _dir) = common::fresh_services("postgres").await;
+    let store = services.store().clone();
+    let id = submit(&services, &common::proposal_body("agent-a")).await;
+    let mut held = Vec::new();
+    for _ in 0..kept::most() {
+        let point = store.point_read().await.expect("point read");
+        assert!(point.is_kept());
+        held.push(point);
+    }
+    let mut waiting = Box::pin(store.point_read());
+    let first = std::future::poll_fn(|cx| Poll::Ready(waiting.as_mut().poll(cx))).await;
+    assert!(first.is_pending(), "every kept connection is lent");
+    drop(held.pop());
+    let mut point = waiting.await.expect("point read");
+    assert!(point.is_kept(), "it waited for a kept connection");
+    let both = point.proposal_and_command(id).await.expect("read");
+    assert_eq!(both.map(|(p, _)| p.id), Some(id));
+    let open = "select count(*) from pg_stat_activity where datname = current_database() \
+                and application_name = 'countersign point reads'";
+    assert_eq!(common::count(&url, open).await, kept::most() as i64);
 }
 
 /// PostgreSQL: a kept connection the database closed (a restart, an operator's
@@ -438,6 +460,5 @@ async fn a_gateway_call_is_open_once_however_many_make_it(backend: &str) {
 common::on_both_backends!(
     a_point_read_answers_what_the_pool_answers,
     a_value_only_sqlx_decodes_is_read_through_the_pool,
-    a_read_with_every_connection_lent_uses_the_pool,
     a_gateway_call_is_open_once_however_many_make_it,
 );

@@ -18,7 +18,7 @@
 //! On PostgreSQL, reads are network round trips anyway; the same reads run on a handful of
 //! connections kept out of the pool ([`kept`]), which sqlx does not ping after each read.
 
-pub(super) mod kept;
+pub mod kept;
 pub(super) mod raw;
 
 use rusqlite::Connection;
@@ -32,8 +32,8 @@ use super::proposals::{self, ProposalRecord};
 use kept::Kept;
 use raw::{DirectReads, Lent};
 
-/// A connection for an agent's point reads: on SQLite one of [`DirectReads`], on PostgreSQL a
-/// kept one ([`kept`]), when one is free; else one from the pool. A direct or kept read that
+/// A connection for an agent's point reads: on SQLite one of [`DirectReads`] when one is
+/// free, else one from the pool; on PostgreSQL a kept one ([`kept`]). A direct or kept read that
 /// fails for any reason (a busy file, a value stored in a form only sqlx decodes, a
 /// connection the database closed) is read again through the pool, so it answers exactly what
 /// the pool would.
@@ -50,7 +50,8 @@ impl PointRead<'_> {
         self.direct.is_some()
     }
 
-    /// Whether reads run on a connection kept out of the pool (PostgreSQL, one was free).
+    /// Whether reads run on a connection kept out of the pool (PostgreSQL, until a read on it
+    /// failed).
     pub fn is_kept(&self) -> bool {
         self.kept.is_some()
     }
@@ -132,12 +133,12 @@ impl Drop for PointRead<'_> {
 
 impl Store {
     /// A connection for an agent's point reads: on SQLite one read on this thread when a
-    /// connection of [`raw::DirectReads`] is free, on PostgreSQL a [`kept`] one when one is
-    /// free or may be opened; else a pooled one.
+    /// connection of [`raw::DirectReads`] is free, else a pooled one; on PostgreSQL a [`kept`]
+    /// one (waiting for one when all are lent).
     pub async fn point_read(&self) -> Result<PointRead<'_>> {
         let direct = self.direct_reads().and_then(DirectReads::take);
         let kept = match self.kept_reads() {
-            Some((kept, pool)) => kept.take(pool).await?,
+            Some((kept, pool)) => Some(kept.take(pool).await?),
             None => None,
         };
         let pooled = match (&direct, &kept) {
