@@ -243,7 +243,8 @@ async fn sqlite_a_read_with_every_direct_connection_lent_uses_the_pool() {
 }
 
 /// PostgreSQL: a read taken while every kept connection is lent waits for one to come back
-/// (never opening more than [`kept::most`]) and reads on it.
+/// (never opening more than [`kept::most`]) and reads on it; one that waits as long as a read
+/// waits for the pool (3 s) is answered unavailable.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_a_read_with_every_kept_connection_lent_waits_for_one() {
     let (services, url, _dir) = common::fresh_services("postgres").await;
@@ -254,6 +255,11 @@ async fn postgres_a_read_with_every_kept_connection_lent_waits_for_one() {
         let point = store.point_read().await.expect("point read");
         assert!(point.is_kept());
         held.push(point);
+    }
+    // No longer than a read waits for the pool: then the database is as good as unavailable.
+    match store.point_read().await {
+        Err(e) => assert!(e.is_unavailable(), "{e}"),
+        Ok(_) => panic!("every kept connection is lent"),
     }
     let mut waiting = Box::pin(store.point_read());
     let first = std::future::poll_fn(|cx| Poll::Ready(waiting.as_mut().poll(cx))).await;
