@@ -269,9 +269,16 @@ async fn postgres_a_read_with_every_kept_connection_lent_waits_for_one() {
     assert!(point.is_kept(), "it waited for a kept connection");
     let both = point.proposal_and_command(id).await.expect("read");
     assert_eq!(both.map(|(p, _)| p.id), Some(id));
-    let open = "select count(*) from pg_stat_activity where datname = current_database() \
-                and application_name = 'countersign point reads'";
-    assert_eq!(common::count(&url, open).await, kept::most() as i64);
+    let open = format!("select count(*) {}", kept_sessions());
+    assert_eq!(common::count(&url, &open).await, kept::most() as i64);
+}
+
+/// The `from` and `where` of this database's kept connections in `pg_stat_activity`.
+fn kept_sessions() -> String {
+    format!(
+        "from pg_stat_activity where datname = current_database() and application_name = '{}'",
+        kept::APPLICATION_NAME
+    )
 }
 
 /// PostgreSQL: a kept connection the database closed (a restart, an operator's
@@ -289,8 +296,7 @@ async fn postgres_a_kept_connection_the_database_closed_is_replaced() {
         (kept, both.map(|(p, _)| p.id))
     };
     assert_eq!(read(store.clone()).await, (true, Some(id)));
-    let kept = "from pg_stat_activity where datname = current_database() \
-                and application_name = 'countersign point reads'";
+    let kept = kept_sessions();
     assert_eq!(
         common::count(&url, &format!("select count(*) {kept}")).await,
         1
