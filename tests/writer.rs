@@ -132,6 +132,7 @@ fn agent_token(name: String, token_hash: String) -> countersign::storage::accoun
         token_hash,
         tool_scope: None,
         operator: None,
+        created_by: None,
         webhook_url: None,
         webhook_secret: None,
     }

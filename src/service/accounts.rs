@@ -238,6 +238,7 @@ impl Services {
             token_hash: secret.hash(),
             tool_scope: scope.map(ToolScope::to_list),
             operator,
+            created_by: who.as_person().map(|p| p.username.clone()),
             webhook_url: webhook.as_ref().map(|u| u.as_str().to_owned()),
             webhook_secret: webhook_secret.as_ref().map(|s| s.expose().to_owned()),
         };

@@ -45,6 +45,8 @@ pub struct NewToken {
     pub tool_scope: Option<String>,
     /// An agent token's operator (a username).
     pub operator: Option<String>,
+    /// The person who made it at `/admin/tokens` (`None` at the shell): they saw its secret.
+    pub created_by: Option<String>,
     /// An agent token's callback URL, checked.
     pub webhook_url: Option<String>,
     /// The secret that signs its deliveries (shown once).
@@ -190,7 +192,8 @@ pub async fn username_taken(conn: Conn<'_>, username: &str) -> Result<bool> {
 /// Stores a token's hash.
 pub async fn insert_token(conn: Conn<'_>, token: &NewToken, now: OffsetDateTime) -> Result<()> {
     let sql = "insert into api_tokens (id, kind, name, token_hash, created_at, tool_scope, \
-               operator, webhook_url, webhook_secret) values ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
+               operator, webhook_url, webhook_secret, created_by) \
+               values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
     on!(conn, |c| sqlx::query(sql)
         .bind(token.id)
         .bind(token.kind.as_str())
@@ -201,6 +204,7 @@ pub async fn insert_token(conn: Conn<'_>, token: &NewToken, now: OffsetDateTime)
         .bind(&token.operator)
         .bind(&token.webhook_url)
         .bind(&token.webhook_secret)
+        .bind(&token.created_by)
         .execute(c)
         .await
         .map(|_| ()))?;
@@ -463,11 +467,14 @@ pub async fn announce_revocation(conn: Conn<'_>) -> Result<()> {
     Ok(())
 }
 
-/// The people named operators of an agent's tokens, revoked ones included (they operated it
-/// when it proposed).
+/// The people who operate an agent: those its tokens name their operator and those who made
+/// its tokens at `/admin/tokens` (they saw a secret that submits as it), revoked tokens included
+/// (they operated it when it proposed).
 pub async fn agent_operators(conn: Conn<'_>, agent: &str) -> Result<Vec<String>> {
-    let sql = "select distinct operator from api_tokens where kind = 'agent' and name = $1 \
-               and operator is not null";
+    let sql = "select operator from api_tokens where kind = 'agent' and name = $1 \
+               and operator is not null \
+               union select created_by from api_tokens where kind = 'agent' and name = $1 \
+               and created_by is not null";
     let rows: Vec<(String,)> = on!(conn, |c| sqlx::query_as(sql).bind(agent).fetch_all(c).await)?;
     Ok(rows.into_iter().map(|(o,)| o).collect())
 }

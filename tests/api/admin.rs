@@ -19,7 +19,7 @@ on_both_backends!(
     the_last_admin_stays,
     two_admins_stepping_down_on_two_instances_at_once_leave_one,
     an_admin_rotates_a_webhook_secret_on_the_page,
-    an_operator_does_not_approve_their_agents_proposals,
+    neither_an_operator_nor_the_tokens_maker_approves_its_proposals,
     only_an_admin_erases_and_erasure_keeps_keys_hash_and_decision,
 );
 
@@ -397,7 +397,7 @@ async fn an_admin_rotates_a_webhook_secret_on_the_page(backend: &str) {
     assert_eq!(app.count(trail).await, 1);
 }
 
-async fn an_operator_does_not_approve_their_agents_proposals(backend: &str) {
+async fn neither_an_operator_nor_the_tokens_maker_approves_its_proposals(backend: &str) {
     let app = TestApp::spawn(backend).await;
     let admin = signed_in(&app, "boss", Role::Admin).await;
     let olga = signed_in(&app, "olga", Role::Reviewer).await;
@@ -422,6 +422,22 @@ async fn an_operator_does_not_approve_their_agents_proposals(backend: &str) {
     let refused = "select count(*) from audit_events where action = 'proposal.decision_refused' \
                    and actor = 'olga'";
     assert_eq!(app.count(refused).await, 1);
+    // The admin who made the token saw its secret, so they operate the agent too.
+    let r = admin.decide(&id, "approved", None).await;
+    assert_eq!(
+        location(&r),
+        format!("/proposals/{id}?error=operates_agent")
+    );
+    let rita = signed_in(&app, "rita", Role::Reviewer).await;
+    let r = rita.decide(&id, "approved", None).await;
+    assert_eq!(location(&r), format!("/proposals/{id}?notice=approved"));
+    // Rejecting stays open to the creator: saying no is never a conflict of interest.
+    let other = app.propose_ok(&token, "ops-agent").await;
+    let r = admin.decide(&other, "rejected", Some("not now")).await;
+    assert_eq!(location(&r), format!("/proposals/{other}?notice=rejected"));
+    // A token made at the shell has no creator: the admin may approve its agent's proposals.
+    let shell = app.agent_token("shell-agent").await;
+    let id = app.propose_ok(&shell, "shell-agent").await;
     let r = admin.decide(&id, "approved", None).await;
     assert_eq!(location(&r), format!("/proposals/{id}?notice=approved"));
     // An operator who is not a user is refused.
