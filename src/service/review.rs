@@ -106,7 +106,8 @@ impl Services {
         let command = self.command_row(id).await?;
         let approvals = self.approvals(id).await?;
         let trail = (self.proposal_trail(id, command.as_ref().map(|c| c.id), trail)).await?;
-        let history = self.agent_history(&proposal).await?;
+        let reach = self.authorize(who, UseCase::ViewProposal)?;
+        let history = self.agent_history(&proposal, reach.domains()).await?;
         let revealed = withholds_personal_data(&proposal)
             && self.revealed_recently(&Actor::of(who), id).await?;
         let alerts = self.alerts(id).await?;
@@ -133,13 +134,19 @@ impl Services {
         }))
     }
 
-    /// `p`'s agent's proposals for the same tool that arrived before it.
-    async fn agent_history(&self, p: &ProposalRecord) -> Result<AgentHistory, ServiceError> {
+    /// `p`'s agent's proposals for the same tool that arrived before it, those in `domains`
+    /// only (`None`: every domain): the page lists their intents.
+    async fn agent_history(
+        &self,
+        p: &ProposalRecord,
+        domains: Option<&[String]>,
+    ) -> Result<AgentHistory, ServiceError> {
         let tool = &p.contract.tool.name;
         let mut read = self.read().await?;
-        let counts =
-            history::status_counts(read.conn(), &p.agent, tool, p.seq, HISTORY_WINDOW).await?;
-        let recent = history::recent(read.conn(), &p.agent, tool, p.seq, HISTORY_RECENT).await?;
+        let window = (HISTORY_WINDOW, domains);
+        let counts = history::status_counts(read.conn(), &p.agent, tool, p.seq, window).await?;
+        let last = (HISTORY_WINDOW, domains, HISTORY_RECENT);
+        let recent = history::recent(read.conn(), &p.agent, tool, p.seq, last).await?;
         let tally = Tally::of(
             counts
                 .iter()

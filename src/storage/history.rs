@@ -1,12 +1,13 @@
 //! An agent's earlier proposals for one tool, for the proposal page: counts by status and the
-//! most recent few. Both walk `proposals_by_agent_tool (agent, tool_name, seq)` backwards and
-//! stop after a bounded number of rows.
+//! most recent few, among those the reader may see. Both walk `proposals_by_agent_tool (agent,
+//! tool_name, seq)` backwards and stop after a bounded number of rows.
 
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::conn::{Conn, on};
+use super::conn::Conn;
 use super::error::Result;
+use super::statement::{Arg, Statement, fetch_all};
 
 /// One earlier proposal, as the page lists it.
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
@@ -21,49 +22,65 @@ pub struct SimilarRow {
     pub summary: Option<String>,
 }
 
+/// Which domains' proposals the reader may see: `None` every domain, `Some` only those listed.
+pub type Domains<'a> = Option<&'a [String]>;
+
+/// The `window` most recent proposals of `agent` for `tool` that arrived before position
+/// `before`, in the reader's `domains` among them: a bounded walk of the index whatever the
+/// domains, so a reader limited to a domain the agent rarely uses sees fewer, never a longer
+/// scan.
+fn window(
+    columns: &str,
+    agent: &str,
+    tool: &str,
+    before: i64,
+    window: i64,
+    domains: Domains<'_>,
+) -> Statement {
+    let mut stmt = Statement::default();
+    stmt.push("select ").push(columns);
+    stmt.push(" from (select * from proposals where agent = ");
+    stmt.bind(Arg::Text(agent.to_owned()));
+    stmt.push(" and tool_name = ")
+        .bind(Arg::Text(tool.to_owned()));
+    stmt.push(" and seq < ").bind(Arg::Int(before));
+    stmt.push(" order by seq desc limit ")
+        .bind(Arg::Int(window));
+    stmt.push(") recent where true");
+    if let Some(ds) = domains {
+        stmt.domain_in(ds);
+    }
+    stmt
+}
+
 /// `(status, count)` over the `window` most recent proposals of `agent` for `tool` that
-/// arrived before position `before`.
+/// arrived before position `before`, those in `domains` only.
 pub async fn status_counts(
     conn: Conn<'_>,
     agent: &str,
     tool: &str,
     before: i64,
-    window: i64,
+    (size, domains): (i64, Domains<'_>),
 ) -> Result<Vec<(String, i64)>> {
-    let sql = "select status, count(*) from (select status from proposals \
-               where agent = $1 and tool_name = $2 and seq < $3 order by seq desc limit $4) recent \
-               group by status";
-    Ok(on!(conn, |c| sqlx::query_as(sql)
-        .bind(agent)
-        .bind(tool)
-        .bind(before)
-        .bind(window)
-        .fetch_all(c)
-        .await)?)
+    let mut stmt = window("status, count(*)", agent, tool, before, size, domains);
+    stmt.push(" group by status");
+    Ok(fetch_all!(conn, (String, i64), stmt)?)
 }
 
-/// The `limit` most recent proposals of `agent` for `tool` that arrived before position
-/// `before`, newest first.
+/// The `limit` most recent of the `window` most recent proposals of `agent` for `tool` that
+/// arrived before position `before`, those in `domains` only, newest first.
 pub async fn recent(
     conn: Conn<'_>,
     agent: &str,
     tool: &str,
     before: i64,
-    limit: i64,
+    (size, domains, limit): (i64, Domains<'_>, i64),
 ) -> Result<Vec<SimilarRow>> {
-    let sql = conn.pick(
-        "select id, status, created_at, json_extract(contract, '$.intent.summary') as summary \
-         from proposals where agent = $1 and tool_name = $2 and seq < $3 \
-         order by seq desc limit $4",
-        "select id, status, created_at, contract -> 'intent' ->> 'summary' as summary \
-         from proposals where agent = $1 and tool_name = $2 and seq < $3 \
-         order by seq desc limit $4",
+    let columns = conn.pick(
+        "id, status, created_at, json_extract(contract, '$.intent.summary') as summary",
+        "id, status, created_at, contract -> 'intent' ->> 'summary' as summary",
     );
-    Ok(on!(conn, |c| sqlx::query_as(sql)
-        .bind(agent)
-        .bind(tool)
-        .bind(before)
-        .bind(limit)
-        .fetch_all(c)
-        .await)?)
+    let mut stmt = window(columns, agent, tool, before, size, domains);
+    stmt.push(" order by seq desc limit ").bind(Arg::Int(limit));
+    Ok(fetch_all!(conn, SimilarRow, stmt)?)
 }

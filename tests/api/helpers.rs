@@ -241,6 +241,24 @@ impl TestApp {
         body["proposal"]["id"].as_str().expect("id").to_owned()
     }
 
+    /// Approves proposal `id` in-process (as the admin `boss`): the command it queued.
+    pub async fn approve_queued(
+        &self,
+        id: uuid::Uuid,
+    ) -> countersign::domain::record::CommandRecord {
+        let boss = Principal::person("boss", Role::Admin);
+        let verdict = countersign::domain::lifecycle::ReviewVerdict::Approved;
+        (self.services)
+            .decide(&boss, id, verdict, None)
+            .await
+            .expect("approve");
+        (self.services)
+            .command_for_proposal(&Principal::Operator, id)
+            .await
+            .expect("read")
+            .expect("queued")
+    }
+
     pub async fn poll(&self, token: &str, id: &str) -> (StatusCode, Value) {
         let r = self
             .client

@@ -1,10 +1,10 @@
 //! The pages that read a proposal's parts hold people to their domains, because the reads
 //! themselves do: a reviewer limited to `billing` opens no `sales` proposal page (its command,
-//! approvals, trail, history, alerts are never read for them), a compliance officer limited to
+//! approvals, trail, history, alerts are never read for them) and finds no `sales` proposal in
+//! a `billing` page's history of the agent's calls, a compliance officer limited to
 //! `billing` opens no `sales` timeline; their own domain's they open, and a person limited to
 //! nothing opens both. On both backends.
 
-use countersign::domain::lifecycle::ReviewVerdict;
 use countersign::domain::principal::{Principal, Role};
 use reqwest::StatusCode;
 use serde_json::json;
@@ -20,16 +20,7 @@ async fn approved_in(app: &TestApp, token: &str, domain: &str) -> (String, Strin
     let r = app.propose(token, &body).await;
     assert_eq!(r.status(), StatusCode::CREATED);
     let id = Uuid::parse_str(body["proposal_id"].as_str().expect("id")).expect("uuid");
-    let boss = Principal::person("boss", Role::Admin);
-    (app.services)
-        .decide(&boss, id, ReviewVerdict::Approved, None)
-        .await
-        .expect("approve");
-    let command = (app.services)
-        .command_for_proposal(&Principal::Operator, id)
-        .await
-        .expect("read")
-        .expect("queued");
+    let command = app.approve_queued(id).await;
     (id.to_string(), command.id.to_string())
 }
 
@@ -62,6 +53,9 @@ async fn a_domain_limited_person_opens_no_part_of_another_domains_proposal(backe
     assert!(!body.contains(&sales_cmd), "the command is not shown");
     let own = bill.page(&format!("/proposals/{billing}")).await;
     assert!(own.contains(&billing_cmd), "their own domain's command");
+    // The agent's earlier call of the same tool was in `sales`: not in the page's history.
+    assert!(!own.contains(&sales), "no link to the sales proposal");
+    assert!(own.contains("data-testid=\"history-none\""), "no history");
 
     let cleo = person(&app, "cleo", Role::Compliance, Some(&["billing"])).await;
     let r = cleo.get(&format!("/audit/proposals/{sales}")).await;
@@ -79,6 +73,11 @@ async fn a_domain_limited_person_opens_no_part_of_another_domains_proposal(backe
     let rev = person(&app, "rev", Role::Reviewer, None).await;
     let page = rev.page(&format!("/proposals/{sales}")).await;
     assert!(page.contains(&sales_cmd), "a reviewer limited to nothing");
+    let page = rev.page(&format!("/proposals/{billing}")).await;
+    assert!(
+        page.contains(&format!("href=\"/proposals/{sales}\"")),
+        "the history of a reviewer limited to nothing holds the sales proposal"
+    );
     let cora = person(&app, "cora", Role::Compliance, None).await;
     let timeline = cora.page(&format!("/audit/proposals/{sales}")).await;
     assert!(
