@@ -42,7 +42,7 @@ use super::writer::{self, EventsJob, TypedJob, WritePool, stopped};
 use super::{schema, wal};
 use crate::audit::safe::Salt;
 use crate::audit::{Actor, AuditEvent};
-use crate::auth::session::AnySessionStore;
+use crate::auth::session::{AnySessionStore, Hashed};
 
 enum Engine {
     Sqlite {
@@ -310,7 +310,7 @@ async fn connect_sqlite(
             changes,
             writer_stats,
         },
-        AnySessionStore::Sqlite(sessions),
+        AnySessionStore::Sqlite(Hashed(sessions)),
     ))
 }
 
@@ -476,7 +476,7 @@ async fn connect_postgres(url: &str) -> Result<(Store, AnySessionStore)> {
             changes,
             writer_stats,
         },
-        AnySessionStore::Postgres(sessions),
+        AnySessionStore::Postgres(Hashed(sessions)),
     ))
 }
 

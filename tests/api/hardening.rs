@@ -27,6 +27,7 @@ on_both_backends!(
     unknown_users_and_wrong_passwords_get_the_same_answer_and_the_same_work,
     over_long_passwords_are_refused_without_hashing,
     disabling_an_account_ends_its_open_sessions,
+    the_database_keeps_a_sessions_hash_never_its_id,
     a_password_reset_signs_the_account_out_everywhere,
     idle_sessions_end_and_activity_keeps_them_alive,
     sessions_end_after_the_absolute_limit_however_active,
@@ -375,6 +376,48 @@ async fn disabling_an_account_ends_its_open_sessions(backend: &str) {
         0,
         "the ended session's row is gone"
     );
+}
+
+/// A session's id is its cookie's secret: the sessions table holds its hash, so reading the
+/// database signs nobody in; the cookie still does.
+async fn the_database_keeps_a_sessions_hash_never_its_id(backend: &str) {
+    let app = TestApp::spawn(backend).await;
+    app.user("rev", Role::Reviewer).await;
+    let browser = app.browser();
+    let csrf = browser.csrf("/login").await;
+    let r = browser
+        .client
+        .post(app.url("/fn/login"))
+        .header("accept", "text/html")
+        .form(&[
+            ("csrf_token", csrf.as_str()),
+            ("username", "rev"),
+            ("password", PASSWORD),
+        ])
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(location(&r), "/");
+    let id = (r.headers().get_all("set-cookie").iter())
+        .filter_map(|v| v.to_str().ok())
+        .find_map(|c| c.strip_prefix("countersign_session="))
+        .and_then(|c| c.split(';').next())
+        .expect("a session cookie")
+        .to_owned();
+    assert!(
+        id.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'),
+        "{id}"
+    );
+    let table = sessions_table(&app);
+    let rows = format!("select count(*) from {table}");
+    assert_eq!(app.count(&rows).await, 1, "the signed-in session's row");
+    let by_id = format!("select count(*) from {table} where id = '{id}'");
+    assert_eq!(app.count(&by_id).await, 0, "no row is keyed by the cookie");
+    let r = browser.get("/").await;
+    assert_eq!(r.status(), StatusCode::OK, "the cookie signs in");
+    let html = r.text().await.expect("html");
+    assert!(html.contains("rev"), "as rev");
 }
 
 async fn a_password_reset_signs_the_account_out_everywhere(backend: &str) {
