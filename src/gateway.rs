@@ -79,6 +79,14 @@ impl Gateway {
         slot.served_tool(&name.tool)
     }
 
+    /// The tool `name` as [`Gateway::tool`] finds it, except that one withheld for a changed
+    /// definition is looked at again against the pins, so an admin's acceptance holds from the
+    /// next call.
+    pub async fn tool_now(&self, name: &ToolName) -> Result<ServedTool, CallError> {
+        let slot = self.slot(&name.upstream).ok_or(CallError::NoSuchTool)?;
+        slot.recheck(&name.tool).await
+    }
+
     /// Calls `name` on its upstream with `arguments`, exactly.
     pub async fn call(
         &self,

@@ -266,7 +266,7 @@ impl GatewayMcp {
                 None,
             ));
         };
-        let tool = match self.gateway.tool(&name) {
+        let tool = match self.gateway.tool_now(&name).await {
             Ok(tool) => tool,
             Err(CallError::DefinitionChanged) => {
                 return Ok(blocker(
@@ -291,7 +291,13 @@ impl GatewayMcp {
             }
         };
         let arguments = request.arguments.clone().unwrap_or_default();
-        let meta = request.meta.as_ref().map(|m| m.0.0.clone());
+        // rmcp moves a request's `_meta` (where the agent puts `countersign/intent`) into the
+        // context before the handler sees it; what the parameters still hold is added.
+        let mut meta = context.meta.0.0.clone();
+        if let Some(m) = &request.meta {
+            meta.extend(m.0.0.clone());
+        }
+        let meta = Some(meta);
         let call = CallInput {
             agent: caller.0.name(),
             domain: &tool.upstream.domain,
@@ -402,6 +408,28 @@ fn answer((record, command): crate::service::AgentView, status: ProposalStatus) 
                 ),
                 json!({"status": "refused", "proposal_id": id, "blockers": record.routing.blockers}),
             )
+        }
+        ProposalStatus::OutcomeUnknown | ProposalStatus::TimedOut => {
+            // The upstream's own error, when it answered one: the model reads why.
+            let upstream = stored(command.as_ref().and_then(|c| c.error.as_ref()))
+                .filter(|r| r.is_error == Some(true));
+            let words = format!(
+                "This call was sent, and whether it took effect is unknown ({status}): a person \
+                 will settle it; do not call it again meanwhile."
+            );
+            let status = json!({"status": status.as_str(), "proposal_id": id});
+            match upstream {
+                Some(mut result) => {
+                    result
+                        .content
+                        .push(Content::text(format!("Countersign: {words}")));
+                    let mut meta = result.meta.take().unwrap_or_default();
+                    meta.0.insert(STATUS_META.to_owned(), status);
+                    result.meta = Some(meta);
+                    result
+                }
+                None => refusal(words, status),
+            }
         }
         other => refusal(
             format!("This call ended without running as asked: it is {other}."),

@@ -8,6 +8,8 @@
 //!   `possible` (so the retry rules and `outcome_unknown` hold).
 //! - A call that could not be sent (the upstream is down, the tool's definition changed) is
 //!   `failed` with `side_effect: none`.
+//! - An upstream that does not answer within [`UPSTREAM_CALL_LIMIT`] is treated as one whose
+//!   answer was lost: `failed`, with the side effect the tool's annotations allow.
 //! - A Countersign that dies during a call leaves the lease to lapse: `outcome_unknown`, never
 //!   run again by itself.
 //! - The result is kept with the command up to [`MAX_RESULT_BYTES`]; a larger one is cut, with
@@ -33,6 +35,10 @@ use crate::service::{LeaseRequest, Leased, Report, Services};
 
 /// The largest result kept with a command, in bytes of its JSON.
 pub const MAX_RESULT_BYTES: usize = 1024 * 1024;
+/// The longest an upstream has to answer a call (unless the proposal's `execution.timeout_ms`
+/// says otherwise): then the call is `failed` as one whose answer was lost, so a write is
+/// `outcome_unknown` for a person to settle, and the agent is answered.
+pub const UPSTREAM_CALL_LIMIT: Duration = Duration::from_secs(600);
 /// Calls made at once, by the loop and where they are submitted together.
 pub(super) const CONCURRENT_CALLS: usize = 64;
 /// Lease requests in flight at once: a lease is a durable write, so several at once let a
@@ -226,7 +232,7 @@ async fn call(gateway: &Gateway, command: &CommandRecord, timer: Option<&Metrics
     let Some(name) = ToolName::from_internal(&spec.tool.name) else {
         return refused("no_such_tool", "no gateway upstream serves this tool");
     };
-    let tool = match gateway.tool(&name) {
+    let tool = match gateway.tool_now(&name).await {
         Ok(tool) => tool,
         Err(CallError::DefinitionChanged) => {
             return refused(
@@ -256,10 +262,24 @@ async fn call(gateway: &Gateway, command: &CommandRecord, timer: Option<&Metrics
         false => SideEffect::Possible,
     };
     let sent = std::time::Instant::now();
-    let answered = gateway.call(&name, spec.parameters.clone()).await;
+    let limit = (spec.execution.as_ref())
+        .and_then(|e| e.timeout_ms)
+        .map_or(UPSTREAM_CALL_LIMIT, Duration::from_millis);
+    let answered = tokio::time::timeout(limit, gateway.call(&name, spec.parameters.clone())).await;
     if let Some(metrics) = timer {
         metrics.gateway_step(GatewayStep::Upstream, sent.elapsed());
     }
+    let Ok(answered) = answered else {
+        let message = format!(
+            "the upstream did not answer within {} s; whether the call took effect is unknown",
+            limit.as_secs()
+        );
+        return Ran(
+            Outcome::Failed,
+            json!({"code": "upstream_timeout", "message": message}),
+            side_effect,
+        );
+    };
     match answered {
         Ok(result) => {
             let is_error = result.get("isError").and_then(Value::as_bool) == Some(true);
@@ -283,25 +303,38 @@ async fn call(gateway: &Gateway, command: &CommandRecord, timer: Option<&Metrics
 }
 
 /// `result` if its JSON fits in [`MAX_RESULT_BYTES`]; else a result whose text is the first
-/// part of it, marked as cut, with the whole result's size and SHA-256.
+/// part of it, marked as cut, with the whole result's size and SHA-256, itself within the bound
+/// (the kept part is escaped again inside it: quotes, backslashes and line ends grow).
 pub fn bounded(result: Value) -> Value {
     let text = result.to_string();
     if text.len() <= MAX_RESULT_BYTES {
         return result;
     }
+    let is_error = result.get("isError").cloned().unwrap_or(Value::Bool(false));
+    let cut_at = |end: usize| {
+        json!({
+            "content": [{"type": "text", "text": &text[..end]}],
+            "isError": is_error,
+            "_meta": {"countersign/truncated": {
+                "bytes": text.len(),
+                "sha256": sha256_hex(text.as_bytes()),
+                "kept_bytes": end,
+            }}
+        })
+    };
     let mut end = MAX_RESULT_BYTES - 1024;
-    while !text.is_char_boundary(end) {
-        end -= 1;
+    loop {
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        let cut = cut_at(end);
+        let size = cut.to_string().len();
+        // Each byte left out takes at least one byte out of the cut's JSON: one more round fits.
+        match size.checked_sub(MAX_RESULT_BYTES) {
+            None | Some(0) => return cut,
+            Some(over) => end = end.saturating_sub(over),
+        }
     }
-    json!({
-        "content": [{"type": "text", "text": &text[..end]}],
-        "isError": result.get("isError").cloned().unwrap_or(Value::Bool(false)),
-        "_meta": {"countersign/truncated": {
-            "bytes": text.len(),
-            "sha256": sha256_hex(text.as_bytes()),
-            "kept_bytes": end,
-        }}
-    })
 }
 
 #[cfg(test)]
@@ -319,5 +352,30 @@ mod tests {
         let marker = &cut["_meta"]["countersign/truncated"];
         assert_eq!(marker["bytes"], json!(whole.len()));
         assert_eq!(marker["sha256"], json!(sha256_hex(whole.as_bytes())));
+    }
+
+    #[test]
+    fn a_cut_result_stays_within_the_bound_when_its_text_escapes_again() {
+        // A source file of quoted lines: each `"` and line end is escaped once in the result's
+        // JSON and once more inside the cut's text.
+        let line = "    \"key\": \"value\",\n";
+        let text = line.repeat(MAX_RESULT_BYTES / line.len() + 1);
+        let big = json!({"content": [{"type": "text", "text": text}], "isError": false});
+        let whole = big.to_string();
+        let cut = bounded(big);
+        let size = cut.to_string().len();
+        assert!(size <= MAX_RESULT_BYTES, "{size} bytes");
+        assert!(
+            size > MAX_RESULT_BYTES / 2,
+            "most of the bound is used: {size}"
+        );
+        let kept = cut["content"][0]["text"].as_str().expect("text");
+        assert!(
+            whole.starts_with(kept),
+            "the kept part is the result's start"
+        );
+        let marker = &cut["_meta"]["countersign/truncated"];
+        assert_eq!(marker["kept_bytes"], json!(kept.len()));
+        assert_eq!(cut["isError"], false);
     }
 }

@@ -166,6 +166,8 @@ pub(crate) struct Slot {
     peer: RwLock<Option<Peer>>,
     served: RwLock<BTreeMap<String, Definition>>,
     withheld: RwLock<BTreeSet<String>>,
+    /// The tools as the upstream last listed them, pinned or not.
+    listed: RwLock<Vec<(ToolName, Definition)>>,
     changed: Arc<Notify>,
     reconnect: Notify,
 }
@@ -181,6 +183,7 @@ impl Slot {
             peer: RwLock::new(None),
             served: RwLock::default(),
             withheld: RwLock::default(),
+            listed: RwLock::default(),
             changed: Arc::new(Notify::new()),
             reconnect: Notify::new(),
         });
@@ -326,6 +329,13 @@ impl Slot {
                 }
             }
         }
+        *self.listed.write().unwrap_or_else(|e| e.into_inner()) = listed.clone();
+        self.serve(listed).await
+    }
+
+    /// Pins `listed` (what the upstream lists): the served set becomes what the service allows,
+    /// the rest is withheld.
+    async fn serve(&self, listed: Vec<(ToolName, Definition)>) -> Result<(), String> {
         let all: BTreeSet<String> = listed.iter().map(|(n, _)| n.tool.clone()).collect();
         let system = Principal::System("gateway");
         let served = (self.services)
@@ -351,6 +361,25 @@ impl Slot {
         {
             tracing::warn!(upstream = %self.upstream.name, error = %e, "listing an upstream's tools failed");
         }
+    }
+
+    /// The tool `tool` as [`Slot::served_tool`] finds it, after pinning the upstream's last
+    /// list again if it is withheld for a changed definition: an admin may have accepted that
+    /// definition since, on any instance, and it is served from the next call.
+    pub(crate) async fn recheck(&self, tool: &str) -> Result<ServedTool, CallError> {
+        let found = self.served_tool(tool);
+        if !matches!(found, Err(CallError::DefinitionChanged)) {
+            return found;
+        }
+        let listed = self
+            .listed
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if let Err(e) = self.serve(listed).await {
+            tracing::warn!(upstream = %self.upstream.name, error = %e, "pinning an upstream's tools again failed");
+        }
+        self.served_tool(tool)
     }
 
     /// The tools served now.

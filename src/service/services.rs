@@ -19,6 +19,7 @@ use crate::domain::access::{self, Reach, UseCase};
 use crate::domain::command::CommandSpec;
 use crate::domain::contract::proposal::ToolProposal;
 use crate::domain::contract::vocab::AuthorizationState;
+use crate::domain::gateway::call::call_prefix;
 use crate::domain::policy::model::Policy;
 use crate::domain::principal::Principal;
 use crate::metrics::{Metrics, Scraped};
@@ -255,8 +256,8 @@ impl Services {
     }
 
     /// The command an approval (or the policy's `accept`) queues: exactly the approved request,
-    /// runnable only by the executors the policy allows for the tool, within the policy's
-    /// approval window.
+    /// runnable only by the executors the policy allows for the tool (a gateway call's: the
+    /// gateway executor alone), within the policy's approval window.
     pub(super) fn approved_command(
         &self,
         contract: &ToolProposal,
@@ -268,7 +269,11 @@ impl Services {
         let tool = &contract.tool.name;
         let gateway = [crate::domain::gateway::GATEWAY_EXECUTOR.to_owned()];
         let policy = self.policy();
-        let executors = match self.is_gateway_tool(tool) {
+        // A call made through the gateway (its key has the gateway's shape) is the gateway
+        // executor's alone also where this instance serves no gateway (an instance for the
+        // pages only): no external executor's scope ever matches it.
+        let through_gateway = call_prefix(&contract.idempotency_key).is_some();
+        let executors = match self.is_gateway_tool(tool) || through_gateway {
             true => &gateway[..],
             false => policy.executors_for(tool),
         };

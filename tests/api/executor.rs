@@ -290,7 +290,28 @@ common::on_both_backends!(
     a_waiting_lease_answers_as_soon_as_a_command_is_queued,
     reports_need_the_current_lease_token,
     the_lease_carries_a_grant_the_public_key_verifies,
+    a_gateway_call_approved_where_no_gateway_runs_is_no_external_executors,
 );
+
+/// A call made through the MCP gateway (its idempotency key of the gateway's shape), approved
+/// on an instance that serves no gateway (one for the pages only), is still the gateway
+/// executor's alone: an executor whose scope matches every tool leases nothing.
+async fn a_gateway_call_approved_where_no_gateway_runs_is_no_external_executors(backend: &str) {
+    let app = TestApp::spawn(backend).await;
+    let agent = app.agent_token("coder").await;
+    let mut body = common::proposal_body("coder");
+    let id = Uuid::new_v4();
+    body["proposal_id"] = json!(id);
+    body["tool"] = json!({"name": "files.write_file", "version": "sha256:0"});
+    body["idempotency_key"] = json!(format!("gateway-{}-{id}", "0".repeat(32)));
+    let r = app.propose(&agent, &body).await;
+    assert_eq!(r.status(), StatusCode::CREATED);
+    let command = app.approve_queued(id).await;
+    assert_eq!(command.spec.allowed_executors, ["countersign-gateway"]);
+    let everything = app.executor_token("everything").await;
+    let (status, leased) = post(&app, &everything, "/api/v1/executor/lease", json!({})).await;
+    assert_eq!(status, StatusCode::NO_CONTENT, "{leased}");
+}
 
 #[tokio::test]
 async fn the_lease_body_is_checked_and_an_empty_wait_ends_in_204() {

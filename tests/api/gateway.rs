@@ -427,13 +427,25 @@ async fn a_held_write_runs_exactly_as_approved(backend: &str) {
     let b = share_path.join("b.txt");
     let args = json!({"path": b.display().to_string(), "content": "exactly what was approved"})
         .to_string();
-    let held = agent(&app, &token, &["call", "files__write_file", &args]);
+    let meta = json!({
+        "countersign/intent": "Save the release note the user dictated",
+        "countersign/reasoning": "The user asked for it in this session"
+    })
+    .to_string();
+    let held = agent(&app, &token, &["call", "files__write_file", &args, &meta]);
     let id = pending_for(&app, "files.write_file").await;
     assert!(!b.exists(), "a held write touched the disk");
     let page = browser.page(&format!("/proposals/{id}")).await;
     assert!(
         page.contains("files.write_file") && page.contains("exactly what was approved"),
         "the page shows the call"
+    );
+    assert!(
+        page.contains("Save the release note the user dictated")
+            && page.contains("The user asked for it in this session")
+            && !page.contains("from the tool&#x27;s description")
+            && !page.contains("from the tool's description"),
+        "the intent and reasoning come from the call's _meta"
     );
     assert!(
         page.contains("The tool, as the agent") && page.contains("destructiveHint"),
@@ -482,6 +494,26 @@ async fn a_held_write_runs_exactly_as_approved(backend: &str) {
          that the client would check against it: {rejected}"
     );
     assert!(!c.exists(), "a rejected write touched the disk");
+
+    // The upstream answers an approved write with an error: the call was sent, so whether it
+    // changed anything is for a person to settle (outcome_unknown); the agent reads the
+    // upstream's own words and Countersign's.
+    let args = json!({"path": "/countersign-outside-the-share.txt", "content": "x"}).to_string();
+    let held = agent(&app, &token, &["call", "files__write_file", &args]);
+    let id = pending_for(&app, "files.write_file").await;
+    browser.decide(&id, "approved", None).await;
+    let failed = answer(held).await;
+    assert_eq!(failed["is_error"], true, "{failed}");
+    assert_eq!(failed["status"]["status"], "outcome_unknown", "{failed}");
+    let texts = failed["text"].as_array().expect("texts");
+    assert!(texts.len() >= 2, "the upstream's words and ours: {failed}");
+    assert!(
+        !texts[0]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("Countersign"),
+        "the upstream's own error first: {failed}"
+    );
 
     // Held past `hold`: pending, with how to resume; the same call is the same proposal.
     let d = share_path.join("d.txt");
@@ -598,20 +630,12 @@ async fn a_changed_definition_is_refused_until_accepted(backend: &str) {
         "/admin/gateway?error=nothing_to_accept",
         "accepted once"
     );
-    let listed = run(&app, &token, &["list"]).await;
-    assert!(
-        listed.to_string().contains("notes__append_note"),
-        "{listed}"
-    );
-    assert!(
-        listed.to_string().contains("id_rsa"),
-        "the accepted definition is what is served"
-    );
     let accepted = app
         .count("select count(*) from audit_events where action = 'gateway.tool_accepted'")
         .await;
     assert_eq!(accepted, 1);
-    // A call against it: the reviewer's page shows its description, the hidden character
+    // A call against it at once, before anything lists the tools again: the acceptance holds
+    // from the next call. The reviewer's page shows its description, the hidden character
     // flagged as everywhere else.
     let held = run(
         &app,
@@ -621,8 +645,17 @@ async fn a_changed_definition_is_refused_until_accepted(backend: &str) {
     .await;
     let id = held["status"]["proposal_id"]
         .as_str()
-        .expect("held")
+        .unwrap_or_else(|| panic!("held, not refused: {held}"))
         .to_owned();
+    let listed = run(&app, &token, &["list"]).await;
+    assert!(
+        listed.to_string().contains("notes__append_note"),
+        "{listed}"
+    );
+    assert!(
+        listed.to_string().contains("id_rsa"),
+        "the accepted definition is what is served"
+    );
     app.user("rev", Role::Reviewer).await;
     let browser = app.browser();
     browser.login("rev", PASSWORD).await;

@@ -5,7 +5,7 @@ Each command is one step; it prints one JSON line per result on stdout for the t
 it (tests/api/gateway.rs) and exits non-zero on any surprise.
 
     python gateway_client.py URL TOKEN list
-    python gateway_client.py URL TOKEN call TOOL ARGUMENTS_JSON
+    python gateway_client.py URL TOKEN call TOOL ARGUMENTS_JSON [META_JSON]
     python gateway_client.py URL TOKEN wait PROPOSAL_ID
 """
 
@@ -48,12 +48,15 @@ async def main(base, token, command, args):
                     for t in tools])
             elif command == "call":
                 tool, arguments = args[0], json.loads(args[1])
+                # The request's `_meta`, where an agent says why it calls (countersign/intent).
+                meta = json.loads(args[2]) if len(args) > 2 else None
                 progress = []
 
                 async def on_progress(done, total, message):
                     progress.append(message)
 
-                result = await session.call_tool(tool, arguments, progress_callback=on_progress)
+                result = await session.call_tool(
+                    tool, arguments, progress_callback=on_progress, meta=meta)
                 say(step="call", progress=progress, **result_fields(result))
             elif command == "wait":
                 result = await session.call_tool(
