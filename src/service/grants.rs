@@ -13,14 +13,14 @@ use super::error::{Conflict, ServiceError};
 use super::services::Services;
 use crate::audit::{Actor, AuditEvent, GrantEnded, GrantFacets, GrantMade, GrantUsed};
 use crate::domain::FieldError;
-use crate::domain::access::{Reach, UseCase};
+use crate::domain::access::{self, Reach, UseCase};
 use crate::domain::contract::proposal::ToolProposal;
 use crate::domain::contract::vocab::Route;
 use crate::domain::principal::Principal;
 use crate::domain::record::{GrantRecord, ProposalRecord};
 use crate::domain::review::grant::{self, Ask, Exposure, GrantState};
 use crate::domain::routing::proposal::ProposalDecision;
-use crate::storage::{Tx, grants};
+use crate::storage::{Tx, accounts, grants};
 
 /// The most grants a listing shows.
 const LISTED: i64 = 500;
@@ -191,10 +191,44 @@ impl Services {
             let mut read = self.read().await?;
             grants::live_for(read.conn(), agent, tool, domain, now).await?
         };
-        Ok(live.into_iter().find(|g| {
+        let covering = live.into_iter().filter(|g| {
             g.tool_version == contract.tool.version
                 && grant::covers(&g.parameters, &g.scope, &contract.parameters)
-        }))
+        });
+        for g in covering {
+            if self.granter_stands(&g.granted_by, agent, domain).await? {
+                return Ok(Some(g));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Whether `granter` could still approve `agent`'s call in `domain` themselves: enabled,
+    /// with a role that decides and a reach over the domain, and not an operator of the agent
+    /// (named one, or its token's maker, since the grant was made). A grant accepts only in the
+    /// name of someone who could approve.
+    async fn granter_stands(
+        &self,
+        granter: &str,
+        agent: &str,
+        domain: &str,
+    ) -> Result<bool, ServiceError> {
+        let (user, domains) = {
+            let mut read = self.read().await?;
+            let user = accounts::user_by_username(read.conn(), granter).await?;
+            (user, accounts::user_domains(read.conn(), granter).await?)
+        };
+        let Some(role) = user.filter(|u| !u.disabled).and_then(|u| u.role) else {
+            return Ok(false);
+        };
+        let person = Principal::person_in(granter, role, domains);
+        let decides = access::authorize(&person, UseCase::Decide).is_ok_and(|r| r.covers(domain));
+        let operates = self
+            .agent_operators(agent)
+            .await?
+            .iter()
+            .any(|o| o == granter);
+        Ok(decides && !operates)
     }
 }
 

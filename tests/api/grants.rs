@@ -15,7 +15,8 @@ use crate::helpers::{Browser, PASSWORD, TestApp, location};
 on_both_backends!(
     a_grant_accepts_what_it_covers_and_nothing_else,
     a_grant_ends_with_its_time_its_uses_or_a_revocation,
-    what_may_not_be_granted_is_neither_offered_nor_made
+    what_may_not_be_granted_is_neither_offered_nor_made,
+    a_grant_accepts_only_while_its_granter_could_approve
 );
 
 /// A proposal body of `agent` for a payment-like tool, without personal data; `edit` changes
@@ -374,4 +375,41 @@ async fn what_may_not_be_granted_is_neither_offered_nor_made(backend: &str) {
         .expect("request");
     assert_eq!(r.status(), StatusCode::NOT_FOUND);
     assert_eq!(app.count("select count(*) from standing_grants").await, 0);
+}
+
+/// A grant accepts in its granter's name, so only while they could approve the call
+/// themselves: disabled, or limited to another domain, their grants accept nothing (the call
+/// asks a person); enabled again, they do.
+async fn a_grant_accepts_only_while_its_granter_could_approve(backend: &str) {
+    let app = TestApp::spawn(backend).await;
+    let (browser, first) = desk(&app).await;
+    let to = grant(&browser, &first, &[("duration", "3600")]).await;
+    assert_eq!(to, format!("/proposals/{first}?notice=granted"));
+    let same = || body("agent-a", |_| {});
+    assert_eq!(submit(&app, "agent-a", &same()).await.0, "accepted");
+
+    (app.services)
+        .disable_user(&Principal::Operator, "rev")
+        .await
+        .expect("disable");
+    assert_eq!(
+        submit(&app, "agent-a", &same()).await.0,
+        "pending",
+        "a disabled granter's grant accepts nothing"
+    );
+    (app.services)
+        .enable_user(&Principal::Operator, "rev")
+        .await
+        .expect("enable");
+    assert_eq!(submit(&app, "agent-a", &same()).await.0, "accepted");
+
+    (app.services)
+        .set_domains(&Principal::Operator, "rev", Some(vec!["billing".into()]))
+        .await
+        .expect("domains");
+    assert_eq!(
+        submit(&app, "agent-a", &same()).await.0,
+        "pending",
+        "nor one whose granter no longer reaches the call's domain"
+    );
 }
