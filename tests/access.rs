@@ -414,6 +414,10 @@ const WITHOUT_PRINCIPAL: &[(&str, &str)] = &[
     ),
     ("user", "authentication: the session's account"),
     ("person", "authentication: makes the principal"),
+    (
+        "stream_token_stands",
+        "authentication: whether an open stream's bearer token still stands",
+    ),
     ("reviewer_domains", "authentication: makes the principal"),
     (
         "slack_action",

@@ -119,6 +119,7 @@ fn tools(body: &Value, errors: &mut Vec<FieldError>) -> Option<ToolScope> {
         (status = 401, description = "No valid executor token", body = ErrorBody),
         (status = 415, description = "The body is not `application/json`", body = ErrorBody),
         (status = 422, description = "A field breaks the contract", body = ErrorBody),
+        (status = 429, description = "`too_many_waits`: the token already holds as many waiting requests as it may (a `wait` over zero is one)", body = ErrorBody),
     ),
     security(("executor_token" = []))
 )]
@@ -129,6 +130,11 @@ async fn lease(
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
     let request = lease_request(&body, &executor, true)?;
+    // A long poll holds one of the token's waiting places, as an agent's wait does.
+    let _waiting = match request.wait.is_zero() {
+        true => None,
+        false => Some(state.limits.waiting_place(executor.2)?),
+    };
     let Some(leased) = state.services.lease(&executor.0, &request).await? else {
         return Ok(StatusCode::NO_CONTENT.into_response());
     };

@@ -95,9 +95,9 @@ impl FromRequestParts<ApiState> for Agent {
     }
 }
 
-/// An authenticated executor: its name and its token's tool scope.
+/// An authenticated executor: its name, its token's tool scope and its token's id.
 #[derive(Clone)]
-pub struct Executor(pub Principal, pub Option<ToolScope>);
+pub struct Executor(pub Principal, pub Option<ToolScope>, pub uuid::Uuid);
 
 impl FromRequestParts<ApiState> for Executor {
     type Rejection = ApiError;
@@ -115,7 +115,7 @@ impl FromRequestParts<ApiState> for Executor {
                 })?,
             ),
         };
-        Ok(Executor(Principal::Executor(record.name), scope))
+        Ok(Executor(Principal::Executor(record.name), scope, record.id))
     }
 }
 

@@ -164,7 +164,7 @@ async fn events(
     let id = proposal_id(&id)?;
     let slot = state.limits.waiting_place(agent.1)?;
     let first = state.services.agent_proposal(&agent.0, id).await?;
-    let stream = status_events(state.services.clone(), agent.0, id, first);
+    let stream = status_events(state.services.clone(), (agent.0, agent.1), id, first);
     // The stream holds its token's place among the waiting until it ends.
     let stream = stream.map(move |event| {
         let _held = &slot;
@@ -184,14 +184,19 @@ enum Next {
     Done,
 }
 
+/// Proposal `id`'s status events for `agent`, who opened the stream with API token `token`:
+/// one now, one per move, until a final status or the token's revocation (through this
+/// instance or, on PostgreSQL, any other).
 fn status_events(
     services: Services,
-    agent: Principal,
+    (agent, token): (Principal, Uuid),
     id: Uuid,
     first: AgentView,
 ) -> impl Stream<Item = Result<Event, Infallible>> {
+    let revocations = services.revocations();
     stream::unfold(Next::Send(Box::new(first)), move |next| {
         let (services, agent) = (services.clone(), agent.clone());
+        let mut revocations = revocations.clone();
         async move {
             let mut next = next;
             loop {
@@ -218,7 +223,25 @@ fn status_events(
                         return Some((Ok(event), after));
                     }
                     Next::Watch(seen) => {
-                        next = match services.next_change(&agent, id, seen, STREAM_WAIT).await {
+                        let change = services.next_change(&agent, id, seen, STREAM_WAIT);
+                        let changed = tokio::select! {
+                            biased;
+                            open = revocations.changed() => Err(open.is_ok()),
+                            changed = change => Ok(changed),
+                        };
+                        let changed = match changed {
+                            Ok(changed) => changed,
+                            // A revocation somewhere: this stream's token may be the one (and
+                            // with the revocations' channel gone, nothing would tell).
+                            Err(open) => {
+                                if !open || !services.stream_token_stands(token).await {
+                                    return None;
+                                }
+                                next = Next::Watch(seen);
+                                continue;
+                            }
+                        };
+                        next = match changed {
                             Ok(Some(view)) => Next::Send(Box::new(view)),
                             Ok(None) => Next::Watch(seen),
                             Err(e) => {

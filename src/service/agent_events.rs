@@ -272,8 +272,9 @@ impl Services {
         Ok(agent_stream::owners(read.conn(), ids).await?)
     }
 
-    /// Whether the API token `id` still stands; a failed read says no (fail closed).
-    async fn stream_token_stands(&self, id: Uuid) -> bool {
+    /// Whether the API token `id` still stands; a failed read says no (fail closed). A stream
+    /// opened with it ends when it does not.
+    pub async fn stream_token_stands(&self, id: Uuid) -> bool {
         let stands = async {
             let mut read = self.read().await?;
             Ok::<_, ServiceError>(agent_stream::token_active(read.conn(), id).await?)

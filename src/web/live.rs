@@ -24,7 +24,9 @@
 //! here: the streams carry no data beyond a seq.
 //!
 //! A session holds at most [`STREAMS_PER_SESSION`] streams at once (both kinds together); one
-//! more is `429`, until one of them ends.
+//! more is `429`, until one of them ends. Each stream ends after [`LIFETIME`]: the browser
+//! reconnects by itself, and the reconnection is let in only if the session still may (signed
+//! out, disabled or moved to another role or domain meanwhile, it is not).
 
 use std::convert::Infallible;
 use std::sync::{Arc, OnceLock};
@@ -38,7 +40,7 @@ use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use futures_util::stream::{self, Stream};
+use futures_util::stream::{self, Stream, StreamExt};
 use tokio::sync::{Notify, watch};
 use tower_sessions::Session;
 use tower_sessions::session::Id;
@@ -59,6 +61,15 @@ pub const TICK: Duration = Duration::from_secs(1);
 
 /// Most event streams one session may hold open at once.
 pub const STREAMS_PER_SESSION: u32 = 16;
+
+/// The longest one stream stays open (its viewer's session and rights were checked when it
+/// opened).
+pub const LIFETIME: Duration = Duration::from_secs(600);
+
+/// `events`, ended after [`LIFETIME`].
+fn for_a_while<S: Stream>(events: S) -> impl Stream<Item = S::Item> {
+    events.take_until(tokio::time::sleep(LIFETIME))
+}
 
 /// What the event routes share: one per instance.
 #[derive(Clone)]
@@ -208,7 +219,7 @@ async fn proposal_events(
         behind,
         _place: place,
     };
-    Sse::new(status_moves(moves))
+    Sse::new(for_a_while(status_moves(moves)))
         .keep_alive(KeepAlive::default())
         .into_response()
 }
@@ -306,7 +317,7 @@ async fn events(
     // The page was read at another head (the desk moved before the stream opened, or while
     // the browser reconnected): tell it at once.
     let behind = seen.is_some_and(|s| s != now);
-    Sse::new(changes(head, now, behind, place))
+    Sse::new(for_a_while(changes(head, now, behind, place)))
         .keep_alive(KeepAlive::default())
         .into_response()
 }

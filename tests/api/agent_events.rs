@@ -35,7 +35,22 @@ struct Events {
 
 impl Events {
     async fn open(app: &TestApp, token: &str) -> Events {
-        let r = events(app, token).await;
+        Self::opened(events(app, token).await)
+    }
+
+    /// Proposal `id`'s own stream (`GET /api/v1/proposals/{id}/events`).
+    async fn of_proposal(app: &TestApp, token: &str, id: &str) -> Events {
+        let r = app
+            .client
+            .get(app.url(&format!("/api/v1/proposals/{id}/events")))
+            .bearer_auth(token)
+            .send()
+            .await
+            .expect("request");
+        Self::opened(r)
+    }
+
+    fn opened(r: reqwest::Response) -> Events {
         assert_eq!(r.status(), StatusCode::OK);
         let kind = r.headers()["content-type"]
             .to_str()
@@ -190,12 +205,20 @@ async fn the_stream_holds_a_waiting_place_and_ends_when_its_token_is_revoked(bac
         StatusCode::UNAUTHORIZED
     );
 
-    // Revoking the token ends the stream.
+    // Revoking the token ends the stream, and a proposal's own stream, open on a pending
+    // proposal (a second token: the first's one place is taken).
+    let second = app.agent_token("sales-agent").await;
+    let mut own = Events::of_proposal(&app, &second, &id).await;
+    assert_eq!(own.next().await.expect("its status").event, "status");
     (app.services)
         .revoke_tokens(&Principal::Operator, TokenKind::Agent, "sales-agent")
         .await
         .expect("revoke");
     assert!(ended(&mut stream).await, "the stream ended with its token");
+    assert!(
+        ended(&mut own).await,
+        "the proposal's stream ended with its token"
+    );
 }
 
 /// Whether the stream ends (passing over a `gap` resync) rather than telling a status.

@@ -1,8 +1,9 @@
 //! The edges bounded, over HTTP: per-token rate limits (past its burst a token is answered
 //! `429` with `Retry-After` and the JSON error, nothing is recorded for the refused request,
 //! and another token goes on; the budget refilling over time is `src/api/limits.rs`'s unit
-//! test), the body limit on every route (`413`, nothing read past it, nothing written), the
-//! cap on a session's event streams, and unknown bearer tokens throttled per client address.
+//! test), a token's waiting requests (agents' waits, executors' long polls), the body limit on
+//! every route (`413`, nothing read past it, nothing written), the cap on a session's event
+//! streams, and unknown bearer tokens throttled per client address.
 
 use std::time::Duration;
 
@@ -17,6 +18,7 @@ use crate::helpers::TestApp;
 on_both_backends!(
     a_token_past_its_rate_waits_and_others_go_on,
     a_token_holds_at_most_its_waiting_requests,
+    an_executors_long_poll_holds_one_of_its_waiting_places,
     a_body_over_the_limit_is_refused_on_every_route_before_it_is_read,
     a_chunked_body_is_cut_off_at_the_limit_and_changes_nothing,
     a_session_holds_at_most_sixteen_event_streams,
@@ -309,6 +311,62 @@ async fn a_token_holds_at_most_its_waiting_requests(backend: &str) {
 /// A session holds at most 16 event streams (the queue's and proposals' together); the 17th is
 /// `429` with `Retry-After`, another session has its own, and a stream that ends gives its
 /// place back.
+/// An executor's lease with `wait` holds one of its token's waiting places while it waits, as
+/// an agent's wait does: one more long poll is `429 too_many_waits`, a lease that does not wait
+/// still answers, and a long poll that ends gives its place back.
+async fn an_executors_long_poll_holds_one_of_its_waiting_places(backend: &str) {
+    let app = TestApp::spawn_configured(backend, |s| {
+        s.rate.waiting = 1;
+    })
+    .await;
+    let runner = app.executor_token("runner").await;
+    let lease = |wait: u64| {
+        let (client, url, token) = (
+            app.client.clone(),
+            app.url("/api/v1/executor/lease"),
+            runner.clone(),
+        );
+        async move {
+            let r = client
+                .post(url)
+                .bearer_auth(token)
+                .json(&json!({"wait": wait}));
+            r.send().await.expect("request")
+        }
+    };
+    let polling = tokio::spawn(lease(30));
+    // Once the long poll holds its place, another is refused (each try that is not refused
+    // waits its second and answers that nothing is ready).
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let refused = loop {
+        let r = lease(1).await;
+        if r.status() == StatusCode::TOO_MANY_REQUESTS {
+            break r;
+        }
+        assert_eq!(r.status(), StatusCode::NO_CONTENT);
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the long poll never held a place"
+        );
+    };
+    assert_eq!(refused.headers()["retry-after"], "1");
+    let body: serde_json::Value = refused.json().await.expect("json");
+    assert_eq!(body["error"]["code"], "too_many_waits");
+    assert_eq!(lease(0).await.status(), StatusCode::NO_CONTENT, "no wait");
+
+    // A command for the long poll: it answers with it, and its place is free again.
+    let agent = app.agent_token("sales-agent").await;
+    let id = app.propose_ok(&agent, "sales-agent").await;
+    app.user("rev", countersign::domain::principal::Role::Reviewer)
+        .await;
+    let browser = app.browser();
+    browser.login("rev", crate::helpers::PASSWORD).await;
+    browser.decide(&id, "approved", None).await;
+    let leased = polling.await.expect("long poll");
+    assert_eq!(leased.status(), StatusCode::OK);
+    assert_eq!(lease(1).await.status(), StatusCode::NO_CONTENT);
+}
+
 async fn a_session_holds_at_most_sixteen_event_streams(backend: &str) {
     let app = TestApp::spawn(backend).await;
     app.user("rev", countersign::domain::principal::Role::Reviewer)
