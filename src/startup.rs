@@ -217,6 +217,7 @@ pub fn router(
         .merge(export)
         .merge(crate::web::live::router(services.clone()))
         .merge(sso)
+        .layer(middleware::from_fn(crate::web::fn_status::error_status))
         .layer(middleware::from_fn_with_state(
             session_config,
             attach_session_port,

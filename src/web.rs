@@ -8,6 +8,7 @@ pub mod body_limit;
 pub mod edits;
 pub mod export;
 pub mod filters;
+pub mod fn_status;
 mod grants;
 pub mod ledger;
 pub mod live;

@@ -382,3 +382,43 @@ async fn unknown_keys_that_carry_personal_data_never_reach_the_audit_trail() {
         1
     );
 }
+
+/// A page's server function called by a client other than a page's form (no `Accept:
+/// text/html`, so no redirect back to the page): its error is answered with the status of its
+/// kind, never `500` for the client's mistake.
+#[tokio::test]
+async fn a_server_functions_errors_answer_with_their_status() {
+    let app = TestApp::spawn("sqlite").await;
+    let r = (app.client.post(app.url("/fn/list_admin_users")))
+        .form(&[("shown", "")])
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED, "not signed in");
+    assert_eq!(r.text().await.expect("body"), "\"Unauthenticated\"");
+
+    let rev = crate::admin::signed_in(&app, "rev", Role::Reviewer).await;
+    let r = (rev.client.post(app.url("/fn/list_admin_users")))
+        .form(&[("shown", "")])
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), StatusCode::FORBIDDEN, "a reviewer is no admin");
+
+    let boss = crate::admin::signed_in(&app, "boss", Role::Admin).await;
+    let csrf = boss.csrf("/admin/tokens").await;
+    let r = (boss.client.post(app.url("/fn/change_token")))
+        .header("referer", app.url("/admin/tokens"))
+        .form(&[("csrf_token", csrf.as_str()), ("action", "explode")])
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(r.text().await.expect("body").contains("`action`"));
+    let r = (boss.client.post(app.url("/fn/change_token")))
+        .form(&[("nonsense", "1")])
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST, "arguments missing");
+}

@@ -94,7 +94,7 @@ pub async fn change_gateway(
         return Ok(());
     }
     if action != "accept" {
-        return Err(AppError::Invalid("unknown action".into()));
+        return Err(AppError::Invalid("`action`: must be `accept`".into()));
     }
     let outcome = ssr::admin()?.accept_gateway_tool(&viewer, &name).await?;
     ssr::answer(PAGE, outcome);
@@ -137,7 +137,13 @@ pub async fn change_user(
         },
         "domains" => UserChange::Domains { username, domains },
         "email" => UserChange::Email { username, email },
-        _ => return Err(AppError::Invalid("unknown action".into())),
+        _ => {
+            return Err(AppError::Invalid(
+                "`action`: must be one of add, disable, enable, reset_password, role, domains, \
+                 email"
+                    .into(),
+            ));
+        }
     };
     let outcome = ssr::admin()?.change_user(&viewer, change).await?;
     ssr::answer(PAGE, outcome);
@@ -179,7 +185,11 @@ pub async fn change_token(
         },
         "revoke" => TokenChange::Revoke(id.unwrap_or_default()),
         "rotate_webhook_secret" => TokenChange::RotateWebhookSecret(id.unwrap_or_default()),
-        _ => return Err(AppError::Invalid("unknown action".into())),
+        _ => {
+            return Err(AppError::Invalid(
+                "`action`: must be one of create, revoke, rotate_webhook_secret".into(),
+            ));
+        }
     };
     let outcome = ssr::admin()?.change_token(&viewer, change).await?;
     ssr::answer(PAGE, outcome);

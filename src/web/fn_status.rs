@@ -1,0 +1,85 @@
+//! The pages' server functions' errors, answered with the status their kind says.
+//!
+//! `server_fn` answers every error a server function returns with `500`: signing in first,
+//! a role that may not, an unknown id and a bad argument alike, all of them the client's. This
+//! layer reads the error (the function's [`AppError`], JSON, marked by the `serverfnerror`
+//! header) and answers `401`, `403`, `404`, `422` or `400` instead; only what failed on the
+//! server stays `500`. The body is unchanged, and the pages' own client reads any `4xx` or `5xx`
+//! as the error it carries.
+
+use axum::body::Body;
+use axum::extract::Request;
+use axum::http::StatusCode;
+use axum::middleware::Next;
+use axum::response::Response;
+use leptos::server_fn::error::ServerFnErrorErr;
+
+use app::dto::AppError;
+
+/// The header `server_fn` marks its error answers with.
+const SERVER_FN_ERROR: &str = "serverfnerror";
+
+/// The longest error body read back (an error is a sentence; a longer body stays `500`).
+const MAX_ERROR_BYTES: usize = 16 * 1024;
+
+/// Gives a server function's error answer the status of its kind (an axum middleware).
+pub async fn error_status(request: Request, next: Next) -> Response {
+    let response = next.run(request).await;
+    if response.status() != StatusCode::INTERNAL_SERVER_ERROR
+        || !response.headers().contains_key(SERVER_FN_ERROR)
+    {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_ERROR_BYTES).await else {
+        return Response::from_parts(parts, Body::empty());
+    };
+    parts.status = status_of(&bytes);
+    Response::from_parts(parts, Body::from(bytes))
+}
+
+/// The status an error body's kind calls for.
+fn status_of(body: &[u8]) -> StatusCode {
+    match serde_json::from_slice::<AppError>(body) {
+        Ok(AppError::Unauthenticated) => StatusCode::UNAUTHORIZED,
+        Ok(AppError::Forbidden(_)) => StatusCode::FORBIDDEN,
+        Ok(AppError::NotFound) => StatusCode::NOT_FOUND,
+        Ok(AppError::Invalid(_)) => StatusCode::UNPROCESSABLE_ENTITY,
+        Ok(AppError::ServerFn(e)) => match e {
+            ServerFnErrorErr::Args(_)
+            | ServerFnErrorErr::MissingArg(_)
+            | ServerFnErrorErr::Deserialization(_) => StatusCode::BAD_REQUEST,
+            ServerFnErrorErr::UnsupportedRequestMethod(_) => StatusCode::METHOD_NOT_ALLOWED,
+            _ => StatusCode::INTERNAL_SERVER_ERROR,
+        },
+        Ok(AppError::Internal) | Err(_) => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(e: &AppError) -> StatusCode {
+        status_of(&serde_json::to_vec(e).expect("json"))
+    }
+
+    #[test]
+    fn each_kind_of_error_has_its_status() {
+        assert_eq!(status(&AppError::Unauthenticated), StatusCode::UNAUTHORIZED);
+        assert_eq!(
+            status(&AppError::Forbidden("no".into())),
+            StatusCode::FORBIDDEN
+        );
+        assert_eq!(status(&AppError::NotFound), StatusCode::NOT_FOUND);
+        let invalid = AppError::Invalid("`action`: unknown".into());
+        assert_eq!(status(&invalid), StatusCode::UNPROCESSABLE_ENTITY);
+        let args = AppError::ServerFn(ServerFnErrorErr::Args("id".into()));
+        assert_eq!(status(&args), StatusCode::BAD_REQUEST);
+        assert_eq!(
+            status(&AppError::Internal),
+            StatusCode::INTERNAL_SERVER_ERROR
+        );
+        assert_eq!(status_of(b"not json"), StatusCode::INTERNAL_SERVER_ERROR);
+    }
+}
