@@ -5,8 +5,13 @@
 //! restarts it, stops the database twice (fast, then immediate shutdown; the balancer answers
 //! `503 unavailable` meanwhile) and starts it again, kills the primary and promotes the standby
 //! (the instances reach it through deploy/haproxy-postgres.cfg), slows and then cuts one
-//! instance's network (a namespace of its own, `CLUSTER_NETNS=1`) and heals it, then checks the ledger against the database: nothing acknowledged missing, no
-//! command run twice, every status change in the trail, the trail verifying. And on the SQLite
+//! instance's network (a namespace of its own, `CLUSTER_NETNS=1`) and heals it. While the
+//! database is down every instance, asked directly, answers `503 unavailable`; after each
+//! outage, network fault and the failover the script proves recovery and a write acknowledged
+//! through the balancer (a probe, in a ledger of its own), or fails. Then it checks both ledgers
+//! against the database: nothing acknowledged missing, every idempotency key naming one
+//! proposal, no command run twice, every status change in the trail, the trail verifying. And
+//! on the SQLite
 //! default, the disk fills up mid-run (a small tmpfs of its own; the test mounts it, so it runs
 //! as root, as CI does here).
 
@@ -57,17 +62,34 @@ fn thirty_kills_outages_a_failover_and_a_cut_lose_nothing_and_run_nothing_twice(
     assert!(out.status.success(), "scripts/faults failed:\n{report}");
     for line in [
         "kills        30",
-        "database outage (fast shutdown)",
-        "database outage (immediate shutdown)",
+        "database outage (fast shutdown): 503 unavailable from 3 of 3 instances directly",
+        "database outage (immediate shutdown): 503 unavailable from 3 of 3 instances directly",
         "primary killed, standby promoted",
         "network faults 1",
+        "write probes 4 acknowledged through the balancer",
+        "ledgers      2 ",
         "missing      0",
+        "duplicates   0",
         "double runs  0",
         "trail gaps   0",
         "ledger check: ok",
     ] {
         assert!(stdout.contains(line), "`{line}` in:\n{report}");
     }
+    for fault in [
+        "database outage (fast shutdown)",
+        "database outage (immediate shutdown)",
+        "network faults 1",
+    ] {
+        assert!(
+            (stdout.lines()).any(|l| l.starts_with(fault) && l.contains(", a write acknowledged")),
+            "a write acknowledged after `{fault}` in:\n{report}"
+        );
+    }
+    assert!(
+        stdout.contains("writes again") && stdout.contains(", a submission acknowledged"),
+        "a submission acknowledged after the failover in:\n{report}"
+    );
     let acked = |op: &str| -> usize {
         let prefix = format!("acknowledged {op:<8} ");
         (stdout.lines())
@@ -80,8 +102,9 @@ fn thirty_kills_outages_a_failover_and_a_cut_lose_nothing_and_run_nothing_twice(
     }
 }
 
-/// The checker fails a ledger the database does not bear out: a submission it never stored,
-/// a command run twice without a failure between, and says which.
+/// The checker fails ledgers the database does not bear out: a submission it never stored, a
+/// command run twice without a failure between, an idempotency key (in a second ledger, as
+/// `scripts/faults`' probes are) answered with two proposals, and says which.
 #[test]
 fn the_checker_finds_what_is_missing_and_what_ran_twice() {
     let dir = tempfile::tempdir().expect("dir");
@@ -99,16 +122,26 @@ fn the_checker_finds_what_is_missing_and_what_ran_twice() {
         format!(r#"{{"op":"run","command":"{command}"}}"#),
     ];
     std::fs::write(&ledger, lines.join("\n")).expect("ledger");
+    let (first, second) = (uuid::Uuid::new_v4(), uuid::Uuid::new_v4());
+    let probes = dir.path().join("probes.jsonl");
+    let lines = [first, second]
+        .map(|p| format!(r#"{{"op":"submit","proposal":"{p}","status":"pending","key":"k-1"}}"#));
+    std::fs::write(&probes, lines.join("\n")).expect("probes");
     let out = Command::new(loadgen())
         .args(["check", "--ledger"])
         .arg(&ledger)
+        .arg("--ledger")
+        .arg(&probes)
         .args(["--database-url", &db])
         .output()
         .expect("check");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(!out.status.success(), "{stdout}");
-    assert!(stdout.contains("missing      1"), "{stdout}");
+    assert!(stdout.contains("ledgers      2 (5 entries)"), "{stdout}");
+    assert!(stdout.contains("missing      3"), "{stdout}");
+    assert!(stdout.contains("duplicates   1"), "{stdout}");
     assert!(stdout.contains("double runs  1"), "{stdout}");
+    assert!(stdout.contains("key k-1 was answered with"), "{stdout}");
     assert!(
         stdout.contains(&format!("submitted proposal {proposal} is missing")),
         "{stdout}"

@@ -1,8 +1,15 @@
-//! `loadgen check`: the ledger against the database, after a run.
+//! `loadgen check`: the ledgers against the database, after a run.
 //!
 //! - Every acknowledged submission's proposal exists; every acknowledged decision's proposal
-//!   left `pending` (an approval is recorded for each approval); every acknowledged lease's
-//!   command exists and was leased; every acknowledged success's command is `succeeded`.
+//!   left `pending` the way it was decided (a rejection's is `rejected`; an approval is
+//!   recorded for each approval); every acknowledged lease's command exists and was leased;
+//!   every acknowledged success's command is `succeeded`; every acknowledged failure is in the
+//!   trail (`command.failed` on that command, as often as the ledger acknowledged one, whether
+//!   the retry rules queued it again or ended it `failed`).
+//! - Every idempotency key's acknowledged answers (the first, a resubmission's, a resend's
+//!   after a lost answer) name one proposal, and the database holds exactly that one for the
+//!   key. The load generator's keys are random, so a key names one proposal whichever agent
+//!   sent it.
 //! - No command ran more often than once plus the failures that queued it again: those the
 //!   trail records (`command.failed` to `queued`, a failure with nothing done under the retry
 //!   rules), or the acknowledged failures if the ledger has more. A double run is one beyond
@@ -11,8 +18,11 @@
 //! - Every proposal's and command's status changes are in the trail, each starting where the
 //!   one before ended, the last ending at the status stored.
 //! - The trail's hash chain verifies.
+//!
+//! Several ledgers (`--ledger`, repeated: the run's and `scripts/faults`' probes) are checked
+//! as one.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -25,26 +35,32 @@ use crate::ledger::{self, Entry};
 /// `loadgen check`.
 #[derive(clap::Args)]
 pub struct CheckArgs {
-    /// The ledger a run wrote.
-    #[arg(long)]
-    ledger: PathBuf,
+    /// A ledger to check; repeat it for several (a run's and its probes'), checked as one.
+    #[arg(long, required = true)]
+    ledger: Vec<PathBuf>,
     /// The database the run's Countersign used.
     #[arg(long, env = "COUNTERSIGN_DATABASE_URL")]
     database_url: String,
 }
 
 /// The rows the checks read.
+#[derive(Default)]
 struct Stored {
     proposals: HashMap<Uuid, String>,
+    /// The proposals stored under each idempotency key.
+    keys: HashMap<String, Vec<Uuid>>,
     approvals: HashSet<Uuid>,
     commands: HashMap<Uuid, (String, i32)>,
     /// `(subject type, subject id, before, after)` of every status change, in trail order.
     changes: Vec<(String, String, Option<String>, String)>,
     /// How often the trail records each command's failure queuing it again, by command id.
     requeued: HashMap<String, usize>,
+    /// How often the trail records each command's failure (`command.failed`, whatever
+    /// followed), by command id.
+    failures: HashMap<String, usize>,
 }
 
-const PROPOSALS: &str = "select id, status from proposals";
+const PROPOSALS: &str = "select id, status, idempotency_key from proposals";
 const APPROVALS: &str = "select distinct proposal_id from approvals";
 const COMMANDS: &str = "select id, status, attempts from commands";
 const CHANGES: &str = "select subject_type, subject_id, before_status, after_status \
@@ -52,19 +68,26 @@ const CHANGES: &str = "select subject_type, subject_id, before_status, after_sta
                        and after_status is not null order by seq";
 const REQUEUED: &str = "select subject_id from audit_events where action = 'command.failed' \
                         and after_status = 'queued'";
+const FAILURES: &str = "select subject_id from audit_events where action = 'command.failed' \
+                        and subject_type = 'command'";
 
 async fn stored(url: &str) -> Result<Stored, sqlx::Error> {
     macro_rules! read {
         ($pool:expr) => {{
             let pool = $pool;
-            let proposals: Vec<(Uuid, String)> = sqlx::query_as(PROPOSALS).fetch_all(&pool).await?;
+            let proposals: Vec<(Uuid, String, String)> =
+                sqlx::query_as(PROPOSALS).fetch_all(&pool).await?;
             let approvals: Vec<(Uuid,)> = sqlx::query_as(APPROVALS).fetch_all(&pool).await?;
             let commands: Vec<(Uuid, String, i32)> =
                 sqlx::query_as(COMMANDS).fetch_all(&pool).await?;
             let changes = sqlx::query_as(CHANGES).fetch_all(&pool).await?;
             let requeued: Vec<(String,)> = sqlx::query_as(REQUEUED).fetch_all(&pool).await?;
+            let failures: Vec<(String,)> = sqlx::query_as(FAILURES).fetch_all(&pool).await?;
             Stored {
-                proposals: proposals.into_iter().collect(),
+                keys: by_key(&proposals),
+                proposals: (proposals.into_iter())
+                    .map(|(id, status, _)| (id, status))
+                    .collect(),
                 approvals: approvals.into_iter().map(|(id,)| id).collect(),
                 commands: commands
                     .into_iter()
@@ -72,6 +95,7 @@ async fn stored(url: &str) -> Result<Stored, sqlx::Error> {
                     .collect(),
                 changes,
                 requeued: counted(requeued.into_iter().map(|(id,)| id)),
+                failures: counted(failures.into_iter().map(|(id,)| id)),
             }
         }};
     }
@@ -80,6 +104,16 @@ async fn stored(url: &str) -> Result<Stored, sqlx::Error> {
     } else {
         read!(PgPool::connect(url).await?)
     })
+}
+
+/// The proposals stored under each idempotency key, from `(id, status, key)` rows.
+fn by_key(proposals: &[(Uuid, String, String)]) -> HashMap<String, Vec<Uuid>> {
+    proposals
+        .iter()
+        .fold(HashMap::new(), |mut keys, (id, _, key)| {
+            keys.entry(key.clone()).or_insert_with(Vec::new).push(*id);
+            keys
+        })
 }
 
 /// How often each key occurs.
@@ -95,33 +129,46 @@ fn counted<K: Eq + std::hash::Hash>(keys: impl IntoIterator<Item = K>) -> HashMa
 struct Findings {
     acked: HashMap<&'static str, usize>,
     missing: Vec<String>,
+    duplicates: Vec<String>,
     double_runs: usize,
     trail: Vec<String>,
 }
 
 pub async fn check(args: CheckArgs) -> Result<(), String> {
-    let entries = ledger::read(&args.ledger)?;
+    let mut entries = Vec::new();
+    for path in &args.ledger {
+        entries.extend(ledger::read(path)?);
+    }
     let db = stored(&args.database_url)
         .await
         .map_err(|e| format!("reading {}: {e}", args.database_url))?;
     let mut f = Findings::default();
     acknowledged(&entries, &db, &mut f);
+    idempotency(&entries, &db, &mut f);
     runs(&entries, &db, &mut f);
     trail(&db, &mut f);
     let verified = verify(&args.database_url).await;
+    println!(
+        "ledgers      {} ({} entries)",
+        args.ledger.len(),
+        entries.len()
+    );
     let mut acked: Vec<_> = f.acked.iter().collect();
     acked.sort();
     for (op, n) in acked {
         println!("acknowledged {op:<8} {n}");
     }
     println!("missing      {}", f.missing.len());
+    println!("duplicates   {}", f.duplicates.len());
     println!("double runs  {}", f.double_runs);
     println!("trail gaps   {}", f.trail.len());
     println!("audit verify {}", verified.as_deref().unwrap_or_else(|e| e));
-    for m in f.missing.iter().chain(&f.trail).take(20) {
+    let found = (f.missing.iter()).chain(&f.duplicates).chain(&f.trail);
+    for m in found.take(20) {
         println!("  {m}");
     }
-    if f.missing.is_empty() && f.double_runs == 0 && f.trail.is_empty() && verified.is_ok() {
+    let clean = f.missing.is_empty() && f.duplicates.is_empty() && f.trail.is_empty();
+    if clean && f.double_runs == 0 && verified.is_ok() {
         println!("ledger check: ok");
         Ok(())
     } else {
@@ -129,7 +176,9 @@ pub async fn check(args: CheckArgs) -> Result<(), String> {
     }
 }
 
+/// Each acknowledged answer the database does not bear out goes in `missing`.
 fn acknowledged(entries: &[Entry], db: &Stored, f: &mut Findings) {
+    let mut failures: HashMap<Uuid, usize> = HashMap::new();
     for e in entries {
         let (op, fault) = match e {
             Entry::Submit { proposal, .. } => (
@@ -137,19 +186,7 @@ fn acknowledged(entries: &[Entry], db: &Stored, f: &mut Findings) {
                 (!db.proposals.contains_key(proposal))
                     .then(|| format!("submitted proposal {proposal} is missing")),
             ),
-            Entry::Decide { proposal, verdict } => {
-                let status = db.proposals.get(proposal).map(String::as_str);
-                let lost = match status {
-                    None | Some("pending") => true,
-                    Some(_) => verdict == "approved" && !db.approvals.contains(proposal),
-                };
-                (
-                    "decide",
-                    lost.then(|| {
-                        format!("decision {verdict} on {proposal} is missing ({status:?})")
-                    }),
-                )
-            }
+            Entry::Decide { proposal, verdict } => ("decide", decided(*proposal, verdict, db)),
             Entry::Lease { command, .. } => (
                 "lease",
                 match db.commands.get(command) {
@@ -158,19 +195,78 @@ fn acknowledged(entries: &[Entry], db: &Stored, f: &mut Findings) {
                 },
             ),
             Entry::Run { .. } => ("run", None),
-            Entry::Report { command, outcome } => (
-                "report",
-                match (db.commands.get(command), outcome.as_str()) {
-                    (Some((status, _)), "succeeded") if status == "succeeded" => None,
-                    (Some(_), "failed") => None,
-                    (other, _) => Some(format!(
-                        "report {outcome} on command {command} is missing ({other:?})"
-                    )),
-                },
-            ),
+            Entry::Report { command, outcome } => {
+                let nth = failures.entry(*command).or_default();
+                if outcome == "failed" {
+                    *nth += 1;
+                }
+                ("report", reported(*command, outcome, *nth, db))
+            }
         };
         *f.acked.entry(op).or_default() += 1;
         f.missing.extend(fault);
+    }
+}
+
+/// Why an acknowledged decision is missing, if it is: its proposal must have left `pending`
+/// the way it was decided. A rejection's is `rejected` (it stays so); an approval's has its
+/// approval recorded (its status moves on as its command runs).
+fn decided(proposal: Uuid, verdict: &str, db: &Stored) -> Option<String> {
+    let status = db.proposals.get(&proposal).map(String::as_str);
+    let kept = match (status, verdict) {
+        (None | Some("pending"), _) => false,
+        (Some(status), "rejected") => status == "rejected",
+        (Some(_), "approved") => db.approvals.contains(&proposal),
+        (Some(_), _) => false,
+    };
+    (!kept).then(|| format!("decision {verdict} on {proposal} is missing ({status:?})"))
+}
+
+/// Why an acknowledged report is missing, if it is: a success's command is `succeeded`; the
+/// `nth` acknowledged failure of a command needs `nth` failures of it in the trail
+/// (`command.failed`, queued again or ended `failed` under the retry rules: a lease reports
+/// once, so each acknowledged failure is a failure event of its own).
+fn reported(command: Uuid, outcome: &str, nth: usize, db: &Stored) -> Option<String> {
+    let stored = db.commands.get(&command);
+    let recorded = db.failures.get(&command.to_string()).copied().unwrap_or(0);
+    let kept = match (stored, outcome) {
+        (Some((status, _)), "succeeded") => status == "succeeded",
+        (Some(_), "failed") => recorded >= nth,
+        _ => false,
+    };
+    (!kept).then(|| {
+        format!(
+            "report {outcome} on command {command} is missing ({stored:?}, \
+             {recorded} failures in the trail)"
+        )
+    })
+}
+
+/// Each idempotency key whose acknowledged answers name more than one proposal, or whose one
+/// proposal is not the only one the database holds for the key, goes in `duplicates`. (A key
+/// answered with one proposal that is missing altogether is already counted missing.)
+fn idempotency(entries: &[Entry], db: &Stored, f: &mut Findings) {
+    let mut answered: BTreeMap<&str, BTreeSet<Uuid>> = BTreeMap::new();
+    for e in entries {
+        if let Entry::Submit {
+            proposal,
+            key: Some(key),
+            ..
+        } = e
+        {
+            answered.entry(key.as_str()).or_default().insert(*proposal);
+        }
+    }
+    for (key, ids) in answered {
+        let stored = db.keys.get(key).map(Vec::as_slice).unwrap_or_default();
+        let lost = stored.is_empty() && ids.iter().all(|id| !db.proposals.contains_key(id));
+        // One answer, and the key holds that proposal alone (or it is lost, counted missing).
+        if ids.len() == 1 && (lost || ids.iter().eq(stored)) {
+            continue;
+        }
+        f.duplicates.push(format!(
+            "key {key} was answered with {ids:?}, and holds {stored:?}"
+        ));
     }
 }
 
@@ -241,11 +337,8 @@ mod tests {
 
     fn stored(requeued: &[Uuid]) -> Stored {
         Stored {
-            proposals: HashMap::new(),
-            approvals: HashSet::new(),
-            commands: HashMap::new(),
-            changes: Vec::new(),
             requeued: counted(requeued.iter().map(Uuid::to_string)),
+            ..Stored::default()
         }
     }
 
@@ -255,14 +348,55 @@ mod tests {
         f.double_runs
     }
 
+    fn missing(entries: &[Entry], db: &Stored) -> Vec<String> {
+        let mut f = Findings::default();
+        acknowledged(entries, db, &mut f);
+        f.missing
+    }
+
+    fn duplicates(entries: &[Entry], db: &Stored) -> Vec<String> {
+        let mut f = Findings::default();
+        idempotency(entries, db, &mut f);
+        f.duplicates
+    }
+
+    fn gaps(db: &Stored) -> Vec<String> {
+        let mut f = Findings::default();
+        trail(db, &mut f);
+        f.trail
+    }
+
+    fn change(kind: &str, id: Uuid, before: Option<&str>, after: &str) -> Change {
+        (
+            kind.into(),
+            id.to_string(),
+            before.map(str::to_owned),
+            after.into(),
+        )
+    }
+
+    type Change = (String, String, Option<String>, String);
+
+    fn submit(proposal: Uuid, key: &str) -> Entry {
+        Entry::Submit {
+            proposal,
+            status: "pending".into(),
+            key: Some(key.into()),
+        }
+    }
+
+    fn report(command: Uuid, outcome: &str) -> Entry {
+        Entry::Report {
+            command,
+            outcome: outcome.into(),
+        }
+    }
+
     #[test]
     fn a_retry_is_allowed_by_a_failure_the_trail_records_or_the_ledger_acknowledged() {
         let command = Uuid::new_v4();
         let run = || Entry::Run { command };
-        let failed = Entry::Report {
-            command,
-            outcome: "failed".into(),
-        };
+        let failed = report(command, "failed");
         assert_eq!(double_runs(&[run()], &stored(&[])), 0, "one run");
         assert_eq!(
             double_runs(&[run(), run()], &stored(&[])),
@@ -284,5 +418,193 @@ mod tests {
             1,
             "one failure allows one more run, not two"
         );
+    }
+
+    #[test]
+    fn a_trail_that_skips_a_change_or_ends_elsewhere_than_the_row_is_a_gap() {
+        let (p, c) = (Uuid::new_v4(), Uuid::new_v4());
+        let whole = Stored {
+            proposals: HashMap::from([(p, "approved".into())]),
+            commands: HashMap::from([(c, ("queued".into(), 0))]),
+            changes: vec![
+                change("proposal", p, None, "pending"),
+                change("proposal", p, Some("pending"), "approved"),
+                change("command", c, None, "queued"),
+            ],
+            ..Stored::default()
+        };
+        assert!(gaps(&whole).is_empty(), "{:?}", gaps(&whole));
+        let skipped = Stored {
+            changes: vec![
+                change("proposal", p, None, "pending"),
+                change("proposal", p, Some("rejected"), "approved"),
+                change("command", c, None, "queued"),
+            ],
+            ..Stored::default()
+        };
+        let skipped = Stored {
+            proposals: whole.proposals.clone(),
+            commands: whole.commands.clone(),
+            ..skipped
+        };
+        let found = gaps(&skipped);
+        assert_eq!(found.len(), 1, "a change missing between two: {found:?}");
+        assert!(
+            found[0].contains("goes pending then starts from rejected"),
+            "{found:?}"
+        );
+        let elsewhere = Stored {
+            commands: HashMap::from([(c, ("leased".into(), 1))]),
+            ..whole
+        };
+        let found = gaps(&elsewhere);
+        assert_eq!(found.len(), 1, "the last change missing: {found:?}");
+        assert!(
+            found[0].contains(&format!("command {c} is leased")),
+            "{found:?}"
+        );
+    }
+
+    #[test]
+    fn a_decision_the_proposal_does_not_bear_out_is_missing() {
+        let p = Uuid::new_v4();
+        let decide = |verdict: &str| Entry::Decide {
+            proposal: p,
+            verdict: verdict.into(),
+        };
+        let db = |status: &str, approved: bool| Stored {
+            proposals: HashMap::from([(p, status.into())]),
+            approvals: if approved {
+                HashSet::from([p])
+            } else {
+                HashSet::new()
+            },
+            ..Stored::default()
+        };
+        assert!(missing(&[decide("approved")], &db("succeeded", true)).is_empty());
+        assert!(missing(&[decide("rejected")], &db("rejected", false)).is_empty());
+        for (verdict, db, why) in [
+            ("approved", Stored::default(), "no proposal"),
+            ("approved", db("pending", false), "still pending"),
+            ("approved", db("approved", false), "no approval recorded"),
+            ("rejected", db("approved", true), "approved, not rejected"),
+            ("rejected", db("expired", false), "expired, not rejected"),
+        ] {
+            let found = missing(&[decide(verdict)], &db);
+            assert_eq!(found.len(), 1, "{why}: {found:?}");
+            assert!(
+                found[0].starts_with(&format!("decision {verdict} on {p}")),
+                "{found:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_lease_of_a_command_never_leased_is_missing() {
+        let c = Uuid::new_v4();
+        let lease = [Entry::Lease {
+            command: c,
+            proposal: Uuid::new_v4(),
+        }];
+        let db = |attempts: i32| Stored {
+            commands: HashMap::from([(c, ("leased".into(), attempts))]),
+            ..Stored::default()
+        };
+        assert!(missing(&lease, &db(1)).is_empty());
+        for (db, why) in [(Stored::default(), "no command"), (db(0), "never leased")] {
+            let found = missing(&lease, &db);
+            assert_eq!(found.len(), 1, "{why}: {found:?}");
+            assert!(
+                found[0].starts_with(&format!("leased command {c}")),
+                "{found:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_failure_report_the_trail_does_not_record_is_missing() {
+        let c = Uuid::new_v4();
+        let db = |status: &str, failures: usize| Stored {
+            commands: HashMap::from([(c, (status.into(), 2))]),
+            failures: counted(std::iter::repeat_n(c.to_string(), failures)),
+            ..Stored::default()
+        };
+        let failed = || report(c, "failed");
+        assert!(
+            missing(&[failed()], &db("queued", 1)).is_empty(),
+            "queued again"
+        );
+        assert!(
+            missing(&[failed()], &db("failed", 1)).is_empty(),
+            "ended failed"
+        );
+        assert!(
+            missing(&[failed(), failed()], &db("failed", 2)).is_empty(),
+            "two failures, two events"
+        );
+        for (entries, db, why) in [
+            (vec![failed()], db("queued", 0), "no failure in the trail"),
+            (
+                vec![failed(), failed()],
+                db("failed", 1),
+                "two acknowledged, one recorded",
+            ),
+            (vec![failed()], Stored::default(), "no command"),
+            (
+                vec![report(c, "succeeded")],
+                db("failed", 1),
+                "a success stored as a failure",
+            ),
+        ] {
+            let found = missing(&entries, &db);
+            assert_eq!(found.len(), 1, "{why}: {found:?}");
+            assert!(found[0].starts_with("report "), "{found:?}");
+        }
+    }
+
+    #[test]
+    fn a_key_answered_with_two_proposals_or_stored_twice_is_a_duplicate() {
+        let (p, q) = (Uuid::new_v4(), Uuid::new_v4());
+        let db = |keys: &[(&str, Uuid)]| Stored {
+            proposals: HashMap::from([(p, "pending".into()), (q, "pending".into())]),
+            keys: keys.iter().fold(HashMap::new(), |mut m, (k, id)| {
+                m.entry((*k).to_owned()).or_insert_with(Vec::new).push(*id);
+                m
+            }),
+            ..Stored::default()
+        };
+        let once = db(&[("k", p), ("l", q)]);
+        assert!(duplicates(&[submit(p, "k"), submit(p, "k")], &once).is_empty());
+        let old = Entry::Submit {
+            proposal: p,
+            status: "pending".into(),
+            key: None,
+        };
+        assert!(duplicates(&[old], &db(&[])).is_empty(), "an older ledger");
+        assert!(
+            duplicates(&[submit(Uuid::new_v4(), "m")], &once).is_empty(),
+            "missing, counted there"
+        );
+        for (entries, db, why) in [
+            (
+                vec![submit(p, "k"), submit(q, "k")],
+                once,
+                "answered with two",
+            ),
+            (
+                vec![submit(p, "k")],
+                db(&[("k", p), ("k", q)]),
+                "stored twice",
+            ),
+            (
+                vec![submit(p, "k")],
+                db(&[("k", q), ("l", p)]),
+                "another stored",
+            ),
+        ] {
+            let found = duplicates(&entries, &db);
+            assert_eq!(found.len(), 1, "{why}: {found:?}");
+            assert!(found[0].starts_with("key k "), "{found:?}");
+        }
     }
 }

@@ -1,5 +1,6 @@
 //! The ledger: one JSON line per acknowledged answer (and per run an executor started),
-//! written by one task so lines never interleave, and flushed when the run ends.
+//! written by one task so lines never interleave, and flushed when the run ends. `loadgen
+//! probe` appends its one line to a ledger of its own (`scripts/faults`' probes).
 
 use std::io::Write;
 use std::path::Path;
@@ -12,8 +13,15 @@ use uuid::Uuid;
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum Entry {
-    /// A submission answered `201` or `200` (a replay): the proposal exists.
-    Submit { proposal: Uuid, status: String },
+    /// A submission answered `201` or `200` (a replay): the proposal exists. `key` is the
+    /// submission's idempotency key (absent in ledgers written before it was recorded): every
+    /// answer to one key names one proposal, the one stored for it.
+    Submit {
+        proposal: Uuid,
+        status: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        key: Option<String>,
+    },
     /// A reviewer's decision the page confirmed (`?notice=approved` or `rejected`).
     Decide { proposal: Uuid, verdict: String },
     /// A lease handed over.
@@ -49,6 +57,18 @@ impl Ledger {
     pub fn record(&self, entry: Entry) {
         let _ = self.0.send(entry);
     }
+}
+
+/// Appends `entry` to the ledger at `path` (created if missing), for a process that records one
+/// answer (`loadgen probe`) beside a run's ledger.
+pub fn append(path: &Path, entry: &Entry) -> Result<(), String> {
+    let line = serde_json::to_string(entry).map_err(|e| e.to_string())?;
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    writeln!(file, "{line}").map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Every entry of the ledger at `path`.

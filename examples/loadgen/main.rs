@@ -7,18 +7,26 @@
 //! their CSRF tokens); executors leasing, heartbeating, completing, and sometimes failing
 //! (`side_effect: "none"`, so the queue may run the command again). It prints throughput and
 //! latency percentiles per operation, and writes a ledger (JSON lines) of every acknowledged
-//! answer, and of every run an executor started.
+//! answer (a submission's with its idempotency key), and of every run an executor started.
 //!
-//! `check` reads the ledger and the database after a run and proves: no acknowledged
-//! submission, decision, lease or report is missing; no command ran more often than its
-//! acknowledged failures allowed; every proposal's and command's status changes are in the
-//! trail, in order, ending at the status stored; and the trail verifies.
+//! `probe` submits one proposal with a key of its own until it is acknowledged (or fails after
+//! `--within` seconds) and appends the answer to a ledger: proof that writes are acknowledged
+//! again after a fault.
+//!
+//! `check` reads one or more ledgers (`--ledger`, repeated) and the database after a run and
+//! proves: no acknowledged submission, decision, lease or report is missing (a rejection left
+//! its proposal `rejected`, an acknowledged failure is in the trail); every idempotency key's
+//! answers name one proposal, the only one stored for it; no command ran more often than its
+//! failures allowed; every proposal's and command's status changes are in the trail, in order,
+//! ending at the status stored; and the trail verifies.
 //!
 //! ```sh
 //! cargo run --release --example loadgen -- run --url http://127.0.0.1:8080 \
 //!   --agent-token "$AGENT" --executor-token "$EXECUTOR" --reviewer rita --seconds 30 \
 //!   --ledger ledger.jsonl          # the reviewer's password in LOADGEN_PASSWORD
-//! cargo run --release --example loadgen -- check --ledger ledger.jsonl \
+//! LOADGEN_AGENT_TOKEN="$AGENT" cargo run --release --example loadgen -- probe \
+//!   --url http://127.0.0.1:8080 --within 30 --ledger probes.jsonl
+//! cargo run --release --example loadgen -- check --ledger ledger.jsonl --ledger probes.jsonl \
 //!   --database-url postgres://postgres@127.0.0.1:5432/countersign_cluster
 //! ```
 //!
@@ -43,8 +51,10 @@ struct Cli {
 enum Command {
     /// Drive the mix and write the ledger.
     Run(mix::RunArgs),
-    /// Check a ledger against the database.
+    /// Check ledgers against the database.
     Check(check::CheckArgs),
+    /// Submit one proposal until it is acknowledged, and append the answer to a ledger.
+    Probe(mix::ProbeArgs),
 }
 
 #[tokio::main]
@@ -52,6 +62,7 @@ async fn main() -> ExitCode {
     let outcome = match Cli::parse().command {
         Command::Run(args) => mix::run(args).await,
         Command::Check(args) => check::check(args).await,
+        Command::Probe(args) => mix::probe(args).await,
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

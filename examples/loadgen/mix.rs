@@ -2,7 +2,11 @@
 //! run's time is up; then the figures per operation. A request that gets no answer (the
 //! instance died, the balancer cut it) is an error, counted, and sent again where sending it
 //! again is safe (a submission with its idempotency key, a report with its lease token); only
-//! answers count as acknowledged, and only those go in the ledger.
+//! answers count as acknowledged, and only those go in the ledger (a submission with its
+//! idempotency key, so the checker can prove one key names one proposal).
+//!
+//! `probe` is one submission of its own, sent until it is acknowledged within a bound:
+//! `scripts/faults` runs it after each fault, to prove writes are acknowledged again.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -14,7 +18,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use uuid::Uuid;
 
-use crate::ledger::{Entry, Ledger};
+use crate::ledger::{self, Entry, Ledger};
 
 /// `loadgen run`.
 #[derive(clap::Args)]
@@ -153,8 +157,8 @@ fn print_figures(ctx: &Ctx, elapsed: f64) {
     }
 }
 
-/// A proposal body of `agent`, numbered so every one differs.
-fn proposal(agent: &str, task: usize, i: u64) -> Value {
+/// A proposal body of `agent` with the idempotency key `key`, numbered so every one differs.
+fn proposal(agent: &str, task: usize, i: u64, key: &str) -> Value {
     json!({
         "proposal_id": Uuid::new_v4(),
         "proposed_by": agent,
@@ -166,7 +170,7 @@ fn proposal(agent: &str, task: usize, i: u64) -> Value {
         "risk_level": "medium",
         "approval_required": true,
         "compliance_context": {"gdpr": false, "hipaa": false},
-        "idempotency_key": format!("loadgen-{}", Uuid::new_v4()),
+        "idempotency_key": key,
         "rollback_supported": true,
         "blast_radius": "small",
         "target_refs": [{"type": "crm_contact", "id": format!("c-{task}-{i}")}]
@@ -188,6 +192,13 @@ const TRIES: usize = 20;
 /// The pause before sending again.
 const BACKOFF: Duration = Duration::from_millis(100);
 
+/// The proposal's id and status a submission's answer names.
+fn answered(v: &Value) -> Option<(Uuid, String)> {
+    let id = v["proposal"]["id"].as_str()?.parse().ok()?;
+    let status = v["proposal"]["status"].as_str()?.to_owned();
+    Some((id, status))
+}
+
 /// Submits `body` until it is answered (its idempotency key makes every resend safe): the
 /// proposal's id and status.
 async fn submit(ctx: &Ctx, client: &Client, body: &Value) -> Option<(Uuid, String)> {
@@ -202,10 +213,9 @@ async fn submit(ctx: &Ctx, client: &Client, body: &Value) -> Option<(Uuid, Strin
         match sent {
             Ok(r) if matches!(r.status().as_u16(), 200 | 201) => {
                 let v: Value = r.json().await.ok()?;
-                let id = v["proposal"]["id"].as_str()?.parse().ok()?;
-                let status = v["proposal"]["status"].as_str()?.to_owned();
+                let answer = answered(&v)?;
                 ctx.acked("submit", since);
-                return Some((id, status));
+                return Some(answer);
             }
             Ok(r) if r.status().is_client_error() && r.status().as_u16() != 429 => {
                 ctx.failed("submit");
@@ -218,31 +228,52 @@ async fn submit(ctx: &Ctx, client: &Client, body: &Value) -> Option<(Uuid, Strin
     None
 }
 
+/// Submits proposal `i` of agent task `task` with a key of its own, records the acknowledged
+/// answer with its key and hands a pending proposal to the reviewers. Every fourth is sent
+/// again, as an agent that lost the answer would: that answer is recorded too, and the checker
+/// proves both name the one proposal stored for the key.
+async fn submit_recorded(
+    ctx: &Ctx,
+    client: &Client,
+    (task, i): (usize, u64),
+    to_review: &mpsc::UnboundedSender<Uuid>,
+) -> Option<Uuid> {
+    let key = format!("loadgen-{}", Uuid::new_v4());
+    let body = proposal(&ctx.args.agent, task, i, &key);
+    let (id, status) = submit(ctx, client, &body).await?;
+    let pending = status == "pending";
+    ctx.ledger.record(Entry::Submit {
+        proposal: id,
+        status,
+        key: Some(key.clone()),
+    });
+    if pending {
+        let _ = to_review.send(id);
+    }
+    if i % 4 == 0
+        && let Some((again, status)) = submit(ctx, client, &body).await
+    {
+        if again != id {
+            ctx.failed("resubmit");
+        }
+        ctx.ledger.record(Entry::Submit {
+            proposal: again,
+            status,
+            key: Some(key),
+        });
+    }
+    Some(id)
+}
+
 async fn agent(ctx: Arc<Ctx>, task: usize, to_review: mpsc::UnboundedSender<Uuid>) {
     let client = Client::new();
     let mut last = None;
     let mut i = 0;
     while !ctx.over() {
         i += 1;
-        let body = proposal(&ctx.args.agent, task, i);
-        if let Some((id, status)) = submit(&ctx, &client, &body).await {
-            ctx.ledger.record(Entry::Submit {
-                proposal: id,
-                status: status.clone(),
-            });
-            if status == "pending" {
-                let _ = to_review.send(id);
-            }
-            // Every fourth is sent again, as an agent that lost the answer would: the same
-            // proposal answers.
-            if i % 4 == 0
-                && let Some((again, _)) = submit(&ctx, &client, &body).await
-                && again != id
-            {
-                ctx.failed("resubmit");
-            }
-            last = Some(id);
-        }
+        last = submit_recorded(&ctx, &client, (task, i), &to_review)
+            .await
+            .or(last);
         let since = Instant::now();
         let checked = client
             .post(ctx.url("/api/v1/pre-tool-check"))
@@ -491,4 +522,83 @@ async fn run_one(ctx: &Ctx, client: &Client, command: Uuid, token: &str, fail: b
         }
         tokio::time::sleep(BACKOFF).await;
     }
+}
+
+/// `loadgen probe`.
+#[derive(clap::Args)]
+pub struct ProbeArgs {
+    /// Countersign's address (the balancer).
+    #[arg(long)]
+    url: String,
+    /// An agent's token.
+    #[arg(long, env = "LOADGEN_AGENT_TOKEN", hide_env_values = true)]
+    agent_token: String,
+    /// The agent that token is for (the proposal's `proposed_by`).
+    #[arg(long, default_value = "agent-a")]
+    agent: String,
+    /// How long the submission may take to be acknowledged, in seconds (a request that is
+    /// under way then still gets its 5 s).
+    #[arg(long, default_value_t = 30)]
+    within: u64,
+    /// The ledger its acknowledged answer is appended to.
+    #[arg(long)]
+    ledger: PathBuf,
+}
+
+/// How long one probe request may wait for its answer.
+const PROBE_REQUEST: Duration = Duration::from_secs(5);
+
+/// `loadgen probe`: one submission with an idempotency key of its own, sent (again, with that
+/// key, whenever it gets no answer) until it is acknowledged `201` or `200`; its answer is
+/// appended to the ledger and printed. Fails when none comes within `--within` seconds.
+pub async fn probe(args: ProbeArgs) -> Result<(), String> {
+    let client = Client::builder()
+        .timeout(PROBE_REQUEST)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let key = format!("loadgen-probe-{}", Uuid::new_v4());
+    let body = proposal(&args.agent, 0, 0, &key);
+    let url = format!("{}/api/v1/proposals", args.url.trim_end_matches('/'));
+    let started = Instant::now();
+    let until = started + Duration::from_secs(args.within);
+    let mut last = String::from("nothing sent");
+    while Instant::now() < until {
+        let sent = client
+            .post(&url)
+            .bearer_auth(&args.agent_token)
+            .json(&body)
+            .send()
+            .await;
+        let r = match sent {
+            Ok(r) => r,
+            Err(e) => {
+                last = format!("no answer: {e}");
+                tokio::time::sleep(BACKOFF).await;
+                continue;
+            }
+        };
+        let code = r.status().as_u16();
+        if r.status().is_client_error() && code != 429 {
+            return Err(format!("the submission was refused: {code}"));
+        }
+        let answer = r.json::<Value>().await.ok();
+        match answer.as_ref().and_then(answered) {
+            Some((id, status)) if matches!(code, 200 | 201) => {
+                let ms = started.elapsed().as_millis();
+                println!("probe: {code} in {ms} ms, proposal {id} ({status})");
+                let entry = Entry::Submit {
+                    proposal: id,
+                    status,
+                    key: Some(key),
+                };
+                return ledger::append(&args.ledger, &entry);
+            }
+            _ => last = format!("answered {code}: {answer:?}"),
+        }
+        tokio::time::sleep(BACKOFF).await;
+    }
+    Err(format!(
+        "no submission acknowledged within {} s (last: {last})",
+        args.within
+    ))
 }
