@@ -17,7 +17,9 @@ use crate::audit::{
 };
 use crate::domain::FieldError;
 use crate::domain::gateway::{Definition, ToolName, ToolPin};
+use crate::storage::Tx;
 use crate::storage::gateway::{self, PinnedTool};
+use time::OffsetDateTime;
 
 fn definition(json: &str) -> Definition {
     Definition::from_json(serde_json::from_str::<Value>(json).unwrap_or(Value::Null))
@@ -27,11 +29,58 @@ fn pin_of(row: PinnedTool) -> ToolPin {
     ToolPin {
         pinned: definition(&row.pinned_definition),
         offered: row.offered_definition.as_deref().map(definition),
+        called: None,
         name: row.name,
         upstream: row.upstream,
         first_seen_at: row.first_seen_at,
         updated_at: row.updated_at,
     }
+}
+
+/// Pins tool `name` of `upstream` listed with `def`, or compares `def` with its pin (offering
+/// it when it differs, withdrawing an offer when it no longer does), recording what changed;
+/// whether the tool may be served. Every definition seen is kept by its hash.
+async fn pin_listed(
+    tx: &mut Tx,
+    (upstream, actor, now): (&str, &Actor, OffsetDateTime),
+    name: &ToolName,
+    def: &Definition,
+) -> Result<bool, ServiceError> {
+    let internal = name.internal();
+    let sha = def.sha256();
+    let json = def.as_json().to_string();
+    gateway::remember(tx.conn(), &sha, &json, now).await?;
+    let row = match gateway::by_name(tx.conn(), &internal).await? {
+        None if gateway::pin(tx.conn(), &internal, upstream, &sha, &json, now).await? => {
+            let seen = GatewayToolSeen {
+                tool: internal,
+                upstream: upstream.to_owned(),
+                definition_sha256: sha,
+            };
+            tx.record(now, actor, AuditEvent::GatewayToolSeen(seen));
+            return Ok(true);
+        }
+        // Another instance pinned it first (its insert committed while this one waited): its
+        // pin holds, as if it had been there.
+        None => gateway::by_name(tx.conn(), &internal).await?,
+        row => row,
+    };
+    let Some(row) = row else {
+        return Ok(false);
+    };
+    if row.pinned_sha256 == sha {
+        gateway::withdraw_offer(tx.conn(), &internal, now).await?;
+        return Ok(true);
+    }
+    if gateway::offer(tx.conn(), &internal, &sha, &json, now).await? {
+        let changed = GatewayToolChanged {
+            tool: internal,
+            pinned_sha256: row.pinned_sha256,
+            offered_sha256: sha,
+        };
+        tx.record(now, actor, AuditEvent::GatewayToolChanged(changed));
+    }
+    Ok(false)
 }
 
 impl Services {
@@ -58,35 +107,8 @@ impl Services {
                 Box::pin(async move {
                     let mut served = Vec::new();
                     for (name, def) in listed {
-                        let internal = name.internal();
-                        let sha = def.sha256();
-                        let json = def.as_json().to_string();
-                        match gateway::by_name(tx.conn(), &internal).await? {
-                            None => {
-                                gateway::pin(tx.conn(), &internal, &upstream, &sha, &json, now)
-                                    .await?;
-                                let seen = GatewayToolSeen {
-                                    tool: internal,
-                                    upstream: upstream.clone(),
-                                    definition_sha256: sha,
-                                };
-                                tx.record(now, &actor, AuditEvent::GatewayToolSeen(seen));
-                                served.push((name, def));
-                            }
-                            Some(row) if row.pinned_sha256 == sha => {
-                                gateway::withdraw_offer(tx.conn(), &internal, now).await?;
-                                served.push((name, def));
-                            }
-                            Some(row) => {
-                                if gateway::offer(tx.conn(), &internal, &sha, &json, now).await? {
-                                    let changed = GatewayToolChanged {
-                                        tool: internal,
-                                        pinned_sha256: row.pinned_sha256,
-                                        offered_sha256: sha,
-                                    };
-                                    tx.record(now, &actor, AuditEvent::GatewayToolChanged(changed));
-                                }
-                            }
+                        if pin_listed(tx, (&upstream, &actor, now), &name, &def).await? {
+                            served.push((name, def));
                         }
                     }
                     Ok::<_, ServiceError>(served)
@@ -183,13 +205,25 @@ impl Services {
         Ok(())
     }
 
-    /// The pinned definition of gateway tool `name` (internal), if it is one (part of the
-    /// proposal page's use case, which authorized the read).
-    pub(super) async fn gateway_pin(&self, name: &str) -> Result<Option<ToolPin>, ServiceError> {
+    /// The pin of gateway tool `name` (internal), if it is one, with the definition a call
+    /// made against `version` (its hex hash) read (part of the proposal page's use case, which
+    /// authorized the read).
+    pub(super) async fn gateway_pin(
+        &self,
+        name: &str,
+        version: &str,
+    ) -> Result<Option<ToolPin>, ServiceError> {
         if !self.is_gateway_tool(name) {
             return Ok(None);
         }
         let mut read = self.read().await?;
-        Ok(gateway::by_name(read.conn(), name).await?.map(pin_of))
+        let Some(mut pin) = gateway::by_name(read.conn(), name).await?.map(pin_of) else {
+            return Ok(None);
+        };
+        let called = format!("sha256:{version}");
+        pin.called = gateway::definition(read.conn(), &called)
+            .await?
+            .map(|json| definition(&json));
+        Ok(Some(pin))
     }
 }

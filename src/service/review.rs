@@ -112,7 +112,8 @@ impl Services {
             && self.revealed_recently(&Actor::of(who), id).await?;
         let alerts = self.alerts(id).await?;
         let revised_by = self.revisions_of(id).await?;
-        let tool_definition = self.gateway_pin(&proposal.contract.tool.name).await?;
+        let tool = &proposal.contract.tool;
+        let tool_definition = self.gateway_pin(&tool.name, &tool.version).await?;
         let (broke_glass, passkey_proofs) = {
             let mut read = self.read().await?;
             let subject = id.to_string();

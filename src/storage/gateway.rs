@@ -1,5 +1,5 @@
 //! The MCP gateway's rows: each tool's pinned definition and a changed one waiting for an
-//! admin. (An agent's earlier identical call still open is a proposal:
+//! admin, and every definition seen, by hash (what a call was made against). (An agent's earlier identical call still open is a proposal:
 //! [`super::proposals::open_call::open_gateway_call`].)
 
 use time::OffsetDateTime;
@@ -39,6 +39,36 @@ pub async fn by_name(conn: Conn<'_>, name: &str) -> Result<Option<PinnedTool>> {
         .fetch_optional(c)
         .await)?;
     Ok(row)
+}
+
+/// Keeps `definition` (JSON) under its hash `sha256`, once: the page of a call made against it
+/// shows it whatever the tool's pin is later.
+pub async fn remember(
+    conn: Conn<'_>,
+    sha256: &str,
+    definition: &str,
+    now: OffsetDateTime,
+) -> Result<()> {
+    let sql = "insert into gateway_definitions (sha256, definition, first_seen_at) \
+               values ($1, $2, $3) on conflict (sha256) do nothing";
+    on!(conn, |c| sqlx::query(sql)
+        .bind(sha256)
+        .bind(definition)
+        .bind(now)
+        .execute(c)
+        .await
+        .map(|_| ()))?;
+    Ok(())
+}
+
+/// The definition (JSON) whose hash is `sha256`, if the gateway has seen it.
+pub async fn definition(conn: Conn<'_>, sha256: &str) -> Result<Option<String>> {
+    let sql = "select definition from gateway_definitions where sha256 = $1";
+    let row: Option<(String,)> = on!(conn, |c| sqlx::query_as(sql)
+        .bind(sha256)
+        .fetch_optional(c)
+        .await)?;
+    Ok(row.map(|(d,)| d))
 }
 
 /// Every gateway tool's row, by name.

@@ -55,6 +55,7 @@ pub const SERVING_GRANTS: &[&str] = &[
     "grant select, insert, update on proposals, approvals, commands, users, api_tokens \
      to {role}",
     "grant select, insert, delete on paused_tools to {role}",
+    "grant select, insert on gateway_definitions to {role}",
     "grant select, insert, update on gateway_tools, standing_grants, decision_stats to {role}",
     "grant select, insert, update, delete on webhook_deliveries, webhook_attempts, notifications \
      to {role}",

@@ -300,8 +300,8 @@ fn blockers_and_reasons(p: &ProposalRecord) -> (Vec<BlockerView>, Vec<String>) {
     (blockers, reasons)
 }
 
-/// A gateway tool's pinned definition as the reviewer reads it, and how many hidden
-/// characters its text had.
+/// A gateway tool's definition as the reviewer reads it (the one the call was made against,
+/// else the pinned one), and how many hidden characters its text had.
 fn tool_definition_view(
     pin: crate::domain::gateway::ToolPin,
     p: &ProposalRecord,
@@ -312,8 +312,9 @@ fn tool_definition_view(
         hidden += v.hidden;
         v.text
     };
-    let description = shown(pin.pinned.description().unwrap_or("(none)"));
-    let annotations = (pin.pinned.annotations().into_iter().flatten())
+    let read = pin.called.as_ref().unwrap_or(&pin.pinned);
+    let description = shown(read.description().unwrap_or("(none)"));
+    let annotations = (read.annotations().into_iter().flatten())
         .map(|(k, v)| {
             let value = v.as_str().map_or_else(|| v.to_string(), str::to_owned);
             (shown(k), shown(&value))

@@ -564,6 +564,17 @@ async fn a_changed_definition_is_refused_until_accepted(backend: &str) {
         listed.to_string().contains("notes__append_note"),
         "{listed}"
     );
+    // A call against the first definition, held: its page is read once another is pinned.
+    let early = run(
+        &app,
+        &token,
+        &["call", "notes__append_note", r#"{"text": "early"}"#],
+    )
+    .await;
+    let early = early["status"]["proposal_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("held: {early}"))
+        .to_owned();
 
     // The description now instructs the model: a rug pull. Not served, calls refused.
     std::fs::write(
@@ -669,6 +680,19 @@ async fn a_changed_definition_is_refused_until_accepted(backend: &str) {
         "flagged: {}",
         &page[page.find("tool-description").unwrap_or(0)..][..600]
     );
+    // The earlier call's page shows the definition that call was made against, not the one
+    // pinned since.
+    let page = browser.page(&format!("/proposals/{early}")).await;
+    let at = page
+        .find("data-testid=\"tool-description\"")
+        .expect("shown");
+    let shown: String = page[at..].chars().take(200).collect();
+    assert!(shown.contains("notebook"), "{shown}");
+    assert!(
+        !page.contains("id_rsa"),
+        "the later definition is not the one read"
+    );
+    assert!(page.contains("made against another definition"));
 
     // An upstream that will not start answers upstream_unavailable, and comes back.
     std::fs::write(dir.path().join("refuse"), "").expect("flag");

@@ -332,12 +332,13 @@ pub struct BrokeGlassView {
     pub at: Moment,
 }
 
-/// A gateway tool's pinned definition, as the reviewer reads it.
+/// A gateway tool's definition, as the reviewer reads it: the one the call was made against
+/// (else the pinned one).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolDefinitionView {
-    /// The tool's description (visible form).
+    /// The tool's description in that definition (visible form).
     pub description: String,
-    /// Its annotations, `(name, value)` (visible form).
+    /// Its annotations in that definition, `(name, value)` (visible form).
     pub annotations: Vec<(String, String)>,
     /// `sha256:` of the pinned definition.
     pub pinned: String,

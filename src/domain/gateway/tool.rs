@@ -201,6 +201,9 @@ pub struct ToolPin {
     pub pinned: Definition,
     /// A different definition the upstream now serves, withheld until an admin accepts it.
     pub offered: Option<Definition>,
+    /// On a call's page: the definition the call was made against, when the gateway kept it
+    /// (it keeps every definition it sees).
+    pub called: Option<Definition>,
     /// When the tool was first seen.
     pub first_seen_at: time::OffsetDateTime,
     /// When either definition last changed.

@@ -191,7 +191,7 @@ fn tool_definition(p: &ProposalView) -> impl IntoView + use<> {
         let against = if d.called_against_pinned {
             "the call was made against this definition"
         } else {
-            "the call was made against another definition: it will not run"
+            "the call was made against another definition, the one shown here: it will not run"
         };
         let changed = d.changed_to.map(|sha| {
             view! {
