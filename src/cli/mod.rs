@@ -304,7 +304,7 @@ impl NotifyArgs {
             None => Ok(None),
         };
         let webhook = check("notify-webhook-url", self.notify_webhook_url)?;
-        let secret = self.notify_webhook_secret.map(|s| s.0);
+        let secret = (self.notify_webhook_secret).map(|s| crate::service::SigningSecret(s.0));
         let mailer = match (self.smtp_url, self.smtp_from) {
             (Some(url), Some(from)) => Some(
                 crate::service::Mailer::new(&url.0, &from)

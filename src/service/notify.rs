@@ -300,7 +300,7 @@ impl Services {
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .header(DELIVERY_HEADER, id.to_string());
         if let Some(secret) = secret {
-            let signature = webhook::signature(secret, now.unix_timestamp(), &body);
+            let signature = webhook::signature(&secret.0, now.unix_timestamp(), &body);
             request = request.header(SIGNATURE_HEADER, signature);
         }
         match request.body(body).send().await {

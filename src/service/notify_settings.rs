@@ -49,7 +49,7 @@ pub struct NotifySettings {
     /// A Microsoft Teams incoming webhook.
     pub teams: Option<ChannelUrl>,
     /// A generic webhook, and the secret its messages are signed with.
-    pub webhook: Option<(ChannelUrl, String)>,
+    pub webhook: Option<(ChannelUrl, SigningSecret)>,
     /// At most one message per channel in this long (`None`: [`notify::DEFAULT_WINDOW`]).
     pub window: Option<time::Duration>,
     /// The Slack app's signing secret: Slack messages then carry Approve and Reject buttons,
@@ -60,7 +60,7 @@ pub struct NotifySettings {
 /// Reviewers hear that a proposal is about to expire undecided this long before.
 pub const DEFAULT_EXPIRY_WARNING: time::Duration = time::Duration::minutes(15);
 
-/// A Slack app's signing secret; never printed.
+/// A signing secret (a Slack app's, the generic webhook's); never printed.
 #[derive(Clone, PartialEq, Eq)]
 pub struct SigningSecret(pub String);
 

@@ -5,7 +5,7 @@
 //! up a decision, and opening a message's link decides nothing.
 
 use countersign::domain::principal::{Principal, Role};
-use countersign::service::{ChannelUrl, NotifySettings};
+use countersign::service::{ChannelUrl, NotifySettings, SigningSecret};
 use reqwest::StatusCode;
 use serde_json::Value;
 
@@ -34,7 +34,7 @@ async fn each_channel_hears_once_and_a_flood_folds_into_a_digest(backend: &str) 
             public_url: Some(PUBLIC.parse().expect("url")),
             slack: channel(&slack_url),
             teams: channel(&teams_url),
-            webhook: channel(&hook_url).map(|u| (u, SECRET.to_owned())),
+            webhook: channel(&hook_url).map(|u| (u, SigningSecret(SECRET.to_owned()))),
             window: None,
             slack_signing_secret: None,
             ..NotifySettings::default()

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use countersign::domain::principal::{Principal, Role};
-use countersign::service::ChannelUrl;
+use countersign::service::{ChannelUrl, SigningSecret};
 use serde_json::Value;
 
 use crate::common::on_both_backends;
@@ -26,7 +26,8 @@ async fn a_break_glass_activation_tells_every_admin_at_once(backend: &str) {
     let (hook_url, mut hook) = receiver(vec![]).await;
     let app = TestApp::spawn_full(backend, Some(BEFORE), |s| {
         s.notify = email_settings(&smtp);
-        s.notify.webhook = Some((ChannelUrl(hook_url.parse().expect("url")), SECRET.into()));
+        let secret = SigningSecret(SECRET.into());
+        s.notify.webhook = Some((ChannelUrl(hook_url.parse().expect("url")), secret));
     })
     .await;
     person(&app, "rob", Role::Reviewer, None).await;

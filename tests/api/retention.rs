@@ -5,7 +5,7 @@
 use countersign::domain::lifecycle::ReviewVerdict;
 use countersign::domain::principal::{Principal, Role, TokenKind};
 use countersign::domain::retention::{BATCH, Prunable};
-use countersign::service::{ChannelUrl, NotifySettings, TokenRequest};
+use countersign::service::{ChannelUrl, NotifySettings, SigningSecret, TokenRequest};
 use std::time::Duration;
 
 use crate::common::on_both_backends;
@@ -77,7 +77,7 @@ async fn rows_past_their_retention_are_pruned_and_the_trail_is_not(backend: &str
         s.notify = NotifySettings {
             webhook: Some((
                 ChannelUrl(notify_url.parse().expect("url")),
-                "notify-secret-0123456789".to_owned(),
+                SigningSecret("notify-secret-0123456789".to_owned()),
             )),
             window: None,
             ..NotifySettings::default()
