@@ -10,7 +10,11 @@
 //! outage, network fault and the failover the script proves recovery and a write acknowledged
 //! through the balancer (a probe, in a ledger of its own), or fails. Then it checks both ledgers
 //! against the database: nothing acknowledged missing, every idempotency key naming one
-//! proposal, no command run twice, every status change in the trail, the trail verifying. And
+//! proposal, no command run twice, every status change in the trail, every status the agent's
+//! event stream told and its webhook delivered one its proposal had, every delivery marked
+//! delivered received, the trail verifying. Before the outages, slow clients (headers and
+//! bodies a byte a second) and a flood of bad tokens run under the mix: every slow client is cut
+//! within its timeout and the flood is answered 401/429 only. And
 //! on the SQLite
 //! default, the disk fills up mid-run (a small tmpfs of its own; the test mounts it, so it runs
 //! as root, as CI does here).
@@ -60,6 +64,8 @@ fn thirty_kills_outages_a_failover_and_a_cut_lose_nothing_and_run_nothing_twice(
     let stdout = String::from_utf8_lossy(&out.stdout);
     let report = format!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "scripts/faults failed:\n{report}");
+    // The figures, for `-- --nocapture`.
+    println!("{stdout}");
     for line in [
         "kills        30",
         "database outage (fast shutdown): 503 unavailable from 3 of 3 instances directly",
@@ -72,6 +78,11 @@ fn thirty_kills_outages_a_failover_and_a_cut_lose_nothing_and_run_nothing_twice(
         "duplicates   0",
         "double runs  0",
         "trail gaps   0",
+        "never had    0",
+        "not received 0 ",
+        "slow clients 100 cut of 100",
+        "answered 401/429 only",
+        "good reads   before:",
         "ledger check: ok",
     ] {
         assert!(stdout.contains(line), "`{line}` in:\n{report}");
@@ -97,14 +108,15 @@ fn thirty_kills_outages_a_failover_and_a_cut_lose_nothing_and_run_nothing_twice(
             .and_then(|n| n.trim().parse().ok())
             .unwrap_or(0)
     };
-    for op in ["submit", "decide", "lease", "report"] {
+    for op in ["submit", "decide", "lease", "report", "seen", "delivered"] {
         assert!(acked(op) > 0, "some {op} acknowledged:\n{report}");
     }
 }
 
 /// The checker fails ledgers the database does not bear out: a submission it never stored, a
 /// command run twice without a failure between, an idempotency key (in a second ledger, as
-/// `scripts/faults`' probes are) answered with two proposals, and says which.
+/// `scripts/faults`' probes are) answered with two proposals, a status an event stream told of
+/// a proposal that never had it, and says which.
 #[test]
 fn the_checker_finds_what_is_missing_and_what_ran_twice() {
     let dir = tempfile::tempdir().expect("dir");
@@ -120,6 +132,7 @@ fn the_checker_finds_what_is_missing_and_what_ran_twice() {
         format!(r#"{{"op":"submit","proposal":"{proposal}","status":"pending"}}"#),
         format!(r#"{{"op":"run","command":"{command}"}}"#),
         format!(r#"{{"op":"run","command":"{command}"}}"#),
+        format!(r#"{{"op":"seen","proposal":"{proposal}","status":"approved"}}"#),
     ];
     std::fs::write(&ledger, lines.join("\n")).expect("ledger");
     let (first, second) = (uuid::Uuid::new_v4(), uuid::Uuid::new_v4());
@@ -137,7 +150,9 @@ fn the_checker_finds_what_is_missing_and_what_ran_twice() {
         .expect("check");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(!out.status.success(), "{stdout}");
-    assert!(stdout.contains("ledgers      2 (5 entries)"), "{stdout}");
+    assert!(stdout.contains("ledgers      2 (6 entries)"), "{stdout}");
+    assert!(stdout.contains("never had    1"), "{stdout}");
+    assert!(stdout.contains("not received 0 "), "{stdout}");
     assert!(stdout.contains("missing      3"), "{stdout}");
     assert!(stdout.contains("duplicates   1"), "{stdout}");
     assert!(stdout.contains("double runs  1"), "{stdout}");

@@ -17,6 +17,12 @@
 //!   trail, not in the ledger, and its retry is allowed.)
 //! - Every proposal's and command's status changes are in the trail, each starting where the
 //!   one before ended, the last ending at the status stored.
+//! - Every status an event stream told (`seen`) or a webhook delivery named (`delivered`) is
+//!   one its proposal really had: the stored one, or one its trail's status changes went from
+//!   or to (the first is the creation, `pending`). Any other is `never had`.
+//! - Every delivery the database marks `delivered` was received (the ledger has its id: the
+//!   receiver records a delivery before it answers `200`); one that was not is `not received`.
+//!   At least once: a delivery received more than once is fine.
 //! - The trail's hash chain verifies.
 //!
 //! Several ledgers (`--ledger`, repeated: the run's and `scripts/faults`' probes) are checked
@@ -58,6 +64,8 @@ struct Stored {
     /// How often the trail records each command's failure (`command.failed`, whatever
     /// followed), by command id.
     failures: HashMap<String, usize>,
+    /// The webhook deliveries marked `delivered`.
+    delivered: Vec<Uuid>,
 }
 
 const PROPOSALS: &str = "select id, status, idempotency_key from proposals";
@@ -68,6 +76,7 @@ const CHANGES: &str = "select subject_type, subject_id, before_status, after_sta
                        and after_status is not null order by seq";
 const REQUEUED: &str = "select subject_id from audit_events where action = 'command.failed' \
                         and after_status = 'queued'";
+const DELIVERED: &str = "select id from webhook_deliveries where state = 'delivered'";
 const FAILURES: &str = "select subject_id from audit_events where action = 'command.failed' \
                         and subject_type = 'command'";
 
@@ -83,6 +92,7 @@ async fn stored(url: &str) -> Result<Stored, sqlx::Error> {
             let changes = sqlx::query_as(CHANGES).fetch_all(&pool).await?;
             let requeued: Vec<(String,)> = sqlx::query_as(REQUEUED).fetch_all(&pool).await?;
             let failures: Vec<(String,)> = sqlx::query_as(FAILURES).fetch_all(&pool).await?;
+            let delivered: Vec<(Uuid,)> = sqlx::query_as(DELIVERED).fetch_all(&pool).await?;
             Stored {
                 keys: by_key(&proposals),
                 proposals: (proposals.into_iter())
@@ -96,6 +106,7 @@ async fn stored(url: &str) -> Result<Stored, sqlx::Error> {
                 changes,
                 requeued: counted(requeued.into_iter().map(|(id,)| id)),
                 failures: counted(failures.into_iter().map(|(id,)| id)),
+                delivered: delivered.into_iter().map(|(id,)| id).collect(),
             }
         }};
     }
@@ -132,6 +143,10 @@ struct Findings {
     duplicates: Vec<String>,
     double_runs: usize,
     trail: Vec<String>,
+    /// Statuses a stream or a webhook told that their proposals never had.
+    never_had: Vec<String>,
+    /// Deliveries marked delivered that the receiver never recorded.
+    not_received: Vec<String>,
 }
 
 pub async fn check(args: CheckArgs) -> Result<(), String> {
@@ -147,6 +162,8 @@ pub async fn check(args: CheckArgs) -> Result<(), String> {
     idempotency(&entries, &db, &mut f);
     runs(&entries, &db, &mut f);
     trail(&db, &mut f);
+    told(&entries, &db, &mut f);
+    received(&entries, &db, &mut f);
     let verified = verify(&args.database_url).await;
     println!(
         "ledgers      {} ({} entries)",
@@ -162,12 +179,19 @@ pub async fn check(args: CheckArgs) -> Result<(), String> {
     println!("duplicates   {}", f.duplicates.len());
     println!("double runs  {}", f.double_runs);
     println!("trail gaps   {}", f.trail.len());
+    println!("never had    {}", f.never_had.len());
+    println!(
+        "not received {} (of {} delivered)",
+        f.not_received.len(),
+        db.delivered.len()
+    );
     println!("audit verify {}", verified.as_deref().unwrap_or_else(|e| e));
     let found = (f.missing.iter()).chain(&f.duplicates).chain(&f.trail);
-    for m in found.take(20) {
+    for m in found.chain(&f.never_had).chain(&f.not_received).take(20) {
         println!("  {m}");
     }
     let clean = f.missing.is_empty() && f.duplicates.is_empty() && f.trail.is_empty();
+    let clean = clean && f.never_had.is_empty() && f.not_received.is_empty();
     if clean && f.double_runs == 0 && verified.is_ok() {
         println!("ledger check: ok");
         Ok(())
@@ -195,6 +219,8 @@ fn acknowledged(entries: &[Entry], db: &Stored, f: &mut Findings) {
                 },
             ),
             Entry::Run { .. } => ("run", None),
+            Entry::Seen { .. } => ("seen", None),
+            Entry::Delivered { .. } => ("delivered", None),
             Entry::Report { command, outcome } => {
                 let nth = failures.entry(*command).or_default();
                 if outcome == "failed" {
@@ -314,6 +340,54 @@ fn trail(db: &Stored, f: &mut Findings) {
                 "{kind} {id} is {status}, its last change in the trail {other:?}"
             )),
         }
+    }
+}
+
+/// Each status a stream told or a delivery named that its proposal never had (neither stored
+/// nor in its trail's changes, from or to) goes in `never_had`.
+fn told(entries: &[Entry], db: &Stored, f: &mut Findings) {
+    let mut had: HashMap<&str, HashSet<&str>> = HashMap::new();
+    for (kind, id, before, after) in &db.changes {
+        if kind == "proposal" {
+            let statuses = had.entry(id.as_str()).or_default();
+            statuses.extend(before.as_deref());
+            statuses.insert(after.as_str());
+        }
+    }
+    for e in entries {
+        let (how, proposal, status) = match e {
+            Entry::Seen { proposal, status } => ("a stream told", proposal, status),
+            Entry::Delivered {
+                proposal, status, ..
+            } => ("a webhook delivered", proposal, status),
+            _ => continue,
+        };
+        let id = proposal.to_string();
+        let stored = db.proposals.get(proposal);
+        let real = stored == Some(status)
+            || had
+                .get(id.as_str())
+                .is_some_and(|s| s.contains(status.as_str()));
+        if !real {
+            f.never_had.push(format!(
+                "{how} {status} of proposal {proposal}, which never had it (now {stored:?})"
+            ));
+        }
+    }
+}
+
+/// Each delivery the database marks delivered whose id the ledger lacks goes in
+/// `not_received`.
+fn received(entries: &[Entry], db: &Stored, f: &mut Findings) {
+    let got: HashSet<Uuid> = (entries.iter())
+        .filter_map(|e| match e {
+            Entry::Delivered { delivery, .. } => Some(*delivery),
+            _ => None,
+        })
+        .collect();
+    for id in db.delivered.iter().filter(|id| !got.contains(id)) {
+        f.not_received
+            .push(format!("delivery {id} is marked delivered, never received"));
     }
 }
 
@@ -606,5 +680,79 @@ mod tests {
             assert_eq!(found.len(), 1, "{why}: {found:?}");
             assert!(found[0].starts_with("key k "), "{found:?}");
         }
+    }
+    fn never_had(entries: &[Entry], db: &Stored) -> Vec<String> {
+        let mut f = Findings::default();
+        told(entries, db, &mut f);
+        f.never_had
+    }
+
+    #[test]
+    fn a_status_told_that_the_proposal_never_had_is_found() {
+        let p = Uuid::new_v4();
+        let db = Stored {
+            proposals: HashMap::from([(p, "succeeded".into())]),
+            changes: vec![
+                change("proposal", p, Some("pending"), "approved"),
+                change("proposal", p, Some("approved"), "succeeded"),
+            ],
+            ..Stored::default()
+        };
+        let seen = |status: &str| Entry::Seen {
+            proposal: p,
+            status: status.into(),
+        };
+        let delivered = |status: &str| Entry::Delivered {
+            delivery: Uuid::new_v4(),
+            proposal: p,
+            status: status.into(),
+        };
+        let real = [seen("pending"), seen("approved"), delivered("succeeded")];
+        assert!(
+            never_had(&real, &db).is_empty(),
+            "{:?}",
+            never_had(&real, &db)
+        );
+        for (entry, why) in [
+            (seen("rejected"), "a stream told a status it never had"),
+            (delivered("failed"), "a webhook named a status it never had"),
+            (
+                Entry::Seen {
+                    proposal: Uuid::new_v4(),
+                    status: "pending".into(),
+                },
+                "a proposal that does not exist",
+            ),
+        ] {
+            let found = never_had(&[entry], &db);
+            assert_eq!(found.len(), 1, "{why}: {found:?}");
+            assert!(found[0].contains("which never had it"), "{found:?}");
+        }
+    }
+
+    #[test]
+    fn a_delivery_marked_delivered_but_never_received_is_found() {
+        let (d, e, p) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+        let db = Stored {
+            delivered: vec![d, e],
+            ..Stored::default()
+        };
+        let got = |delivery| Entry::Delivered {
+            delivery,
+            proposal: p,
+            status: "approved".into(),
+        };
+        let not_received = |entries: &[Entry]| {
+            let mut f = Findings::default();
+            received(entries, &db, &mut f);
+            f.not_received
+        };
+        assert!(
+            not_received(&[got(d), got(e), got(e)]).is_empty(),
+            "at least once"
+        );
+        let found = not_received(&[got(d), got(Uuid::new_v4())]);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].starts_with(&format!("delivery {e} ")), "{found:?}");
     }
 }

@@ -1,6 +1,7 @@
 //! The ledger: one JSON line per acknowledged answer (and per run an executor started),
 //! written by one task so lines never interleave, and flushed when the run ends. `loadgen
-//! probe` appends its one line to a ledger of its own (`scripts/faults`' probes).
+//! probe` appends its one line to a ledger of its own (`scripts/faults`' probes). Entries added
+//! later (`seen`, `delivered`) are variants of their own, so older ledgers still parse.
 
 use std::io::Write;
 use std::path::Path;
@@ -30,6 +31,16 @@ pub enum Entry {
     Run { command: Uuid },
     /// A report answered `200`: `succeeded`, or `failed` with `side_effect: none`.
     Report { command: Uuid, outcome: String },
+    /// A `status` event the agent's event stream (`GET /api/v1/events`) told: the proposal's
+    /// status then (absent in ledgers written before streams were watched).
+    Seen { proposal: Uuid, status: String },
+    /// A webhook delivery the load generator's receiver verified and answered `200`: its
+    /// delivery id (`Countersign-Delivery`, the same on every retry) and the status it names.
+    Delivered {
+        delivery: Uuid,
+        proposal: Uuid,
+        status: String,
+    },
 }
 
 /// Where entries go.

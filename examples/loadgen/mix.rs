@@ -3,7 +3,8 @@
 //! instance died, the balancer cut it) is an error, counted, and sent again where sending it
 //! again is safe (a submission with its idempotency key, a report with its lease token); only
 //! answers count as acknowledged, and only those go in the ledger (a submission with its
-//! idempotency key, so the checker can prove one key names one proposal).
+//! idempotency key, so the checker can prove one key names one proposal). Beside them the
+//! agent's event stream is watched and its webhook received ([`crate::events`]).
 //!
 //! `probe` is one submission of its own, sent until it is acknowledged within a bound:
 //! `scripts/faults` runs it after each fault, to prove writes are acknowledged again.
@@ -18,6 +19,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use uuid::Uuid;
 
+use crate::events;
 use crate::ledger::{self, Entry, Ledger};
 
 /// `loadgen run`.
@@ -28,7 +30,7 @@ pub struct RunArgs {
     url: String,
     /// An agent's token.
     #[arg(long, env = "LOADGEN_AGENT_TOKEN", hide_env_values = true)]
-    agent_token: String,
+    pub(crate) agent_token: String,
     /// The agent that token is for (its proposals' `proposed_by`).
     #[arg(long, default_value = "agent-a")]
     agent: String,
@@ -56,13 +58,23 @@ pub struct RunArgs {
     /// Where the ledger goes.
     #[arg(long)]
     ledger: PathBuf,
+    /// Tasks keeping the agent's event stream (`GET /api/v1/events`) open.
+    #[arg(long, default_value_t = 2)]
+    watchers: usize,
+    /// Where the webhook receiver listens (the agent token's callback URL's address); none
+    /// without it.
+    #[arg(long)]
+    pub(crate) webhook_listen: Option<std::net::SocketAddr>,
+    /// The secret the agent token's webhook deliveries are signed with.
+    #[arg(long, env = "LOADGEN_WEBHOOK_SECRET", hide_env_values = true)]
+    pub(crate) webhook_secret: Option<String>,
 }
 
 /// What every task shares.
-struct Ctx {
-    args: RunArgs,
-    until: Instant,
-    ledger: Ledger,
+pub(crate) struct Ctx {
+    pub(crate) args: RunArgs,
+    pub(crate) until: Instant,
+    pub(crate) ledger: Ledger,
     stats: Mutex<BTreeMap<&'static str, Op>>,
     pending: tokio::sync::Mutex<mpsc::UnboundedReceiver<Uuid>>,
 }
@@ -75,22 +87,22 @@ struct Op {
 }
 
 impl Ctx {
-    fn over(&self) -> bool {
+    pub(crate) fn over(&self) -> bool {
         Instant::now() >= self.until
     }
 
-    fn acked(&self, op: &'static str, since: Instant) {
+    pub(crate) fn acked(&self, op: &'static str, since: Instant) {
         let ms = since.elapsed().as_secs_f64() * 1000.0;
         let mut stats = self.stats.lock().expect("stats");
         stats.entry(op).or_default().millis.push(ms);
     }
 
-    fn failed(&self, op: &'static str) {
+    pub(crate) fn failed(&self, op: &'static str) {
         let mut stats = self.stats.lock().expect("stats");
         stats.entry(op).or_default().errors += 1;
     }
 
-    fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("{}{path}", self.args.url.trim_end_matches('/'))
     }
 }
@@ -119,9 +131,14 @@ pub async fn run(args: RunArgs) -> Result<(), String> {
     for n in 0..ctx.args.executors {
         tasks.push(tokio::spawn(executor(Arc::clone(&ctx), n)));
     }
+    for _ in 0..ctx.args.watchers {
+        tasks.push(tokio::spawn(events::watch(Arc::clone(&ctx))));
+    }
+    let receiver = events::receiver(&ctx).await?;
     for t in tasks {
         t.await.map_err(|e| format!("a task failed: {e}"))?;
     }
+    events::stop(receiver).await;
     let elapsed = started.elapsed().as_secs_f64();
     print_figures(&ctx, elapsed);
     let Ok(ctx) = Arc::try_unwrap(ctx) else {
@@ -158,7 +175,7 @@ fn print_figures(ctx: &Ctx, elapsed: f64) {
 }
 
 /// A proposal body of `agent` with the idempotency key `key`, numbered so every one differs.
-fn proposal(agent: &str, task: usize, i: u64, key: &str) -> Value {
+pub(crate) fn proposal(agent: &str, task: usize, i: u64, key: &str) -> Value {
     json!({
         "proposal_id": Uuid::new_v4(),
         "proposed_by": agent,
@@ -190,7 +207,7 @@ fn check_event() -> Value {
 /// How many times a request that got no answer is sent again.
 const TRIES: usize = 20;
 /// The pause before sending again.
-const BACKOFF: Duration = Duration::from_millis(100);
+pub(crate) const BACKOFF: Duration = Duration::from_millis(100);
 
 /// The proposal's id and status a submission's answer names.
 fn answered(v: &Value) -> Option<(Uuid, String)> {
@@ -386,7 +403,11 @@ async fn reviewer(ctx: Arc<Ctx>) {
                     ctx.failed("decide");
                     break;
                 }
-                None => ctx.failed("decide"),
+                None => {
+                    // No answer (an instance died, the database is away): not at once again.
+                    ctx.failed("decide");
+                    tokio::time::sleep(BACKOFF).await;
+                }
             }
         }
     }
