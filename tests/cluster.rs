@@ -170,6 +170,70 @@ async fn final_status(client: &reqwest::Client, base: &str, agent: &str, id: &st
     }
 }
 
+/// The balancer's configuration (`deploy/haproxy.cfg`) outlasts every request Countersign
+/// holds open: an idle side is cut only after longer than the longest long poll (`?wait=`, an
+/// executor's lease `wait`), the gateway's default hold, and the event streams' keep-alive.
+#[test]
+fn the_balancers_timeouts_outlast_every_wait() {
+    let cfg =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/haproxy.cfg"))
+            .expect("deploy/haproxy.cfg");
+    let seconds = |key: &str| -> u64 {
+        let line = cfg
+            .lines()
+            .map(str::trim)
+            .find_map(|l| l.strip_prefix(&format!("timeout {key} ")))
+            .unwrap_or_else(|| panic!("`timeout {key}` in deploy/haproxy.cfg"));
+        line.trim()
+            .strip_suffix('s')
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("`timeout {key} {line}` in whole seconds"))
+    };
+    let longest = [
+        countersign::service::MAX_WAIT.as_secs(),
+        countersign::domain::command::MAX_LEASE_WAIT_SECONDS,
+        countersign::domain::gateway::config::DEFAULT_HOLD.as_secs(),
+        15, // axum's keep-alive comment on an event stream
+    ]
+    .into_iter()
+    .max()
+    .unwrap_or(0);
+    for key in ["client", "server"] {
+        assert!(
+            seconds(key) >= longest + 10,
+            "`timeout {key}` must outlast the longest wait ({longest} s) with room to spare"
+        );
+    }
+}
+
+/// The proposals an agent's event stream tells `succeeded`, read until there are `n` of them
+/// (10 s at most).
+async fn succeeded_on(stream: &mut reqwest::Response, n: usize) -> BTreeSet<String> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let (mut text, mut told) = (String::new(), BTreeSet::new());
+    while told.len() < n {
+        let chunk = tokio::time::timeout_at(deadline, stream.chunk())
+            .await
+            .unwrap_or_else(|_| panic!("{} of {n} successes told in time", told.len()))
+            .expect("reads")
+            .expect("the stream stays open");
+        text.push_str(&String::from_utf8_lossy(&chunk));
+        while let Some(end) = text.find("\n\n") {
+            let frame: String = text.drain(..end + 2).collect();
+            let data = frame.lines().find_map(|l| l.strip_prefix("data: "));
+            let Some(v) = data.and_then(|d| serde_json::from_str::<Value>(d).ok()) else {
+                continue;
+            };
+            if v["proposal"]["status"] == "succeeded"
+                && let Some(id) = v["proposal"]["id"].as_str()
+            {
+                told.insert(id.to_owned());
+            }
+        }
+    }
+    told
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_instances_behind_haproxy_act_as_one_and_survive_a_kill() {
     let cluster = Cluster {
@@ -250,12 +314,35 @@ async fn three_instances_behind_haproxy_act_as_one_and_survive_a_kill() {
     // The instance comes back and is taken back.
     cluster.run(&["restart", "2"]);
     let deadline = Instant::now() + Duration::from_secs(10);
-    while answering(&client, &base, 12).await != all {
-        assert!(Instant::now() < deadline, "cs2 was not taken back");
+    loop {
+        let seen = answering(&client, &base, 12).await;
+        if seen == all {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "cs2 was not taken back: {seen:?} answered"
+        );
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
     let verified = cli(&["audit", "verify"], None);
     assert!(verified.starts_with("ok: "), "{verified}");
+
+    // The agent's event stream through the balancer tells each move as it happens (the
+    // balancer passes server-sent events through, unbuffered): one more proposal, approved
+    // and run, is told `succeeded` on it.
+    let mut stream = (client.get(format!("{base}/api/v1/events")))
+        .bearer_auth(agent)
+        .send()
+        .await
+        .expect("stream");
+    assert_eq!(stream.status(), reqwest::StatusCode::OK);
+    let id = submit(&client, &base, agent).await;
+    let decided = rita.decide(&id, "approved", None).await;
+    assert!(decided.status().is_redirection());
+    assert_eq!(run_commands(&client, &base, executor).await.len(), 1);
+    let told = succeeded_on(&mut stream, 1).await;
+    assert_eq!(told, BTreeSet::from([id]), "the stream told the success");
 
     cluster.run(&["stop"]);
     assert!(
