@@ -311,13 +311,14 @@ pub fn bounded(result: Value) -> Value {
         return result;
     }
     let is_error = result.get("isError").cloned().unwrap_or(Value::Bool(false));
+    let sha256 = sha256_hex(text.as_bytes());
     let cut_at = |end: usize| {
         json!({
             "content": [{"type": "text", "text": &text[..end]}],
             "isError": is_error,
             "_meta": {"countersign/truncated": {
                 "bytes": text.len(),
-                "sha256": sha256_hex(text.as_bytes()),
+                "sha256": sha256,
                 "kept_bytes": end,
             }}
         })

@@ -1,5 +1,6 @@
 //! The MCP gateway's rows: each tool's pinned definition and a changed one waiting for an
-//! admin, and every definition seen, by hash (what a call was made against). (An agent's earlier identical call still open is a proposal:
+//! admin, and every definition seen, by hash (what a call was made against). (An agent's
+//! earlier identical call still open is a proposal:
 //! [`super::proposals::open_call::open_gateway_call`].)
 
 use time::OffsetDateTime;

@@ -25,12 +25,12 @@ pub struct SimilarRow {
 /// Which domains' proposals the reader may see: `None` every domain, `Some` only those listed.
 pub type Domains<'a> = Option<&'a [String]>;
 
-/// The `window` most recent proposals of `agent` for `tool` that arrived before position
-/// `before`, in the reader's `domains` among them: a bounded walk of the index whatever the
-/// domains, so a reader limited to a domain the agent rarely uses sees fewer, never a longer
-/// scan.
+/// Of the `window` most recent proposals of `agent` for `tool` that arrived before position
+/// `before`, those in the reader's `domains`: a bounded walk of the index whatever the domains,
+/// so a reader limited to a domain the agent rarely uses sees fewer, never a longer scan. The
+/// walk reads `read` of each row (with `seq` and `domain`); the statement answers `columns`.
 fn window(
-    columns: &str,
+    (columns, read): (&str, &str),
     agent: &str,
     tool: &str,
     before: i64,
@@ -39,7 +39,8 @@ fn window(
 ) -> Statement {
     let mut stmt = Statement::default();
     stmt.push("select ").push(columns);
-    stmt.push(" from (select * from proposals where agent = ");
+    stmt.push(" from (select seq, domain, ").push(read);
+    stmt.push(" from proposals where agent = ");
     stmt.bind(Arg::Text(agent.to_owned()));
     stmt.push(" and tool_name = ")
         .bind(Arg::Text(tool.to_owned()));
@@ -62,7 +63,8 @@ pub async fn status_counts(
     before: i64,
     (size, domains): (i64, Domains<'_>),
 ) -> Result<Vec<(String, i64)>> {
-    let mut stmt = window("status, count(*)", agent, tool, before, size, domains);
+    let columns = ("status, count(*)", "status");
+    let mut stmt = window(columns, agent, tool, before, size, domains);
     stmt.push(" group by status");
     Ok(fetch_all!(conn, (String, i64), stmt)?)
 }
@@ -80,7 +82,15 @@ pub async fn recent(
         "id, status, created_at, json_extract(contract, '$.intent.summary') as summary",
         "id, status, created_at, contract -> 'intent' ->> 'summary' as summary",
     );
-    let mut stmt = window(columns, agent, tool, before, size, domains);
+    // Unlimited by domain, the newest `limit` of the window are the newest `limit`: no need to
+    // walk the rest of it.
+    let size = if domains.is_some() {
+        size
+    } else {
+        size.min(limit)
+    };
+    let read = "id, status, created_at, contract";
+    let mut stmt = window((columns, read), agent, tool, before, size, domains);
     stmt.push(" order by seq desc limit ").bind(Arg::Int(limit));
     Ok(fetch_all!(conn, SimilarRow, stmt)?)
 }
