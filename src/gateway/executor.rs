@@ -304,26 +304,36 @@ async fn call(gateway: &Gateway, command: &CommandRecord, timer: Option<&Metrics
 
 /// `result` if its JSON fits in [`MAX_RESULT_BYTES`]; else a result whose text is the first
 /// part of it, marked as cut, with the whole result's size and SHA-256, itself within the bound
-/// (the kept part is escaped again inside it: quotes, backslashes and line ends grow).
+/// (the kept part is escaped again inside it: quotes, backslashes and line ends grow). The
+/// result's `structuredContent` is kept whole when it leaves room for a marker and some text:
+/// a client checks it against the tool's `outputSchema`, and a cut one would not match.
 pub fn bounded(result: Value) -> Value {
     let text = result.to_string();
     if text.len() <= MAX_RESULT_BYTES {
         return result;
     }
     let is_error = result.get("isError").cloned().unwrap_or(Value::Bool(false));
+    let structured = result
+        .get("structuredContent")
+        .filter(|s| s.to_string().len() <= MAX_RESULT_BYTES - KEPT_TEXT_LEAST);
     let sha256 = sha256_hex(text.as_bytes());
     let cut_at = |end: usize| {
-        json!({
+        let mut cut = json!({
             "content": [{"type": "text", "text": &text[..end]}],
             "isError": is_error,
             "_meta": {"countersign/truncated": {
                 "bytes": text.len(),
                 "sha256": sha256,
                 "kept_bytes": end,
+                "structured_kept": structured.is_some(),
             }}
-        })
+        });
+        if let Some(structured) = structured {
+            cut["structuredContent"] = structured.clone();
+        }
+        cut
     };
-    let mut end = MAX_RESULT_BYTES - 1024;
+    let mut end = MAX_RESULT_BYTES - 1024 - structured.map_or(0, |s| s.to_string().len());
     loop {
         while !text.is_char_boundary(end) {
             end -= 1;
@@ -337,6 +347,10 @@ pub fn bounded(result: Value) -> Value {
         }
     }
 }
+
+/// What a cut result keeps for its marker and the start of its text beside a whole
+/// `structuredContent`; a larger one is left out.
+const KEPT_TEXT_LEAST: usize = 4096;
 
 #[cfg(test)]
 mod tests {
@@ -378,5 +392,43 @@ mod tests {
         let marker = &cut["_meta"]["countersign/truncated"];
         assert_eq!(marker["kept_bytes"], json!(kept.len()));
         assert_eq!(cut["isError"], false);
+    }
+
+    #[test]
+    fn a_cut_result_keeps_its_structured_content_whole_where_it_fits() {
+        // A tool with an output schema: its structured answer, and the same as text (as the
+        // SDKs write it), together over the bound.
+        let rows: Vec<Value> = (0..20_000)
+            .map(|i| json!({"id": i, "name": format!("customer {i}")}))
+            .collect();
+        let structured = json!({ "rows": rows });
+        let big = json!({
+            "content": [{"type": "text", "text": structured.to_string()}],
+            "structuredContent": structured,
+        });
+        assert!(big.to_string().len() > MAX_RESULT_BYTES);
+        let cut = bounded(big);
+        assert!(cut.to_string().len() <= MAX_RESULT_BYTES);
+        assert_eq!(cut["structuredContent"], structured, "kept whole");
+        assert_eq!(
+            cut["_meta"]["countersign/truncated"]["structured_kept"],
+            true
+        );
+        assert!(
+            cut["content"][0]["text"]
+                .as_str()
+                .is_some_and(|t| t.len() > 1024),
+            "and the start of the text"
+        );
+
+        // One too large to keep whole is left out, not cut.
+        let huge = json!({"rows": "x".repeat(MAX_RESULT_BYTES)});
+        let cut = bounded(json!({"content": [], "structuredContent": huge}));
+        assert!(cut.to_string().len() <= MAX_RESULT_BYTES);
+        assert_eq!(cut.get("structuredContent"), None);
+        assert_eq!(
+            cut["_meta"]["countersign/truncated"]["structured_kept"],
+            false
+        );
     }
 }
