@@ -33,7 +33,8 @@ on_both_backends!(
     a_tasks_client_gets_a_held_call_as_a_task,
     a_held_write_runs_exactly_as_approved,
     a_changed_definition_is_refused_until_accepted,
-    a_streamable_http_upstream_answers_an_accepted_call_at_once
+    a_streamable_http_upstream_answers_an_accepted_call_at_once,
+    an_upstreams_requests_of_the_client_are_refused
 );
 
 /// How long any one step may take.
@@ -53,6 +54,12 @@ risk = "low"
 [tools."files.*"]
 category = "C"
 tool_category = "write"
+
+[tools."asking.*"]
+description = "A test upstream whose one tool only asks its client for things."
+category = "A"
+tool_category = "public_read"
+risk = "low"
 
 [tools."quick.*"]
 category = "C"
@@ -454,6 +461,28 @@ async fn a_held_write_runs_exactly_as_approved(backend: &str) {
     browser.decide(&id, "approved", None).await;
     let done = answer(held).await;
     assert_eq!(done["is_error"], false, "{done}");
+    // The held call told the client its status as it went (the SDK sent a progress token):
+    // pending first, then approved at most once (the run may end before the hold reads it).
+    let told: Vec<&str> = done["progress"]
+        .as_array()
+        .expect("the progress notifications")
+        .iter()
+        .map(|p| p.as_str().expect("a message"))
+        .collect();
+    assert_eq!(
+        told.first(),
+        Some(&"Countersign: the call is pending"),
+        "{done}"
+    );
+    assert!(
+        told.windows(2).all(|w| w[0] != w[1])
+            && told.iter().all(|t| [
+                "Countersign: the call is pending",
+                "Countersign: the call is approved",
+            ]
+            .contains(t)),
+        "each status once, as it happened: {told:?}"
+    );
     assert!(
         text(&done).contains("Successfully wrote"),
         "the upstream's own result: {done}"
@@ -896,4 +925,33 @@ async fn a_streamable_http_upstream_answers_an_accepted_call_at_once(backend: &s
         .count("select count(*) from audit_events where cast(details as text) like '%upstream-only-secret%'")
         .await;
     assert_eq!(leaked, 0, "an upstream's credentials never reach the trail");
+}
+
+/// An upstream that asks its client for a completion, its roots or the user's input is
+/// refused each time by the gateway, and none of it reaches the agent, which offers all three.
+async fn an_upstreams_requests_of_the_client_are_refused(backend: &str) {
+    let script = root().join("tests/mcp/asking_upstream.py");
+    let gateway = format!(
+        "[upstreams.asking]\ncommand = [{python:?}, {script:?}]\ndomain = \"files\"\n",
+        python = python().display().to_string(),
+        script = script.display().to_string(),
+    );
+    let app = spawn(backend, &gateway).await;
+    let token = app.agent_token("coder").await;
+    let asked = run(&app, &token, &["call", "asking__ask_the_client", "{}"]).await;
+    assert_eq!(asked["is_error"], false, "{asked}");
+    let said = text(&asked);
+    for what in ["sampling", "roots", "elicitation"] {
+        assert!(
+            said.contains(&format!(
+                "{what}: refused: Countersign's gateway does not offer {what} to upstreams"
+            )),
+            "the upstream's {what} request is refused: {said}"
+        );
+    }
+    assert_eq!(
+        asked["asked_of_agent"],
+        json!([]),
+        "no upstream's request reaches the agent"
+    );
 }

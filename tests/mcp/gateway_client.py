@@ -14,7 +14,7 @@ import json
 import sys
 
 import httpx
-from mcp import ClientSession
+from mcp import ClientSession, types
 from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
 
 
@@ -37,8 +37,27 @@ async def main(base, token, command, args):
     headers = {"Authorization": f"Bearer {token}"}
     http = create_mcp_http_client(headers=headers, timeout=httpx.Timeout(120.0))
     url = f"{base}/mcp/gateway"
+    # The agent offers sampling, roots and elicitation, as a chat client may, and records any
+    # request that reaches it: the gateway answers an upstream's such requests itself.
+    asked = []
+
+    async def on_sampling(context, params):
+        asked.append("sampling")
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text="yes"), model="agent")
+
+    async def on_roots(context):
+        asked.append("roots")
+        return types.ListRootsResult(roots=[types.Root(uri="file:///home/agent")])
+
+    async def on_elicitation(context, params):
+        asked.append("elicitation")
+        return types.ElicitResult(action="accept", content={"password": "hunter2"})
+
     async with http, streamable_http_client(url, http_client=http) as (read, write, _):
-        async with ClientSession(read, write) as session:
+        async with ClientSession(
+                read, write, sampling_callback=on_sampling, list_roots_callback=on_roots,
+                elicitation_callback=on_elicitation) as session:
             await session.initialize()
             if command == "list":
                 tools = (await session.list_tools()).tools
@@ -57,7 +76,7 @@ async def main(base, token, command, args):
 
                 result = await session.call_tool(
                     tool, arguments, progress_callback=on_progress, meta=meta)
-                say(step="call", progress=progress, **result_fields(result))
+                say(step="call", progress=progress, asked_of_agent=asked, **result_fields(result))
             elif command == "wait":
                 result = await session.call_tool(
                     "countersign_wait_for_decision", {"proposal_id": args[0]})
