@@ -95,8 +95,8 @@ impl Services {
         listed: Vec<(ToolName, Definition)>,
     ) -> Result<Vec<(ToolName, Definition)>, ServiceError> {
         self.authorize(who, UseCase::PinGatewayTools)?;
-        if self.all_at_their_pins(&listed).await? {
-            return Ok(listed);
+        if let Some(served) = self.settled(&listed).await? {
+            return Ok(served);
         }
         let actor = Actor::of(who);
         let upstream = upstream.to_owned();
@@ -117,24 +117,34 @@ impl Services {
             .await
     }
 
-    /// Whether every tool in `listed` is pinned with the definition listed and has no changed
-    /// definition on offer: then listing it again changes and records nothing, and costs a
-    /// read instead of a write (an agent's every `tools/list` lists the upstreams afresh).
-    async fn all_at_their_pins(
+    /// The tools of `listed` that may be served, when pinning `listed` would change and record
+    /// nothing: each tool is at its pin with no changed definition on offer (served), or is
+    /// listed with the changed definition already on offer (withheld still). Then listing it
+    /// again costs a read instead of a write: an agent's every `tools/list` lists the upstreams
+    /// afresh, and every call of a withheld tool looks at its pin again.
+    async fn settled(
         &self,
         listed: &[(ToolName, Definition)],
-    ) -> Result<bool, ServiceError> {
+    ) -> Result<Option<Vec<(ToolName, Definition)>>, ServiceError> {
         let mut read = self.read().await?;
         let pins: std::collections::HashMap<String, PinnedTool> = gateway::all(read.conn())
             .await?
             .into_iter()
             .map(|row| (row.name.clone(), row))
             .collect();
-        Ok(listed.iter().all(|(name, def)| {
-            pins.get(&name.internal()).is_some_and(|row| {
-                row.pinned_sha256 == def.sha256() && row.offered_sha256.is_none()
-            })
-        }))
+        let mut served = Vec::new();
+        for (name, def) in listed {
+            let Some(row) = pins.get(&name.internal()) else {
+                return Ok(None);
+            };
+            let sha = def.sha256();
+            match (row.pinned_sha256 == sha, row.offered_sha256.as_ref()) {
+                (true, None) => served.push((name.clone(), def.clone())),
+                (false, Some(offered)) if *offered == sha => {}
+                _ => return Ok(None),
+            }
+        }
+        Ok(Some(served))
     }
 
     /// Every tool the gateway has pinned, by name (`/admin/gateway`, `countersign gateway`).
