@@ -571,7 +571,8 @@ const PROBE_REQUEST: Duration = Duration::from_secs(5);
 
 /// `loadgen probe`: one submission with an idempotency key of its own, sent (again, with that
 /// key, whenever it gets no answer) until it is acknowledged `201` or `200`; its answer is
-/// appended to the ledger and printed. Fails when none comes within `--within` seconds.
+/// appended to the ledger and printed, each try that failed on stderr. Fails when none comes
+/// within `--within` seconds.
 pub async fn probe(args: ProbeArgs) -> Result<(), String> {
     let client = Client::builder()
         .timeout(PROBE_REQUEST)
@@ -594,6 +595,7 @@ pub async fn probe(args: ProbeArgs) -> Result<(), String> {
             Ok(r) => r,
             Err(e) => {
                 last = format!("no answer: {e}");
+                eprintln!("probe: +{} ms {last}", started.elapsed().as_millis());
                 tokio::time::sleep(BACKOFF).await;
                 continue;
             }
@@ -614,7 +616,10 @@ pub async fn probe(args: ProbeArgs) -> Result<(), String> {
                 };
                 return ledger::append(&args.ledger, &entry);
             }
-            _ => last = format!("answered {code}: {answer:?}"),
+            _ => {
+                last = format!("answered {code}: {answer:?}");
+                eprintln!("probe: +{} ms {last}", started.elapsed().as_millis());
+            }
         }
         tokio::time::sleep(BACKOFF).await;
     }

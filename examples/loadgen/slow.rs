@@ -4,7 +4,10 @@
 //! first): `--headers` clients each send a request's line and headers a byte a second, never
 //! finishing them, and `--bodies` clients each send whole headers (with the agent's token, so
 //! the body is read) and then a 4 KiB body a byte a second. Through the balancer: `--flood`
-//! tasks send reads with random bearer tokens as fast as they are answered. Meanwhile a good
+//! tasks, each from a loopback address of its own (127.0.0.2, 127.0.0.3, …, which the balancer
+//! forwards in `X-Forwarded-For`), send reads with random bearer tokens as fast as they are
+//! answered, so the instances' throttle of unknown tokens meets many clients, not one, and the
+//! good client's address is none of theirs. Meanwhile a good
 //! client reads one proposal of its own (submitted first) through the balancer every 50 ms,
 //! as it did for `--baseline` seconds before the phase.
 //!
@@ -15,6 +18,7 @@
 //! (their ratio is reported, never judged: the machine is shared).
 
 use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -46,9 +50,10 @@ pub struct SlowArgs {
     /// Clients trickling a body.
     #[arg(long, default_value_t = 50)]
     bodies: usize,
-    /// Tasks sending reads with random tokens.
-    #[arg(long, default_value_t = 4)]
-    flood: usize,
+    /// Tasks sending reads with random tokens, each from its own loopback address (at most
+    /// 250).
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u8).range(0..=250))]
+    flood: u8,
     /// The instances' header timeout, in seconds.
     #[arg(long, default_value_t = 10)]
     header_timeout: u64,
@@ -177,8 +182,12 @@ async fn tricklers(args: &SlowArgs) -> (Vec<Ending>, Vec<Ending>) {
 /// What the flood was answered, by status (`0`: no answer).
 type Answers = Mutex<BTreeMap<u16, u64>>;
 
-async fn flood(url: String, answers: Arc<Answers>, stop: Arc<AtomicBool>) {
-    let client = Client::new();
+/// Sends reads with random tokens from `from` until `stop`.
+async fn flood(url: String, from: IpAddr, answers: Arc<Answers>, stop: Arc<AtomicBool>) {
+    let Ok(client) = Client::builder().local_address(from).build() else {
+        *answers.lock().expect("answers").entry(0).or_default() += 1;
+        return;
+    };
     let nil = Uuid::nil();
     while !stop.load(Ordering::Relaxed) {
         let token = format!("cs_{}", Uuid::new_v4().simple());
@@ -271,7 +280,11 @@ pub async fn slow(args: SlowArgs) -> Result<(), String> {
     let answers = Arc::new(Answers::default());
     let url = args.url.trim_end_matches('/').to_owned();
     let floods: Vec<_> = (0..args.flood)
-        .map(|_| tokio::spawn(flood(url.clone(), Arc::clone(&answers), Arc::clone(&stop))))
+        .map(|i| {
+            let from = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2 + i));
+            let answers = Arc::clone(&answers);
+            tokio::spawn(flood(url.clone(), from, answers, Arc::clone(&stop)))
+        })
         .collect();
     let started = Instant::now();
     let (headers, bodies) = tricklers(&args).await;
@@ -352,13 +365,14 @@ fn report(
     let line = format!(
         "slow clients {cut} cut of {} in {phase:.1} s: {} header tricklers ended after p50 \
          {h50:.1} s, max {hmax:.1} s (limit {} s); {} body tricklers ended after p50 {b50:.1} s, \
-         max {bmax:.1} s (limit {} s; {answered:?}); bad tokens {flooded} answered \
-         {} ({wrong} otherwise, {unanswered} unanswered)",
+         max {bmax:.1} s (limit {} s; {answered:?}); bad tokens {flooded} from {} addresses \
+         answered {} ({wrong} otherwise, {unanswered} unanswered)",
         headers.len() + bodies.len(),
         headers.len(),
         args.header_timeout + args.margin,
         bodies.len(),
         args.body_timeout + args.margin,
+        args.flood,
         if wrong == 0 {
             "401/429 only"
         } else {
