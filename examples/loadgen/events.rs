@@ -103,41 +103,45 @@ pub fn drain_events(buffer: &mut String) -> Vec<(Uuid, String)> {
     told
 }
 
-/// The receiver, serving until the run ends; `None` without `--webhook-listen`.
-pub async fn receiver(ctx: &Arc<Ctx>) -> Result<Option<tokio::task::JoinHandle<()>>, String> {
-    let Some(addr) = ctx.args.webhook_listen else {
-        return Ok(None);
-    };
-    if ctx.args.webhook_secret.is_none() {
+/// The receiver, serving on each `--webhook-listen` address until the run ends.
+pub async fn receiver(ctx: &Arc<Ctx>) -> Result<Vec<tokio::task::JoinHandle<()>>, String> {
+    let addrs = &ctx.args.webhook_listen;
+    if !addrs.is_empty() && ctx.args.webhook_secret.is_none() {
         return Err("--webhook-listen needs the webhook secret (LOADGEN_WEBHOOK_SECRET)".into());
     }
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|e| format!("{addr}: {e}"))?;
     let until = tokio::time::Instant::from_std(ctx.until);
     let app = axum::Router::new()
         .fallback(axum::routing::post(deliver))
         .with_state(Arc::clone(ctx));
-    let served = axum::serve(
-        listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(tokio::time::sleep_until(until));
-    Ok(Some(tokio::spawn(async move {
-        let _ = served.await;
-    })))
+    let mut served = Vec::new();
+    for addr in addrs {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| format!("{addr}: {e}"))?;
+        let serving = axum::serve(
+            listener,
+            app.clone()
+                .into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .with_graceful_shutdown(tokio::time::sleep_until(until));
+        served.push(tokio::spawn(async move {
+            let _ = serving.await;
+        }));
+    }
+    Ok(served)
 }
 
 /// Ends the receiver: it stops taking connections when the run ends; one a sender keeps open
 /// past that is cut after a few seconds.
-pub async fn stop(receiver: Option<tokio::task::JoinHandle<()>>) {
-    if let Some(mut task) = receiver
-        && tokio::time::timeout(Duration::from_secs(5), &mut task)
+pub async fn stop(receiver: Vec<tokio::task::JoinHandle<()>>) {
+    for mut task in receiver {
+        if tokio::time::timeout(Duration::from_secs(5), &mut task)
             .await
             .is_err()
-    {
-        task.abort();
-        let _ = task.await;
+        {
+            task.abort();
+            let _ = task.await;
+        }
     }
 }
 

@@ -61,10 +61,10 @@ pub struct RunArgs {
     /// Tasks keeping the agent's event stream (`GET /api/v1/events`) open.
     #[arg(long, default_value_t = 2)]
     watchers: usize,
-    /// Where the webhook receiver listens (the agent token's callback URL's address); none
-    /// without it.
+    /// Where the webhook receiver listens (the agent token's callback URL's address), repeated
+    /// for each address a sender reaches it at; none without it.
     #[arg(long)]
-    pub(crate) webhook_listen: Option<std::net::SocketAddr>,
+    pub(crate) webhook_listen: Vec<std::net::SocketAddr>,
     /// The secret the agent token's webhook deliveries are signed with.
     #[arg(long, env = "LOADGEN_WEBHOOK_SECRET", hide_env_values = true)]
     pub(crate) webhook_secret: Option<String>,
