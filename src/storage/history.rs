@@ -1,6 +1,7 @@
 //! An agent's earlier proposals for one tool, for the proposal page: counts by status and the
 //! most recent few, among those the reader may see. Both walk `proposals_by_agent_tool (agent,
-//! tool_name, seq)` backwards and stop after a bounded number of rows.
+//! tool_name, seq, status, domain)` backwards, reading the index alone for the counts, and stop
+//! after a bounded number of rows.
 
 use time::OffsetDateTime;
 use uuid::Uuid;
