@@ -458,6 +458,10 @@ const WITHOUT_PRINCIPAL: &[(&str, &str)] = &[
         "pending_by_domain_and_risk",
         "/metrics: counts, no content (its own bearer token)",
     ),
+    (
+        "read_queue_counts",
+        "the start's read of the queue's counts, before any request: nothing is answered",
+    ),
     ("send", "the SMTP mailer's (`Mailer::send`), not a use case"),
     // Not a read of any record: where the chain's head is, which moves with every change. Every
     // read of a record's content above asks for the use case it is part of.

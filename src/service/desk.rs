@@ -148,8 +148,15 @@ impl Services {
         })
     }
 
-    /// The grouped counts: kept ones while fresh; stale ones while a background read
-    /// refreshes them; a read of its own only when there are none yet.
+    /// Reads the queue's grouped counts and keeps them for the pages (at a start).
+    pub async fn read_queue_counts(&self) -> Result<(), ServiceError> {
+        let began = Instant::now();
+        let groups = self.read_queue_groups(false).await?;
+        let pending: i64 = groups.iter().map(|g| g.n).sum();
+        tracing::info!(pending, took = ?began.elapsed(), "queue counts read");
+        Ok(())
+    }
+
     /// Pending proposals by domain and declared risk (for `GET /metrics`), from the same
     /// grouped counts the queue page sums.
     pub async fn pending_by_domain_and_risk(
@@ -165,6 +172,8 @@ impl Services {
         Ok(sums.into_iter().map(|((d, r), n)| (d, r, n)).collect())
     }
 
+    /// The grouped counts: kept ones while fresh; stale ones while a background read
+    /// refreshes them; a read of its own only when there are none yet.
     async fn queue_groups(&self) -> Result<Arc<Vec<QueueGroup>>, ServiceError> {
         let kept = {
             let mut state = self
