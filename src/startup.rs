@@ -170,6 +170,44 @@ pub fn load_policy(settings: &Settings) -> Result<Option<PolicyFile>, StartError
     Ok(Some(PolicyFile { text, policy }))
 }
 
+/// The ports the pages' server functions reach through Leptos context, one set for the router.
+#[derive(Clone)]
+struct Ports {
+    desk: DynDesk,
+    account: app::ports::DynAccountDesk,
+    grants: app::ports::DynGrantsDesk,
+    runs: app::ports::DynRunsDesk,
+    ledger: DynLedger,
+    admin: app::ports::DynAdmin,
+    policy: app::ports::policy::DynPolicyDesk,
+}
+
+impl Ports {
+    fn new(services: &Services, gateway: Option<Arc<crate::gateway::Gateway>>) -> Self {
+        let review = ReviewDesk::new(services.clone());
+        Self {
+            desk: review.clone(),
+            account: review.clone(),
+            grants: review.clone(),
+            runs: review,
+            ledger: AuditLedger::new(services.clone()),
+            admin: crate::web::admin::AccountsAdmin::new(services.clone(), gateway),
+            policy: crate::web::policy::PolicyPages::new(services.clone()),
+        }
+    }
+
+    /// Provides each port as context for the request being rendered.
+    fn provide(&self) {
+        provide_context(self.desk.clone());
+        provide_context(self.account.clone());
+        provide_context(self.grants.clone());
+        provide_context(self.runs.clone());
+        provide_context(self.ledger.clone());
+        provide_context(self.admin.clone());
+        provide_context(self.policy.clone());
+    }
+}
+
 /// The whole router over the use cases; single sign-on's routes when `oidc` is set, the MCP
 /// gateway's when `gateway` is.
 pub fn router(
@@ -179,20 +217,12 @@ pub fn router(
     options: LeptosOptions,
     (oidc, gateway): (Option<Arc<Oidc>>, Option<Arc<crate::gateway::Gateway>>),
 ) -> Router {
-    let desk: DynDesk = ReviewDesk::new(services.clone());
-    let ledger: DynLedger = AuditLedger::new(services.clone());
-    let admin: app::ports::DynAdmin =
-        crate::web::admin::AccountsAdmin::new(services.clone(), gateway.clone());
-    let policy: app::ports::policy::DynPolicyDesk =
-        crate::web::policy::PolicyPages::new(services.clone());
+    let ports = Ports::new(&services, gateway.clone());
     let routes = ROUTES.get_or_init(|| generate_route_list(App)).clone();
-    let export = crate::web::export::router(services.clone(), desk.clone());
+    let export = crate::web::export::router(services.clone(), ports.desk.clone());
     let single_sign_on = app::ports::SingleSignOn(oidc.is_some());
     let context = move || {
-        provide_context(desk.clone());
-        provide_context(ledger.clone());
-        provide_context(admin.clone());
-        provide_context(policy.clone());
+        ports.provide();
         provide_context(single_sign_on);
         security::provide_request_nonce();
     };

@@ -47,7 +47,9 @@ use crate::storage::proposals::ProposalRecord;
 
 /// The reviewer's desk. Its methods receive a viewer the server functions have just checked
 /// against the stored account (the session port, [`session`]); they check the role for each
-/// operation.
+/// operation. It serves app's [`Desk`] here, and its smaller ports beside the functions they
+/// call: [`app::ports::AccountDesk`] in `passkeys`, [`app::ports::GrantsDesk`] in `grants`,
+/// [`app::ports::RunsDesk`] in `runs`.
 pub struct ReviewDesk {
     services: Services,
 }
@@ -358,88 +360,6 @@ impl Desk for ReviewDesk {
         fields: &[(String, String)],
     ) -> Result<DecideOutcome, AppError> {
         edits::edit_and_approve(&self.services, viewer, id, confirmation, fields).await
-    }
-
-    async fn account(&self, viewer: &Viewer) -> Result<dto::AccountView, AppError> {
-        passkeys::account(&self.services, viewer).await
-    }
-
-    async fn passkey_options(
-        &self,
-        viewer: &Viewer,
-        proposal: Option<&str>,
-    ) -> Result<Result<String, Notice>, AppError> {
-        passkeys::options(&self.services, viewer, proposal).await
-    }
-
-    async fn add_passkey(
-        &self,
-        viewer: &Viewer,
-        name: &str,
-        credential: &str,
-    ) -> Result<DecideOutcome, AppError> {
-        passkeys::add(&self.services, viewer, name, credential).await
-    }
-
-    async fn rename_passkey(
-        &self,
-        viewer: &Viewer,
-        id: &str,
-        name: &str,
-    ) -> Result<DecideOutcome, AppError> {
-        passkeys::rename(&self.services, viewer, id, name).await
-    }
-
-    async fn remove_passkey(&self, viewer: &Viewer, id: &str) -> Result<DecideOutcome, AppError> {
-        passkeys::remove(&self.services, viewer, id).await
-    }
-
-    async fn grants(&self, viewer: &Viewer) -> Result<dto::GrantsView, AppError> {
-        grants::grants(&self.services, viewer).await
-    }
-
-    async fn revoke_grant(&self, viewer: &Viewer, id: &str) -> Result<DecideOutcome, AppError> {
-        grants::revoke(&self.services, viewer, id).await
-    }
-
-    async fn runs(&self, viewer: &Viewer) -> Result<dto::RunsView, AppError> {
-        runs::runs(&self.services, viewer).await
-    }
-
-    async fn resolve(
-        &self,
-        viewer: &Viewer,
-        id: &str,
-        resolution: &str,
-        reason: &str,
-    ) -> Result<DecideOutcome, AppError> {
-        runs::resolve(&self.services, viewer, id, resolution, reason).await
-    }
-
-    async fn decide_rollback(
-        &self,
-        viewer: &Viewer,
-        id: &str,
-        verdict: &str,
-        reason: Option<&str>,
-    ) -> Result<DecideOutcome, AppError> {
-        runs::decide_rollback(&self.services, viewer, id, verdict, reason).await
-    }
-
-    async fn switch_tool(
-        &self,
-        viewer: &Viewer,
-        pattern: &str,
-        action: &str,
-    ) -> Result<DecideOutcome, AppError> {
-        match runs::switch_tool(&self.services, viewer, pattern, action).await? {
-            Some(outcome) => Ok(outcome),
-            None => {
-                self.security(Some(viewer), SecurityEvent::AccessDenied(runs::PAUSE_PAGE))
-                    .await?;
-                Ok(DecideOutcome::Refused(Notice::PauseRole))
-            }
-        }
     }
 
     async fn decide_batch(

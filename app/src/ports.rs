@@ -1,6 +1,7 @@
 //! What the UI needs from the server, as traits the root crate implements (server only).
-//! The root crate provides a [`DynDesk`] as Leptos context and puts a [`SessionHandle`] into
-//! every request's extensions.
+//! The root crate provides each port's `Dyn…` handle ([`DynDesk`], [`DynAccountDesk`],
+//! [`DynGrantsDesk`], [`DynRunsDesk`], [`DynLedger`], [`DynAdmin`], the policy's desk) as Leptos
+//! context and puts a [`SessionHandle`] into every request's extensions.
 
 pub mod policy;
 
@@ -10,7 +11,7 @@ use crate::dto::{
     AppError, Notice, ProposalView, QueueParams, QueueView, RunsView, SecurityEvent, Viewer,
 };
 
-/// The reviewer's desk: sign-in and proposals.
+/// The reviewer's desk: sign-in, the queue, proposals and the decisions on them.
 #[async_trait::async_trait]
 pub trait Desk: Send + Sync + 'static {
     /// Checks a username and password from `client`. A wrong name and a wrong password get
@@ -95,6 +96,15 @@ pub trait Desk: Send + Sync + 'static {
         confirmation: Option<&str>,
         fields: &[(String, String)],
     ) -> Result<DecideOutcome, AppError>;
+    /// Records a security event (sign-out, refused CSRF token, denied page) in the audit trail.
+    /// `viewer` is who was signed in, if anyone.
+    async fn security(&self, viewer: Option<&Viewer>, event: SecurityEvent)
+    -> Result<(), AppError>;
+}
+
+/// The viewer's own account: the account page and its passkeys.
+#[async_trait::async_trait]
+pub trait AccountDesk: Send + Sync + 'static {
     /// The viewer's account page: who they are and their passkeys.
     async fn account(&self, viewer: &Viewer) -> Result<crate::dto::AccountView, AppError>;
     /// The options of the browser's passkey prompt, JSON: to register a passkey (`proposal`
@@ -121,10 +131,26 @@ pub trait Desk: Send + Sync + 'static {
     ) -> Result<DecideOutcome, AppError>;
     /// Removes the viewer's passkey `id`.
     async fn remove_passkey(&self, viewer: &Viewer, id: &str) -> Result<DecideOutcome, AppError>;
+}
+
+/// The account desk, shared.
+pub type DynAccountDesk = Arc<dyn AccountDesk>;
+
+/// Standing grants ("approve and allow similar"): the grants page and its revoke button.
+#[async_trait::async_trait]
+pub trait GrantsDesk: Send + Sync + 'static {
     /// The standing grants the viewer may see.
     async fn grants(&self, viewer: &Viewer) -> Result<crate::dto::GrantsView, AppError>;
     /// Revokes standing grant `id`.
     async fn revoke_grant(&self, viewer: &Viewer, id: &str) -> Result<DecideOutcome, AppError>;
+}
+
+/// The grants desk, shared.
+pub type DynGrantsDesk = Arc<dyn GrantsDesk>;
+
+/// The runs page: commands a person must settle, rollback tasks and paused tools.
+#[async_trait::async_trait]
+pub trait RunsDesk: Send + Sync + 'static {
     /// Commands a person must settle, rollback tasks and paused tools.
     async fn runs(&self, viewer: &Viewer) -> Result<RunsView, AppError>;
     /// Settles a command: `succeeded`, `failed` or `release`, with a reason.
@@ -150,11 +176,10 @@ pub trait Desk: Send + Sync + 'static {
         pattern: &str,
         action: &str,
     ) -> Result<DecideOutcome, AppError>;
-    /// Records a security event (sign-out, refused CSRF token, denied page) in the audit trail.
-    /// `viewer` is who was signed in, if anyone.
-    async fn security(&self, viewer: Option<&Viewer>, event: SecurityEvent)
-    -> Result<(), AppError>;
 }
+
+/// The runs desk, shared.
+pub type DynRunsDesk = Arc<dyn RunsDesk>;
 
 /// What a sign-in attempt came to.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -18,10 +18,22 @@ mod ssr {
     use leptos::prelude::*;
 
     use crate::dto::{AppError, Viewer};
-    use crate::ports::{DynDesk, SessionHandle};
+    use crate::ports::{DynAccountDesk, DynDesk, DynGrantsDesk, DynRunsDesk, SessionHandle};
 
     pub fn desk() -> Result<DynDesk, AppError> {
         use_context::<DynDesk>().ok_or(AppError::Internal)
+    }
+
+    pub fn account_desk() -> Result<DynAccountDesk, AppError> {
+        use_context::<DynAccountDesk>().ok_or(AppError::Internal)
+    }
+
+    pub fn grants_desk() -> Result<DynGrantsDesk, AppError> {
+        use_context::<DynGrantsDesk>().ok_or(AppError::Internal)
+    }
+
+    pub fn runs_desk() -> Result<DynRunsDesk, AppError> {
+        use_context::<DynRunsDesk>().ok_or(AppError::Internal)
     }
 
     pub async fn session() -> Result<SessionHandle, AppError> {

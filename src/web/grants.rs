@@ -138,10 +138,7 @@ pub(super) async fn approve_and_grant(
 }
 
 /// The grants page.
-pub(super) async fn grants(
-    services: &Services,
-    viewer: &dto::Viewer,
-) -> Result<dto::GrantsView, AppError> {
+async fn grants(services: &Services, viewer: &dto::Viewer) -> Result<dto::GrantsView, AppError> {
     let who = principal(services, viewer).await?;
     let now = services.now();
     let all = services.grants(&who, false).await.map_err(internal)?;
@@ -201,7 +198,7 @@ fn scope_words(scope: &Scope) -> String {
 }
 
 /// Revokes grant `id`.
-pub(super) async fn revoke(
+async fn revoke(
     services: &Services,
     viewer: &dto::Viewer,
     id: &str,
@@ -216,5 +213,20 @@ pub(super) async fn revoke(
         Err(ServiceError::Denied(_)) => Ok(DecideOutcome::Refused(Notice::Role)),
         Err(ServiceError::NotFound) => Err(AppError::NotFound),
         Err(e) => Err(internal(e)),
+    }
+}
+
+#[async_trait::async_trait]
+impl app::ports::GrantsDesk for super::ReviewDesk {
+    async fn grants(&self, viewer: &dto::Viewer) -> Result<dto::GrantsView, AppError> {
+        grants(&self.services, viewer).await
+    }
+
+    async fn revoke_grant(
+        &self,
+        viewer: &dto::Viewer,
+        id: &str,
+    ) -> Result<DecideOutcome, AppError> {
+        revoke(&self.services, viewer, id).await
     }
 }

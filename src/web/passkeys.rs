@@ -21,10 +21,7 @@ pub(super) fn refusal(code: &str) -> Option<Notice> {
 }
 
 /// The account page.
-pub(super) async fn account(
-    services: &Services,
-    viewer: &dto::Viewer,
-) -> Result<dto::AccountView, AppError> {
+async fn account(services: &Services, viewer: &dto::Viewer) -> Result<dto::AccountView, AppError> {
     let who = principal(services, viewer).await?;
     let now = services.now();
     let passkeys = services.passkeys(&who).await.map_err(internal)?;
@@ -45,7 +42,7 @@ pub(super) async fn account(
 }
 
 /// The options of the browser's passkey prompt, JSON.
-pub(super) async fn options(
+async fn options(
     services: &Services,
     viewer: &dto::Viewer,
     proposal: Option<&str>,
@@ -78,7 +75,7 @@ fn outcome<T>(done: Result<T, ServiceError>, notice: Notice) -> Result<DecideOut
 }
 
 /// Registers the passkey the browser created.
-pub(super) async fn add(
+async fn add(
     services: &Services,
     viewer: &dto::Viewer,
     name: &str,
@@ -93,7 +90,7 @@ pub(super) async fn add(
 }
 
 /// Renames one of the viewer's passkeys.
-pub(super) async fn rename(
+async fn rename(
     services: &Services,
     viewer: &dto::Viewer,
     id: &str,
@@ -108,7 +105,7 @@ pub(super) async fn rename(
 }
 
 /// Removes one of the viewer's passkeys.
-pub(super) async fn remove(
+async fn remove(
     services: &Services,
     viewer: &dto::Viewer,
     id: &str,
@@ -119,4 +116,45 @@ pub(super) async fn remove(
         services.remove_passkey(&who, id).await,
         Notice::PasskeyRemoved,
     )
+}
+
+#[async_trait::async_trait]
+impl app::ports::AccountDesk for super::ReviewDesk {
+    async fn account(&self, viewer: &dto::Viewer) -> Result<dto::AccountView, AppError> {
+        account(&self.services, viewer).await
+    }
+
+    async fn passkey_options(
+        &self,
+        viewer: &dto::Viewer,
+        proposal: Option<&str>,
+    ) -> Result<Result<String, Notice>, AppError> {
+        options(&self.services, viewer, proposal).await
+    }
+
+    async fn add_passkey(
+        &self,
+        viewer: &dto::Viewer,
+        name: &str,
+        credential: &str,
+    ) -> Result<DecideOutcome, AppError> {
+        add(&self.services, viewer, name, credential).await
+    }
+
+    async fn rename_passkey(
+        &self,
+        viewer: &dto::Viewer,
+        id: &str,
+        name: &str,
+    ) -> Result<DecideOutcome, AppError> {
+        rename(&self.services, viewer, id, name).await
+    }
+
+    async fn remove_passkey(
+        &self,
+        viewer: &dto::Viewer,
+        id: &str,
+    ) -> Result<DecideOutcome, AppError> {
+        remove(&self.services, viewer, id).await
+    }
 }

@@ -2,7 +2,7 @@
 //! tools, and the actions on them. Rules live in the services; this only translates.
 
 use app::dto::{self, AppError, Notice, PausedView, RunItem, RunsView, Viewer};
-use app::ports::DecideOutcome;
+use app::ports::{DecideOutcome, Desk};
 use uuid::Uuid;
 
 use super::{Flagged, age, internal, keys_only, moment, principal};
@@ -60,7 +60,7 @@ fn refused(e: ServiceError) -> Result<DecideOutcome, AppError> {
 }
 
 /// The page's content.
-pub async fn runs(services: &Services, viewer: &Viewer) -> Result<RunsView, AppError> {
+async fn runs(services: &Services, viewer: &Viewer) -> Result<RunsView, AppError> {
     let who = principal(services, viewer).await?;
     let now = services.now();
     let page = services.runs_page(&who).await.map_err(internal)?;
@@ -85,7 +85,7 @@ pub async fn runs(services: &Services, viewer: &Viewer) -> Result<RunsView, AppE
 }
 
 /// Settles a command.
-pub async fn resolve(
+async fn resolve(
     services: &Services,
     viewer: &Viewer,
     id: &str,
@@ -105,7 +105,7 @@ pub async fn resolve(
 }
 
 /// Approves or dismisses a rollback task.
-pub async fn decide_rollback(
+async fn decide_rollback(
     services: &Services,
     viewer: &Viewer,
     id: &str,
@@ -127,7 +127,7 @@ pub async fn decide_rollback(
 }
 
 /// Pauses or resumes a tool (admins only; a refusal is recorded as `access.denied`).
-pub async fn switch_tool(
+async fn switch_tool(
     services: &Services,
     viewer: &Viewer,
     pattern: &str,
@@ -150,4 +150,47 @@ pub async fn switch_tool(
 }
 
 /// The page a refused pause names in `access.denied`.
-pub const PAUSE_PAGE: dto::Page = dto::Page::ToolSwitch;
+const PAUSE_PAGE: dto::Page = dto::Page::ToolSwitch;
+
+#[async_trait::async_trait]
+impl app::ports::RunsDesk for super::ReviewDesk {
+    async fn runs(&self, viewer: &Viewer) -> Result<dto::RunsView, AppError> {
+        runs(&self.services, viewer).await
+    }
+
+    async fn resolve(
+        &self,
+        viewer: &Viewer,
+        id: &str,
+        resolution: &str,
+        reason: &str,
+    ) -> Result<DecideOutcome, AppError> {
+        resolve(&self.services, viewer, id, resolution, reason).await
+    }
+
+    async fn decide_rollback(
+        &self,
+        viewer: &Viewer,
+        id: &str,
+        verdict: &str,
+        reason: Option<&str>,
+    ) -> Result<DecideOutcome, AppError> {
+        decide_rollback(&self.services, viewer, id, verdict, reason).await
+    }
+
+    async fn switch_tool(
+        &self,
+        viewer: &Viewer,
+        pattern: &str,
+        action: &str,
+    ) -> Result<DecideOutcome, AppError> {
+        match switch_tool(&self.services, viewer, pattern, action).await? {
+            Some(outcome) => Ok(outcome),
+            None => {
+                self.security(Some(viewer), dto::SecurityEvent::AccessDenied(PAUSE_PAGE))
+                    .await?;
+                Ok(DecideOutcome::Refused(Notice::PauseRole))
+            }
+        }
+    }
+}

@@ -10,7 +10,7 @@ use crate::dto::{AppError, GrantsView};
 #[server(prefix = "/fn", endpoint = "list_grants")]
 pub async fn list_grants() -> Result<GrantsView, AppError> {
     let viewer = super::ssr::viewer().await?;
-    super::ssr::desk()?.grants(&viewer).await
+    super::ssr::grants_desk()?.grants(&viewer).await
 }
 
 /// Approves proposal `id` and lets the same agent's similar calls through: for `duration`
@@ -58,7 +58,7 @@ pub async fn approve_and_grant(
 pub async fn revoke_grant(csrf_token: String, id: String) -> Result<(), AppError> {
     let form = crate::dto::Form::Decide;
     super::ssr::page_form("/grants", &csrf_token, form, async |viewer| {
-        super::ssr::desk()?.revoke_grant(&viewer, &id).await
+        super::ssr::grants_desk()?.revoke_grant(&viewer, &id).await
     })
     .await
 }

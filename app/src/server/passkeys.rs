@@ -10,7 +10,7 @@ use crate::dto::{AccountView, AppError, Form};
 #[server(prefix = "/fn", endpoint = "account")]
 pub async fn load_account() -> Result<AccountView, AppError> {
     let viewer = super::ssr::viewer().await?;
-    super::ssr::desk()?.account(&viewer).await
+    super::ssr::account_desk()?.account(&viewer).await
 }
 
 /// The options of the browser's passkey prompt, as JSON text: `{"publicKey": …}` to register
@@ -24,7 +24,10 @@ pub async fn passkey_options(csrf_token: String, id: Option<String>) -> Result<S
         return Ok(refused(notice));
     }
     let id = id.as_deref().map(str::trim).filter(|id| !id.is_empty());
-    match super::ssr::desk()?.passkey_options(&viewer, id).await? {
+    match super::ssr::account_desk()?
+        .passkey_options(&viewer, id)
+        .await?
+    {
         Ok(options) => Ok(options),
         Err(notice) => Ok(refused(notice)),
     }
@@ -43,7 +46,7 @@ pub async fn add_passkey(
     credential: String,
 ) -> Result<(), AppError> {
     super::ssr::page_form("/account", &csrf_token, Form::Passkey, async |viewer| {
-        (super::ssr::desk()?)
+        (super::ssr::account_desk()?)
             .add_passkey(&viewer, &name, &credential)
             .await
     })
@@ -54,7 +57,7 @@ pub async fn add_passkey(
 #[server(prefix = "/fn", endpoint = "rename_passkey")]
 pub async fn rename_passkey(csrf_token: String, id: String, name: String) -> Result<(), AppError> {
     super::ssr::page_form("/account", &csrf_token, Form::Passkey, async |viewer| {
-        (super::ssr::desk()?)
+        (super::ssr::account_desk()?)
             .rename_passkey(&viewer, &id, &name)
             .await
     })
@@ -65,7 +68,9 @@ pub async fn rename_passkey(csrf_token: String, id: String, name: String) -> Res
 #[server(prefix = "/fn", endpoint = "remove_passkey")]
 pub async fn remove_passkey(csrf_token: String, id: String) -> Result<(), AppError> {
     super::ssr::page_form("/account", &csrf_token, Form::Passkey, async |viewer| {
-        super::ssr::desk()?.remove_passkey(&viewer, &id).await
+        super::ssr::account_desk()?
+            .remove_passkey(&viewer, &id)
+            .await
     })
     .await
 }

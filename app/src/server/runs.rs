@@ -10,7 +10,7 @@ use crate::dto::{AppError, RunsView};
 #[server(prefix = "/fn", endpoint = "list_runs")]
 pub async fn list_runs() -> Result<RunsView, AppError> {
     let viewer = super::ssr::viewer().await?;
-    super::ssr::desk()?.runs(&viewer).await
+    super::ssr::runs_desk()?.runs(&viewer).await
 }
 
 #[cfg(feature = "ssr")]
@@ -62,7 +62,7 @@ pub async fn resolve_command(
     let Some(viewer) = signed_in().await? else {
         return Ok(());
     };
-    let desk = super::ssr::desk()?;
+    let desk = super::ssr::runs_desk()?;
     act(
         &csrf_token,
         crate::dto::Form::Resolve,
@@ -82,7 +82,7 @@ pub async fn decide_rollback(
     let Some(viewer) = signed_in().await? else {
         return Ok(());
     };
-    let desk = super::ssr::desk()?;
+    let desk = super::ssr::runs_desk()?;
     act(
         &csrf_token,
         crate::dto::Form::Rollback,
@@ -101,7 +101,7 @@ pub async fn switch_tool(
     let Some(viewer) = signed_in().await? else {
         return Ok(());
     };
-    let desk = super::ssr::desk()?;
+    let desk = super::ssr::runs_desk()?;
     act(
         &csrf_token,
         crate::dto::Form::ToolSwitch,
