@@ -4,7 +4,7 @@
 
 use leptos::prelude::*;
 
-use crate::dto::{AccountView, AppError, Form};
+use crate::dto::{AccountView, AppError};
 
 /// The account page's content.
 #[server(prefix = "/fn", endpoint = "account")]
@@ -45,32 +45,47 @@ pub async fn add_passkey(
     name: String,
     credential: String,
 ) -> Result<(), AppError> {
-    super::ssr::page_form("/account", &csrf_token, Form::Passkey, async |viewer| {
-        (super::ssr::account_desk()?)
-            .add_passkey(&viewer, &name, &credential)
-            .await
-    })
+    super::ssr::page_form(
+        "/account",
+        &csrf_token,
+        crate::dto::Form::Passkey,
+        async |viewer| {
+            (super::ssr::account_desk()?)
+                .add_passkey(&viewer, &name, &credential)
+                .await
+        },
+    )
     .await
 }
 
 /// Renames one of the viewer's passkeys.
 #[server(prefix = "/fn", endpoint = "rename_passkey")]
 pub async fn rename_passkey(csrf_token: String, id: String, name: String) -> Result<(), AppError> {
-    super::ssr::page_form("/account", &csrf_token, Form::Passkey, async |viewer| {
-        (super::ssr::account_desk()?)
-            .rename_passkey(&viewer, &id, &name)
-            .await
-    })
+    super::ssr::page_form(
+        "/account",
+        &csrf_token,
+        crate::dto::Form::Passkey,
+        async |viewer| {
+            (super::ssr::account_desk()?)
+                .rename_passkey(&viewer, &id, &name)
+                .await
+        },
+    )
     .await
 }
 
 /// Removes one of the viewer's passkeys.
 #[server(prefix = "/fn", endpoint = "remove_passkey")]
 pub async fn remove_passkey(csrf_token: String, id: String) -> Result<(), AppError> {
-    super::ssr::page_form("/account", &csrf_token, Form::Passkey, async |viewer| {
-        super::ssr::account_desk()?
-            .remove_passkey(&viewer, &id)
-            .await
-    })
+    super::ssr::page_form(
+        "/account",
+        &csrf_token,
+        crate::dto::Form::Passkey,
+        async |viewer| {
+            super::ssr::account_desk()?
+                .remove_passkey(&viewer, &id)
+                .await
+        },
+    )
     .await
 }
