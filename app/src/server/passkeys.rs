@@ -4,6 +4,8 @@
 
 use leptos::prelude::*;
 
+#[cfg(feature = "ssr")]
+use crate::dto::Form;
 use crate::dto::{AccountView, AppError};
 
 /// The account page's content.
@@ -19,7 +21,7 @@ pub async fn load_account() -> Result<AccountView, AppError> {
 #[server(prefix = "/fn", endpoint = "passkey_options")]
 pub async fn passkey_options(csrf_token: String, id: Option<String>) -> Result<String, AppError> {
     let viewer = super::ssr::viewer().await?;
-    if !super::ssr::csrf_ok(&csrf_token, crate::dto::Form::Passkey).await? {
+    if !super::ssr::csrf_ok(&csrf_token, Form::Passkey).await? {
         let notice = crate::dto::Notice::Csrf;
         return Ok(refused(notice));
     }
@@ -45,47 +47,32 @@ pub async fn add_passkey(
     name: String,
     credential: String,
 ) -> Result<(), AppError> {
-    super::ssr::page_form(
-        "/account",
-        &csrf_token,
-        crate::dto::Form::Passkey,
-        async |viewer| {
-            (super::ssr::account_desk()?)
-                .add_passkey(&viewer, &name, &credential)
-                .await
-        },
-    )
+    super::ssr::page_form("/account", &csrf_token, Form::Passkey, async |viewer| {
+        (super::ssr::account_desk()?)
+            .add_passkey(&viewer, &name, &credential)
+            .await
+    })
     .await
 }
 
 /// Renames one of the viewer's passkeys.
 #[server(prefix = "/fn", endpoint = "rename_passkey")]
 pub async fn rename_passkey(csrf_token: String, id: String, name: String) -> Result<(), AppError> {
-    super::ssr::page_form(
-        "/account",
-        &csrf_token,
-        crate::dto::Form::Passkey,
-        async |viewer| {
-            (super::ssr::account_desk()?)
-                .rename_passkey(&viewer, &id, &name)
-                .await
-        },
-    )
+    super::ssr::page_form("/account", &csrf_token, Form::Passkey, async |viewer| {
+        (super::ssr::account_desk()?)
+            .rename_passkey(&viewer, &id, &name)
+            .await
+    })
     .await
 }
 
 /// Removes one of the viewer's passkeys.
 #[server(prefix = "/fn", endpoint = "remove_passkey")]
 pub async fn remove_passkey(csrf_token: String, id: String) -> Result<(), AppError> {
-    super::ssr::page_form(
-        "/account",
-        &csrf_token,
-        crate::dto::Form::Passkey,
-        async |viewer| {
-            super::ssr::account_desk()?
-                .remove_passkey(&viewer, &id)
-                .await
-        },
-    )
+    super::ssr::page_form("/account", &csrf_token, Form::Passkey, async |viewer| {
+        super::ssr::account_desk()?
+            .remove_passkey(&viewer, &id)
+            .await
+    })
     .await
 }
