@@ -33,6 +33,7 @@ fn page_for(command: &[String]) -> &'static str {
         Some("proposal" | "audit") => "docs/audit.md",
         Some("policy") => "docs/policy.md",
         Some("grant") => "docs/reviewing.md",
+        Some("gateway") => "docs/gateway.md",
         Some(other) => panic!(
             "`countersign {other}` has no page in docs/: give it one in tests/docs.rs's page_for"
         ),

@@ -61,10 +61,7 @@ const NO_POLICY: &str = "";
 
 /// Submits `body` (a proposal by `agent-a`) and approves it; the command's id.
 async fn approved(services: &Services, body: Value) -> Uuid {
-    let id = match services
-        .submit(&Principal::Agent("agent-a".into()), &body)
-        .await
-    {
+    let id = match common::submit_as(services, "agent-a", &body).await {
         Ok(Submitted::Created(p)) => p.id,
         other => panic!("expected a new proposal, got {other:?}"),
     };
@@ -1391,8 +1388,7 @@ async fn a_call_made_again_keeps_its_first_copy_from_release(backend: &str) {
         status_of(&db.services, first).await,
         CommandStatus::OutcomeUnknown
     );
-    let agent = Principal::Agent("agent-a".into());
-    let again = match db.services.submit(&agent, &call()).await {
+    let again = match common::submit_as(&db.services, "agent-a", &call()).await {
         Ok(Submitted::Created(p)) => p.id,
         other => panic!("the call made again is new: {other:?}"),
     };

@@ -323,10 +323,7 @@ fn gateway_call(prefix: &str) -> Value {
 
 /// What a submission answered: the proposal's id, and whether it made it.
 async fn submitted(services: &Services, body: &Value) -> (Uuid, bool) {
-    match services
-        .submit(&Principal::Agent("agent-a".into()), body)
-        .await
-    {
+    match common::submit_as(services, "agent-a", body).await {
         Ok(Submitted::Created(p)) => (p.id, true),
         Ok(Submitted::Replayed(p)) => (p.id, false),
         Err(e) => panic!("a gateway call's submission failed: {e:?}"),
@@ -462,8 +459,7 @@ async fn a_gateway_call_is_open_once_however_many_make_it(backend: &str) {
     assert!(submitted(&services, &own(2)).await.1);
     let mut by_b = gateway_call(prefix);
     by_b["proposed_by"] = json!("agent-b");
-    let agent_b = Principal::Agent("agent-b".into());
-    let made_by_b = services.submit(&agent_b, &by_b).await;
+    let made_by_b = common::submit_as(&services, "agent-b", &by_b).await;
     assert!(
         matches!(made_by_b, Ok(Submitted::Created(_))),
         "{made_by_b:?}"

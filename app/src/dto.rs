@@ -222,6 +222,8 @@ pub enum Notice {
     GatewayToolAccepted,
     /// The gateway tool has no changed definition to accept.
     NothingToAccept,
+    /// The gateway tool's definition changed again since the page showed it.
+    DefinitionChangedAgain,
     /// A batch needs 1 to 100 chosen proposals.
     BatchSize,
     /// This approval is taken on the proposal's own page, not in a batch.
@@ -502,6 +504,10 @@ const NOTICE_TEXT: &[(Notice, &str)] = &[
     (
         Notice::NothingToAccept,
         "That tool has no changed definition waiting (accepted already, or changed back).",
+    ),
+    (
+        Notice::DefinitionChangedAgain,
+        "The tool's definition changed again since this page showed it: nothing was accepted. Look at the new one.",
     ),
     (
         Notice::Granted,

@@ -387,11 +387,13 @@ pub trait Admin: Send + Sync + 'static {
     ) -> Result<AdminOutcome, AppError>;
     /// The MCP gateway's upstreams and pinned tools.
     async fn gateway(&self, viewer: &Viewer) -> Result<crate::dto::GatewayView, AppError>;
-    /// Accepts the changed definition of gateway tool `name` (`files.write_file`).
+    /// Accepts the changed definition of gateway tool `name` (`files.write_file`), the one
+    /// whose SHA-256 is `seen` (the one the page showed).
     async fn accept_gateway_tool(
         &self,
         viewer: &Viewer,
         name: &str,
+        seen: &str,
     ) -> Result<AdminOutcome, AppError>;
 }
 

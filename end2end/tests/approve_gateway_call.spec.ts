@@ -152,12 +152,12 @@ test.describe('the MCP gateway', () => {
       expect(read.isError ?? false).toBe(false);
       expect(text(read)).toContain('shared notes');
 
-      // An agent the policy does not name is refused in words the model reads, and the answer
-      // still passes the SDK's check of the tool's output schema (no structuredContent of
-      // Countersign's own against a tool that declares one).
+      // An agent the policy does not name is not offered the tools it would be refused, and a
+      // call made all the same is refused in words the model reads.
       const stranger = await connectAgent(server().baseURL, server().otherAgentToken);
       try {
-        await stranger.listTools(); // the SDK checks results against the schemas listed here
+        const offered = (await stranger.listTools()).tools.map((t) => t.name);
+        expect(offered).toEqual(['countersign_wait_for_decision']);
         const refused = await stranger.callTool({ name: 'files__read_text_file', arguments: { path: path.join(share, 'readme.txt') } });
         expect(refused.isError).toBe(true);
         expect(text(refused)).toContain('policy refuses');

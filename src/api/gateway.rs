@@ -217,7 +217,10 @@ impl GatewayMcp {
         hold: Duration,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ApiError> {
-        let _waiting = self.limits.waiting_place(caller.1)?;
+        // Taken only to wait: a call that has already ended (an accepted one, run) answers
+        // without one, and one that finds them all taken answers `pending` with its id, so
+        // neither a result nor a held call's proposal is ever lost to the limit.
+        let mut waiting = None;
         let progress = context.meta.get_progress_token();
         let deadline = tokio::time::Instant::now() + hold;
         let mut view = match first {
@@ -242,6 +245,12 @@ impl GatewayMcp {
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
             if left.is_zero() {
                 return Ok(pending(id));
+            }
+            if waiting.is_none() {
+                match self.limits.waiting_place(caller.1) {
+                    Ok(place) => waiting = Some(place),
+                    Err(_) => return Ok(pending(id)),
+                }
             }
             let wait = left.min(MAX_WAIT);
             // Nothing moved in `wait`: the view in hand is still current.
@@ -465,8 +474,7 @@ impl ServerHandler for GatewayMcp {
         let policy = self.services.policy();
         let mut tools: Vec<Tool> = (self.gateway.tools().await.into_iter())
             .filter(|t| {
-                (policy.tool_rule(&t.name.internal()))
-                    .is_none_or(|r| r.allows_agent(caller.0.name()))
+                !policy.refuses_outright(caller.0.name(), &t.name.internal(), &t.upstream.domain)
             })
             .filter_map(|t| serde_json::from_value(t.definition.served_as(&t.name.served())).ok())
             .collect();

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use super::{Database, services};
 use crate::domain::gateway::GatewayConfig;
 use crate::domain::principal::Principal;
+use crate::service::ServiceError;
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum GatewayCommand {
@@ -28,6 +29,10 @@ pub(crate) enum GatewayCommand {
         db: Database,
         /// The tool's name inside Countersign: `UPSTREAM.TOOL`.
         name: String,
+        /// Accept only this definition (its SHA-256, as `countersign gateway list` prints it),
+        /// so that one the upstream changed again since is not pinned unseen.
+        #[arg(long)]
+        sha256: Option<String>,
     },
 }
 
@@ -74,12 +79,18 @@ pub(crate) async fn run(command: GatewayCommand) -> Result<(), String> {
                 }
             }
         }
-        GatewayCommand::Accept { db, name } => {
+        GatewayCommand::Accept { db, name, sha256 } => {
             let pin = services(&db.database_url)
                 .await?
-                .accept_gateway_tool(&cli, &name)
+                .accept_gateway_tool(&cli, &name, sha256.as_deref())
                 .await
-                .map_err(|e| format!("tool `{name}`: {e}"))?;
+                .map_err(|e| match e {
+                    ServiceError::Invalid(errors) => (errors.iter())
+                        .map(|e| format!("{}: {}", e.field, e.message))
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                    other => format!("tool `{name}`: {other}"),
+                })?;
             eprintln!("`{}` now pinned at {}", pin.name, pin.pinned.sha256());
         }
     }

@@ -22,11 +22,12 @@ use ed25519_dalek::{Signature, Verifier, VerifyingKey};
 use serde_json::{Value, json};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::{CallError, Gateway};
-use crate::domain::command::Outcome;
+use super::{CallError, Gateway, ServedTool};
 use crate::domain::command::retry::SideEffect;
 use crate::domain::command::scope::ToolScope;
+use crate::domain::command::{CommandSpec, Outcome};
 use crate::domain::contract::canonical::sha256_hex;
+use crate::domain::gateway::call::call_prefix;
 use crate::domain::gateway::{GATEWAY_EXECUTOR, ToolName, Upstream};
 use crate::domain::principal::Principal;
 use crate::domain::record::CommandRecord;
@@ -225,38 +226,64 @@ async fn execute(
     }
 }
 
-/// Makes the approved call, if the tool is still served with the definition it was approved
-/// against; a call sent is timed into `timer`, if given.
-async fn call(gateway: &Gateway, command: &CommandRecord, timer: Option<&Metrics>) -> Ran {
-    let spec = &command.spec;
+/// The tool `spec` calls, if it may be called: a call made through the gateway, of a tool still
+/// served with the definition it was approved against; else what the command reports, the call
+/// not sent.
+async fn callable(gateway: &Gateway, spec: &CommandSpec) -> Result<(ToolName, ServedTool), Ran> {
     let Some(name) = ToolName::from_internal(&spec.tool.name) else {
-        return refused("no_such_tool", "no gateway upstream serves this tool");
+        return Err(refused(
+            "no_such_tool",
+            "no gateway upstream serves this tool",
+        ));
     };
+    // Only a call made through the gateway, whose proposal the gateway made from the tool's
+    // pinned definition, is run: its key has the gateway's shape, which no other way in takes.
+    if call_prefix(&spec.idempotency_key).is_none() {
+        return Err(refused(
+            "not_a_gateway_call",
+            "this command was not proposed through the MCP gateway; the gateway runs only \
+             calls made through it",
+        ));
+    }
     let tool = match gateway.tool_now(&name).await {
         Ok(tool) => tool,
         Err(CallError::DefinitionChanged) => {
-            return refused(
+            return Err(refused(
                 "tool_definition_changed",
                 "the upstream now serves another definition of this tool; an admin must \
                  accept it first",
-            );
+            ));
         }
         Err(CallError::Unavailable | CallError::Lost(_)) => {
-            return refused(
+            return Err(refused(
                 "upstream_unavailable",
                 "the tool's upstream is not up; the call was not sent",
-            );
+            ));
         }
         Err(CallError::NoSuchTool) => {
-            return refused("no_such_tool", "the upstream no longer lists this tool");
+            return Err(refused(
+                "no_such_tool",
+                "the upstream no longer lists this tool",
+            ));
         }
     };
     if tool.definition.version() != spec.tool.version {
-        return refused(
+        return Err(refused(
             "tool_definition_changed",
             "the call was approved against another definition of this tool",
-        );
+        ));
     }
+    Ok((name, tool))
+}
+
+/// Makes the approved call, if it may be made ([`callable`]); a call sent is timed into
+/// `timer`, if given.
+async fn call(gateway: &Gateway, command: &CommandRecord, timer: Option<&Metrics>) -> Ran {
+    let spec = &command.spec;
+    let (name, tool) = match callable(gateway, spec).await {
+        Ok(callable) => callable,
+        Err(refused) => return refused,
+    };
     let side_effect = match tool.definition.read_only() {
         true => SideEffect::None,
         false => SideEffect::Possible,

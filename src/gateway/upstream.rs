@@ -20,7 +20,7 @@ use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 use tokio::sync::{Notify, watch};
 
 use crate::domain::gateway::{Definition, ToolName, Transport, Upstream};
@@ -278,7 +278,7 @@ impl Slot {
             changed: Arc::clone(&self.changed),
         };
         match &self.upstream.transport {
-            Transport::Stdio { command } => {
+            Transport::Stdio { command, env } => {
                 let mut cmd = tokio::process::Command::new(&command[0]);
                 cmd.args(&command[1..]).env_clear();
                 for key in INHERITED_ENV {
@@ -286,6 +286,7 @@ impl Slot {
                         cmd.env(key, value);
                     }
                 }
+                cmd.envs(env);
                 let (transport, stderr) = TokioChildProcess::builder(cmd)
                     .stderr(std::process::Stdio::piped())
                     .spawn()
@@ -442,6 +443,15 @@ impl Slot {
         let request = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
         match peer.call_tool(request).await {
             Ok(result) => Ok(serde_json::to_value(&result).unwrap_or(Value::Null)),
+            // The upstream answered, with a JSON-RPC error instead of a result: the agent reads
+            // it as the tool's error (whether the tool did anything first, only it knows).
+            Err(rmcp::ServiceError::McpError(e)) => Ok(json!({
+                "content": [{
+                    "type": "text",
+                    "text": format!("The tool's server answered an error ({}): {}", e.code.0, e.message),
+                }],
+                "isError": true,
+            })),
             Err(e) => {
                 if peer.is_transport_closed() {
                     self.reconnect.notify_one();

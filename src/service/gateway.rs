@@ -157,19 +157,22 @@ impl Services {
 
     /// Pins the changed definition tool `name` (internal) is now served with, in place of the
     /// old one (`gateway.tool_accepted`). Not found without such a tool; refused when no
-    /// changed definition is on offer.
+    /// changed definition is on offer, or when `seen` (the SHA-256 of the definition the admin
+    /// looked at) is not the one on offer now.
     pub async fn accept_gateway_tool(
         &self,
         who: &Principal,
         name: &str,
+        seen: Option<&str>,
     ) -> Result<ToolPin, ServiceError> {
         self.authorize(who, UseCase::ManageGateway)?;
         let actor = Actor::of(who);
         let name = name.trim().to_owned();
+        let seen = seen.map(|s| s.trim().to_owned());
         let now = self.now();
         self.store()
             .write(move |tx| {
-                let (actor, name) = (actor.clone(), name.clone());
+                let (actor, name, seen) = (actor.clone(), name.clone(), seen.clone());
                 Box::pin(async move {
                     let Some(row) = gateway::by_name(tx.conn(), &name).await? else {
                         return Err(ServiceError::NotFound);
@@ -180,6 +183,18 @@ impl Services {
                             format!("`{name}` has no changed definition to accept"),
                         )]));
                     };
+                    // The definition the admin looked at, if they said which: one the upstream
+                    // changed again since is not theirs to accept unseen.
+                    let hex = |s: &str| s.trim_start_matches("sha256:").to_ascii_lowercase();
+                    if seen.as_ref().is_some_and(|seen| hex(seen) != hex(&offered)) {
+                        return Err(ServiceError::Invalid(vec![FieldError::new(
+                            "sha256",
+                            format!(
+                                "`{name}` is now offered at {offered}, not the definition \
+                                 given; look at it again"
+                            ),
+                        )]));
+                    }
                     gateway::accept(tx.conn(), &name, &offered, now).await?;
                     let accepted = GatewayToolAccepted {
                         tool: name.clone(),

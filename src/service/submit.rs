@@ -131,22 +131,7 @@ impl Services {
         body: &Value,
         run: Option<&LeaseRequest>,
     ) -> Result<(Submitted, Option<Leased>), ServiceError> {
-        let contract = match ToolProposal::parse(body) {
-            Ok(contract) => contract,
-            Err(errors) => return Err(self.reject_input(agent, errors).await),
-        };
-        if contract.proposed_by != agent {
-            return Err(ServiceError::Forbidden {
-                code: "proposer_mismatch",
-                message: format!(
-                    "`proposed_by` is `{}` but this token belongs to agent `{agent}`",
-                    contract.proposed_by
-                ),
-            });
-        }
-        if let Some(errors) = self.check_revision(agent, &contract).await? {
-            return Err(self.reject_input(agent, errors).await);
-        }
+        let contract = self.contract_of(agent, body, run.is_some()).await?;
         let now = self.now();
         let run = run
             .filter(|_| self.is_gateway_tool(&contract.tool.name))
@@ -223,6 +208,64 @@ impl Services {
                 Box::pin(async move { store_proposal(tx, &routed, now).await })
             })
             .await?
+    }
+
+    /// The proposal `body` of agent `agent`, if it keeps the contract (seed 004), names its
+    /// sender, claims nothing only the gateway may (unless `through_gateway`), and revises only
+    /// what it may; a broken rule is recorded against the agent.
+    async fn contract_of(
+        &self,
+        agent: &str,
+        body: &Value,
+        through_gateway: bool,
+    ) -> Result<ToolProposal, ServiceError> {
+        let contract = match ToolProposal::parse(body) {
+            Ok(contract) => contract,
+            Err(errors) => return Err(self.reject_input(agent, errors).await),
+        };
+        if contract.proposed_by != agent {
+            return Err(ServiceError::Forbidden {
+                code: "proposer_mismatch",
+                message: format!(
+                    "`proposed_by` is `{}` but this token belongs to agent `{agent}`",
+                    contract.proposed_by
+                ),
+            });
+        }
+        let gateway_only = match through_gateway {
+            true => None,
+            false => self.gateway_only(&contract),
+        };
+        if let Some(errors) = gateway_only {
+            return Err(self.reject_input(agent, errors).await);
+        }
+        if let Some(errors) = self.check_revision(agent, &contract).await? {
+            return Err(self.reject_input(agent, errors).await);
+        }
+        Ok(contract)
+    }
+
+    /// What a proposal made other than through the MCP gateway may not claim: a gateway
+    /// upstream's tool (the gateway makes its proposal from the tool's pinned definition, its
+    /// annotations setting the risk), or an idempotency key of the gateway's shape (which
+    /// marks a call the built-in gateway executor may run). Else an agent could declare a
+    /// destructive upstream tool low-risk and have the gateway run it.
+    fn gateway_only(&self, contract: &ToolProposal) -> Option<Vec<crate::domain::FieldError>> {
+        let mut errors = Vec::new();
+        if self.is_gateway_tool(&contract.tool.name) {
+            errors.push(crate::domain::FieldError::new(
+                "tool.name",
+                "names a tool served through the MCP gateway; call it through /mcp/gateway",
+            ));
+        }
+        if call_prefix(&contract.idempotency_key).is_some() {
+            errors.push(crate::domain::FieldError::new(
+                "idempotency_key",
+                "has the shape of the MCP gateway's keys, which only calls made through \
+                 /mcp/gateway carry",
+            ));
+        }
+        (!errors.is_empty()).then_some(errors)
     }
 
     /// A revision (`supersedes`) must name a proposal of the same agent that a reviewer asked

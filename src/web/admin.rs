@@ -490,14 +490,22 @@ impl Admin for AccountsAdmin {
         &self,
         viewer: &Viewer,
         name: &str,
+        seen: &str,
     ) -> Result<AdminOutcome, AppError> {
         let actor = match self.admin_only(viewer, UseCase::ManageGateway).await {
             Ok(actor) => actor,
             Err(AppError::Forbidden(_)) => return Ok(refused(Notice::AdminRole)),
             Err(e) => return Err(e),
         };
-        match self.services.accept_gateway_tool(&actor, name).await {
+        match self
+            .services
+            .accept_gateway_tool(&actor, name, Some(seen))
+            .await
+        {
             Ok(_) => Ok(done(Notice::GatewayToolAccepted, None)),
+            Err(ServiceError::Invalid(e)) if e.iter().any(|e| e.field == "sha256") => {
+                Ok(refused(Notice::DefinitionChangedAgain))
+            }
             Err(ServiceError::NotFound | ServiceError::Invalid(_)) => {
                 Ok(refused(Notice::NothingToAccept))
             }

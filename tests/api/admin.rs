@@ -111,6 +111,7 @@ async fn other_roles_get_403_on_the_admin_pages_and_forms(backend: &str) {
             ("csrf_token", csrf.as_str()),
             ("action", "accept"),
             ("name", "files.write_file"),
+            ("sha256", "0"),
         ];
         let r = b
             .post_form("/fn/change_gateway", "/admin/gateway", &form)

@@ -304,8 +304,27 @@ async fn a_gateway_call_approved_where_no_gateway_runs_is_no_external_executors(
     body["proposal_id"] = json!(id);
     body["tool"] = json!({"name": "files.write_file", "version": "sha256:0"});
     body["idempotency_key"] = json!(format!("gateway-{}-{id}", "0".repeat(32)));
+    // Only the gateway proposes such a call: through the API, the key is refused.
     let r = app.propose(&agent, &body).await;
-    assert_eq!(r.status(), StatusCode::CREATED);
+    assert_eq!(r.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let refused: serde_json::Value = r.json().await.expect("json");
+    assert_eq!(
+        refused["error"]["details"][0]["field"], "idempotency_key",
+        "{refused}"
+    );
+    // As the gateway of another instance made it (this one serves none, so nothing is leased).
+    let run = countersign::service::LeaseRequest {
+        executor: "countersign-gateway".into(),
+        scope: None,
+        wanted: None,
+        lease_seconds: 30,
+        wait: std::time::Duration::ZERO,
+    };
+    let coder = countersign::domain::principal::Principal::Agent("coder".into());
+    let (_, leased) = (app.services.submit_gateway_call(&coder, None, &body, &run))
+        .await
+        .expect("stored");
+    assert!(leased.is_none());
     let command = app.approve_queued(id).await;
     assert_eq!(command.spec.allowed_executors, ["countersign-gateway"]);
     let everything = app.executor_token("everything").await;

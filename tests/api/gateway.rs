@@ -31,6 +31,7 @@ use crate::metrics;
 
 on_both_backends!(
     a_tasks_client_gets_a_held_call_as_a_task,
+    a_token_whose_waits_are_taken_loses_no_call,
     a_held_write_runs_exactly_as_approved,
     a_changed_definition_is_refused_until_accepted,
     a_streamable_http_upstream_answers_an_accepted_call_at_once,
@@ -224,16 +225,27 @@ async fn tasks_client(
     app: &TestApp,
     token: &str,
 ) -> rmcp::service::RunningService<rmcp::RoleClient, rmcp::model::ClientConfig> {
+    rmcp_client(app, token, true).await
+}
+
+/// An MCP client (rmcp's) connected to `app`'s gateway, declaring the Tasks extension if
+/// `tasks`.
+async fn rmcp_client(
+    app: &TestApp,
+    token: &str,
+    tasks: bool,
+) -> rmcp::service::RunningService<rmcp::RoleClient, rmcp::model::ClientConfig> {
     use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProtocolVersion};
     use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
     use rmcp::transport::StreamableHttpClientTransport;
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
     let config = StreamableHttpClientTransportConfig::with_uri(app.url("/mcp/gateway"))
         .auth_header(token.to_owned());
-    let info = ClientConfig::new(
-        ClientCapabilities::builder().enable_tasks().build(),
-        Implementation::new("tasks-test", "1"),
-    );
+    let capabilities = match tasks {
+        true => ClientCapabilities::builder().enable_tasks().build(),
+        false => ClientCapabilities::default(),
+    };
+    let info = ClientConfig::new(capabilities, Implementation::new("tasks-test", "1"));
     // The 2026-07-28 lifecycle: every request carries the client's capabilities, which a
     // stateless server (any instance may answer) reads per request.
     let lifecycle = ClientLifecycleMode::Discover {
@@ -263,6 +275,71 @@ async fn task_once(
         assert!(tokio::time::Instant::now() < deadline, "{got}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// A token whose waiting places are all taken still loses no call: a held call answers
+/// `pending` with its proposal's id at once (not `too_many_waits`, which would drop the id of
+/// a proposal already made), and an accepted call answers the result it already has.
+async fn a_token_whose_waits_are_taken_loses_no_call(backend: &str) {
+    use rmcp::model::CallToolRequestParams;
+    let share = tempfile::tempdir().expect("share");
+    let share_path = share.path().canonicalize().expect("path");
+    let config = GatewayConfig::parse(&filesystem_gateway(&share_path), &|_| None).expect("valid");
+    let app = TestApp::spawn_full(backend, Some(POLICY), |s| {
+        s.gateway = Some(config);
+        s.rate.waiting = 1;
+    })
+    .await;
+    all_up(&app).await;
+    let token = app.agent_token("coder").await;
+    let client = rmcp_client(&app, &token, false).await;
+    let call = |tool: &str, args: Value| {
+        CallToolRequestParams::new(tool.to_owned())
+            .with_arguments(args.as_object().cloned().expect("object"))
+    };
+    let path = |name: &str| share_path.join(name).display().to_string();
+
+    // The first held write takes the token's one waiting place.
+    let first = call(
+        "files__write_file",
+        json!({"path": path("one.txt"), "content": "1"}),
+    );
+    let peer = client.peer().clone();
+    let held = tokio::spawn(async move { peer.call_tool(first).await });
+    let first_id = pending_for(&app, "files.write_file").await;
+    while app.services.store().changes().watched() < 1 {
+        tokio::task::yield_now().await;
+    }
+
+    // The second is made all the same and answers `pending` with its id at once.
+    let second = (client.call_tool(call(
+        "files__write_file",
+        json!({"path": path("two.txt"), "content": "2"}),
+    )))
+    .await
+    .expect("tools/call");
+    assert_eq!(second.is_error, Some(true));
+    let status = &second.meta.as_ref().expect("_meta").0["countersign/status"];
+    assert_eq!(status["status"], "pending", "{second:?}");
+    let second_id = status["proposal_id"].as_str().expect("id").to_owned();
+    assert_ne!(second_id, first_id);
+    let pending = "select count(*) from proposals where status = 'pending'";
+    assert_eq!(app.count(pending).await, 2);
+
+    // An accepted read runs and answers its result without a waiting place.
+    std::fs::write(share_path.join("r.txt"), "read me").expect("write");
+    let read = (client.call_tool(call(
+        "files__read_text_file",
+        json!({"path": path("r.txt")}),
+    )))
+    .await
+    .expect("tools/call");
+    assert_ne!(read.is_error, Some(true), "{read:?}");
+    let words = serde_json::to_value(&read.content)
+        .expect("json")
+        .to_string();
+    assert!(words.contains("read me"), "{read:?}");
+    held.abort();
 }
 
 async fn a_tasks_client_gets_a_held_call_as_a_task(backend: &str) {
@@ -387,6 +464,19 @@ async fn a_held_write_runs_exactly_as_approved(backend: &str) {
         .await
         .expect("request");
     assert_eq!(r.status(), reqwest::StatusCode::UNAUTHORIZED);
+
+    // Only the gateway proposes its tools: through the API, an agent could declare a
+    // destructive write low-risk. Refused, naming the field, and nothing is stored.
+    let mut body = crate::common::proposal_body("coder");
+    body["tool"] = json!({"name": "files.write_file", "version": "sha256:0"});
+    let r = app.propose(&token, &body).await;
+    assert_eq!(r.status(), reqwest::StatusCode::UNPROCESSABLE_ENTITY);
+    let refused: Value = r.json().await.expect("json");
+    assert_eq!(
+        refused["error"]["details"][0]["field"], "tool.name",
+        "{refused}"
+    );
+    assert_eq!(app.count("select count(*) from proposals").await, 0);
 
     let listed = run(&app, &token, &["list"]).await;
     let names: Vec<&str> = listed["tools"]
@@ -578,7 +668,7 @@ async fn a_changed_definition_is_refused_until_accepted(backend: &str) {
     let description = dir.path().join("description.txt");
     std::fs::write(&description, "Append a note to the team's notebook.").expect("write");
     let gateway = format!(
-        "[upstreams.notes]\ncommand = [{python:?}, {script:?}, {dir:?}]\ndomain = \"files\"\nhold = \"1s\"\n",
+        "[upstreams.notes]\ncommand = [{python:?}, {script:?}, {dir:?}]\ndomain = \"files\"\nhold = \"1s\"\nenv = {{ NOTES_TOKEN = \"n0tes\" }}\n",
         python = python().display().to_string(),
         script = root()
             .join("tests/mcp/upstream_server.py")
@@ -587,6 +677,19 @@ async fn a_changed_definition_is_refused_until_accepted(backend: &str) {
         dir = dir.path().display().to_string(),
     );
     let app = spawn(backend, &gateway).await;
+    // The server has the credentials its `env` names, and nothing of Countersign's own.
+    let env: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("env.json")).expect("the server wrote env.json"),
+    )
+    .expect("json");
+    assert_eq!(env["NOTES_TOKEN"], "n0tes", "{env}");
+    let names: Vec<&String> = env.as_object().expect("object").keys().collect();
+    assert!(
+        names.iter().all(|n| n.as_str() == "NOTES_TOKEN"
+            || ["PATH", "HOME", "USER", "LANG", "LC_ALL", "TMPDIR", "TERM"].contains(&n.as_str())
+            || n.starts_with("LC_CTYPE")),
+        "only the inherited few and its own: {names:?}"
+    );
     let token = app.agent_token("coder").await;
     let listed = run(&app, &token, &["list"]).await;
     assert!(
@@ -653,11 +756,30 @@ async fn a_changed_definition_is_refused_until_accepted(backend: &str) {
         page.contains("data-upstream=\"notes\" data-state=\"up\""),
         "the upstream's state"
     );
+    let shown = "data-testid=\"offered-sha256\">";
+    let shown = &section[section.find(shown).expect("the offered hash") + shown.len()..];
+    let shown = &shown[..shown.find('<').expect("its end")];
+    assert!(shown.starts_with("sha256:") && shown.len() == 71, "{shown}");
     let csrf = admin.csrf("/admin/gateway").await;
+    // Accepting names the definition the page showed: another (the upstream changed it again
+    // since) is not accepted unseen.
+    let other = "0".repeat(64);
     let form = [
         ("csrf_token", csrf.as_str()),
         ("action", "accept"),
         ("name", "notes.append_note"),
+        ("sha256", other.as_str()),
+    ];
+    let r = (admin.post_form("/fn/change_gateway", "/admin/gateway", &form)).await;
+    assert_eq!(
+        crate::helpers::location(&r),
+        "/admin/gateway?error=definition_changed_again"
+    );
+    let form = [
+        ("csrf_token", csrf.as_str()),
+        ("action", "accept"),
+        ("name", "notes.append_note"),
+        ("sha256", shown),
     ];
     let r = (admin.post_form("/fn/change_gateway", "/admin/gateway", &form)).await;
     assert_eq!(
@@ -722,6 +844,36 @@ async fn a_changed_definition_is_refused_until_accepted(backend: &str) {
         "the later definition is not the one read"
     );
     assert!(page.contains("made against another definition"));
+
+    // Approved, the call answers more than the 1 MiB a command keeps: the agent reads its
+    // start with a marker, and the trail records the whole result's size and hash.
+    std::fs::write(dir.path().join("big"), "1200000").expect("flag");
+    browser.decide(&id, "approved", None).await;
+    let deadline = tokio::time::Instant::now() + LIMIT;
+    let waited = loop {
+        let waited = run(&app, &token, &["wait", &id]).await;
+        if waited["status"]["status"] != "pending" {
+            break waited;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{waited}");
+    };
+    std::fs::remove_file(dir.path().join("big")).expect("unflag");
+    let cut = &waited["truncated"];
+    let bytes = cut["bytes"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("cut: {cut}"));
+    assert!(bytes > 1_200_000, "{cut}");
+    assert!(text(&waited).len() < 1_048_576, "the start is kept");
+    let sha = cut["sha256"].as_str().expect("sha256");
+    let recorded = format!(
+        "select count(*) from audit_events where action = 'command.succeeded' \
+         and cast(details as text) like '%{sha}%' and cast(details as text) like '%{bytes}%'"
+    );
+    assert_eq!(
+        app.count(&recorded).await,
+        1,
+        "the whole result's size and hash"
+    );
 
     // An upstream that will not start answers upstream_unavailable, and comes back.
     std::fs::write(dir.path().join("refuse"), "").expect("flag");

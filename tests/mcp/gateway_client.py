@@ -30,6 +30,8 @@ def result_fields(result):
         # Countersign's own answers carry their structured form here too, also for tools whose
         # output schema leaves no room for it in structuredContent.
         "status": (result.meta or {}).get("countersign/status"),
+        # A result larger than Countersign keeps: the whole one's size and SHA-256.
+        "truncated": (result.meta or {}).get("countersign/truncated"),
     }
 
 

@@ -9,12 +9,17 @@ definition and availability a test controls through files in DIR:
 - `DIR/readonly`: if it exists, `append_note` is annotated `readOnlyHint` (a policy may then
   accept it outright);
 - `DIR/block`: while it exists, a call writes `DIR/started` and waits before appending.
+- `DIR/big`: if it exists, a call answers that many `x` (its content, a number) instead of
+  "noted".
+
+At start it writes its environment to `DIR/env.json` (what Countersign passed it).
 
 `append_note` appends its text to `DIR/notes.txt`.
 
     python upstream_server.py DIR
 """
 
+import json
 import os
 import sys
 
@@ -70,12 +75,17 @@ async def call_tool(name: str, arguments: dict) -> list[types.TextContent]:
             await anyio.sleep(0.02)
     with open(path("notes.txt"), "a") as f:
         f.write(arguments["text"] + "\n")
+    if os.path.exists(path("big")):
+        with open(path("big")) as f:
+            return [types.TextContent(type="text", text="x" * int(f.read()))]
     return [types.TextContent(type="text", text="noted")]
 
 
 async def main():
     if os.path.exists(path("refuse")):
         sys.exit(2)
+    with open(path("env.json"), "w") as f:
+        json.dump(dict(os.environ), f)
     async with stdio_server() as (read, write):
         await server.run(read, write, server.create_initialization_options())
 

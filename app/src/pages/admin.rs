@@ -499,7 +499,7 @@ fn ChangedTool(tool: GatewayToolItem, csrf: String) -> impl IntoView {
                 </div>
                 <div>
                     <h3>"Served now, withheld"</h3>
-                    <p><code data-testid="offered-sha256">{offered_sha256.unwrap_or_default()}</code></p>
+                    <p><code data-testid="offered-sha256">{offered_sha256.clone().unwrap_or_default()}</code></p>
                     <pre class="definition" data-testid="offered-definition"><Visible text=offered.unwrap_or_default()/></pre>
                 </div>
             </div>
@@ -507,6 +507,7 @@ fn ChangedTool(tool: GatewayToolItem, csrf: String) -> impl IntoView {
                 <input type="hidden" name="csrf_token" value=csrf/>
                 <input type="hidden" name="action" value="accept"/>
                 <input type="hidden" name="name" value=field/>
+                <input type="hidden" name="sha256" value=offered_sha256.unwrap_or_default()/>
                 <button type="submit" data-testid="accept-definition">"Accept the new definition"</button>
             </form>
         </section>

@@ -78,12 +78,14 @@ pub async fn list_gateway_tools() -> Result<GatewayView, AppError> {
     ssr::admin()?.gateway(&viewer).await
 }
 
-/// Accepts (`action` `accept`) the changed definition of gateway tool `name`.
+/// Accepts (`action` `accept`) the changed definition of gateway tool `name`: the one whose
+/// SHA-256 is `sha256`, as the page showed it.
 #[server(prefix = "/fn", endpoint = "change_gateway")]
 pub async fn change_gateway(
     csrf_token: String,
     action: String,
     name: String,
+    sha256: String,
 ) -> Result<(), AppError> {
     const PAGE: &str = "/admin/gateway";
 
@@ -96,7 +98,7 @@ pub async fn change_gateway(
     if action != "accept" {
         return Err(AppError::Invalid("`action`: must be `accept`".into()));
     }
-    let outcome = ssr::admin()?.accept_gateway_tool(&viewer, &name).await?;
+    let outcome = (ssr::admin()?.accept_gateway_tool(&viewer, &name, &sha256)).await?;
     ssr::answer(PAGE, outcome);
     Ok(())
 }

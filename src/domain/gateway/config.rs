@@ -31,6 +31,9 @@ pub const DEFAULT_HOLD: Duration = Duration::from_secs(55);
 /// The longest `hold` an upstream may set: every request's time is bounded.
 pub const MAX_HOLD: Duration = Duration::from_secs(300);
 
+/// Most upstreams one gateway serves: its executor's scope has a pattern for each.
+pub const MAX_UPSTREAMS: usize = crate::domain::command::scope::MAX_SCOPE_PATTERNS;
+
 /// The gateway's configuration: its upstreams, in file order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GatewayConfig {
@@ -58,6 +61,9 @@ pub enum Transport {
     Stdio {
         /// The program and its arguments.
         command: Vec<String>,
+        /// Variables set in its environment, beyond the few it inherits, variables already
+        /// read (secrets: the credentials it needs of its own services).
+        env: BTreeMap<String, String>,
     },
     /// Streamable HTTP.
     Http {
@@ -71,9 +77,11 @@ pub enum Transport {
 impl fmt::Debug for Transport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Transport::Stdio { command } => {
-                f.debug_struct("Stdio").field("command", command).finish()
-            }
+            Transport::Stdio { command, env } => f
+                .debug_struct("Stdio")
+                .field("command", command)
+                .field("env", &env.keys().collect::<Vec<_>>())
+                .finish_non_exhaustive(),
             Transport::Http { url, headers } => f
                 .debug_struct("Http")
                 .field("url", url)
@@ -141,6 +149,16 @@ pub fn is_upstream_name(name: &str) -> bool {
         && name
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+}
+
+/// An environment variable's name: a letter or `_`, then letters, digits and `_` (POSIX).
+fn is_env_name(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    !bytes.is_empty()
+        && !bytes[0].is_ascii_digit()
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || *b == b'_')
 }
 
 /// An HTTP header name: one or more token characters (RFC 9110).
@@ -221,6 +239,16 @@ impl Reader<'_> {
             let Some(named) = self.table(value, "upstreams") else {
                 continue;
             };
+            if named.len() > MAX_UPSTREAMS {
+                self.error(
+                    value,
+                    "upstreams",
+                    format!(
+                        "name at most {MAX_UPSTREAMS} upstreams (the gateway's executor is \
+                         scoped to each one's tools by a pattern of its own)"
+                    ),
+                );
+            }
             for (name, body) in named {
                 let mut path = "upstreams".to_owned();
                 push_key(&mut path, name);
@@ -249,8 +277,8 @@ impl Reader<'_> {
             );
         }
         let entries = self.table(body, path)?;
-        let (mut command, mut url, mut headers, mut domain, mut hold) =
-            (None, None, None, None, None);
+        let (mut command, mut url, mut headers, mut env, mut domain, mut hold) =
+            (None, None, None, None, None, None);
         for (key, value) in entries {
             let mut at = path.to_owned();
             push_key(&mut at, key);
@@ -258,21 +286,13 @@ impl Reader<'_> {
                 "command" => command = self.command(value, &at),
                 "url" => url = self.url(value, &at),
                 "headers" => headers = self.headers(value, &at),
-                "domain" => match self.string(value, &at) {
-                    Some(d) if is_domain(d) => domain = Some(d.to_owned()),
-                    Some(_) => self.error(
-                        value,
-                        &at,
-                        "a domain is 1 to 64 of a-z, 0-9, `.`, `_` and `-`, starting with a \
-                         letter or digit",
-                    ),
-                    None => {}
-                },
+                "env" => env = self.env(value, &at),
+                "domain" => domain = self.domain(value, &at),
                 "hold" => hold = self.hold(value, &at),
                 _ => self.error(
                     value,
                     &at,
-                    "unknown key (expected command, url, headers, domain or hold)",
+                    "unknown key (expected command, url, headers, env, domain or hold)",
                 ),
             }
         }
@@ -281,12 +301,20 @@ impl Reader<'_> {
                 if headers.is_some() {
                     self.error(body, path, "`headers` go with `url`, not `command`");
                 }
-                Some(Transport::Stdio { command })
+                Some(Transport::Stdio {
+                    command,
+                    env: env.unwrap_or_default(),
+                })
             }
-            (None, Some(url)) => Some(Transport::Http {
-                url,
-                headers: headers.unwrap_or_default(),
-            }),
+            (None, Some(url)) => {
+                if env.is_some() {
+                    self.error(body, path, "`env` goes with `command`, not `url`");
+                }
+                Some(Transport::Http {
+                    url,
+                    headers: headers.unwrap_or_default(),
+                })
+            }
             (Some(_), Some(_)) => {
                 self.error(
                     body,
@@ -357,28 +385,82 @@ impl Reader<'_> {
         }
     }
 
+    /// `headers`: HTTP header names to values, each `${NAME}` read from Countersign's
+    /// environment.
     fn headers(&mut self, v: &Located, path: &str) -> Option<BTreeMap<String, String>> {
+        let names = (
+            is_header_name as fn(&str) -> bool,
+            "is not an HTTP header name",
+        );
+        let values = (
+            is_header_value as fn(&str) -> bool,
+            "is not a valid header value once expanded",
+        );
+        self.secrets(v, path, names, values)
+    }
+
+    fn domain(&mut self, v: &Located, path: &str) -> Option<String> {
+        match self.string(v, path) {
+            Some(d) if is_domain(d) => Some(d.to_owned()),
+            Some(_) => {
+                self.error(
+                    v,
+                    path,
+                    "a domain is 1 to 64 of a-z, 0-9, `.`, `_` and `-`, starting with a letter \
+                     or digit",
+                );
+                None
+            }
+            None => None,
+        }
+    }
+
+    /// A stdio upstream's `env`: variable names to values, each `${NAME}` read from
+    /// Countersign's environment.
+    fn env(&mut self, v: &Located, path: &str) -> Option<BTreeMap<String, String>> {
+        let names = (
+            is_env_name as fn(&str) -> bool,
+            "is not an environment variable name (A-Z, a-z, 0-9 and `_`, not starting with a \
+             digit)",
+        );
+        let values = (
+            (|v: &str| !v.contains('\0')) as fn(&str) -> bool,
+            "holds a NUL character once expanded",
+        );
+        self.secrets(v, path, names, values)
+    }
+
+    /// A table of names to values read from the environment (`headers`, `env`: secrets): each
+    /// name must pass `names`' check and each value, `${NAME}`s expanded, `values`' (else
+    /// their errors).
+    fn secrets(
+        &mut self,
+        v: &Located,
+        path: &str,
+        (name_ok, name_rule): (fn(&str) -> bool, &str),
+        (value_ok, value_rule): (fn(&str) -> bool, &str),
+    ) -> Option<BTreeMap<String, String>> {
         let entries = self.table(v, path)?;
-        let mut headers = BTreeMap::new();
+        let mut read = BTreeMap::new();
         for (name, value) in entries {
             let mut at = path.to_owned();
             push_key(&mut at, name);
-            if !is_header_name(name) {
-                self.error(value, &at, "is not an HTTP header name");
+            if !name_ok(name) {
+                self.error(value, &at, name_rule);
                 continue;
             }
             let Some(template) = self.string(value, &at) else {
                 continue;
             };
             match expand(template, self.env) {
-                Ok(text) if is_header_value(&text) => {
-                    headers.insert(name.clone(), text);
+                Ok(text) if value_ok(&text) => {
+                    read.insert(name.clone(), text);
                 }
-                Ok(_) => self.error(value, &at, "is not a valid header value once expanded"),
+                Ok(_) => self.error(value, &at, value_rule),
                 Err(message) => self.error(value, &at, message),
             }
         }
-        Some(headers)
+        Some(read)
     }
 
     fn hold(&mut self, v: &Located, path: &str) -> Option<Duration> {
@@ -516,6 +598,59 @@ extra = 1
             "{text:?}"
         );
         assert!(has("`domain` is required"), "{text:?}");
+    }
+
+    #[test]
+    fn a_stdio_upstream_gets_the_credentials_its_env_names_and_no_log_shows_them() {
+        let src = r#"
+[upstreams.crm]
+command = ["crm-mcp"]
+env = { CRM_TOKEN = "${CRM_MCP_TOKEN}", REGION = "eu" }
+domain = "sales"
+"#;
+        let config = GatewayConfig::parse(src, &env).expect("valid");
+        let Transport::Stdio { env: set, .. } = &config.upstream("crm").expect("crm").transport
+        else {
+            panic!("stdio");
+        };
+        assert_eq!(set["CRM_TOKEN"], "s3cret");
+        assert_eq!(set["REGION"], "eu");
+        let shown = format!("{config:?}");
+        assert!(
+            shown.contains("CRM_TOKEN") && !shown.contains("s3cret"),
+            "{shown}"
+        );
+
+        let src = r#"
+[upstreams.crm]
+url = "https://crm.example.com/mcp"
+env = { "1BAD" = "x", OK = "${NOT_SET}" }
+domain = "sales"
+"#;
+        let errors = GatewayConfig::parse(src, &env).expect_err("invalid");
+        let text: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        let has = |needle: &str| text.iter().any(|t| t.contains(needle));
+        assert!(
+            has("upstreams.crm.env.1BAD: is not an environment"),
+            "{text:?}"
+        );
+        assert!(has("`${NOT_SET}` is not set"), "{text:?}");
+        assert!(has("`env` goes with `command`"), "{text:?}");
+    }
+
+    #[test]
+    fn more_upstreams_than_the_executors_scope_holds_are_refused() {
+        let file = |n: usize| {
+            (0..n)
+                .map(|i| format!("[upstreams.u{i}]\ncommand = [\"x\"]\ndomain = \"d\"\n"))
+                .collect::<String>()
+        };
+        assert!(GatewayConfig::parse(&file(MAX_UPSTREAMS), &env).is_ok());
+        let errors = GatewayConfig::parse(&file(MAX_UPSTREAMS + 1), &env).expect_err("too many");
+        assert!(
+            errors[0].to_string().contains("at most 32 upstreams"),
+            "{errors:?}"
+        );
     }
 
     #[test]

@@ -470,6 +470,17 @@ impl Policy {
             .find(|t| t.matches(tool_name))
     }
 
+    /// Whether agent `agent` is refused `tool` in `domain` whatever the call: outside its
+    /// domains, unregistered where the policy refuses unknown agents, or outside the tool's
+    /// lane (the routing's first refusals, which no argument changes).
+    pub fn refuses_outright(&self, agent: &str, tool: &str, domain: &str) -> bool {
+        let agent_refused = match self.agent(agent) {
+            Some(rule) => !rule.owns(domain),
+            None => self.defaults.unknown_agents == UnknownAgents::Refuse,
+        };
+        agent_refused || self.tool_rule(tool).is_some_and(|r| !r.allows_agent(agent))
+    }
+
     /// Whether `executor` may run `tool_name` (unlisted tools: any executor).
     pub fn executor_may_run(&self, tool_name: &str, executor: &str) -> bool {
         self.tool_rule(tool_name)
@@ -601,6 +612,38 @@ mod tests {
         assert!(p.version().starts_with("sha256:"));
         assert_eq!(p.version().len(), "sha256:".len() + 64);
         assert_eq!(p.version(), Policy::default().version());
+    }
+
+    #[test]
+    fn refused_outright_is_the_agent_and_lane_refusals() {
+        let p = Policy::from_toml_str(
+            r#"
+[defaults]
+unknown_agents = "refuse"
+
+[agents.coder]
+description = "writes code"
+domains = ["files"]
+
+[tools."files.delete"]
+category = "C"
+allowed_agents = ["ops"]
+"#,
+        )
+        .expect("valid");
+        assert!(!p.refuses_outright("coder", "files.write", "files"));
+        assert!(
+            p.refuses_outright("coder", "files.write", "sales"),
+            "not its domain"
+        );
+        assert!(
+            p.refuses_outright("stranger", "files.write", "files"),
+            "unknown"
+        );
+        assert!(
+            p.refuses_outright("coder", "files.delete", "files"),
+            "not in the lane"
+        );
     }
 
     #[test]
