@@ -108,8 +108,27 @@ fn thirty_kills_outages_a_failover_and_a_cut_lose_nothing_and_run_nothing_twice(
             .and_then(|n| n.trim().parse().ok())
             .unwrap_or(0)
     };
-    for op in ["submit", "decide", "lease", "report", "seen", "delivered"] {
+    for op in [
+        "submit",
+        "decide",
+        "lease",
+        "report",
+        "check",
+        "seen",
+        "delivered",
+    ] {
         assert!(acked(op) > 0, "some {op} acknowledged:\n{report}");
+    }
+    // The checker passed after each fault too, while the mix ran on.
+    for fault in [
+        "checked after 30 kills: ok",
+        "checked after the slow clients and bad tokens: ok",
+        "checked after database outage 1 (fast): ok",
+        "checked after database outage 2 (immediate): ok",
+        "checked after network fault 1: ok",
+        "checked after the failover: ok",
+    ] {
+        assert!(stdout.contains(fault), "`{fault}` in:\n{report}");
     }
 }
 

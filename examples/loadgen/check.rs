@@ -2,10 +2,12 @@
 //!
 //! - Every acknowledged submission's proposal exists; every acknowledged decision's proposal
 //!   left `pending` the way it was decided (a rejection's is `rejected`; an approval is
-//!   recorded for each approval); every acknowledged lease's command exists and was leased;
-//!   every acknowledged success's command is `succeeded`; every acknowledged failure is in the
-//!   trail (`command.failed` on that command, as often as the ledger acknowledged one, whether
-//!   the retry rules queued it again or ended it `failed`).
+//!   recorded for each approval); every acknowledged lease's command exists and was leased at
+//!   least as often as the ledger acknowledged its leases; every acknowledged success's
+//!   command is `succeeded`; every acknowledged failure is in the trail (`command.failed` on
+//!   that command, as often as the ledger acknowledged one, whether the retry rules queued it
+//!   again or ended it `failed`); every acknowledged pre-tool-check's decision is in the trail
+//!   (by its `check_id`).
 //! - Every idempotency key's acknowledged answers (the first, a resubmission's, a resend's
 //!   after a lost answer) name one proposal, and the database holds exactly that one for the
 //!   key. The load generator's keys are random, so a key names one proposal whichever agent
@@ -15,8 +17,9 @@
 //!   rules), or the acknowledged failures if the ledger has more. A double run is one beyond
 //!   that. (A failure report the server committed but whose answer a kill cut off is in the
 //!   trail, not in the ledger, and its retry is allowed.)
-//! - Every proposal's and command's status changes are in the trail, each starting where the
-//!   one before ended, the last ending at the status stored.
+//! - Every proposal's and command's status changes are in the trail: the first its creation
+//!   (from nothing), each later one starting where the one before ended, the last ending at
+//!   the status stored.
 //! - Every status an event stream told (`seen`) or a webhook delivery named (`delivered`) is
 //!   one its proposal really had: the stored one, or one its trail's status changes went from
 //!   or to (the first is the creation, `pending`). Any other is `never had`.
@@ -47,6 +50,11 @@ pub struct CheckArgs {
     /// The database the run's Countersign used.
     #[arg(long, env = "COUNTERSIGN_DATABASE_URL")]
     database_url: String,
+    /// Check while the run goes on (after each fault): the ledgers as written so far against
+    /// one snapshot of the database read after them. Every check holds then but `not
+    /// received` (a delivery marked after the ledgers were read), which waits for the end.
+    #[arg(long)]
+    during: bool,
 }
 
 /// The rows the checks read.
@@ -66,6 +74,8 @@ struct Stored {
     failures: HashMap<String, usize>,
     /// The webhook deliveries marked `delivered`.
     delivered: Vec<Uuid>,
+    /// The pre-tool-checks the trail records, by `check_id`.
+    checks: HashSet<String>,
 }
 
 const PROPOSALS: &str = "select id, status, idempotency_key from proposals";
@@ -77,22 +87,32 @@ const CHANGES: &str = "select subject_type, subject_id, before_status, after_sta
 const REQUEUED: &str = "select subject_id from audit_events where action = 'command.failed' \
                         and after_status = 'queued'";
 const DELIVERED: &str = "select id from webhook_deliveries where state = 'delivered'";
+const CHECKS: &str = "select subject_id from audit_events where subject_type = 'pre_tool_check'";
 const FAILURES: &str = "select subject_id from audit_events where action = 'command.failed' \
                         and subject_type = 'command'";
 
+/// The rows the checks read, all from one snapshot of the database (one read-only
+/// transaction), so that a check made while the run goes on sees each status change with its
+/// trail event or neither.
 async fn stored(url: &str) -> Result<Stored, sqlx::Error> {
     macro_rules! read {
-        ($pool:expr) => {{
+        ($pool:expr, $snapshot:expr) => {{
             let pool = $pool;
+            let mut tx = pool.begin().await?;
+            if let Some(snapshot) = $snapshot {
+                sqlx::query(snapshot).execute(&mut *tx).await?;
+            }
             let proposals: Vec<(Uuid, String, String)> =
-                sqlx::query_as(PROPOSALS).fetch_all(&pool).await?;
-            let approvals: Vec<(Uuid,)> = sqlx::query_as(APPROVALS).fetch_all(&pool).await?;
+                sqlx::query_as(PROPOSALS).fetch_all(&mut *tx).await?;
+            let approvals: Vec<(Uuid,)> = sqlx::query_as(APPROVALS).fetch_all(&mut *tx).await?;
             let commands: Vec<(Uuid, String, i32)> =
-                sqlx::query_as(COMMANDS).fetch_all(&pool).await?;
-            let changes = sqlx::query_as(CHANGES).fetch_all(&pool).await?;
-            let requeued: Vec<(String,)> = sqlx::query_as(REQUEUED).fetch_all(&pool).await?;
-            let failures: Vec<(String,)> = sqlx::query_as(FAILURES).fetch_all(&pool).await?;
-            let delivered: Vec<(Uuid,)> = sqlx::query_as(DELIVERED).fetch_all(&pool).await?;
+                sqlx::query_as(COMMANDS).fetch_all(&mut *tx).await?;
+            let changes = sqlx::query_as(CHANGES).fetch_all(&mut *tx).await?;
+            let requeued: Vec<(String,)> = sqlx::query_as(REQUEUED).fetch_all(&mut *tx).await?;
+            let failures: Vec<(String,)> = sqlx::query_as(FAILURES).fetch_all(&mut *tx).await?;
+            let delivered: Vec<(Uuid,)> = sqlx::query_as(DELIVERED).fetch_all(&mut *tx).await?;
+            let checks: Vec<(String,)> = sqlx::query_as(CHECKS).fetch_all(&mut *tx).await?;
+            tx.rollback().await?;
             Stored {
                 keys: by_key(&proposals),
                 proposals: (proposals.into_iter())
@@ -107,13 +127,16 @@ async fn stored(url: &str) -> Result<Stored, sqlx::Error> {
                 requeued: counted(requeued.into_iter().map(|(id,)| id)),
                 failures: counted(failures.into_iter().map(|(id,)| id)),
                 delivered: delivered.into_iter().map(|(id,)| id).collect(),
+                checks: checks.into_iter().map(|(id,)| id).collect(),
             }
         }};
     }
     Ok(if url.starts_with("sqlite:") {
-        read!(SqlitePool::connect(url).await?)
+        // A read transaction on SQLite's write-ahead log is a snapshot.
+        read!(SqlitePool::connect(url).await?, None::<&str>)
     } else {
-        read!(PgPool::connect(url).await?)
+        let snapshot = "set transaction isolation level repeatable read, read only";
+        read!(PgPool::connect(url).await?, Some(snapshot))
     })
 }
 
@@ -152,7 +175,7 @@ struct Findings {
 pub async fn check(args: CheckArgs) -> Result<(), String> {
     let mut entries = Vec::new();
     for path in &args.ledger {
-        entries.extend(ledger::read(path)?);
+        entries.extend(ledger::read(path, args.during)?);
     }
     let db = stored(&args.database_url)
         .await
@@ -163,7 +186,9 @@ pub async fn check(args: CheckArgs) -> Result<(), String> {
     runs(&entries, &db, &mut f);
     trail(&db, &mut f);
     told(&entries, &db, &mut f);
-    received(&entries, &db, &mut f);
+    if !args.during {
+        received(&entries, &db, &mut f);
+    }
     let verified = verify(&args.database_url).await;
     println!(
         "ledgers      {} ({} entries)",
@@ -180,11 +205,14 @@ pub async fn check(args: CheckArgs) -> Result<(), String> {
     println!("double runs  {}", f.double_runs);
     println!("trail gaps   {}", f.trail.len());
     println!("never had    {}", f.never_had.len());
-    println!(
-        "not received {} (of {} delivered)",
-        f.not_received.len(),
-        db.delivered.len()
-    );
+    match args.during {
+        true => println!("not received (checked at the end)"),
+        false => println!(
+            "not received {} (of {} delivered)",
+            f.not_received.len(),
+            db.delivered.len()
+        ),
+    }
     println!("audit verify {}", verified.as_deref().unwrap_or_else(|e| e));
     let found = (f.missing.iter()).chain(&f.duplicates).chain(&f.trail);
     for m in found.chain(&f.never_had).chain(&f.not_received).take(20) {
@@ -193,7 +221,11 @@ pub async fn check(args: CheckArgs) -> Result<(), String> {
     let clean = f.missing.is_empty() && f.duplicates.is_empty() && f.trail.is_empty();
     let clean = clean && f.never_had.is_empty() && f.not_received.is_empty();
     if clean && f.double_runs == 0 && verified.is_ok() {
-        println!("ledger check: ok");
+        println!(
+            "ledger check: ok ({} entries: missing 0, duplicates 0, double runs 0, trail gaps 0, \
+             never had 0)",
+            entries.len()
+        );
         Ok(())
     } else {
         Err("ledger check failed".into())
@@ -203,6 +235,13 @@ pub async fn check(args: CheckArgs) -> Result<(), String> {
 /// Each acknowledged answer the database does not bear out goes in `missing`.
 fn acknowledged(entries: &[Entry], db: &Stored, f: &mut Findings) {
     let mut failures: HashMap<Uuid, usize> = HashMap::new();
+    // Each acknowledged lease is one of the command's attempts: the stored count holds them all.
+    let mut leases: HashMap<Uuid, i32> = HashMap::new();
+    for e in entries {
+        if let Entry::Lease { command, .. } = e {
+            *leases.entry(*command).or_default() += 1;
+        }
+    }
     for e in entries {
         let (op, fault) = match e {
             Entry::Submit { proposal, .. } => (
@@ -213,14 +252,22 @@ fn acknowledged(entries: &[Entry], db: &Stored, f: &mut Findings) {
             Entry::Decide { proposal, verdict } => ("decide", decided(*proposal, verdict, db)),
             Entry::Lease { command, .. } => (
                 "lease",
-                match db.commands.get(command) {
-                    Some((_, attempts)) if *attempts >= 1 => None,
-                    other => Some(format!("leased command {command} is missing ({other:?})")),
+                match (db.commands.get(command), leases[command]) {
+                    (Some((_, attempts)), acked) if *attempts >= acked => None,
+                    (other, acked) => Some(format!(
+                        "leased command {command} is missing ({other:?}; {acked} leases \
+                         acknowledged)"
+                    )),
                 },
             ),
             Entry::Run { .. } => ("run", None),
             Entry::Seen { .. } => ("seen", None),
             Entry::Delivered { .. } => ("delivered", None),
+            Entry::Check { check } => (
+                "check",
+                (!db.checks.contains(&check.to_string()))
+                    .then(|| format!("pre-tool-check {check} is not in the trail")),
+            ),
             Entry::Report { command, outcome } => {
                 let nth = failures.entry(*command).or_default();
                 if outcome == "failed" {
@@ -320,13 +367,20 @@ fn trail(db: &Stored, f: &mut Findings) {
     let mut last: HashMap<(&str, &str), &str> = HashMap::new();
     for (kind, id, before, after) in &db.changes {
         let key = (kind.as_str(), id.as_str());
-        let previous = last.get(&key).copied();
-        if let (Some(p), Some(b)) = (previous, before.as_deref())
-            && p != b
-        {
-            f.trail.push(format!(
+        // A subject's first change is its creation (from nothing); every later one starts
+        // where the one before it ended.
+        match (last.get(&key).copied(), before.as_deref()) {
+            (Some(p), Some(b)) if p != b => f.trail.push(format!(
                 "{kind} {id}: the trail goes {p} then starts from {b}"
-            ));
+            )),
+            (Some(p), None) => f.trail.push(format!(
+                "{kind} {id}: the trail goes {p} then begins again from nothing"
+            )),
+            (None, Some(b)) => f.trail.push(format!(
+                "{kind} {id}: its first change in the trail starts from {b}: its creation is \
+                 missing"
+            )),
+            _ => {}
         }
         last.insert(key, after.as_str());
     }
@@ -527,6 +581,20 @@ mod tests {
             found[0].contains("goes pending then starts from rejected"),
             "{found:?}"
         );
+        let uncreated = Stored {
+            proposals: whole.proposals.clone(),
+            commands: whole.commands.clone(),
+            changes: vec![
+                change("proposal", p, Some("pending"), "approved"),
+                change("command", c, None, "queued"),
+                change("command", c, None, "queued"),
+            ],
+            ..Stored::default()
+        };
+        let found = gaps(&uncreated);
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert!(found[0].contains("its creation is missing"), "{found:?}");
+        assert!(found[1].contains("begins again from nothing"), "{found:?}");
         let elsewhere = Stored {
             commands: HashMap::from([(c, ("leased".into(), 1))]),
             ..whole
@@ -585,6 +653,9 @@ mod tests {
             ..Stored::default()
         };
         assert!(missing(&lease, &db(1)).is_empty());
+        let twice = [lease[0].clone(), lease[0].clone()];
+        assert!(missing(&twice, &db(2)).is_empty());
+        assert_eq!(missing(&twice, &db(1)).len(), 2, "a lease the count lost");
         for (db, why) in [(Stored::default(), "no command"), (db(0), "never leased")] {
             let found = missing(&lease, &db);
             assert_eq!(found.len(), 1, "{why}: {found:?}");

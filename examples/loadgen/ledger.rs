@@ -41,6 +41,8 @@ pub enum Entry {
         proposal: Uuid,
         status: String,
     },
+    /// A pre-tool-check answered `200`: its `check_id`, whose decision the trail holds.
+    Check { check: Uuid },
 }
 
 /// Where entries go.
@@ -54,12 +56,20 @@ impl Ledger {
         let (tx, mut rx) = mpsc::unbounded_channel::<Entry>();
         let writer = tokio::task::spawn_blocking(move || {
             let mut out = std::io::BufWriter::new(file);
-            while let Some(entry) = rx.blocking_recv() {
+            let write = |entry: Entry, out: &mut std::io::BufWriter<std::fs::File>| {
                 if let Ok(line) = serde_json::to_string(&entry) {
                     let _ = writeln!(out, "{line}");
                 }
+            };
+            while let Some(entry) = rx.blocking_recv() {
+                write(entry, &mut out);
+                while let Ok(entry) = rx.try_recv() {
+                    write(entry, &mut out);
+                }
+                // Nothing more waiting: what was recorded reaches the file, where a check made
+                // while the run goes on (`loadgen check --during`) reads it.
+                let _ = out.flush();
             }
-            let _ = out.flush();
         });
         Ok((Ledger(tx), writer))
     }
@@ -82,9 +92,13 @@ pub fn append(path: &Path, entry: &Entry) -> Result<(), String> {
     writeln!(file, "{line}").map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// Every entry of the ledger at `path`.
-pub fn read(path: &Path) -> Result<Vec<Entry>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+/// Every entry of the ledger at `path`; `during` a run, but for a last line not yet written
+/// whole.
+pub fn read(path: &Path, during: bool) -> Result<Vec<Entry>, String> {
+    let mut text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    if during && !text.ends_with('\n') {
+        text.truncate(text.rfind('\n').map_or(0, |end| end + 1));
+    }
     text.lines()
         .enumerate()
         .map(|(i, line)| {

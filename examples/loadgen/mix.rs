@@ -298,9 +298,19 @@ async fn agent(ctx: Arc<Ctx>, task: usize, to_review: mpsc::UnboundedSender<Uuid
             .json(&check_event())
             .send()
             .await;
-        match checked {
-            Ok(r) if r.status().is_success() => ctx.acked("check", since),
-            _ => ctx.failed("check"),
+        let answered = match checked {
+            Ok(r) if r.status().is_success() => r.json::<serde_json::Value>().await.ok(),
+            _ => None,
+        };
+        let check_id = (answered.as_ref())
+            .and_then(|a| a["check_id"].as_str())
+            .and_then(|id| id.parse::<Uuid>().ok());
+        match check_id {
+            Some(check) => {
+                ctx.acked("check", since);
+                ctx.ledger.record(Entry::Check { check });
+            }
+            None => ctx.failed("check"),
         }
         // Every fourth round waits on the newest proposal (`?wait=1`).
         if let Some(id) = last.filter(|_| i % 4 == 0) {
