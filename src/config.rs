@@ -141,6 +141,10 @@ pub struct ConnectionLimits {
     pub write_timeout: Duration,
     /// Connections served at once; more wait to be accepted.
     pub max_connections: usize,
+    /// On shutdown, how long the requests in flight have to finish: the longest wait
+    /// (`?wait=`, 60 s) with room to answer. What is still open then (event streams, which end
+    /// only when their client leaves) is cut as the process exits.
+    pub drain_limit: Duration,
 }
 
 impl Default for ConnectionLimits {
@@ -150,6 +154,7 @@ impl Default for ConnectionLimits {
             body_timeout: Duration::from_secs(30),
             write_timeout: Duration::from_secs(30),
             max_connections: 512,
+            drain_limit: Duration::from_secs(65),
         }
     }
 }

@@ -11,7 +11,8 @@
 //!   the listen backlog until one ends.
 //!
 //! Each request carries the peer's address as axum's [`ConnectInfo`]. On shutdown the
-//! listener closes, idle connections close, and requests in flight are answered first.
+//! listener closes, idle connections close, and requests in flight are answered first, for at
+//! most [`ConnectionLimits::drain_limit`].
 
 use std::future::Future;
 use std::io;
@@ -41,7 +42,8 @@ use crate::config::ConnectionLimits;
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 
 /// Serves `router` on `listener` under `limits` until `shutdown` completes, then stops
-/// accepting and waits for the connections in flight to finish their requests.
+/// accepting and waits for the connections in flight to finish their requests, at most
+/// [`ConnectionLimits::drain_limit`].
 pub async fn serve(
     listener: TcpListener,
     router: Router,
@@ -75,7 +77,15 @@ pub async fn serve(
         });
     }
     drop(listener);
-    graceful.shutdown().await;
+    if tokio::time::timeout(limits.drain_limit, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::info!(
+            limit_secs = limits.drain_limit.as_secs(),
+            "requests still open at the drain limit (event streams) are cut"
+        );
+    }
     Ok(())
 }
 

@@ -373,6 +373,7 @@ impl Hardening {
             body_timeout: self.body_timeout,
             write_timeout: self.write_timeout,
             max_connections: usize::try_from(self.max_connections).unwrap_or(usize::MAX),
+            ..crate::config::ConnectionLimits::default()
         };
         settings.sessions = crate::domain::sign_in::SessionLimits {
             idle: time_duration(self.session_idle),

@@ -626,3 +626,38 @@ async fn shutdown_answers_the_request_in_flight_then_stops() {
         "no longer listening"
     );
 }
+
+/// A request that never ends (an event stream whose client stays) does not hold a shutdown
+/// past the drain limit: `serve` returns, and the connection is cut.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_cuts_what_is_still_open_at_the_drain_limit() {
+    use tokio::sync::oneshot;
+
+    let endless = || async {
+        let forever = futures_util::stream::pending::<Result<axum::body::Bytes, std::io::Error>>();
+        axum::body::Body::from_stream(forever)
+    };
+    let router = axum::Router::new().route("/stream", axum::routing::get(endless));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let (stop, stopped) = oneshot::channel::<()>();
+    let limits = countersign::config::ConnectionLimits {
+        drain_limit: Duration::from_millis(300),
+        ..Default::default()
+    };
+    let server = tokio::spawn(countersign::serve::serve(listener, router, limits, async {
+        let _ = stopped.await;
+    }));
+    let answer = reqwest::get(format!("http://{addr}/stream"))
+        .await
+        .expect("headers");
+    assert_eq!(answer.status(), StatusCode::OK);
+    stop.send(()).expect("stop");
+    tokio::time::timeout(Duration::from_secs(10), server)
+        .await
+        .expect("serve returns at the drain limit")
+        .expect("join")
+        .expect("served");
+}
