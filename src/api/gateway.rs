@@ -167,20 +167,15 @@ impl GatewayMcp {
         let started = std::time::Instant::now();
         let body = proposal_for(call, Uuid::now_v7(), self.services.now());
         // Without a free call slot (or a running executor) an accepted call waits in the queue.
-        let (submitted, leased, run) = match executor::run_at_once(&self.gateway) {
-            Some(run) => {
-                let (submitted, leased) = (self.services)
-                    .submit_gateway_call(&caller.0, Some(caller.1), &body, &run.request)
-                    .await?;
-                (submitted, leased, Some(run))
-            }
-            None => {
-                let submitted = (self.services)
-                    .submit_with_token(&caller.0, Some(caller.1), &body)
-                    .await?;
-                (submitted, None, None)
-            }
-        };
+        let run = executor::run_at_once(&self.gateway);
+        let (submitted, leased) = (self.services)
+            .submit_gateway_call(
+                &caller.0,
+                Some(caller.1),
+                &body,
+                run.as_ref().map(|run| &run.request),
+            )
+            .await?;
         let (record, leased, run) = match (submitted, leased.zip(run)) {
             (Submitted::Replayed(r), _) => return Ok((r.id, None)),
             (Submitted::Created(r), None) => return Ok((r.id, Some((r, None)))),
@@ -209,17 +204,19 @@ impl GatewayMcp {
 
     /// Holds the request until the call behind proposal `id` has ended or `hold` passes;
     /// progress notifications carry each status when the client asked for them. `first` is the
-    /// proposal as just made, if it was (else it is read).
+    /// proposal as just made, if it was (else it is read). `made` says the request is the call
+    /// itself (not `countersign_wait_for_decision`).
     async fn hold(
         &self,
         caller: &Caller,
         (id, first): (Uuid, Option<crate::service::AgentView>),
-        hold: Duration,
+        (hold, made): (Duration, bool),
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ApiError> {
-        // Taken only to wait: a call that has already ended (an accepted one, run) answers
-        // without one, and one that finds them all taken answers `pending` with its id, so
-        // neither a result nor a held call's proposal is ever lost to the limit.
+        // A waiting place is taken only to wait: a call that has already ended (an accepted
+        // one, run) answers without one. The call itself, finding them all taken, answers
+        // `pending` with its proposal's id (which `too_many_waits` would lose); a resume, whose
+        // agent has the id, answers `too_many_waits`.
         let mut waiting = None;
         let progress = context.meta.get_progress_token();
         let deadline = tokio::time::Instant::now() + hold;
@@ -249,7 +246,8 @@ impl GatewayMcp {
             if waiting.is_none() {
                 match self.limits.waiting_place(caller.1) {
                     Ok(place) => waiting = Some(place),
-                    Err(_) => return Ok(pending(id)),
+                    Err(_) if made => return Ok(pending(id)),
+                    Err(e) => return Err(e),
                 }
             }
             let wait = left.min(MAX_WAIT);
@@ -326,7 +324,7 @@ impl GatewayMcp {
                 Err(e) => return Ok(fit_to_schema(error_result(&e), &tool.definition).into()),
             }
         }
-        let outcome = (self.hold(caller, proposed, tool.upstream.hold, context)).await;
+        let outcome = (self.hold(caller, proposed, (tool.upstream.hold, true), context)).await;
         let result = outcome.unwrap_or_else(|e| error_result(&e));
         Ok(fit_to_schema(result, &tool.definition).into())
     }
@@ -356,7 +354,8 @@ impl GatewayMcp {
                 .unwrap_or(crate::domain::gateway::config::DEFAULT_HOLD),
             Err(e) => return error_result(&ApiError::from(e)),
         };
-        (self.hold(caller, (id, None), hold, context).await).unwrap_or_else(|e| error_result(&e))
+        (self.hold(caller, (id, None), (hold, false), context).await)
+            .unwrap_or_else(|e| error_result(&e))
     }
 }
 

@@ -97,7 +97,7 @@ impl Services {
     ) -> Result<Submitted, ServiceError> {
         let agent = self.agent_of(who, UseCase::Submit)?;
         let started = std::time::Instant::now();
-        let submitted = self.submit_routed(agent, token, body, None).await;
+        let submitted = self.submit_routed(agent, token, body, None, false).await;
         self.metrics().submitted(started.elapsed());
         Ok(submitted?.0)
     }
@@ -106,20 +106,21 @@ impl Services {
     /// When the policy accepts it outright, its command is leased to the built-in gateway
     /// executor (as `run` asks) in the transaction that stores it, so that the call is made at
     /// once where it was submitted: no hand-off to the executor's loop, one write fewer. The
-    /// lease is the built-in executor's alone, and only for a gateway tool.
+    /// lease is the built-in executor's alone, and only for a gateway tool. Without `run` (no
+    /// call slot free), an accepted call waits in the queue for the executor's loop.
     pub async fn submit_gateway_call(
         &self,
         who: &Principal,
         token: Option<Uuid>,
         body: &Value,
-        run: &LeaseRequest,
+        run: Option<&LeaseRequest>,
     ) -> Result<(Submitted, Option<Leased>), ServiceError> {
         let agent = self.agent_of(who, UseCase::Submit)?;
-        if run.executor != GATEWAY_EXECUTOR {
+        if run.is_some_and(|run| run.executor != GATEWAY_EXECUTOR) {
             return Err(ServiceError::NotFound);
         }
         let started = std::time::Instant::now();
-        let submitted = self.submit_routed(agent, token, body, Some(run)).await;
+        let submitted = self.submit_routed(agent, token, body, run, true).await;
         self.metrics().submitted(started.elapsed());
         submitted
     }
@@ -130,8 +131,9 @@ impl Services {
         token: Option<Uuid>,
         body: &Value,
         run: Option<&LeaseRequest>,
+        through_gateway: bool,
     ) -> Result<(Submitted, Option<Leased>), ServiceError> {
-        let contract = self.contract_of(agent, body, run.is_some()).await?;
+        let contract = self.contract_of(agent, body, through_gateway).await?;
         let now = self.now();
         let run = run
             .filter(|_| self.is_gateway_tool(&contract.tool.name))

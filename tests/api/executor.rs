@@ -321,9 +321,11 @@ async fn a_gateway_call_approved_where_no_gateway_runs_is_no_external_executors(
         wait: std::time::Duration::ZERO,
     };
     let coder = countersign::domain::principal::Principal::Agent("coder".into());
-    let (_, leased) = (app.services.submit_gateway_call(&coder, None, &body, &run))
-        .await
-        .expect("stored");
+    let (_, leased) = (app
+        .services
+        .submit_gateway_call(&coder, None, &body, Some(&run)))
+    .await
+    .expect("stored");
     assert!(leased.is_none());
     let command = app.approve_queued(id).await;
     assert_eq!(command.spec.allowed_executors, ["countersign-gateway"]);

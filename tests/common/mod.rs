@@ -366,26 +366,19 @@ pub async fn as_one_group(
 }
 
 /// Submits `body` as agent `agent`, the way it would arrive: a body whose idempotency key has
-/// the MCP gateway's shape as the gateway submits its calls (no other way in takes such a key),
-/// any other as the API does.
+/// the MCP gateway's shape as the gateway submits its calls when no call slot is free (no other
+/// way in takes such a key), any other as the API does.
 pub async fn submit_as(
     services: &countersign::service::Services,
     agent: &str,
     body: &serde_json::Value,
 ) -> Result<countersign::service::Submitted, countersign::service::ServiceError> {
-    use countersign::domain::gateway::{GATEWAY_EXECUTOR, call::call_prefix};
+    use countersign::domain::gateway::call::call_prefix;
     let who = countersign::domain::principal::Principal::Agent(agent.to_owned());
     let key = body["idempotency_key"].as_str().unwrap_or_default();
     if call_prefix(key).is_none() {
         return services.submit(&who, body).await;
     }
-    let run = countersign::service::LeaseRequest {
-        executor: GATEWAY_EXECUTOR.to_owned(),
-        scope: None,
-        wanted: None,
-        lease_seconds: 30,
-        wait: std::time::Duration::ZERO,
-    };
-    let (submitted, _) = services.submit_gateway_call(&who, None, body, &run).await?;
+    let (submitted, _) = services.submit_gateway_call(&who, None, body, None).await?;
     Ok(submitted)
 }
