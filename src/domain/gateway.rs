@@ -15,5 +15,9 @@ pub use tool::{Definition, ToolName, ToolPin};
 /// tool's command is ever handed to. No token may take this name.
 pub const GATEWAY_EXECUTOR: &str = "countersign-gateway";
 
+/// The `_meta` key of the marker on a result the gateway cut: the whole result's size and
+/// SHA-256. Countersign's alone: an upstream's own is taken out.
+pub const TRUNCATED: &str = "countersign/truncated";
+
 /// The tool every gateway serves beside the upstreams' own: resume a held call.
 pub const WAIT_TOOL: &str = "countersign_wait_for_decision";

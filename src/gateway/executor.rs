@@ -28,7 +28,7 @@ use crate::domain::command::scope::ToolScope;
 use crate::domain::command::{CommandSpec, Outcome};
 use crate::domain::contract::canonical::sha256_hex;
 use crate::domain::gateway::call::call_prefix;
-use crate::domain::gateway::{GATEWAY_EXECUTOR, ToolName, Upstream};
+use crate::domain::gateway::{GATEWAY_EXECUTOR, TRUNCATED, ToolName, Upstream};
 use crate::domain::principal::Principal;
 use crate::domain::record::CommandRecord;
 use crate::metrics::{GatewayStep, Metrics};
@@ -334,7 +334,12 @@ async fn call(gateway: &Gateway, command: &CommandRecord, timer: Option<&Metrics
 /// (the kept part is escaped again inside it: quotes, backslashes and line ends grow). The
 /// result's `structuredContent` is kept whole when it leaves room for a marker and some text:
 /// a client checks it against the tool's `outputSchema`, and a cut one would not match.
-pub fn bounded(result: Value) -> Value {
+/// The marker is Countersign's alone: one an upstream sent is taken out (the trail records the
+/// size and hash a marker names, so an upstream could otherwise choose them).
+pub fn bounded(mut result: Value) -> Value {
+    if let Some(meta) = result.get_mut("_meta").and_then(Value::as_object_mut) {
+        meta.remove(TRUNCATED);
+    }
     let text = result.to_string();
     if text.len() <= MAX_RESULT_BYTES {
         return result;
@@ -348,7 +353,7 @@ pub fn bounded(result: Value) -> Value {
         let mut cut = json!({
             "content": [{"type": "text", "text": &text[..end]}],
             "isError": is_error,
-            "_meta": {"countersign/truncated": {
+            "_meta": {TRUNCATED: {
                 "bytes": text.len(),
                 "sha256": sha256,
                 "kept_bytes": end,
@@ -382,6 +387,17 @@ const KEPT_TEXT_LEAST: usize = 4096;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_upstreams_own_marker_is_taken_out() {
+        let forged = json!({
+            "content": [{"type": "text", "text": "small"}],
+            "_meta": {TRUNCATED: {"bytes": 1, "sha256": "00"}, "other": 1},
+        });
+        let kept = bounded(forged);
+        assert_eq!(kept["_meta"], json!({"other": 1}));
+        assert_eq!(kept["content"][0]["text"], "small");
+    }
 
     #[test]
     fn a_large_result_is_cut_with_its_size_and_hash() {

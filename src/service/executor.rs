@@ -613,7 +613,8 @@ impl BodyDigest {
     /// The size and hash of `body`; of the whole result, for a result the built-in gateway
     /// executor cut (`gateway`: its marker says; no other executor's claim is taken).
     fn of(body: &Value, gateway: bool) -> Self {
-        let whole = (body.pointer("/_meta/countersign~1truncated"))
+        let whole = (body.get("_meta"))
+            .and_then(|m| m.get(crate::domain::gateway::TRUNCATED))
             .filter(|_| gateway)
             .and_then(|m| {
                 let bytes = usize::try_from(m.get("bytes")?.as_u64()?).ok()?;
