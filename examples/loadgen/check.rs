@@ -368,12 +368,13 @@ fn trail(db: &Stored, f: &mut Findings) {
     for (kind, id, before, after) in &db.changes {
         let key = (kind.as_str(), id.as_str());
         // A subject's first change is its creation (from nothing); every later one starts
-        // where the one before it ended.
+        // where the one before it ended. (An approved rollback's `command.queued` restates,
+        // from nothing, the `queued` its approval moved it to.)
         match (last.get(&key).copied(), before.as_deref()) {
             (Some(p), Some(b)) if p != b => f.trail.push(format!(
                 "{kind} {id}: the trail goes {p} then starts from {b}"
             )),
-            (Some(p), None) => f.trail.push(format!(
+            (Some(p), None) if p != after => f.trail.push(format!(
                 "{kind} {id}: the trail goes {p} then begins again from nothing"
             )),
             (None, Some(b)) => f.trail.push(format!(
@@ -587,6 +588,8 @@ mod tests {
             changes: vec![
                 change("proposal", p, Some("pending"), "approved"),
                 change("command", c, None, "queued"),
+                change("command", c, None, "queued"),
+                change("command", c, Some("queued"), "leased"),
                 change("command", c, None, "queued"),
             ],
             ..Stored::default()
