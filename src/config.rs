@@ -143,7 +143,8 @@ pub struct ConnectionLimits {
     pub max_connections: usize,
     /// On shutdown, how long the requests in flight have to finish: the longest wait
     /// (`?wait=`, 60 s) with room to answer. What is still open then (event streams, which end
-    /// only when their client leaves) is cut as the process exits.
+    /// only when their client leaves; gateway calls held longer or still running upstream) is
+    /// cut as the process exits.
     pub drain_limit: Duration,
 }
 

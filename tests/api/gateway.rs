@@ -307,9 +307,14 @@ async fn a_token_whose_waits_are_taken_loses_no_call(backend: &str) {
     let peer = client.peer().clone();
     let held = tokio::spawn(async move { peer.call_tool(first).await });
     let first_id = pending_for(&app, "files.write_file").await;
-    while app.services.store().changes().watched() < 1 {
-        tokio::task::yield_now().await;
-    }
+    let waits = async {
+        while app.services.store().changes().watched() < 1 {
+            tokio::task::yield_now().await;
+        }
+    };
+    (tokio::time::timeout(LIMIT, waits))
+        .await
+        .expect("the first call waits");
 
     // The second is made all the same and answers `pending` with its id at once.
     let second = (client.call_tool(call(
@@ -325,6 +330,16 @@ async fn a_token_whose_waits_are_taken_loses_no_call(backend: &str) {
     assert_ne!(second_id, first_id);
     let pending = "select count(*) from proposals where status = 'pending'";
     assert_eq!(app.count(pending).await, 2);
+    // A resume, whose agent has the id, is refused while every place is taken.
+    let resumed = (client.call_tool(call(
+        "countersign_wait_for_decision",
+        json!({"proposal_id": second_id}),
+    )))
+    .await
+    .expect("tools/call");
+    assert_eq!(resumed.is_error, Some(true));
+    let code = (resumed.structured_content.as_ref()).map(|s| s["error"]["code"].clone());
+    assert_eq!(code, Some(json!("too_many_waits")), "{resumed:?}");
 
     // An accepted read runs and answers its result without a waiting place.
     std::fs::write(share_path.join("r.txt"), "read me").expect("write");
