@@ -12,6 +12,8 @@
 //!   same call while it is open is the same proposal.
 //! - A tool whose definition changes is withheld and its calls refused until an admin accepts
 //!   it; an upstream that will not start answers `upstream_unavailable` and comes back.
+//! - A call its upstream works on for longer than a third of a lease keeps its lease: the
+//!   executor heartbeats while it waits, so the first lease's end passes with nothing lapsed.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -35,6 +37,7 @@ on_both_backends!(
     a_held_write_runs_exactly_as_approved,
     a_changed_definition_is_refused_until_accepted,
     a_streamable_http_upstream_answers_an_accepted_call_at_once,
+    a_long_upstream_call_keeps_its_lease,
     an_upstreams_requests_of_the_client_are_refused
 );
 
@@ -68,6 +71,12 @@ tool_category = "write"
 
 [tools."everything.echo"]
 description = "Echoes its input: changes nothing."
+category = "A"
+tool_category = "public_read"
+risk = "low"
+
+[tools."everything.trigger-long-running-operation"]
+description = "Waits and reports progress: changes nothing."
 category = "A"
 tool_category = "public_read"
 risk = "low"
@@ -1092,6 +1101,90 @@ async fn a_streamable_http_upstream_answers_an_accepted_call_at_once(backend: &s
         .count("select count(*) from audit_events where cast(details as text) like '%upstream-only-secret%'")
         .await;
     assert_eq!(leaked, 0, "an upstream's credentials never reach the trail");
+}
+
+/// A call its upstream works on for longer than the first third of a lease keeps its lease:
+/// the gateway executor heartbeats while it waits. On the app's clock the first lease would
+/// have run out before the upstream answered; a sweep meanwhile finds nothing lapsed, the
+/// report is on time, and the agent gets the upstream's result.
+async fn a_long_upstream_call_keeps_its_lease(backend: &str) {
+    let (_server, port) = everything_server().await;
+    let app = spawn(
+        backend,
+        &format!(
+            "[upstreams.everything]\nurl = \"http://127.0.0.1:{port}/mcp\"\ndomain = \"files\"\n"
+        ),
+    )
+    .await;
+    let token = app.agent_token("coder").await;
+    // Sixteen seconds upstream: past the first heartbeat, ten seconds into the 30 s lease.
+    let args = json!({ "duration": 16, "steps": 4 }).to_string();
+    let call = agent(
+        &app,
+        &token,
+        &["call", "everything__trigger-long-running-operation", &args],
+    );
+    let boss = Principal::person("boss", Role::Admin);
+    let leased = "select count(*) from commands where status = 'leased'";
+    let deadline = tokio::time::Instant::now() + LIMIT;
+    while app.count(leased).await == 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the call was never leased"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let id = if backend == "sqlite" {
+        "select lower(hex(id)) from commands"
+    } else {
+        "select cast(id as text) from commands"
+    };
+    let id = crate::common::text(&app.db_url, id).await;
+    let id = id.parse().expect("a command id");
+    let lease_end = async || {
+        let command = app.services.command(&boss, id).await.expect("read");
+        command
+            .expect("the command")
+            .lease_expires_at
+            .expect("leased")
+    };
+    let first = lease_end().await;
+    // Two thirds of the lease go by on the app's clock before the first heartbeat...
+    app.clock.advance(time::Duration::seconds(20));
+    while lease_end().await <= first {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no heartbeat renewed the lease"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // ...and the first lease's end passes while the upstream still works.
+    app.clock.advance(time::Duration::seconds(15));
+    let swept = app.services.sweep_queue().await.expect("sweep");
+    assert_eq!(
+        (swept.settled, swept.retried),
+        (0, 0),
+        "a heartbeated lease has not lapsed"
+    );
+    let answered = answer(call).await;
+    assert_eq!(answered["is_error"], false, "{answered}");
+    assert!(
+        text(&answered).contains("Long running operation completed"),
+        "{answered}"
+    );
+    let reported: Value = serde_json::from_str(
+        &crate::common::text(
+            &app.db_url,
+            "select cast(details as text) from audit_events where action = 'command.succeeded'",
+        )
+        .await,
+    )
+    .expect("json");
+    assert_eq!(
+        reported["late"], false,
+        "reported within its lease: {reported}"
+    );
+    assert_eq!(reported["attempt"], 1, "run once: {reported}");
 }
 
 /// An upstream that asks its client for a completion, its roots or the user's input is
