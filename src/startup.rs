@@ -90,7 +90,6 @@ pub struct Application {
     listener: tokio::net::TcpListener,
     router: Router,
     services: Services,
-    sessions: AnySessionStore,
     checkpoint_key: Option<Arc<CheckpointKey>>,
     /// PostgreSQL: where to listen for other instances' queue changes.
     listen_url: Option<String>,
@@ -352,7 +351,7 @@ impl Application {
             (settings.gateway.as_ref()).map(|g| crate::gateway::Gateway::start(g, &services));
         let router = router(
             services.clone(),
-            sessions.clone(),
+            sessions,
             &settings,
             options,
             (oidc, gateway),
@@ -369,7 +368,6 @@ impl Application {
             listener,
             router,
             services,
-            sessions,
             checkpoint_key,
             listen_url: (!settings.database_url.starts_with("sqlite:"))
                 .then(|| settings.database_url.clone()),
@@ -414,7 +412,7 @@ impl Application {
             self.metrics_listener,
             self.limits,
         );
-        tokio::spawn(purge_sessions(self.sessions.clone(), self.services.clone()));
+        tokio::spawn(purge_sign_in_failures(self.services.clone()));
         tokio::spawn(prune_past_retention(self.services.clone(), self.retention));
         match self.checkpoint_key.clone() {
             Some(key) => {
@@ -703,17 +701,14 @@ async fn sign_checkpoints(services: Services, key: Arc<CheckpointKey>) {
     }
 }
 
-/// How often expired web sessions and old sign-in failure counts are deleted.
-pub const SESSION_PURGE: std::time::Duration = std::time::Duration::from_secs(600);
+/// How often old sign-in failure counts are deleted. (Web sessions that ended are pruned with
+/// the other operational rows: [`prune_past_retention`].)
+pub const SIGN_IN_PURGE: std::time::Duration = std::time::Duration::from_secs(600);
 
-async fn purge_sessions(sessions: AnySessionStore, services: Services) {
-    use tower_sessions::session_store::ExpiredDeletion;
-    let mut tick = tokio::time::interval(SESSION_PURGE);
+async fn purge_sign_in_failures(services: Services) {
+    let mut tick = tokio::time::interval(SIGN_IN_PURGE);
     loop {
         tick.tick().await;
-        if let Err(e) = sessions.delete_expired().await {
-            tracing::warn!(error = %e, "deleting expired sessions failed; retrying later");
-        }
         if let Err(e) = services.purge_sign_in_failures().await {
             tracing::warn!(error = %e, "forgetting old sign-in failures failed; retrying later");
         }

@@ -4,11 +4,13 @@
 //!
 //! A session's id is the cookie's secret, so the database keeps only its SHA-256, as it keeps
 //! API tokens' ([`Hashed`]): someone who reads the sessions table cannot sign in as anyone.
+//! Sessions that have ended are deleted a batch at a time with the other operational rows
+//! (`crate::storage::retention::prune_sessions`).
 
 use async_trait::async_trait;
 use sha2::{Digest, Sha256};
 use tower_sessions::session::{Id, Record};
-use tower_sessions::session_store::{self, ExpiredDeletion, SessionStore};
+use tower_sessions::session_store::{self, SessionStore};
 
 /// A store that keys every session by the SHA-256 of its id (the first 128 bits), never by the
 /// id itself; the record it stores carries the hashed id too.
@@ -62,13 +64,6 @@ impl<S: SessionStore> SessionStore for Hashed<S> {
     }
 }
 
-#[async_trait]
-impl<S: ExpiredDeletion> ExpiredDeletion for Hashed<S> {
-    async fn delete_expired(&self) -> session_store::Result<()> {
-        self.0.delete_expired().await
-    }
-}
-
 /// The session store on whichever backend the app runs on.
 #[derive(Debug, Clone)]
 pub enum AnySessionStore {
@@ -105,16 +100,6 @@ impl SessionStore for AnySessionStore {
         match self {
             Self::Sqlite(s) => s.delete(id).await,
             Self::Postgres(s) => s.delete(id).await,
-        }
-    }
-}
-
-#[async_trait]
-impl ExpiredDeletion for AnySessionStore {
-    async fn delete_expired(&self) -> session_store::Result<()> {
-        match self {
-            Self::Sqlite(s) => s.delete_expired().await,
-            Self::Postgres(s) => s.delete_expired().await,
         }
     }
 }

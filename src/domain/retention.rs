@@ -2,7 +2,8 @@
 //! (notifications sent, agents' webhook deliveries and their attempts, expiry and escalation
 //! alerts of settled proposals) grow with every proposal; each kind has a retention, and a
 //! background task deletes what is older, a small batch at a time, so it never holds the
-//! writer for long. The audit trail is never pruned: its export bundles are the archive.
+//! writer for long. Web sessions that have ended go the same way, as soon as they end. The
+//! audit trail is never pruned: its export bundles are the archive.
 //! Imports `policy`'s duration syntax.
 
 use std::time::Duration;
@@ -31,14 +32,17 @@ pub enum Prunable {
     WebhookDeliveries,
     /// Expiry warnings and escalation tiers raised for proposals that no longer wait.
     Alerts,
+    /// Web sessions that have ended (idle or past their lifetime): nobody can use them.
+    Sessions,
 }
 
 impl Prunable {
     /// Every kind, in the order the task prunes them.
-    pub const ALL: [Prunable; 3] = [
+    pub const ALL: [Prunable; 4] = [
         Prunable::Notifications,
         Prunable::WebhookDeliveries,
         Prunable::Alerts,
+        Prunable::Sessions,
     ];
 
     /// The table's name, as metrics and logs label it.
@@ -47,6 +51,7 @@ impl Prunable {
             Prunable::Notifications => "notifications",
             Prunable::WebhookDeliveries => "webhook_deliveries",
             Prunable::Alerts => "proposal_alerts",
+            Prunable::Sessions => "sessions",
         }
     }
 }
@@ -75,12 +80,14 @@ impl Default for Retention {
 }
 
 impl Retention {
-    /// How long rows of `kind` are kept; `None` for ever.
+    /// How long rows of `kind` are kept; `None` for ever. A web session is kept until it ends
+    /// (`--session-idle`, `--session-lifetime`), and not after: no setting of its own.
     pub fn of(&self, kind: Prunable) -> Option<Duration> {
         match kind {
             Prunable::Notifications => self.notifications,
             Prunable::WebhookDeliveries => self.webhook_deliveries,
             Prunable::Alerts => self.alerts,
+            Prunable::Sessions => Some(Duration::ZERO),
         }
     }
 }
@@ -127,5 +134,6 @@ mod tests {
             Some(Duration::from_secs(30 * DAY))
         );
         assert_eq!(r.of(Prunable::Alerts), Some(Duration::from_secs(90 * DAY)));
+        assert_eq!(r.of(Prunable::Sessions), Some(Duration::ZERO));
     }
 }

@@ -42,6 +42,7 @@ impl Services {
                             retention::prune_webhook_deliveries(conn, before, BATCH).await
                         }
                         Prunable::Alerts => retention::prune_alerts(conn, before, BATCH).await,
+                        Prunable::Sessions => retention::prune_sessions(conn, before, BATCH).await,
                     }
                 })
             })

@@ -2,7 +2,8 @@
 //! [`crate::domain::retention`]). Notifications and webhook deliveries have time-ordered ids
 //! (UUIDv7), so "older than" is a range of the primary key, read without an index of its own;
 //! rows still pending are never touched. Alerts go only once their proposal no longer waits,
-//! so an escalation is never raised twice.
+//! so an escalation is never raised twice. Web sessions go once they have ended, read by an
+//! index on when each ends (the session store's table, `tower_sessions`).
 
 use sqlx::types::Json;
 use time::OffsetDateTime;
@@ -97,6 +98,29 @@ pub async fn prune_alerts(conn: Conn<'_>, before: OffsetDateTime, limit: u32) ->
           where a.at < $1 and not exists (select 1 from proposals p \
           where p.id = a.proposal_id and p.status = 'pending') limit $2)",
     );
+    delete_before(conn, sql, before, limit).await
+}
+
+/// Deletes up to `limit` web sessions that ended before `before`; how many. The session
+/// store (tower-sessions' sqlx store) keeps them in its own table, which the migrations
+/// index by end.
+pub async fn prune_sessions(conn: Conn<'_>, before: OffsetDateTime, limit: u32) -> Result<u64> {
+    let sql = conn.pick(
+        "delete from tower_sessions where id in (select id from tower_sessions \
+         where julianday(expiry_date) < julianday($1) limit $2)",
+        "delete from tower_sessions.session where id in (select id from \
+         tower_sessions.session where expiry_date < $1 limit $2)",
+    );
+    delete_before(conn, sql, before, limit).await
+}
+
+/// Runs `sql`, a delete of up to `$2` rows from before `$1`; how many it deleted.
+async fn delete_before(
+    conn: Conn<'_>,
+    sql: &'static str,
+    before: OffsetDateTime,
+    limit: u32,
+) -> Result<u64> {
     let n = on!(conn, |c| sqlx::query(sql)
         .bind(before)
         .bind(i64::from(limit))

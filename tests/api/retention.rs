@@ -1,6 +1,7 @@
 //! Retention: rows that only record how Countersign reached people are pruned once past their
 //! retention, a batch at a time, by the system alone; rows still pending, alerts of proposals
-//! still waiting and the audit trail are never touched.
+//! still waiting and the audit trail are never touched. Web sessions go once they have ended,
+//! and a session still open is kept.
 
 use countersign::domain::lifecycle::ReviewVerdict;
 use countersign::domain::principal::{Principal, Role, TokenKind};
@@ -8,11 +9,15 @@ use countersign::domain::retention::{BATCH, Prunable};
 use countersign::service::{ChannelUrl, NotifySettings, SigningSecret, TokenRequest};
 use std::time::Duration;
 
+use crate::admin::signed_in;
 use crate::common::on_both_backends;
 use crate::helpers::TestApp;
 use crate::webhooks::{next, receiver, recorded};
 
-on_both_backends!(rows_past_their_retention_are_pruned_and_the_trail_is_not);
+on_both_backends!(
+    rows_past_their_retention_are_pruned_and_the_trail_is_not,
+    ended_sessions_are_pruned_a_batch_at_a_time
+);
 
 const DAY: Duration = Duration::from_secs(86_400);
 
@@ -205,4 +210,56 @@ async fn rows_past_their_retention_are_pruned_and_the_trail_is_not(backend: &str
         .prune(&rev, Prunable::Notifications, DAY)
         .await;
     assert!(refused.is_err(), "only the system prunes");
+}
+
+/// SQL inserting `n` web sessions that ended at the start of 2026, in the session store's table.
+fn ended_sessions(backend: &str, n: u32) -> String {
+    if backend == "sqlite" {
+        format!(
+            "with recursive k(i) as (select 1 union all select i + 1 from k where i < {n}) \
+             insert into tower_sessions (id, data, expiry_date) \
+             select 'ended-' || i, x'00', '2026-01-01T00:00:00Z' from k"
+        )
+    } else {
+        format!(
+            "insert into tower_sessions.session (id, data, expiry_date) \
+             select 'ended-' || i, '\\x00'::bytea, '2026-01-01T00:00:00Z' \
+             from generate_series(1, {n}) as i"
+        )
+    }
+}
+
+async fn ended_sessions_are_pruned_a_batch_at_a_time(backend: &str) {
+    let app = TestApp::spawn(backend).await;
+    let browser = signed_in(&app, "rev", Role::Reviewer).await;
+    app.exec(&ended_sessions(backend, 250)).await;
+    let table = if backend == "sqlite" {
+        "tower_sessions"
+    } else {
+        "tower_sessions.session"
+    };
+    let open = app
+        .count(&format!(
+            "select count(*) from {table} where id not like 'ended-%'"
+        ))
+        .await;
+    assert!(open >= 1, "the reviewer's session is stored");
+    assert_eq!(
+        prune_all(&app, Prunable::Sessions, Duration::ZERO).await,
+        vec![100, 100, 50],
+        "ended sessions go a batch at a time"
+    );
+    assert_eq!(
+        app.count(&format!("select count(*) from {table}")).await,
+        open,
+        "a session still open is kept"
+    );
+    assert_eq!(
+        browser.get("/").await.status(),
+        reqwest::StatusCode::OK,
+        "and its reviewer is still signed in"
+    );
+    let metrics = app.services.metrics().render(&[]);
+    let line = "countersign_pruned_rows_total{table=\"sessions\"} 250";
+    assert!(metrics.contains(line), "{line} in\n{metrics}");
 }
