@@ -147,14 +147,7 @@ async fn an_edit_is_approved_as_a_new_request(backend: &str) {
     assert_eq!(app.count(&bound).await, 1);
     // No value of the edit anywhere in the event: only keyed hashes (hex, where "200" may
     // well appear as digits, so the values are looked for as JSON values).
-    let details: Value = serde_json::from_str(
-        &crate::common::text(
-            &app.db_url,
-            "select cast(details as text) from audit_events where action = 'proposal.edited'",
-        )
-        .await,
-    )
-    .expect("details");
+    let details = crate::common::audit_details(&app.db_url, "proposal.edited").await;
     fn values(v: &Value, out: &mut Vec<Value>) {
         match v {
             Value::Object(m) => m.values().for_each(|v| values(v, out)),

@@ -1172,14 +1172,7 @@ async fn a_long_upstream_call_keeps_its_lease(backend: &str) {
         text(&answered).contains("Long running operation completed"),
         "{answered}"
     );
-    let reported: Value = serde_json::from_str(
-        &crate::common::text(
-            &app.db_url,
-            "select cast(details as text) from audit_events where action = 'command.succeeded'",
-        )
-        .await,
-    )
-    .expect("json");
+    let reported = crate::common::audit_details(&app.db_url, "command.succeeded").await;
     assert_eq!(
         reported["late"], false,
         "reported within its lease: {reported}"

@@ -215,14 +215,7 @@ async fn a_payment_is_approved_with_the_approvers_passkey(backend: &str) {
         "select credential_id from passkeys where username = 'rob'",
     )
     .await;
-    let details: Value = serde_json::from_str(
-        &crate::common::text(
-            &app.db_url,
-            "select cast(details as text) from audit_events where action = 'proposal.stepped_up'",
-        )
-        .await,
-    )
-    .expect("details");
+    let details = crate::common::audit_details(&app.db_url, "proposal.stepped_up").await;
     assert_eq!(details["credential_id"], credential.as_str());
     assert_eq!(details["user_verified"], true);
     let hash = details["request_hash_sha256"].as_str().expect("hash");

@@ -297,6 +297,12 @@ pub async fn text(url: &str, sql: &str) -> String {
         .expect("text"))
 }
 
+/// The details of the one audit event with `action` in the database at `url`, as JSON.
+pub async fn audit_details(url: &str, action: &str) -> Value {
+    let sql = format!("select cast(details as text) from audit_events where action = '{action}'");
+    serde_json::from_str(&text(url, &sql).await).expect("an event's details are JSON")
+}
+
 /// Runs each named `async fn(backend: &str)` as two tests, `sqlite::NAME` and `postgres::NAME`.
 #[allow(unused_macros, reason = "each test binary uses a different subset")]
 macro_rules! on_both_backends {
