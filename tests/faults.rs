@@ -14,10 +14,9 @@
 //! event stream told and its webhook delivered one its proposal had, every delivery marked
 //! delivered received, the trail verifying. Before the outages, slow clients (headers and
 //! bodies a byte a second) and a flood of bad tokens run under the mix: every slow client is cut
-//! within its timeout and the flood is answered 401/429 only. And
-//! on the SQLite
-//! default, the disk fills up mid-run (a small tmpfs of its own; the test mounts it, so it runs
-//! as root, as CI does here).
+//! within its timeout and the flood is answered 401/429 only. And on the SQLite default, the
+//! disk fills up under the same mix (a small tmpfs of its own; the test mounts it, so it runs
+//! as root, as CI does here), and the checker reads that run's ledger too.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -40,6 +39,19 @@ fn loadgen() -> PathBuf {
         loadgen.display()
     );
     loadgen
+}
+
+/// `loadgen check` of `ledgers` against `db`.
+fn check(ledgers: &[&Path], db: &str) -> std::process::Output {
+    let mut check = Command::new(loadgen());
+    check.arg("check");
+    for ledger in ledgers {
+        check.arg("--ledger").arg(ledger);
+    }
+    check
+        .args(["--database-url", db])
+        .output()
+        .expect("check runs")
 }
 
 #[test]
@@ -159,14 +171,7 @@ fn the_checker_finds_what_is_missing_and_what_ran_twice() {
     let lines = [first, second]
         .map(|p| format!(r#"{{"op":"submit","proposal":"{p}","status":"pending","key":"k-1"}}"#));
     std::fs::write(&probes, lines.join("\n")).expect("probes");
-    let out = Command::new(loadgen())
-        .args(["check", "--ledger"])
-        .arg(&ledger)
-        .arg("--ledger")
-        .arg(&probes)
-        .args(["--database-url", &db])
-        .output()
-        .expect("check");
+    let out = check(&[&ledger, &probes], &db);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(!out.status.success(), "{stdout}");
     assert!(stdout.contains("ledgers      2 (6 entries)"), "{stdout}");
@@ -213,71 +218,199 @@ impl Drop for SmallDisk {
     }
 }
 
-/// On the SQLite default, the disk fills up mid-run: submissions are answered `503
-/// unavailable` (never a 500, never a half-written row) while reads go on; once there is room
-/// again the next submission is stored, and after a SIGKILL the file is sound, holds every
-/// acknowledged proposal, and its trail verifies.
+/// On the SQLite default, the disk fills up while the mix runs (agents submitting, checking and
+/// waiting; reviewers deciding through the pages; executors leasing and reporting; the agent's
+/// event stream and webhook): writes are answered `503 unavailable` (never a 500, never a
+/// half-written row) while reads go on; once there is room again writes are acknowledged
+/// again by themselves; after a SIGKILL the file is sound and the checker finds every
+/// acknowledged answer in it, nothing run twice, every status change in the trail, and the
+/// trail verifying.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_full_disk_answers_503_and_writes_resume_when_space_returns() {
+async fn a_full_disk_under_the_mix_answers_503_loses_nothing_and_writes_resume() {
     let dir = tempfile::tempdir().expect("dir");
-    let disk = SmallDisk::mount(&dir.path().join("small"), "6m");
+    let disk = SmallDisk::mount(&dir.path().join("small"), "10m");
     let db = format!("sqlite://{}/countersign.db", disk.0.display());
     common::run_ok(&db, &["migrate"], None);
-    let token = common::run_ok(&db, &["token", "create", "--agent", "agent-a"], None);
+    let hook = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    let hook_at = hook.local_addr().expect("addr");
+    drop(hook);
+    let hook_url = format!("http://{hook_at}/countersign");
+    let created = common::run_ok(
+        &db,
+        &[
+            "token",
+            "create",
+            "--agent",
+            "agent-a",
+            "--webhook",
+            &hook_url,
+        ],
+        None,
+    );
+    let (agent, hook_secret) = created.trim().split_once('\n').expect("token and secret");
+    let executor = common::run_ok(
+        &db,
+        &[
+            "token",
+            "create",
+            "--executor",
+            "runner",
+            "--tools",
+            "crm.*",
+        ],
+        None,
+    );
+    let password = format!("disk-full-{}", uuid::Uuid::new_v4().simple());
+    common::run_ok(
+        &db,
+        &[
+            "user",
+            "add",
+            "--username",
+            "rita",
+            "--role",
+            "reviewer",
+            "--password-stdin",
+        ],
+        Some(&password),
+    );
     let mut served = common::serve(&db, &dir.path().join("audit.key"), "info");
     let client = reqwest::Client::new();
     let submit = || {
         client
             .post(format!("{}/api/v1/proposals", served.base))
-            .bearer_auth(token.trim())
+            .bearer_auth(agent)
             .json(&common::proposal_body("agent-a"))
             .send()
     };
-    let mut acknowledged = Vec::new();
-    let refusal = loop {
+    let first = submit().await.expect("answered");
+    assert_eq!(first.status(), 201);
+    let first: Value = first.json().await.expect("json");
+    let first = first["proposal"]["id"].as_str().expect("id").to_owned();
+
+    let (ledger, probes) = (
+        dir.path().join("ledger.jsonl"),
+        dir.path().join("probes.jsonl"),
+    );
+    let mix_out = std::fs::File::create(dir.path().join("loadgen.out")).expect("out");
+    let started = std::time::Instant::now();
+    let mut mix = tokio::process::Command::new(loadgen())
+        .args([
+            "run",
+            "--url",
+            &served.base,
+            "--reviewer",
+            "rita",
+            "--seconds",
+            "45",
+        ])
+        .arg("--ledger")
+        .arg(&ledger)
+        .arg("--webhook-listen")
+        .arg(hook_at.to_string())
+        .env("LOADGEN_AGENT_TOKEN", agent)
+        .env("LOADGEN_EXECUTOR_TOKEN", executor.trim())
+        .env("LOADGEN_PASSWORD", &password)
+        .env("LOADGEN_WEBHOOK_SECRET", hook_secret)
+        .stdout(mix_out)
+        .spawn()
+        .expect("loadgen runs");
+
+    // The mix fills the 10 MiB (the write-ahead log grows until a rewind, 256 MiB away).
+    let wait = |needle: &str, n: usize| {
+        tokio::task::block_in_place(|| {
+            served.wait_for_lines(needle, n, std::time::Duration::from_secs(60))
+        })
+    };
+    assert!(
+        wait("database or disk is full", 1) >= 1,
+        "the disk never filled under the mix"
+    );
+    let filled = started.elapsed();
+    // The disk stays full until the mix's requests have been answered `503` two hundred times
+    // (each request answered so is logged).
+    let unavailable = "the database is not answering";
+    let refused = wait(unavailable, 200);
+    assert!(
+        refused >= 200,
+        "{refused} requests answered 503 while the disk was full"
+    );
+    let answer = loop {
         let r = submit().await.expect("answered");
         let status = r.status().as_u16();
         let body: Value = r.json().await.expect("json");
         match status {
-            201 => acknowledged.push(body["proposal"]["id"].as_str().expect("id").to_owned()),
+            201 => {} // a group small enough for the space a failed one left
             503 => break body,
-            other => panic!("{other} while the disk filled: {body}"),
+            other => panic!("{other} while the disk was full: {body}"),
         }
-        assert!(acknowledged.len() < 50_000, "6 MiB never filled");
     };
-    assert_eq!(refusal["error"]["code"], "unavailable", "{refusal}");
-    assert!(
-        !acknowledged.is_empty(),
-        "some proposals fit before the disk filled"
-    );
+    assert_eq!(answer["error"]["code"], "unavailable", "{answer}");
     let read = client
-        .get(format!(
-            "{}/api/v1/proposals/{}",
-            served.base, acknowledged[0]
-        ))
-        .bearer_auth(token.trim())
+        .get(format!("{}/api/v1/proposals/{first}", served.base))
+        .bearer_auth(agent)
         .send()
         .await
         .expect("answered");
     assert_eq!(read.status(), 200, "reads go on while the disk is full");
 
-    disk.grow("64m");
-    let r = submit().await.expect("answered");
-    assert_eq!(
-        r.status(),
-        201,
-        "writes resume with room: {:?}",
-        r.text().await
+    disk.grow("256m");
+    let room = std::time::Instant::now();
+    let full_for = room.duration_since(started) - filled;
+    let probe = tokio::process::Command::new(loadgen())
+        .args(["probe", "--url", &served.base, "--within", "30", "--ledger"])
+        .arg(&probes)
+        .env("LOADGEN_AGENT_TOKEN", agent)
+        .output()
+        .await
+        .expect("probe runs");
+    let resumed = room.elapsed();
+    assert!(
+        probe.status.success(),
+        "writes did not resume: {}",
+        String::from_utf8_lossy(&probe.stderr)
     );
+    assert!(
+        mix.try_wait().expect("mix").is_none(),
+        "the mix ran on after space returned (the disk filled after {filled:?})"
+    );
+    let ran = mix.wait().await.expect("mix ends");
+    let figures = std::fs::read_to_string(dir.path().join("loadgen.out")).expect("figures");
+    assert!(ran.success(), "the load generator failed:\n{figures}");
     served.child.kill().expect("SIGKILL");
     served.child.wait().expect("exited");
 
-    let check = common::text(&db, "pragma integrity_check").await;
-    assert_eq!(check, "ok");
-    let stored = common::count(&db, "select count(*) from proposals").await;
-    assert_eq!(
-        stored,
-        i64::try_from(acknowledged.len() + 1).expect("count")
+    let log = served.log.lock().expect("log").join("\n");
+    for never in ["storage failed", "panicked"] {
+        assert!(
+            !log.contains(never),
+            "`{never}` in the server's log:\n{log}"
+        );
+    }
+    assert_eq!(common::text(&db, "pragma integrity_check").await, "ok");
+    let check = check(&[&ledger, &probes], &db);
+    let checked = String::from_utf8_lossy(&check.stdout);
+    assert!(check.status.success(), "{figures}\n{checked}");
+    assert!(checked.contains("ledger check: ok"), "{checked}");
+    let acked = |op: &str| -> usize {
+        let prefix = format!("{op:<12} ");
+        (figures.lines())
+            .find_map(|l| l.strip_prefix(&prefix))
+            .and_then(|rest| rest.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0)
+    };
+    for op in ["submit", "decide", "lease", "report", "check"] {
+        assert!(acked(op) > 0, "some {op} acknowledged:\n{figures}");
+    }
+    assert!(
+        common::count(&db, "select count(*) from proposals").await > 1,
+        "proposals stored"
     );
     common::run_ok(&db, &["audit", "verify"], None);
+    // The figures, for `-- --nocapture`.
+    let refused = log.lines().filter(|l| l.contains(unavailable)).count();
+    println!(
+        "disk full after {filled:.1?} of the mix, for {full_for:.1?}: {refused} requests answered \
+         503; a write acknowledged {resumed:.0?} after space returned\n{figures}\n{checked}"
+    );
 }

@@ -67,14 +67,31 @@ impl Served {
     /// Waits until the log has a line containing `needle` (answers it), or `None` once
     /// `deadline` has passed without one.
     pub fn wait_for_line(&self, needle: &str, deadline: std::time::Duration) -> Option<String> {
+        self.wait_until(deadline, |lines| {
+            lines.iter().find(|l| l.contains(needle)).cloned()
+        })
+    }
+
+    /// Waits until the log has `n` lines containing `needle`; answers how many it has (fewer
+    /// than `n` once `deadline` has passed).
+    pub fn wait_for_lines(&self, needle: &str, n: usize, deadline: std::time::Duration) -> usize {
+        let count = |lines: &[String]| lines.iter().filter(|l| l.contains(needle)).count();
+        (self.wait_until(deadline, |lines| Some(count(lines)).filter(|&c| c >= n)))
+            .unwrap_or_else(|| count(&self.log.lock().expect("log")))
+    }
+
+    /// Waits until `found` finds something in the log (answers it), or `None` once `deadline`
+    /// has passed without.
+    fn wait_until<T>(
+        &self,
+        deadline: std::time::Duration,
+        found: impl Fn(&[String]) -> Option<T>,
+    ) -> Option<T> {
         let log = self.log.lock().expect("log");
-        let (log, _) = self
-            .logged
-            .wait_timeout_while(log, deadline, |lines| {
-                !lines.iter().any(|l| l.contains(needle))
-            })
+        let (log, _) = (self.logged)
+            .wait_timeout_while(log, deadline, |lines| found(lines).is_none())
             .expect("log");
-        log.iter().find(|l| l.contains(needle)).cloned()
+        found(&log)
     }
 }
 
