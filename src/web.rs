@@ -92,6 +92,10 @@ fn internal(e: ServiceError) -> AppError {
     match e {
         ServiceError::NotFound => AppError::NotFound,
         ServiceError::Denied(denied) => AppError::Forbidden(denied.to_string()),
+        ServiceError::Storage(e) if e.is_unavailable() => {
+            tracing::warn!(error = %e, "the database is not answering");
+            AppError::Unavailable
+        }
         other => {
             tracing::error!(error = %other, "service failed");
             AppError::Internal

@@ -91,6 +91,10 @@ pub enum AppError {
     /// Something failed on the server; details are in its log, never here.
     #[error("something went wrong on the server; it has been logged")]
     Internal,
+    /// The database cannot take the request now (down, restarting, its disk full): nothing
+    /// was changed.
+    #[error("the database cannot take this now; nothing was changed, try again shortly")]
+    Unavailable,
     /// The server function machinery failed.
     #[error("{0}")]
     ServerFn(leptos::server_fn::error::ServerFnErrorErr),

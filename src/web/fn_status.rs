@@ -45,6 +45,7 @@ fn status_of(body: &[u8]) -> StatusCode {
         Ok(AppError::Forbidden(_)) => StatusCode::FORBIDDEN,
         Ok(AppError::NotFound) => StatusCode::NOT_FOUND,
         Ok(AppError::Invalid(_)) => StatusCode::UNPROCESSABLE_ENTITY,
+        Ok(AppError::Unavailable) => StatusCode::SERVICE_UNAVAILABLE,
         Ok(AppError::ServerFn(e)) => match e {
             ServerFnErrorErr::Args(_)
             | ServerFnErrorErr::MissingArg(_)
@@ -79,6 +80,10 @@ mod tests {
         assert_eq!(
             status(&AppError::Internal),
             StatusCode::INTERNAL_SERVER_ERROR
+        );
+        assert_eq!(
+            status(&AppError::Unavailable),
+            StatusCode::SERVICE_UNAVAILABLE
         );
         assert_eq!(status_of(b"not json"), StatusCode::INTERNAL_SERVER_ERROR);
     }

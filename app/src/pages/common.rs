@@ -145,13 +145,17 @@ pub fn error_view(e: AppError) -> AnyView {
         }
         other => {
             // The page's status says what went wrong too: 404 for what the viewer may not see
-            // or that does not exist, 422 for a bad query string.
+            // or that does not exist, 422 for a bad query string, 503 when the database cannot
+            // take it now.
             #[cfg(feature = "ssr")]
             if let Some(resp) = use_context::<leptos_axum::ResponseOptions>() {
                 match other {
                     AppError::NotFound => resp.set_status(axum::http::StatusCode::NOT_FOUND),
                     AppError::Invalid(_) => {
                         resp.set_status(axum::http::StatusCode::UNPROCESSABLE_ENTITY);
+                    }
+                    AppError::Unavailable => {
+                        resp.set_status(axum::http::StatusCode::SERVICE_UNAVAILABLE);
                     }
                     _ => {}
                 }
