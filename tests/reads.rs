@@ -1,17 +1,16 @@
 //! Agents' point reads, on both backends: what [`Store::point_read`] answers (on SQLite from
-//! connections of its own, stepped on the caller's thread; on PostgreSQL on connections kept
-//! out of the pool) is exactly what the pooled read answers, at every stage of a proposal's
+//! connections of its own, stepped on the caller's thread; on PostgreSQL gathered, many reads
+//! to a statement) is exactly what the pooled read answers, at every stage of a proposal's
 //! life and for every column; a value stored in a form only sqlx decodes is read through the
-//! pool; a read still gets an answer when every direct connection is lent (SQLite: the pool),
-//! every kept one is lent (PostgreSQL: it waits for one) or the database closed a kept one.
+//! pool; a read still gets an answer when every direct connection is lent (SQLite: the pool)
+//! or the database closed a reader's connection (PostgreSQL), and is answered unavailable when
+//! the database does not answer.
 //! And the agent's read a gateway call makes of itself: one open copy of a call, however many
 //! submissions make it at once.
 
 mod common;
 
-use std::future::Future;
 use std::sync::Arc;
-use std::task::Poll;
 
 use common::{LeaseAs, Write};
 use countersign::domain::Policy;
@@ -22,7 +21,7 @@ use countersign::domain::command::{CommandStatus, Outcome};
 use countersign::domain::lifecycle::ReviewVerdict;
 use countersign::domain::principal::Role;
 use countersign::service::{Report, Services, Submitted};
-use countersign::storage::direct::kept;
+use countersign::storage::direct::gathered;
 use countersign::storage::{Backend, Store, commands, proposals};
 use serde_json::{Value, json};
 use time::format_description::well_known::Rfc3339;
@@ -43,8 +42,8 @@ async fn same_as_pooled(store: &Store, id: Uuid) {
     drop(read);
     let mut point = store.point_read().await.expect("point read");
     assert!(
-        point.is_direct() || point.is_kept(),
-        "SQLite reads directly, PostgreSQL on a connection kept out of the pool"
+        point.is_direct() || point.is_gathered(),
+        "SQLite reads directly, PostgreSQL gathers its reads"
     );
     let both = point.proposal_and_command(id).await;
     assert_eq!(both.expect("point proposal and command"), expected);
@@ -242,75 +241,144 @@ async fn sqlite_a_read_with_every_direct_connection_lent_uses_the_pool() {
     assert!(point.is_direct(), "lent connections come back");
 }
 
-/// PostgreSQL: a read taken while every kept connection is lent waits for one to come back
-/// (never opening more than [`kept::most`]) and reads on it; one that waits as long as a read
-/// waits for the pool (3 s) is answered unavailable.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn postgres_a_read_with_every_kept_connection_lent_waits_for_one() {
+/// PostgreSQL: reads asked at once are answered together, a statement for many, on one
+/// connection of their own; each answer is what the pool reads for its proposal, whoever else
+/// asked for the same one. (One runtime thread: the reads are asked before the reader runs,
+/// so its statements take many each.)
+#[tokio::test]
+async fn postgres_reads_asked_at_once_are_answered_by_few_statements() {
     let (services, url, _dir) = common::fresh_services("postgres").await;
     let store = services.store().clone();
-    let id = submit(&services, &common::proposal_body("agent-a")).await;
-    let mut held = Vec::new();
-    for _ in 0..kept::most() {
-        let point = store.point_read().await.expect("point read");
-        assert!(point.is_kept());
-        held.push(point);
+    let mut ids = Vec::new();
+    for _ in 0..20 {
+        ids.push(submit(&services, &common::proposal_body("agent-a")).await);
     }
-    // No longer than a read waits for the pool: then the database is as good as unavailable.
-    match store.point_read().await {
-        Err(e) => assert!(e.is_unavailable(), "{e}"),
-        Ok(_) => panic!("every kept connection is lent"),
+    approve(&services, ids[0]).await;
+    lease(&services).await;
+    approve(&services, ids[1]).await;
+    let mut expected = Vec::new();
+    for id in &ids {
+        let mut read = store.read().await.expect("pooled read");
+        expected.push(
+            proposals::with_command::by_id(read.conn(), *id)
+                .await
+                .expect("read"),
+        );
     }
-    let mut waiting = Box::pin(store.point_read());
-    let first = std::future::poll_fn(|cx| Poll::Ready(waiting.as_mut().poll(cx))).await;
-    assert!(first.is_pending(), "every kept connection is lent");
-    drop(held.pop());
-    let mut point = waiting.await.expect("point read");
-    assert!(point.is_kept(), "it waited for a kept connection");
-    let both = point.proposal_and_command(id).await.expect("read");
-    assert_eq!(both.map(|(p, _)| p.id), Some(id));
-    let open = format!("select count(*) {}", kept_sessions());
-    assert_eq!(common::count(&url, &open).await, kept::most() as i64);
+    let counts = store
+        .gathered_counts()
+        .expect("PostgreSQL gathers point reads");
+    let (reads, statements) = (counts.reads(), counts.statements());
+    // Each proposal asked for ten times, and one that does not exist.
+    let asked: Vec<Uuid> = (0..200).map(|i| ids[i % ids.len()]).collect();
+    let missing = Uuid::new_v4();
+    let answers = futures_util::future::join_all(asked.iter().chain([&missing]).map(|id| {
+        let store = store.clone();
+        async move {
+            let mut point = store.point_read().await.expect("point read");
+            assert!(point.is_gathered());
+            point.proposal_and_command(*id).await.expect("read")
+        }
+    }))
+    .await;
+    for (i, answer) in answers[..200].iter().enumerate() {
+        let (proposal, command) = answer.as_ref().expect("found");
+        let (want, want_command) = expected[i % ids.len()].as_ref().expect("found");
+        assert_eq!(proposal, want);
+        // What a status read shows: the command of a proposal whose status may have one.
+        let want_command = want_command
+            .as_ref()
+            .filter(|_| want.status.may_have_command());
+        assert_eq!(command.as_ref(), want_command);
+    }
+    assert_eq!(answers[200], None, "no such proposal");
+    assert!(
+        answers[0].as_ref().and_then(|(_, c)| c.as_ref()).is_some(),
+        "leased"
+    );
+    assert!(
+        answers[1].as_ref().and_then(|(_, c)| c.as_ref()).is_some(),
+        "queued"
+    );
+    assert_eq!(
+        counts.reads() - reads,
+        201,
+        "every read answered by a statement"
+    );
+    // At most MOST_IDS a statement; how many each took depends on when the reader ran
+    // between the reads being asked, so only "far fewer statements than reads" is asserted.
+    let used = counts.statements() - statements;
+    assert!(
+        (201_u64.div_ceil(gathered::MOST_IDS as u64)..=20).contains(&used),
+        "201 reads asked at once took {used} statements"
+    );
+    let open = common::count(&url, &format!("select count(*) {}", reader_sessions())).await;
+    assert_eq!(open, 1, "the reader's connection");
 }
 
-/// The `from` and `where` of this database's kept connections in `pg_stat_activity`.
-fn kept_sessions() -> String {
+/// The `from` and `where` of this database's point reader's connection in `pg_stat_activity`.
+fn reader_sessions() -> String {
     format!(
         "from pg_stat_activity where datname = current_database() and application_name = '{}'",
-        kept::APPLICATION_NAME
+        gathered::APPLICATION_NAME
     )
 }
 
-/// PostgreSQL: a kept connection the database closed (a restart, an operator's
-/// `pg_terminate_backend`) fails its read, which the pool answers instead; the next read opens
-/// a kept connection in its place.
+/// PostgreSQL: the reader's connection the database closed (a restart, an operator's
+/// `pg_terminate_backend`) fails its statement, whose read the pool answers instead; the
+/// reader opens another connection for its next one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn postgres_a_kept_connection_the_database_closed_is_replaced() {
+async fn postgres_the_readers_connection_the_database_closed_is_replaced() {
     let (services, url, _dir) = common::fresh_services("postgres").await;
     let store = services.store().clone();
     let id = submit(&services, &common::proposal_body("agent-a")).await;
+    let counts = store
+        .gathered_counts()
+        .expect("PostgreSQL gathers point reads");
     let read = |store: Store| async move {
         let mut point = store.point_read().await.expect("point read");
-        let kept = point.is_kept();
         let both = point.proposal_and_command(id).await.expect("read");
-        (kept, both.map(|(p, _)| p.id))
+        both.map(|(p, _)| p.id)
     };
-    assert_eq!(read(store.clone()).await, (true, Some(id)));
-    let kept = kept_sessions();
-    assert_eq!(
-        common::count(&url, &format!("select count(*) {kept}")).await,
-        1
-    );
-    let closed = format!("select count(pg_terminate_backend(pid)) {kept}");
+    assert_eq!(read(store.clone()).await, Some(id));
+    assert_eq!(counts.reads(), 1);
+    let readers = reader_sessions();
+    let closed = format!("select count(pg_terminate_backend(pid)) {readers}");
     assert_eq!(common::count(&url, &closed).await, 1);
-    // Lent again, failing, and answered by the pool.
-    assert_eq!(read(store.clone()).await, (true, Some(id)));
-    // A new one in its place.
-    assert_eq!(read(store.clone()).await, (true, Some(id)));
-    assert_eq!(
-        common::count(&url, &format!("select count(*) {kept}")).await,
-        1
-    );
+    // Its statement fails, and the pool answers.
+    assert_eq!(read(store.clone()).await, Some(id));
+    assert_eq!(counts.reads(), 1, "read through the pool");
+    // On a new connection.
+    assert_eq!(read(store.clone()).await, Some(id));
+    assert_eq!(counts.reads(), 2);
+    let open = common::count(&url, &format!("select count(*) {readers}")).await;
+    assert_eq!(open, 1, "the reader's connection");
+}
+
+/// PostgreSQL: a read that gets no answer for as long as a read waits for the pool (3 s; here
+/// the proposals table is locked) is answered unavailable (`503`), and the reader's statement
+/// is given up on; once the lock is gone, reads are answered again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_read_without_an_answer_is_unavailable() {
+    use sqlx::Connection;
+    let (services, url, _dir) = common::fresh_services("postgres").await;
+    let store = services.store().clone();
+    let id = submit(&services, &common::proposal_body("agent-a")).await;
+    let mut locker = sqlx::PgConnection::connect(&url).await.expect("connect");
+    let mut lock = locker.begin().await.expect("begin");
+    sqlx::query("lock table proposals in access exclusive mode")
+        .execute(&mut *lock)
+        .await
+        .expect("lock");
+    let mut point = store.point_read().await.expect("point read");
+    match point.proposal_and_command(id).await {
+        Err(e) => assert!(e.is_unavailable(), "{e}"),
+        Ok(found) => panic!("read a locked table: {found:?}"),
+    }
+    lock.commit().await.expect("unlock");
+    let mut point = store.point_read().await.expect("point read");
+    let found = point.proposal_and_command(id).await.expect("read");
+    assert_eq!(found.map(|(p, _)| p.id), Some(id));
 }
 
 /// A gateway call's proposal body from agent-a: its idempotency key is `prefix` and a new id,

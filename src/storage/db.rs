@@ -33,7 +33,7 @@ use super::audit;
 use super::audit::link::PendingEvent;
 use super::changes::Changes;
 use super::conn::{Backend, BoxFuture, Conn, ReadConn, Snapshot, SnapshotInner, on};
-use super::direct::kept::KeptConns;
+use super::direct::gathered::{self, Gathered};
 use super::direct::raw::DirectReads;
 use super::error::{Result, StorageError};
 use super::writer::tx::{Job, Tx};
@@ -55,8 +55,8 @@ enum Engine {
     },
     Postgres {
         pool: PgPool,
-        /// Connections kept out of `pool` for agents' point reads ([`super::direct::kept`]).
-        kept: KeptConns,
+        /// Agents' point reads, gathered ([`super::direct::gathered`]).
+        gathered: Gathered,
         writer: mpsc::Sender<Box<dyn Job>>,
     },
 }
@@ -119,13 +119,19 @@ impl Store {
         }
     }
 
-    /// The connections kept for point reads on PostgreSQL ([`super::direct::kept`]), and the
-    /// pool they are taken from; `None` on SQLite.
-    pub(super) fn kept_reads(&self) -> Option<(&KeptConns, &PgPool)> {
+    /// Agents' point reads on PostgreSQL, gathered ([`super::direct::gathered`]); `None` on
+    /// SQLite.
+    pub(super) fn gathered_reads(&self) -> Option<&Gathered> {
         match &*self.engine {
-            Engine::Postgres { kept, pool, .. } => Some((kept, pool)),
+            Engine::Postgres { gathered, .. } => Some(gathered),
             Engine::Sqlite { .. } => None,
         }
+    }
+
+    /// What the gathered point reads have done (PostgreSQL): reads answered and the
+    /// statements that answered them; `None` on SQLite.
+    pub fn gathered_counts(&self) -> Option<&gathered::Counts> {
+        self.gathered_reads().map(Gathered::counts)
     }
 
     /// A read-only snapshot: every statement on it sees the database as of its first read.
@@ -465,11 +471,12 @@ async fn connect_postgres(url: &str) -> Result<(Store, AnySessionStore)> {
         Arc::clone(&changes),
         Arc::clone(&writer_stats),
     )?;
+    let gathered = Gathered::start(&pool);
     Ok((
         Store {
             engine: Arc::new(Engine::Postgres {
                 pool,
-                kept: KeptConns::default(),
+                gathered,
                 writer,
             }),
             salt: Arc::new(salt),

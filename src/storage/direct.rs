@@ -15,31 +15,32 @@
 //! read that fails (it never waits for a lock here). A page SQLite does not have cached is read
 //! from the file right there: a local disk's wait, on a runtime worker.
 //!
-//! On PostgreSQL, reads are network round trips anyway; the same reads run on a handful of
-//! connections kept out of the pool ([`kept`]), which sqlx does not ping after each read.
+//! On PostgreSQL, reads are network round trips anyway; the same reads are gathered
+//! ([`gathered`]): the reads waiting at one moment are answered by one statement, on a
+//! connection kept out of the pool (which sqlx would ping after each read).
 
-pub mod kept;
+pub mod gathered;
 pub(super) mod raw;
 
 use rusqlite::Connection;
 use uuid::Uuid;
 
 use super::commands::{self, CommandRecord};
-use super::conn::{Conn, ReadConn};
+use super::conn::ReadConn;
 use super::db::Store;
 use super::error::Result;
 use super::proposals::{self, ProposalRecord};
-use kept::Kept;
+use gathered::Gathered;
 use raw::{DirectReads, Lent};
 
 /// A connection for an agent's point reads: on SQLite one of [`DirectReads`] when one is
-/// free, else one from the pool; on PostgreSQL a kept one ([`kept`]). A direct or kept read that
-/// fails for any reason (a busy file, a value stored in a form only sqlx decodes, a
-/// connection the database closed) is read again through the pool, so it answers exactly what
-/// the pool would.
+/// free, else one from the pool; on PostgreSQL the gathered reads ([`gathered`]). A direct or
+/// gathered read that fails for any reason (a busy file, a value stored in a form only sqlx
+/// decodes, a connection the database closed) is read again through the pool, so it answers
+/// exactly what the pool would.
 pub struct PointRead<'a> {
     direct: Option<Lent<'a>>,
-    kept: Option<Kept<'a>>,
+    gathered: Option<&'a Gathered>,
     pooled: Option<ReadConn>,
     store: &'a Store,
 }
@@ -50,16 +51,15 @@ impl PointRead<'_> {
         self.direct.is_some()
     }
 
-    /// Whether reads run on a connection kept out of the pool (PostgreSQL, until a read on it
-    /// failed).
-    pub fn is_kept(&self) -> bool {
-        self.kept.is_some()
+    /// Whether reads are gathered (PostgreSQL, until one failed).
+    pub fn is_gathered(&self) -> bool {
+        self.gathered.is_some()
     }
 
     /// A proposal by id and the command running it, for a proposal whose status may have one
     /// (a pending proposal, what agents poll, has none): on the direct connection, two reads
-    /// (each microseconds; the second only for such a proposal); through the pool, one
-    /// statement (on PostgreSQL, one round trip).
+    /// (each microseconds; the second only for such a proposal); gathered, part of one
+    /// statement; through the pool, one statement (on PostgreSQL, one round trip).
     pub async fn proposal_and_command(
         &mut self,
         id: Uuid,
@@ -83,14 +83,11 @@ impl PointRead<'_> {
         if let Some(found) = self.direct(both) {
             return Ok(found);
         }
-        if let Some(mut kept) = self.kept.take() {
-            match proposals::with_command::by_id(Conn::Postgres(kept.conn()), id).await {
-                Ok(found) => {
-                    kept.keep();
-                    return Ok(only_if_it_may(found));
-                }
-                // Dropped, so closed: the pool reads from here on.
-                Err(e) => tracing::warn!(error = %e, "kept read failed; reading through the pool"),
+        if let Some(gathered) = self.gathered {
+            match gathered.read(id).await? {
+                Some(found) => return Ok(only_if_it_may(found)),
+                // Its statement failed (and said so): the pool reads from here on.
+                None => self.gathered = None,
             }
         }
         let found = proposals::with_command::by_id(self.pooled().await?.conn(), id).await?;
@@ -121,33 +118,20 @@ impl PointRead<'_> {
     }
 }
 
-impl Drop for PointRead<'_> {
-    /// A kept connection still here was never read on (each read takes it out first): it is
-    /// as sound as when it was lent, so it goes back.
-    fn drop(&mut self) {
-        if let Some(kept) = self.kept.take() {
-            kept.keep();
-        }
-    }
-}
-
 impl Store {
     /// A connection for an agent's point reads: on SQLite one read on this thread when a
-    /// connection of [`raw::DirectReads`] is free, else a pooled one; on PostgreSQL a [`kept`]
-    /// one (waiting for one when all are lent).
+    /// connection of [`raw::DirectReads`] is free, else a pooled one; on PostgreSQL the
+    /// gathered reads ([`gathered`]).
     pub async fn point_read(&self) -> Result<PointRead<'_>> {
         let direct = self.direct_reads().and_then(DirectReads::take);
-        let kept = match self.kept_reads() {
-            Some((kept, pool)) => Some(kept.take(pool).await?),
-            None => None,
-        };
-        let pooled = match (&direct, &kept) {
+        let gathered = self.gathered_reads();
+        let pooled = match (&direct, &gathered) {
             (None, None) => Some(self.read().await?),
             _ => None,
         };
         Ok(PointRead {
             direct,
-            kept,
+            gathered,
             pooled,
             store: self,
         })

@@ -3,6 +3,8 @@
 //! statement is a round trip, and this read is the one agents repeat most: one statement
 //! where two took two.
 
+use sqlx::Row;
+use sqlx::postgres::PgRow;
 use sqlx::types::Json;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -24,6 +26,16 @@ const BY_ID: &str = concat!(
     " from commands where proposal_id = $1 and kind = 'action') c on true"
 );
 
+/// [`BY_ID`] for many proposals at once (PostgreSQL): each proposal's columns, then its
+/// command's (null when it has none).
+const BY_IDS: &str = concat!(
+    "select p.*, c.* from (select ",
+    cols!(),
+    " from proposals where id = any($1)) p left join lateral (select ",
+    commands::cols!(),
+    " from commands where proposal_id = p.id and kind = 'action') c on true"
+);
+
 /// A proposal by id, and the command running it (not its rollbacks), if there is one.
 pub async fn by_id(
     conn: Conn<'_>,
@@ -41,6 +53,26 @@ pub async fn by_id(
             command.map(CommandRow::into_record).transpose()?,
         )))
     })
+}
+
+/// The rows of the proposals among `ids` that exist, each with the command running it (not
+/// its rollbacks) if there is one, in one statement, for [`decode`] (PostgreSQL: the gathered
+/// point reads, [`crate::storage::direct::gathered`]).
+pub async fn rows_by_ids(conn: &mut sqlx::PgConnection, ids: &[Uuid]) -> Result<Vec<PgRow>> {
+    Ok(sqlx::query(BY_IDS).bind(ids).fetch_all(conn).await?)
+}
+
+/// The proposal's id in a row of [`rows_by_ids`].
+pub fn row_id(row: &PgRow) -> Result<Uuid> {
+    Ok(row.try_get(1)?)
+}
+
+/// A row of [`rows_by_ids`]: the proposal and its command.
+pub fn decode(row: &PgRow) -> Result<(ProposalRecord, Option<CommandRecord>)> {
+    let mut columns = InOrder::new(row, 0);
+    let proposal = ProposalRow::in_order(&mut columns)?.into_record()?;
+    let command = CommandRow::in_order(&mut columns)?;
+    Ok((proposal, command.map(CommandRow::into_record).transpose()?))
 }
 
 impl ProposalRow {
