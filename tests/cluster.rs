@@ -251,23 +251,9 @@ async fn three_instances_behind_haproxy_act_as_one_and_survive_a_kill() {
     let db = cluster.db.clone();
     let cli = |args: &[&str], stdin: Option<&str>| common::run_ok(&db, args, stdin);
     let agent = cli(&["token", "create", "--agent", "agent-a"], None);
-    let executor = cli(
-        &[
-            "token",
-            "create",
-            "--executor",
-            "runner",
-            "--tools",
-            "crm.*",
-        ],
-        None,
-    );
-    let (agent, executor) = (agent.trim(), executor.trim());
-    let add = ["user", "add", "--username", "rita", "--role", "reviewer"];
-    cli(
-        &[&add[..], &["--password-stdin"]].concat(),
-        Some(&format!("{PASSWORD}\n")),
-    );
+    let executor = common::executor_token(&db, "runner");
+    let (agent, executor) = (agent.trim(), executor.as_str());
+    common::add_reviewer(&db, "rita", PASSWORD);
 
     let client = reqwest::Client::new();
     let all: BTreeSet<String> = ["cs1", "cs2", "cs3"].map(String::from).into();

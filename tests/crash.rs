@@ -167,24 +167,10 @@ async fn leases_survive_sigkill(backend: &str) {
     let run = |args: &[&str], stdin: Option<&str>| common::run_ok(&db, args, stdin);
     run(&["migrate"], None);
     let agent = run(&["token", "create", "--agent", "agent-a"], None);
-    let executor = run(
-        &["token", "create", "--executor", "n8n", "--tools", "crm.*"],
-        None,
-    );
-    let (agent, executor) = (agent.trim().to_owned(), executor.trim().to_owned());
+    let executor = common::executor_token(&db, "n8n");
+    let agent = agent.trim().to_owned();
     let password = "correct horse battery staple";
-    run(
-        &[
-            "user",
-            "add",
-            "--username",
-            "rita",
-            "--role",
-            "reviewer",
-            "--password-stdin",
-        ],
-        Some(&format!("{password}\n")),
-    );
+    common::add_reviewer(&db, "rita", password);
     let key = keys.path().join("audit.key");
     let served = serve(&db, &key, "info");
     let (mut server, base) = (served.child, served.base);

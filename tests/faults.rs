@@ -248,32 +248,9 @@ async fn a_full_disk_under_the_mix_answers_503_loses_nothing_and_writes_resume()
         None,
     );
     let (agent, hook_secret) = created.trim().split_once('\n').expect("token and secret");
-    let executor = common::run_ok(
-        &db,
-        &[
-            "token",
-            "create",
-            "--executor",
-            "runner",
-            "--tools",
-            "crm.*",
-        ],
-        None,
-    );
+    let executor = common::executor_token(&db, "runner");
     let password = format!("disk-full-{}", uuid::Uuid::new_v4().simple());
-    common::run_ok(
-        &db,
-        &[
-            "user",
-            "add",
-            "--username",
-            "rita",
-            "--role",
-            "reviewer",
-            "--password-stdin",
-        ],
-        Some(&password),
-    );
+    common::add_reviewer(&db, "rita", &password);
     let mut served = common::serve(&db, &dir.path().join("audit.key"), "info");
     let client = reqwest::Client::new();
     let submit = || {

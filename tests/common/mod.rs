@@ -23,6 +23,20 @@ pub fn countersign(db: &str) -> Process {
     cmd
 }
 
+/// A token for executor `name` scoped to the tools `crm.*` (those the tests' proposals name),
+/// made with the CLI on `db`.
+pub fn executor_token(db: &str, name: &str) -> String {
+    let args = ["token", "create", "--executor", name, "--tools", "crm.*"];
+    run_ok(db, &args, None).trim().to_owned()
+}
+
+/// Adds reviewer `username` signing in with `password`, with the CLI on `db`.
+pub fn add_reviewer(db: &str, username: &str, password: &str) {
+    let args = ["user", "add", "--username", username, "--role", "reviewer"];
+    let password = format!("{password}\n");
+    run_ok(db, &[&args[..], &["--password-stdin"]].concat(), Some(&password));
+}
+
 /// Runs a `countersign` command on `db` and returns its stdout; panics with its stderr if it
 /// fails.
 pub fn run_ok(db: &str, args: &[&str], stdin: Option<&str>) -> String {
