@@ -91,6 +91,8 @@ pub struct Metrics {
     gateway_steps: [prometheus::Histogram; 3],
     writes: HistogramVec,
     pruned: IntCounterVec,
+    /// Agents' status reads answered by PostgreSQL's point reader, and its statements.
+    gathered: IntCounterVec,
     /// The decision paths' latency children, resolved once (a scrape-free hot path: no label lookup).
     check_latency: prometheus::Histogram,
     submission_latency: prometheus::Histogram,
@@ -232,6 +234,12 @@ impl Metrics {
                 "Operational rows deleted past their retention, by table",
                 &["table"],
             ),
+            gathered: f.counter(
+                "countersign_gathered_reads_total",
+                "PostgreSQL: agents' status reads answered by the point reader (reads), and the \
+                 statements that answered them (statements), many reads to a statement under load",
+                &["counted"],
+            ),
             registry: r,
         };
         metrics.start_at_zero();
@@ -335,6 +343,15 @@ impl Metrics {
         (
             self.writes.with_label_values(&["group"]),
             self.writes.with_label_values(&["commit"]),
+        )
+    }
+
+    /// The point reader's counters, (reads, statements): the store counts into them
+    /// (`Counts::count_into`, PostgreSQL only).
+    pub fn gathered_counters(&self) -> (prometheus::IntCounter, prometheus::IntCounter) {
+        (
+            self.gathered.with_label_values(&["reads"]),
+            self.gathered.with_label_values(&["statements"]),
         )
     }
 

@@ -87,6 +87,10 @@ impl Services {
         let metrics = Arc::new(Metrics::new());
         let (group, commit) = metrics.write_timers();
         store.writer_stats().time_into(group, commit);
+        if let Some(counts) = store.gathered_counts() {
+            let (reads, statements) = metrics.gathered_counters();
+            counts.count_into(reads, statements);
+        }
         Self {
             store,
             policy: Arc::new(PolicyCell::new(policy)),

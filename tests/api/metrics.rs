@@ -1,6 +1,6 @@
 //! `GET /metrics`: Prometheus text that a Prometheus parser reads, with what the gate did
 //! (pending proposals by domain and risk, decisions, time to decision, the decision paths'
-//! latency); refused without its token, absent when the operator opened nothing, and served
+//! latency, PostgreSQL's gathered status reads); refused without its token, absent when the operator opened nothing, and served
 //! without a token only on its own listener (`--metrics-bind`), which is served under the main
 //! listener's bounds.
 
@@ -118,6 +118,27 @@ async fn metrics_need_their_token_and_count_what_the_gate_did(backend: &str) {
     assert!(
         !text.contains(TOKEN) && !text.contains(&agent),
         "no secret in the metrics"
+    );
+
+    // An agent's status read: on PostgreSQL, answered by the point reader's statement.
+    assert_eq!(app.poll(&agent, &first).await.0, StatusCode::OK);
+    let (_, text) = scrape(&app, &app.base, Some(TOKEN)).await;
+    let samples = parse(&text);
+    let gathered = |counted| {
+        value(
+            &samples,
+            "countersign_gathered_reads_total",
+            &[("counted", counted)],
+        )
+    };
+    let expected = match backend {
+        "postgres" => (Some(1.0), Some(1.0)),
+        _ => (None, None),
+    };
+    assert_eq!(
+        (gathered("reads"), gathered("statements")),
+        expected,
+        "{text}"
     );
 }
 

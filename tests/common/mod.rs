@@ -34,7 +34,11 @@ pub fn executor_token(db: &str, name: &str) -> String {
 pub fn add_reviewer(db: &str, username: &str, password: &str) {
     let args = ["user", "add", "--username", username, "--role", "reviewer"];
     let password = format!("{password}\n");
-    run_ok(db, &[&args[..], &["--password-stdin"]].concat(), Some(&password));
+    run_ok(
+        db,
+        &[&args[..], &["--password-stdin"]].concat(),
+        Some(&password),
+    );
 }
 
 /// Runs a `countersign` command on `db` and returns its stdout; panics with its stderr if it

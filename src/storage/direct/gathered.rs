@@ -32,10 +32,11 @@
 //! The reader's connection is named `countersign point reads` in `pg_stat_activity`.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use prometheus::IntCounter;
 use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, PgPool};
 use tokio::sync::{mpsc, oneshot};
@@ -67,9 +68,26 @@ struct Ask {
 pub struct Counts {
     reads: AtomicU64,
     statements: AtomicU64,
+    /// `/metrics`' counters of the same, (reads, statements), once the service layer gave them.
+    metrics: OnceLock<(IntCounter, IntCounter)>,
 }
 
 impl Counts {
+    /// Counts into `reads` and `statements` too (`/metrics`), from now on.
+    pub fn count_into(&self, reads: IntCounter, statements: IntCounter) {
+        let _ = self.metrics.set((reads, statements));
+    }
+
+    /// A statement answered `reads` reads.
+    fn answered(&self, reads: u64) {
+        self.statements.fetch_add(1, Ordering::Relaxed);
+        self.reads.fetch_add(reads, Ordering::Relaxed);
+        if let Some((counted, statements)) = self.metrics.get() {
+            statements.inc();
+            counted.inc_by(reads);
+        }
+    }
+
     /// Reads answered by a statement (not those read again through the pool).
     pub fn reads(&self) -> u64 {
         self.reads.load(Ordering::Relaxed)
@@ -168,9 +186,7 @@ impl Reader {
             ids.dedup();
             match self.statement(&ids).await {
                 Ok(rows) => {
-                    self.counts.statements.fetch_add(1, Ordering::Relaxed);
-                    let answered = asks.len() as u64;
-                    self.counts.reads.fetch_add(answered, Ordering::Relaxed);
+                    self.counts.answered(asks.len() as u64);
                     for ask in asks.drain(..) {
                         let _ = ask.answer.send(Some(rows.get(&ask.id).cloned()));
                     }
