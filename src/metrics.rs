@@ -160,6 +160,16 @@ fn timers(f: &Families<'_>) -> (HistogramVec, HistogramVec, HistogramVec) {
     (latency, gateway_steps, writes)
 }
 
+/// The family counting PostgreSQL's gathered status reads and their statements.
+fn gathered(f: &Families<'_>) -> IntCounterVec {
+    f.counter(
+        "countersign_gathered_reads_total",
+        "PostgreSQL: agents' status reads answered by the point reader (reads), and the \
+         statements that answered them (statements), many reads to a statement under load",
+        &["counted"],
+    )
+}
+
 impl Metrics {
     /// A fresh registry with every family at zero.
     pub fn new() -> Self {
@@ -234,12 +244,7 @@ impl Metrics {
                 "Operational rows deleted past their retention, by table",
                 &["table"],
             ),
-            gathered: f.counter(
-                "countersign_gathered_reads_total",
-                "PostgreSQL: agents' status reads answered by the point reader (reads), and the \
-                 statements that answered them (statements), many reads to a statement under load",
-                &["counted"],
-            ),
+            gathered: gathered(&f),
             registry: r,
         };
         metrics.start_at_zero();
