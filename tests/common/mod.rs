@@ -32,13 +32,16 @@ pub fn executor_token(db: &str, name: &str) -> String {
 
 /// Adds reviewer `username` signing in with `password`, with the CLI on `db`.
 pub fn add_reviewer(db: &str, username: &str, password: &str) {
-    let args = ["user", "add", "--username", username, "--role", "reviewer"];
-    let password = format!("{password}\n");
-    run_ok(
-        db,
-        &[&args[..], &["--password-stdin"]].concat(),
-        Some(&password),
-    );
+    let args = [
+        "user",
+        "add",
+        "--username",
+        username,
+        "--role",
+        "reviewer",
+        "--password-stdin",
+    ];
+    run_ok(db, &args, Some(&format!("{password}\n")));
 }
 
 /// Runs a `countersign` command on `db` and returns its stdout; panics with its stderr if it
