@@ -231,6 +231,7 @@ pub fn router(
     };
     let session_config = SessionConfig {
         services: services.clone(),
+        store: Arc::new(sessions.clone()),
         limits: settings.sessions,
         secure: settings.secure_cookies,
     };

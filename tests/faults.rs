@@ -333,6 +333,17 @@ async fn a_full_disk_under_the_mix_answers_503_loses_nothing_and_writes_resume()
         .await
         .expect("answered");
     assert_eq!(read.status(), 200, "reads go on while the disk is full");
+    // Signing in writes (its audit row, the session): refused with words, or taken if it
+    // fits the space a failed group left, never a 500.
+    let signing_in = common::browser::Browser::new(&served.base)
+        .login("rita", &password)
+        .await;
+    let status = signing_in.status().as_u16();
+    let said = signing_in.text().await.expect("body");
+    assert!(
+        (300..400).contains(&status) || (status == 503 && said.contains("Unavailable")),
+        "signing in while the disk was full: {status} {said}"
+    );
 
     disk.grow("256m");
     let room = std::time::Instant::now();
@@ -364,8 +375,14 @@ async fn a_full_disk_under_the_mix_answers_503_loses_nothing_and_writes_resume()
     served.child.wait().expect("exited");
 
     let log = served.log.lock().expect("log").join("\n");
-    // A 500 from the API (`storage failed`) or the pages (`service failed`).
-    for never in ["storage failed", "service failed", "panicked"] {
+    // A 500 from the API (`storage failed`), the pages (`service failed`) or the session
+    // layer (`failed to save session`).
+    for never in [
+        "storage failed",
+        "service failed",
+        "failed to save session",
+        "panicked",
+    ] {
         assert!(
             !log.contains(never),
             "`{never}` in the server's log:\n{log}"

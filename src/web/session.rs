@@ -27,7 +27,11 @@ use axum::response::Response;
 use serde::{Deserialize, Serialize};
 use subtle::ConstantTimeEq;
 use time::OffsetDateTime;
-use tower_sessions::Session;
+use tower_sessions::session::Error as SessionError;
+use tower_sessions::session_store;
+use tower_sessions::{Expiry, Session};
+
+use crate::auth::session::AnySessionStore;
 
 use crate::domain::principal::Role;
 use crate::domain::sign_in::{SessionLimits, SessionUse};
@@ -58,12 +62,14 @@ struct SessionUser {
     seen_at: i64,
 }
 
-/// What every request's session needs: the use cases, the limits, whether cookies are
-/// `Secure`.
+/// What every request's session needs: the use cases, the session store, the limits, whether
+/// cookies are `Secure`.
 #[derive(Clone)]
 pub struct SessionConfig {
     /// The use cases (session checks, the salt, the clock).
     pub services: Services,
+    /// The store the session layer keeps sessions in (a session's use is noted through it).
+    pub store: Arc<AnySessionStore>,
     /// Idle and absolute limits.
     pub limits: SessionLimits,
     /// Mark cookies `Secure`.
@@ -95,7 +101,8 @@ enum Signed {
 }
 
 /// Middleware (inside the session layer): puts the request's [`SessionHandle`] into its
-/// extensions, and sets the login CSRF cookie on the response when one was minted.
+/// extensions, saves a changed session ([`save_changes`]), and sets the login CSRF cookie on
+/// the response when one was minted.
 pub async fn attach_session_port(
     State(config): State<SessionConfig>,
     mut req: Request,
@@ -106,15 +113,16 @@ pub async fn attach_session_port(
     };
     let minted = Arc::new(OnceLock::new());
     let secure = config.secure;
+    let server_fn = req.uri().path().starts_with("/fn/");
     let port = WebSession {
-        session,
+        session: session.clone(),
         config,
         presented: login_cookie(&req),
         minted: minted.clone(),
         verdict: tokio::sync::Mutex::new(None),
     };
     req.extensions_mut().insert(SessionHandle(Arc::new(port)));
-    let mut res = next.run(req).await;
+    let mut res = save_changes(&session, next.run(req).await, server_fn).await;
     if let Some(nonce) = minted.get() {
         let secure = if secure { "; Secure" } else { "" };
         let cookie =
@@ -124,6 +132,51 @@ pub async fn attach_session_port(
         }
     }
     res
+}
+
+/// Saves a session the request changed, before the session layer would: when the store
+/// cannot take it, the answer is `503` with words (a server function's [`AppError`], or a
+/// sentence) instead of the layer's empty `500`. The layer saves again after a save here (it
+/// cannot be told the session is saved: one more write, on the few requests that change a
+/// session), and not at all after a server error.
+async fn save_changes(session: &Session, res: Response, server_fn: bool) -> Response {
+    if !session.is_modified() || res.status().is_server_error() || session.is_empty().await {
+        return res;
+    }
+    match session.save().await {
+        Ok(()) => res,
+        Err(e) => {
+            let e = store_failed(e);
+            let (content_type, body) = if server_fn {
+                let json = serde_json::to_string(&e).unwrap_or_default();
+                ("application/json", json)
+            } else {
+                ("text/plain; charset=utf-8", e.to_string())
+            };
+            let mut res = Response::new(axum::body::Body::from(body));
+            *res.status_mut() = match e {
+                AppError::Unavailable => axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                _ => axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+            };
+            res.headers_mut()
+                .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+            res
+        }
+    }
+}
+
+/// A session store's failure as the pages answer it. The session store (tower-sessions' sqlx
+/// store) hands the database's errors on as words only, so every one of them is taken for
+/// what it nearly always is, a database that cannot take the request now (down, restarting,
+/// its disk full): `503 unavailable` with the error logged, never a `500`.
+fn store_failed(e: SessionError) -> AppError {
+    match e {
+        SessionError::Store(session_store::Error::Backend(_)) => {
+            tracing::warn!(error = %e, "the database is not answering");
+            AppError::Unavailable
+        }
+        other => internal(other),
+    }
 }
 
 /// The login cookie's value, if the request has a well-formed one.
@@ -154,7 +207,7 @@ fn from_unix(secs: i64) -> OffsetDateTime {
 
 impl WebSession {
     async fn user(&self) -> Result<Option<SessionUser>, AppError> {
-        self.session.get(USER_KEY).await.map_err(internal)
+        self.session.get(USER_KEY).await.map_err(store_failed)
     }
 
     /// The sign-in form's token for `nonce`: the nonce and its keyed hash.
@@ -187,7 +240,7 @@ impl WebSession {
             None => None,
             Some(Some(role)) => Some(role),
             Some(None) => {
-                self.session.flush().await.map_err(internal)?;
+                self.session.flush().await.map_err(store_failed)?;
                 return Ok(Signed::Out);
             }
         };
@@ -201,20 +254,16 @@ impl WebSession {
         match services
             .check_session(&stamp, self.config.limits)
             .await
-            .map_err(internal)?
+            .map_err(super::internal)?
         {
             Ok(SessionUse::Keep) => {}
             Ok(SessionUse::Touch) => {
-                // Saving the session moves its stored expiry on: activity extends it.
                 user.seen_at = unix(services.now());
-                self.session
-                    .insert(USER_KEY, &user)
-                    .await
-                    .map_err(internal)?;
+                self.note_use(&user).await;
             }
             Err(end) => {
                 tracing::info!(user = %user.username, reason = end.as_str(), "session ended");
-                self.session.flush().await.map_err(internal)?;
+                self.session.flush().await.map_err(store_failed)?;
                 return Ok(Signed::Out);
             }
         }
@@ -226,6 +275,29 @@ impl WebSession {
             }),
             None => Signed::AwaitingRole(user.username),
         })
+    }
+
+    /// Notes a session's use: saves `user` (its `seen_at` moved on), which moves the stored
+    /// expiry on too, so activity extends the session. It goes through a handle of its own, so
+    /// the request's session stays unchanged: when the database cannot take the write, the
+    /// request is served all the same and its next one tries again (a `seen_at` left behind
+    /// only ends the session sooner). A request that changes its session as well saves the
+    /// `seen_at` it read, and the next one notes its use again.
+    async fn note_use(&self, user: &SessionUser) {
+        let Some(id) = self.session.id() else { return };
+        let expiry = Expiry::OnInactivity(self.config.limits.idle);
+        let own = Session::new(Some(id), Arc::clone(&self.config.store), Some(expiry));
+        let noted = async {
+            // A session ended meanwhile (signed out in another tab) is not made again.
+            if own.get::<SessionUser>(USER_KEY).await?.is_some() {
+                own.insert(USER_KEY, user).await?;
+                own.save().await?;
+            }
+            Ok::<(), SessionError>(())
+        };
+        if let Err(e) = noted.await {
+            tracing::warn!(user = %user.username, error = %e, "a session's use was not noted");
+        }
     }
 
     /// The session's verdict, checked once per request.
@@ -264,7 +336,7 @@ impl SessionPort for WebSession {
             .session
             .get::<String>(CSRF_KEY)
             .await
-            .map_err(internal)?
+            .map_err(store_failed)?
         {
             return Ok(token);
         }
@@ -275,7 +347,7 @@ impl SessionPort for WebSession {
         self.session
             .insert(CSRF_KEY, &token)
             .await
-            .map_err(internal)?;
+            .map_err(store_failed)?;
         Ok(token)
     }
 
@@ -283,11 +355,12 @@ impl SessionPort for WebSession {
         self.session
             .insert(LINES_KEY, lines)
             .await
-            .map_err(internal)
+            .map_err(store_failed)
     }
 
     async fn take_lines(&self) -> Result<Vec<String>, AppError> {
-        let lines: Option<Vec<String>> = self.session.remove(LINES_KEY).await.map_err(internal)?;
+        let lines: Option<Vec<String>> =
+            self.session.remove(LINES_KEY).await.map_err(store_failed)?;
         Ok(lines.unwrap_or_default())
     }
 
@@ -299,7 +372,7 @@ impl SessionPort for WebSession {
             .session
             .get::<String>(CSRF_KEY)
             .await
-            .map_err(internal)?
+            .map_err(store_failed)?
         {
             return Ok(stored.as_bytes().ct_eq(token.as_bytes()).into());
         }
@@ -321,16 +394,16 @@ impl SessionPort for WebSession {
         let account = services
             .user(username)
             .await
-            .map_err(internal)?
+            .map_err(super::internal)?
             .filter(|a| !a.disabled)
             .ok_or(AppError::Unauthenticated)?;
         // A new id defeats session fixation; the CSRF token is renewed with it.
-        self.session.cycle_id().await.map_err(internal)?;
+        self.session.cycle_id().await.map_err(store_failed)?;
         let token = crate::auth::token::random_hex();
         self.session
             .insert(CSRF_KEY, &token)
             .await
-            .map_err(internal)?;
+            .map_err(store_failed)?;
         let now = unix(services.now());
         let user = SessionUser {
             username: account.username,
@@ -342,13 +415,13 @@ impl SessionPort for WebSession {
         self.session
             .insert(USER_KEY, user)
             .await
-            .map_err(internal)?;
+            .map_err(store_failed)?;
         *self.verdict.lock().await = None;
         Ok(())
     }
 
     async fn sign_out(&self) -> Result<(), AppError> {
-        self.session.flush().await.map_err(internal)?;
+        self.session.flush().await.map_err(store_failed)?;
         *self.verdict.lock().await = Some(Signed::Out);
         Ok(())
     }

@@ -31,6 +31,7 @@ on_both_backends!(
     a_password_reset_signs_the_account_out_everywhere,
     idle_sessions_end_and_activity_keeps_them_alive,
     sessions_end_after_the_absolute_limit_however_active,
+    a_session_store_that_cannot_write_answers_503_and_reads_go_on,
     a_client_that_never_finishes_its_headers_is_disconnected,
     a_body_that_never_arrives_does_not_hold_the_connection,
     the_connection_cap_holds_extra_clients_until_one_leaves,
@@ -508,6 +509,80 @@ async fn sessions_end_after_the_absolute_limit_however_active(backend: &str) {
     app.clock.advance(time::Duration::minutes(20));
     assert_eq!(location(&browser.get("/").await), "/login");
     assert_eq!(ended(&app, "rev").await, ["lifetime"]);
+}
+
+/// Makes the sessions table refuse every write (`refuse`) or take them again, as a full disk
+/// does: PostgreSQL's own `disk_full` error, SQLite's words for it.
+async fn sessions_refuse_writes(app: &TestApp, refuse: bool) {
+    let table = sessions_table(app);
+    let statements: Vec<String> = match (app.db_url.starts_with("sqlite:"), refuse) {
+        (true, true) => ["insert", "update"]
+            .iter()
+            .map(|on| {
+                format!(
+                    "create trigger refuse_{on} before {on} on {table} \
+                     begin select raise(abort, 'database or disk is full'); end"
+                )
+            })
+            .collect(),
+        (true, false) => vec![
+            "drop trigger refuse_insert".into(),
+            "drop trigger refuse_update".into(),
+        ],
+        (false, true) => vec![
+            "create function refuse_writes() returns trigger language plpgsql as $$ begin \
+             raise exception 'could not extend file' using errcode = 'disk_full'; end $$"
+                .into(),
+            format!(
+                "create trigger refuse_writes before insert or update on {table} \
+                 for each row execute function refuse_writes()"
+            ),
+        ],
+        (false, false) => vec![format!("drop trigger refuse_writes on {table}")],
+    };
+    for sql in statements {
+        app.exec(&sql).await;
+    }
+}
+
+/// A session store that cannot take a write (its database's disk full) never answers `500`:
+/// signing in is answered `503 unavailable` with words, and a signed-in person's pages go on
+/// being served while their use cannot be noted. Once writes are taken again, sign-in works
+/// and a use is noted again, moving the idle limit on.
+async fn a_session_store_that_cannot_write_answers_503_and_reads_go_on(backend: &str) {
+    let app = TestApp::spawn(backend).await;
+    app.user("rev", Role::Reviewer).await;
+    app.user("rev2", Role::Reviewer).await;
+    let browser = signed_in(&app, "rev", PASSWORD).await;
+    sessions_refuse_writes(&app, true).await;
+
+    let late = app.browser();
+    let r = late.login("rev2", PASSWORD).await;
+    assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let body: Value = r.json().await.expect("the server function's error");
+    assert_eq!(body, serde_json::json!("Unavailable"), "{body}");
+    assert_eq!(location(&late.get("/").await), "/login", "not signed in");
+
+    // Past the minute, each page read would note the session's use: it cannot, and the page
+    // is served all the same.
+    let first = stored_expiry(&app).await;
+    for _ in 0..2 {
+        app.clock.advance(time::Duration::minutes(2));
+        let r = browser.get("/").await;
+        assert_eq!(r.status(), StatusCode::OK);
+        let page = r.text().await.expect("page");
+        assert!(page.contains("data-testid=\"logout\""), "still signed in");
+    }
+    assert_eq!(stored_expiry(&app).await, first, "nothing was written");
+
+    sessions_refuse_writes(&app, false).await;
+    // Four minutes after sign-in: this read notes the use, so 29 minutes on the session is
+    // still within its 30-minute idle limit.
+    assert_eq!(browser.get("/").await.status(), StatusCode::OK);
+    assert_ne!(stored_expiry(&app).await, first, "the use was noted");
+    app.clock.advance(time::Duration::minutes(29));
+    assert_eq!(browser.get("/").await.status(), StatusCode::OK);
+    assert_eq!(location(&late.login("rev2", PASSWORD).await), "/");
 }
 
 /// Reads what the server sends until it closes the connection; panics if it does not close
