@@ -68,6 +68,30 @@ fn page(status: StatusCode, title: &str, message: &str) -> Response {
     (status, Html(body)).into_response()
 }
 
+/// A failure of the pages' ports: `503` with words when the database cannot take the request
+/// now (logged where it was made), else [`failed`].
+fn app_failed(what: &str, e: AppError) -> Response {
+    match e {
+        AppError::Unavailable => page(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Try again shortly",
+            &e.to_string(),
+        ),
+        other => failed(what, other),
+    }
+}
+
+/// A use case's failure, as [`app_failed`].
+fn service_failed(what: &str, e: crate::service::ServiceError) -> Response {
+    match e {
+        crate::service::ServiceError::Storage(s) if s.is_unavailable() => {
+            tracing::warn!(error = %s, "the database is not answering");
+            app_failed(what, AppError::Unavailable)
+        }
+        other => failed(what, other),
+    }
+}
+
 fn failed(what: &str, e: impl std::fmt::Display) -> Response {
     tracing::error!(error = %e, "{what}");
     page(
@@ -89,26 +113,26 @@ async fn exporter(
     let viewer = match session.0.viewer().await {
         Ok(Some(v)) => v,
         Ok(None) => return Err(Redirect::to("/login").into_response()),
-        Err(e) => return Err(failed("reading the session failed", e)),
+        Err(e) => return Err(app_failed("reading the session failed", e)),
     };
     match session.0.csrf_matches(&form.csrf_token).await {
         Ok(true) => {}
         Ok(false) => {
             let rejected = SecurityEvent::CsrfRejected(FormName::Export);
             if let Err(e) = state.desk.security(Some(&viewer), rejected).await {
-                return Err(failed("recording a rejected export form failed", e));
+                return Err(app_failed("recording a rejected export form failed", e));
             }
             let back = form
                 .query
                 .href("/audit", &[("error", Notice::Csrf.code().into())]);
             return Err(Redirect::to(&back).into_response());
         }
-        Err(e) => return Err(failed("checking the form's token failed", e)),
+        Err(e) => return Err(app_failed("checking the form's token failed", e)),
     }
     if let Err(AppError::Forbidden(why)) = may_audit(&viewer) {
         let denied = SecurityEvent::AccessDenied(Page::AuditExport);
         if let Err(e) = state.desk.security(Some(&viewer), denied).await {
-            return Err(failed("recording a denied export failed", e));
+            return Err(app_failed("recording a denied export failed", e));
         }
         return Err(page(StatusCode::FORBIDDEN, "Forbidden", &why));
     }
@@ -159,7 +183,7 @@ async fn download(
         .record_export(&actor, &sel, &manifest, "zip")
         .await
     {
-        return failed("recording the export failed", e);
+        return service_failed("recording the export failed", e);
     }
     send(archive, dir, &manifest).await
 }

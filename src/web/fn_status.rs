@@ -41,19 +41,28 @@ pub async fn error_status(request: Request, next: Next) -> Response {
 /// The status an error body's kind calls for.
 fn status_of(body: &[u8]) -> StatusCode {
     match serde_json::from_slice::<AppError>(body) {
-        Ok(AppError::Unauthenticated) => StatusCode::UNAUTHORIZED,
-        Ok(AppError::Forbidden(_)) => StatusCode::FORBIDDEN,
-        Ok(AppError::NotFound) => StatusCode::NOT_FOUND,
-        Ok(AppError::Invalid(_)) => StatusCode::UNPROCESSABLE_ENTITY,
-        Ok(AppError::Unavailable) => StatusCode::SERVICE_UNAVAILABLE,
-        Ok(AppError::ServerFn(e)) => match e {
+        Ok(e) => status_for(&e),
+        Err(_) => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+/// The status an error of the pages calls for, wherever it is answered (server functions,
+/// the live pages' streams, the export, single sign-on).
+pub fn status_for(e: &AppError) -> StatusCode {
+    match e {
+        AppError::Unauthenticated => StatusCode::UNAUTHORIZED,
+        AppError::Forbidden(_) => StatusCode::FORBIDDEN,
+        AppError::NotFound => StatusCode::NOT_FOUND,
+        AppError::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
+        AppError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+        AppError::ServerFn(e) => match e {
             ServerFnErrorErr::Args(_)
             | ServerFnErrorErr::MissingArg(_)
             | ServerFnErrorErr::Deserialization(_) => StatusCode::BAD_REQUEST,
             ServerFnErrorErr::UnsupportedRequestMethod(_) => StatusCode::METHOD_NOT_ALLOWED,
             _ => StatusCode::INTERNAL_SERVER_ERROR,
         },
-        Ok(AppError::Internal) | Err(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        AppError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }
 

@@ -50,11 +50,12 @@ use app::dto::AppError;
 use serde::Deserialize;
 use uuid::Uuid;
 
+use super::fn_status::status_for;
 use crate::api::limits::{Place, Places};
 use crate::domain::lifecycle::{ProposalStatus, status_at};
 use crate::domain::principal::Principal;
+use crate::service::Services;
 use crate::service::Watching;
-use crate::service::{ServiceError, Services};
 
 /// How often the watcher looks at the chain's head while a queue listens.
 pub const TICK: Duration = Duration::from_secs(1);
@@ -200,7 +201,7 @@ async fn proposal_events(
         Ok(found) => found,
         Err(AppError::Forbidden(_)) => return StatusCode::FORBIDDEN.into_response(),
         Err(AppError::NotFound) => return StatusCode::NOT_FOUND.into_response(),
-        Err(_) => return StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+        Err(e) => return status_for(&e).into_response(),
     };
     let place = match stream_place(&live, &cookie) {
         Ok(place) => place,
@@ -229,10 +230,8 @@ async fn signed_in(session: &SessionHandle) -> Result<app::dto::Viewer, StatusCo
     match session.0.viewer().await {
         Ok(Some(v)) => Ok(v),
         Ok(None) => Err(StatusCode::UNAUTHORIZED),
-        Err(e) => {
-            tracing::error!(error = %e, "reading the session failed");
-            Err(StatusCode::INTERNAL_SERVER_ERROR)
-        }
+        // Logged where it was made: the database not answering, or what failed.
+        Err(e) => Err(status_for(&e)),
     }
 }
 
@@ -297,18 +296,15 @@ async fn events(
     };
     let who = match super::principal(&live.services, &viewer).await {
         Ok(who) => who,
-        Err(_) => return StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+        Err(e) => return status_for(&e).into_response(),
     };
     // Subscribe first, then read this stream's own starting point: a move after the read is
     // told, whatever the watcher last read.
     let head = live.head.subscribe(&live.services);
     let now = match live.services.desk_position(&who).await {
         Ok(seq) => seq,
-        Err(ServiceError::Denied(_)) => return StatusCode::FORBIDDEN.into_response(),
-        Err(e) => {
-            tracing::error!(error = %e, "reading the chain head for a live page failed");
-            return StatusCode::INTERNAL_SERVER_ERROR.into_response();
-        }
+        // Denied: 403; the database not answering: 503.
+        Err(e) => return status_for(&super::internal(e)).into_response(),
     };
     let place = match stream_place(&live, &cookie) {
         Ok(place) => place,

@@ -10,16 +10,16 @@
 
 use std::sync::Arc;
 
-use app::dto::Notice;
+use app::dto::{AppError, Notice};
 use app::ports::SessionHandle;
 use axum::extract::{Query, State};
-use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 use axum::{Extension, Router};
 use serde::Deserialize;
 use tower_sessions::Session;
 
+use super::fn_status::status_for;
 use crate::auth::oidc::{Oidc, OidcFailure, PendingLogin};
 use crate::domain::sso::SsoIdentity;
 use crate::service::{Services, SsoSignIn};
@@ -51,9 +51,15 @@ struct Answer {
     iss: Option<String>,
 }
 
-fn internal(e: impl std::fmt::Display) -> Response {
-    tracing::error!(error = %e, "single sign-on failed");
-    StatusCode::INTERNAL_SERVER_ERROR.into_response()
+/// The session could not be read or written: `503` when its database cannot take it now.
+fn session_failed(e: tower_sessions::session::Error) -> Response {
+    refused(crate::web::session::store_failed(e))
+}
+
+/// A use case's or the session port's failure (logged where it was made), answered with its
+/// status: `503` when the database cannot take it now, else `500`.
+fn refused(e: AppError) -> Response {
+    (status_for(&e), e.to_string()).into_response()
 }
 
 fn to_login(notice: Notice) -> Response {
@@ -64,7 +70,7 @@ async fn login(State(s): State<SsoState>, session: Session) -> Response {
     let (url, pending) = s.oidc.start();
     match session.insert(PENDING_KEY, pending).await {
         Ok(()) => Redirect::to(&url).into_response(),
-        Err(e) => internal(e),
+        Err(e) => session_failed(e),
     }
 }
 
@@ -76,14 +82,14 @@ async fn callback(
 ) -> Response {
     let pending = match session.remove::<PendingLogin>(PENDING_KEY).await {
         Ok(p) => p,
-        Err(e) => return internal(e),
+        Err(e) => return session_failed(e),
     };
     let identity = match check(&s.oidc, pending, answer).await {
         Ok(identity) => identity,
         Err(failure) => {
             tracing::warn!(reason = failure.reason(), error = %failure, "single sign-on refused");
             if let Err(e) = s.services.sso_sign_in_failed(failure.reason()).await {
-                return internal(e);
+                return refused(super::internal(e));
             }
             return to_login(Notice::SsoFailed);
         }
@@ -91,7 +97,7 @@ async fn callback(
     match s.services.sso_sign_in(identity).await {
         Ok(SsoSignIn::SignedIn(user)) => {
             if let Err(e) = port.0.sign_in(&user.username).await {
-                return internal(e);
+                return refused(e);
             }
             let role = user.role.map_or("none", |r| r.as_str());
             tracing::info!(user = %user.username, role, "signed in through single sign-on");
@@ -100,7 +106,7 @@ async fn callback(
         }
         Ok(SsoSignIn::Disabled) => to_login(Notice::SsoRefused),
         Ok(SsoSignIn::NoUsername) => to_login(Notice::SsoFailed),
-        Err(e) => internal(e),
+        Err(e) => refused(super::internal(e)),
     }
 }
 

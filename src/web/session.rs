@@ -154,10 +154,7 @@ async fn save_changes(session: &Session, res: Response, server_fn: bool) -> Resp
                 ("text/plain; charset=utf-8", e.to_string())
             };
             let mut res = Response::new(axum::body::Body::from(body));
-            *res.status_mut() = match e {
-                AppError::Unavailable => axum::http::StatusCode::SERVICE_UNAVAILABLE,
-                _ => axum::http::StatusCode::INTERNAL_SERVER_ERROR,
-            };
+            *res.status_mut() = super::fn_status::status_for(&e);
             res.headers_mut()
                 .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
             res
@@ -169,7 +166,7 @@ async fn save_changes(session: &Session, res: Response, server_fn: bool) -> Resp
 /// store) hands the database's errors on as words only, so every one of them is taken for
 /// what it nearly always is, a database that cannot take the request now (down, restarting,
 /// its disk full): `503 unavailable` with the error logged, never a `500`.
-fn store_failed(e: SessionError) -> AppError {
+pub(crate) fn store_failed(e: SessionError) -> AppError {
     match e {
         SessionError::Store(session_store::Error::Backend(_)) => {
             tracing::warn!(error = %e, "the database is not answering");

@@ -31,7 +31,7 @@ on_both_backends!(
     a_password_reset_signs_the_account_out_everywhere,
     idle_sessions_end_and_activity_keeps_them_alive,
     sessions_end_after_the_absolute_limit_however_active,
-    a_session_store_that_cannot_write_answers_503_and_reads_go_on,
+    a_session_store_that_fails_is_answered_503_never_500,
     a_client_that_never_finishes_its_headers_is_disconnected,
     a_body_that_never_arrives_does_not_hold_the_connection,
     the_connection_cap_holds_extra_clients_until_one_leaves,
@@ -545,11 +545,12 @@ async fn sessions_refuse_writes(app: &TestApp, refuse: bool) {
     }
 }
 
-/// A session store that cannot take a write (its database's disk full) never answers `500`:
-/// signing in is answered `503 unavailable` with words, and a signed-in person's pages go on
-/// being served while their use cannot be noted. Once writes are taken again, sign-in works
-/// and a use is noted again, moving the idle limit on.
-async fn a_session_store_that_cannot_write_answers_503_and_reads_go_on(backend: &str) {
+/// A session store that fails is never answered `500`. While it cannot take a write (its
+/// database's disk full), signing in is answered `503 unavailable` with words, and a
+/// signed-in person's pages go on being served while their use cannot be noted; once writes
+/// are taken again, sign-in works and a use is noted again, moving the idle limit on. While
+/// it cannot even be read, pages and their event streams answer `503`.
+async fn a_session_store_that_fails_is_answered_503_never_500(backend: &str) {
     let app = TestApp::spawn(backend).await;
     app.user("rev", Role::Reviewer).await;
     app.user("rev2", Role::Reviewer).await;
@@ -583,6 +584,26 @@ async fn a_session_store_that_cannot_write_answers_503_and_reads_go_on(backend: 
     app.clock.advance(time::Duration::minutes(29));
     assert_eq!(browser.get("/").await.status(), StatusCode::OK);
     assert_eq!(location(&late.login("rev2", PASSWORD).await), "/");
+
+    // A session that cannot even be read: pages and their streams answer 503.
+    let (aside, back) = match app.db_url.starts_with("sqlite:") {
+        true => (
+            "alter table tower_sessions rename to sessions_aside",
+            "alter table sessions_aside rename to tower_sessions",
+        ),
+        false => (
+            "alter table tower_sessions.session rename to session_aside",
+            "alter table tower_sessions.session_aside rename to session",
+        ),
+    };
+    app.exec(aside).await;
+    let one = format!("/events/proposals/{}", uuid::Uuid::new_v4());
+    for path in ["/", "/events/desk", &one] {
+        let r = browser.get(path).await;
+        assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE, "{path}");
+    }
+    app.exec(back).await;
+    assert_eq!(browser.get("/events/desk").await.status(), StatusCode::OK);
 }
 
 /// Reads what the server sends until it closes the connection; panics if it does not close
