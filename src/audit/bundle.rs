@@ -101,6 +101,9 @@ pub enum BundleError {
     /// Reading the trail to export failed (internal; logged, never echoed to a browser).
     #[error("reading the trail failed: {0}")]
     Read(String),
+    /// The database could not be read now (down, restarting): nothing was exported; try again.
+    #[error("the database is not answering: {0}")]
+    Unavailable(String),
 }
 
 fn sha256_file(path: &Path) -> std::io::Result<String> {

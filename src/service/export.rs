@@ -27,6 +27,7 @@ impl From<ServiceError> for BundleError {
     fn from(e: ServiceError) -> Self {
         match e {
             ServiceError::Denied(denied) => BundleError::Denied(denied),
+            ServiceError::Storage(e) => e.into(),
             other => BundleError::Read(other.to_string()),
         }
     }
@@ -34,7 +35,11 @@ impl From<ServiceError> for BundleError {
 
 impl From<crate::storage::StorageError> for BundleError {
     fn from(e: crate::storage::StorageError) -> Self {
-        BundleError::Read(e.to_string())
+        if e.is_unavailable() {
+            BundleError::Unavailable(e.to_string())
+        } else {
+            BundleError::Read(e.to_string())
+        }
     }
 }
 
@@ -148,4 +153,24 @@ fn selection_json(sel: &Selection) -> Value {
         .map(|(k, v)| (k.to_owned(), Value::String(v)))
         .collect();
     Value::Object(map)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::StorageError;
+
+    #[test]
+    fn a_database_that_is_not_answering_is_told_apart_from_a_failed_read() {
+        let down = StorageError::Database(sqlx::Error::PoolTimedOut);
+        assert!(matches!(
+            BundleError::from(ServiceError::Storage(down)),
+            BundleError::Unavailable(_)
+        ));
+        let corrupt = StorageError::Corrupt("unknown status `x`".into());
+        assert!(matches!(
+            BundleError::from(ServiceError::Storage(corrupt)),
+            BundleError::Read(_)
+        ));
+    }
 }

@@ -164,6 +164,10 @@ async fn download(
         .await
     {
         Ok(m) => m,
+        Err(e @ bundle::BundleError::Unavailable(_)) => {
+            tracing::warn!(error = %e, "the database is not answering");
+            return app_failed("exporting the trail failed", AppError::Unavailable);
+        }
         Err(e) => return failed("exporting the trail failed", e),
     };
     let archive = dir.path().join("export.zip");
