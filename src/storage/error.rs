@@ -13,6 +13,10 @@ pub enum StorageError {
     /// The database failed.
     #[error(transparent)]
     Database(#[from] sqlx::Error),
+    /// SQLite failed on a path that steps its statements itself (rusqlite, on the handle sqlx
+    /// lends: the trail's appends and walks, the direct reads).
+    #[error(transparent)]
+    Sqlite(#[from] rusqlite::Error),
     /// Migrations failed.
     #[error(transparent)]
     Migrate(#[from] sqlx::migrate::MigrateError),
@@ -51,6 +55,10 @@ impl StorageError {
                 sqlx::Error::Database(d) => out_of_service(d.as_ref()),
                 _ => false,
             },
+            StorageError::Sqlite(e) => matches!(
+                e.sqlite_error_code(),
+                Some(rusqlite::ErrorCode::DiskFull | rusqlite::ErrorCode::SystemIoFailure)
+            ),
             StorageError::Unavailable(_) => true,
             _ => false,
         }
@@ -134,5 +142,16 @@ mod tests {
             matches!(&broken, Err(e) if !e.is_unavailable()),
             "{broken:?}"
         );
+    }
+
+    #[test]
+    fn sqlite_stepped_in_place_is_unavailable_only_when_its_disk_is() {
+        use rusqlite::ffi;
+        let failure =
+            |code| StorageError::from(rusqlite::Error::SqliteFailure(ffi::Error::new(code), None));
+        assert!(failure(ffi::SQLITE_FULL).is_unavailable());
+        assert!(failure(ffi::SQLITE_IOERR_WRITE).is_unavailable());
+        assert!(!failure(ffi::SQLITE_CONSTRAINT_TRIGGER).is_unavailable());
+        assert!(!failure(ffi::SQLITE_CORRUPT).is_unavailable());
     }
 }

@@ -203,7 +203,8 @@ impl Cols<'_, '_> {
     }
 }
 
-/// rusqlite's errors as sqlx's I/O kind: an internal failure like any other.
+/// rusqlite's errors as the storage layer's: the database not answering when SQLite says
+/// its disk is full or failing ([`StorageError::is_unavailable`]), else a failure of its own.
 pub(crate) fn sqlite(e: rusqlite::Error) -> StorageError {
-    StorageError::Database(sqlx::Error::Io(std::io::Error::other(e)))
+    StorageError::Sqlite(e)
 }
