@@ -69,17 +69,18 @@ fn no_task(task_id: &str) -> ErrorData {
 /// A failure of the server, logged: the client is told the database is not answering (as
 /// the API's `503 unavailable` body, in the error's data), or no more.
 fn failed(e: ServiceError) -> ErrorData {
+    tracing::warn!(error = %e, "a gateway task could not be read or cancelled");
+    told(&ApiError::from(e))
+}
+
+/// What the client is told of a failure, classified as the API classifies it.
+fn told(e: &ApiError) -> ErrorData {
     match e {
-        ServiceError::Storage(e) if e.is_unavailable() => {
-            tracing::warn!(error = %e, "the database is not answering");
-            let body = ApiError::Unavailable.body();
-            let words = "Countersign's database is not answering; ask again shortly";
-            ErrorData::internal_error(words, Some(body))
-        }
-        other => {
-            tracing::error!(error = %other, "a gateway task could not be read or cancelled");
-            ErrorData::internal_error("Countersign could not answer for this task", None)
-        }
+        ApiError::Unavailable => ErrorData::internal_error(
+            "Countersign's database is not answering; ask again shortly",
+            Some(e.body()),
+        ),
+        _ => ErrorData::internal_error("Countersign could not answer for this task", None),
     }
 }
 
@@ -162,19 +163,11 @@ impl GatewayMcp {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storage::StorageError;
 
     #[test]
     fn a_database_that_is_not_answering_is_said_so_in_the_error() {
-        let down = ServiceError::Storage(StorageError::Database(sqlx::Error::PoolTimedOut));
-        let told = failed(down);
-        let data = told.data.expect("the API's body");
+        let data = told(&ApiError::Unavailable).data.expect("the API's body");
         assert_eq!(data["error"]["code"], "unavailable");
-        let broken = ServiceError::Storage(StorageError::Corrupt("unknown status `x`".into()));
-        assert_eq!(
-            failed(broken).data,
-            None,
-            "nothing more for the server's own failure"
-        );
+        assert_eq!(told(&ApiError::Internal).data, None, "nothing more");
     }
 }
