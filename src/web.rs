@@ -14,6 +14,7 @@ pub mod ledger;
 pub mod live;
 pub mod oidc;
 mod passkeys;
+pub mod plain;
 pub mod policy;
 mod proposal;
 pub mod queue;

@@ -302,6 +302,16 @@ pub enum Notice {
     PolicyRole,
     /// Not one of the periods offered.
     PolicyChoice,
+    /// A form's change could not be made: the database cannot take it now.
+    Unavailable,
+    /// A form's change failed on the server (logged there).
+    ServerFailed,
+    /// A form asked for something the viewer's role or domains do not allow.
+    NotAllowed,
+    /// A form named something that does not exist (or that the viewer may not see).
+    Missing,
+    /// A form's fields were not what the page sends.
+    FormInvalid,
 }
 
 /// What the page says for each notice (a notice without a line here says nothing: a test
@@ -641,6 +651,26 @@ const NOTICE_TEXT: &[(Notice, &str)] = &[
         "Only an admin may propose, approve or refuse policy changes.",
     ),
     (Notice::PolicyChoice, "Choose one of the periods offered."),
+    (
+        Notice::Unavailable,
+        "The database cannot take this now; nothing was changed. Try again shortly.",
+    ),
+    (
+        Notice::ServerFailed,
+        "Something went wrong on the server; it has been logged.",
+    ),
+    (
+        Notice::NotAllowed,
+        "You may not do that; nothing was changed.",
+    ),
+    (
+        Notice::Missing,
+        "What this form names does not exist, or you may not see it.",
+    ),
+    (
+        Notice::FormInvalid,
+        "This form was not what the page sends; nothing was changed.",
+    ),
 ];
 
 impl Notice {

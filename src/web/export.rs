@@ -18,7 +18,7 @@ use app::ports::{DynDesk, SessionHandle};
 use axum::body::Body;
 use axum::extract::{Query, State};
 use axum::http::{StatusCode, header};
-use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 use axum::{Extension, Form, Router};
 use serde::Deserialize;
@@ -58,14 +58,14 @@ async fn no_export(Query(query): Query<AuditQuery>) -> Redirect {
     Redirect::to(&query.href("/audit", &[]))
 }
 
+/// A page of the export's: a title, a sentence and a link back to the trail.
 fn page(status: StatusCode, title: &str, message: &str) -> Response {
-    let body = format!(
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title>\
-         <link rel=\"stylesheet\" href=\"/pkg/countersign.css\"></head><body><main>\
-         <h1>{title}</h1><p class=\"flash error\" role=\"alert\">{message}</p>\
-         <p><a href=\"/audit\">Back to the audit trail</a></p></main></body></html>"
-    );
-    (status, Html(body)).into_response()
+    super::plain::page(
+        status,
+        title,
+        message,
+        ("/audit", "Back to the audit trail"),
+    )
 }
 
 /// A failure of the pages' ports: `503` with words when the database cannot take the request

@@ -6,15 +6,21 @@
 //! header) and answers `401`, `403`, `404`, `422` or `400` instead; only what failed on the
 //! server stays `500`. The body is unchanged, and the pages' own client reads any `4xx` or `5xx`
 //! as the error it carries.
+//!
+//! The pages' forms are plain HTML forms. For those posts `leptos_axum` sends the browser back
+//! to the page it came from with the error in parameters no page reads, so the person would
+//! land on the page unchanged and told nothing. This layer sends them back with the error's
+//! [`Notice`] instead (`?error=unavailable`, …), which every page shows; or to the sign-in
+//! page when the session had ended.
 
 use axum::body::Body;
 use axum::extract::Request;
-use axum::http::StatusCode;
+use axum::http::{StatusCode, Uri, header};
 use axum::middleware::Next;
-use axum::response::Response;
+use axum::response::{IntoResponse, Redirect, Response};
 use leptos::server_fn::error::ServerFnErrorErr;
 
-use app::dto::AppError;
+use app::dto::{AppError, Notice};
 
 /// The header `server_fn` marks its error answers with.
 const SERVER_FN_ERROR: &str = "serverfnerror";
@@ -22,10 +28,12 @@ const SERVER_FN_ERROR: &str = "serverfnerror";
 /// The longest error body read back (an error is a sentence; a longer body stays `500`).
 const MAX_ERROR_BYTES: usize = 16 * 1024;
 
-/// Gives a server function's error answer the status of its kind (an axum middleware).
+/// Gives a server function's error answer the status of its kind, or sends a form's browser
+/// back with the error's notice (an axum middleware).
 pub async fn error_status(request: Request, next: Next) -> Response {
     let response = next.run(request).await;
-    if response.status() != StatusCode::INTERNAL_SERVER_ERROR
+    let sent_back = response.status().is_redirection();
+    if !(response.status() == StatusCode::INTERNAL_SERVER_ERROR || sent_back)
         || !response.headers().contains_key(SERVER_FN_ERROR)
     {
         return response;
@@ -34,8 +42,63 @@ pub async fn error_status(request: Request, next: Next) -> Response {
     let Ok(bytes) = axum::body::to_bytes(body, MAX_ERROR_BYTES).await else {
         return Response::from_parts(parts, Body::empty());
     };
+    if sent_back {
+        let location = parts
+            .headers
+            .get(header::LOCATION)
+            .and_then(|l| l.to_str().ok());
+        if let (Some(page), Ok(e)) = (location, serde_json::from_slice::<AppError>(&bytes)) {
+            return back_to(page, &e);
+        }
+        return Response::from_parts(parts, Body::from(bytes));
+    }
     parts.status = status_of(&bytes);
     Response::from_parts(parts, Body::from(bytes))
+}
+
+/// Sends a form's browser back to `page` (a URL or a path; only its path and query are kept)
+/// with `e`'s notice in place of any notice or error it carried, or to the sign-in page when
+/// the session had ended (`303`).
+fn back_to(page: &str, e: &AppError) -> Response {
+    let to = match notice_for(e) {
+        None => "/login".to_owned(),
+        Some(notice) => {
+            let uri = page.parse::<Uri>().ok();
+            let path = uri.as_ref().map_or("/", Uri::path);
+            // Only a path on this server: never `//elsewhere`.
+            let path = if path.starts_with('/') && !path.starts_with("//") {
+                path
+            } else {
+                "/"
+            };
+            let query = uri.as_ref().and_then(Uri::query).unwrap_or("");
+            let kept = url::form_urlencoded::parse(query.as_bytes())
+                .filter(|(k, _)| !matches!(k.as_ref(), "error" | "notice" | "__path" | "__err"));
+            let query = url::form_urlencoded::Serializer::new(String::new())
+                .extend_pairs(kept)
+                .append_pair("error", notice.code())
+                .finish();
+            format!("{path}?{query}")
+        }
+    };
+    Redirect::to(&to).into_response()
+}
+
+/// The notice a form's error is shown as; `None`: sign in first.
+fn notice_for(e: &AppError) -> Option<Notice> {
+    Some(match e {
+        AppError::Unauthenticated => return None,
+        AppError::Forbidden(_) => Notice::NotAllowed,
+        AppError::NotFound => Notice::Missing,
+        AppError::Invalid(_) => Notice::FormInvalid,
+        AppError::Unavailable => Notice::Unavailable,
+        AppError::ServerFn(
+            ServerFnErrorErr::Args(_)
+            | ServerFnErrorErr::MissingArg(_)
+            | ServerFnErrorErr::Deserialization(_),
+        ) => Notice::FormInvalid,
+        AppError::ServerFn(_) | AppError::Internal => Notice::ServerFailed,
+    })
 }
 
 /// The status an error body's kind calls for.

@@ -114,6 +114,7 @@ pub async fn attach_session_port(
     let minted = Arc::new(OnceLock::new());
     let secure = config.secure;
     let server_fn = req.uri().path().starts_with("/fn/");
+    let form_page = server_fn.then(|| form_page(&req)).flatten();
     let port = WebSession {
         session: session.clone(),
         config,
@@ -122,7 +123,8 @@ pub async fn attach_session_port(
         verdict: tokio::sync::Mutex::new(None),
     };
     req.extensions_mut().insert(SessionHandle(Arc::new(port)));
-    let mut res = save_changes(&session, next.run(req).await, server_fn).await;
+    let answered = next.run(req).await;
+    let mut res = save_changes(&session, answered, (server_fn, form_page.as_deref())).await;
     if let Some(nonce) = minted.get() {
         let secure = if secure { "; Secure" } else { "" };
         let cookie =
@@ -134,12 +136,26 @@ pub async fn attach_session_port(
     res
 }
 
+/// The page a plain HTML form was posted from (its browser takes HTML and names the page).
+fn form_page(req: &Request) -> Option<String> {
+    let headers = req.headers();
+    let html = (headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()))
+        .is_some_and(|v| v.contains("text/html"));
+    let page = headers.get(header::REFERER).and_then(|v| v.to_str().ok());
+    page.filter(|_| html).map(str::to_owned)
+}
+
 /// Saves a session the request changed, before the session layer would: when the store
 /// cannot take it, the answer is `503` with words (a server function's [`AppError`], or a
-/// sentence) instead of the layer's empty `500`. The layer saves again after a save here (it
-/// cannot be told the session is saved: one more write, on the few requests that change a
-/// session), and not at all after a server error.
-async fn save_changes(session: &Session, res: Response, server_fn: bool) -> Response {
+/// sentence; for a plain form, a page linking back to the form's) instead of the layer's
+/// empty `500`. The layer saves again after a save here (it cannot be
+/// told the session is saved: one more write, on the few requests that change a session), and
+/// not at all after a server error.
+async fn save_changes(
+    session: &Session,
+    res: Response,
+    (server_fn, form_page): (bool, Option<&str>),
+) -> Response {
     if !session.is_modified() || res.status().is_server_error() || session.is_empty().await {
         return res;
     }
@@ -147,6 +163,15 @@ async fn save_changes(session: &Session, res: Response, server_fn: bool) -> Resp
         Ok(()) => res,
         Err(e) => {
             let e = store_failed(e);
+            if let Some(page) = form_page {
+                // A page, not a redirect with a notice: the layer would try the save again
+                // after anything but a server error.
+                let back = page.parse::<axum::http::Uri>().ok();
+                let back = back.as_ref().map_or("/", axum::http::Uri::path);
+                let status = super::fn_status::status_for(&e);
+                let words = (e.to_string(), "Back to the page");
+                return super::plain::page(status, "Try again shortly", &words.0, (back, words.1));
+            }
             let (content_type, body) = if server_fn {
                 let json = serde_json::to_string(&e).unwrap_or_default();
                 ("application/json", json)

@@ -32,6 +32,7 @@ on_both_backends!(
     idle_sessions_end_and_activity_keeps_them_alive,
     sessions_end_after_the_absolute_limit_however_active,
     a_session_store_that_fails_is_answered_503_never_500,
+    a_form_whose_change_fails_sends_its_browser_back_with_words,
     a_client_that_never_finishes_its_headers_is_disconnected,
     a_body_that_never_arrives_does_not_hold_the_connection,
     the_connection_cap_holds_extra_clients_until_one_leaves,
@@ -560,8 +561,12 @@ async fn a_session_store_that_fails_is_answered_503_never_500(backend: &str) {
     let late = app.browser();
     let r = late.login("rev2", PASSWORD).await;
     assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
-    let body: Value = r.json().await.expect("the server function's error");
-    assert_eq!(body, serde_json::json!("Unavailable"), "{body}");
+    let page = r.text().await.expect("a page");
+    assert!(page.contains("the database cannot take this now"), "{page}");
+    assert!(
+        page.contains("<a href=\"/login\">"),
+        "back to the form's page: {page}"
+    );
     assert_eq!(location(&late.get("/").await), "/login", "not signed in");
 
     // Past the minute, each page read would note the session's use: it cannot, and the page
@@ -604,6 +609,63 @@ async fn a_session_store_that_fails_is_answered_503_never_500(backend: &str) {
     }
     app.exec(back).await;
     assert_eq!(browser.get("/events/desk").await.status(), StatusCode::OK);
+}
+
+/// A plain HTML form whose change fails (the trail cannot take its row: PostgreSQL's disk
+/// full, which is `unavailable`; on SQLite a refusal the server cannot place, which is its own
+/// failure) sends the browser back to the page it came from, its other parameters kept, with
+/// words the page shows; the proposal is unchanged. (`leptos_axum` alone sent it back with the
+/// error in parameters no page reads: the person was told nothing.)
+async fn a_form_whose_change_fails_sends_its_browser_back_with_words(backend: &str) {
+    let app = TestApp::spawn(backend).await;
+    app.user("rev", Role::Reviewer).await;
+    let agent = app.agent_token("a1").await;
+    let id = app.propose_ok(&agent, "a1").await;
+    let browser = signed_in(&app, "rev", PASSWORD).await;
+    let page = format!("/proposals/{id}");
+    let html = browser.page(&page).await;
+    let confirm = crate::common::browser::confirm_name(&html).unwrap_or_default();
+    let csrf = browser.csrf(&page).await;
+    let sqlite = app.db_url.starts_with("sqlite:");
+    let refuse = match sqlite {
+        true => "create trigger refuse before insert on audit_events \
+                 begin select raise(abort, 'refused by the test'); end"
+            .to_owned(),
+        false => {
+            app.exec(
+                "create function refuse() returns trigger language plpgsql as $$ begin \
+                 raise exception 'could not extend file' using errcode = 'disk_full'; end $$",
+            )
+            .await;
+            "create trigger refuse before insert on audit_events \
+             for each row execute function refuse()"
+                .to_owned()
+        }
+    };
+    app.exec(&refuse).await;
+    let from = format!("{page}?reveal=1&error=csrf");
+    let form = [
+        ("csrf_token", csrf.as_str()),
+        ("id", id.as_str()),
+        ("verdict", "approved"),
+        ("confirm", confirm.as_str()),
+    ];
+    let r = browser.post_form("/fn/decide_proposal", &from, &form).await;
+    let (code, words) = match sqlite {
+        true => ("server_failed", "Something went wrong on the server"),
+        false => ("unavailable", "The database cannot take this now"),
+    };
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_eq!(location(&r), format!("{page}?reveal=1&error={code}"));
+    app.exec(match sqlite {
+        true => "drop trigger refuse",
+        false => "drop trigger refuse on audit_events",
+    })
+    .await;
+    let shown = crate::common::browser::text_of(&browser.page(&location(&r)).await);
+    assert!(shown.contains(words), "{shown}");
+    let (_, polled) = app.poll(&agent, &id).await;
+    assert_eq!(polled["proposal"]["status"], "pending");
 }
 
 /// Reads what the server sends until it closes the connection; panics if it does not close
