@@ -15,7 +15,6 @@ use axum::middleware;
 use leptos::prelude::*;
 use leptos_axum::{LeptosRoutes, generate_route_list};
 use tower_http::trace::TraceLayer;
-use tower_sessions::cookie::SameSite;
 use tower_sessions::{Expiry, SessionManagerLayer};
 
 use crate::api::{self, ApiShared, ApiState};
@@ -286,10 +285,10 @@ fn session_layer(
     settings: &Settings,
 ) -> SessionManagerLayer<AnySessionStore> {
     SessionManagerLayer::new(sessions)
-        .with_name("countersign_session")
+        .with_name(crate::web::session::SESSION_COOKIE)
         .with_secure(settings.secure_cookies)
         .with_http_only(true)
-        .with_same_site(SameSite::Lax)
+        .with_same_site(crate::web::session::SESSION_SAME_SITE)
         .with_expiry(Expiry::OnInactivity(settings.sessions.idle))
 }
 

@@ -63,14 +63,8 @@ fn back_to(page: &str, e: &AppError) -> Response {
     let to = match notice_for(e) {
         None => "/login".to_owned(),
         Some(notice) => {
+            let path = super::plain::local_path(page);
             let uri = page.parse::<Uri>().ok();
-            let path = uri.as_ref().map_or("/", Uri::path);
-            // Only a path on this server: never `//elsewhere`.
-            let path = if path.starts_with('/') && !path.starts_with("//") {
-                path
-            } else {
-                "/"
-            };
             let query = uri.as_ref().and_then(Uri::query).unwrap_or("");
             let kept = url::form_urlencoded::parse(query.as_bytes())
                 .filter(|(k, _)| !matches!(k.as_ref(), "error" | "notice" | "__path" | "__err"));

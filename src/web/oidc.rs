@@ -96,8 +96,11 @@ async fn callback(
     };
     match s.services.sso_sign_in(identity).await {
         Ok(SsoSignIn::SignedIn(user)) => {
-            if let Err(e) = port.0.sign_in(&user.username).await {
-                return refused(e);
+            match port.0.sign_in(&user.username).await {
+                Ok(()) => {}
+                // Disabled between the provider's answer and the session.
+                Err(AppError::Unauthenticated) => return to_login(Notice::SsoRefused),
+                Err(e) => return refused(e),
             }
             let role = user.role.map_or("none", |r| r.as_str());
             tracing::info!(user = %user.username, role, "signed in through single sign-on");

@@ -12,11 +12,7 @@ pub fn page(
     message: &str,
     (back, back_words): (&str, &str),
 ) -> Response {
-    let back = if back.starts_with('/') && !back.starts_with("//") {
-        back
-    } else {
-        "/"
-    };
+    let back = local_path(back);
     let body = format!(
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title>\
          <link rel=\"stylesheet\" href=\"/pkg/countersign.css\"></head><body><main>\
@@ -24,10 +20,22 @@ pub fn page(
          <p><a href=\"{back}\">{back_words}</a></p></main></body></html>",
         title = escape(title),
         message = escape(message),
-        back = escape(back),
+        back = escape(&back),
         back_words = escape(back_words),
     );
     (status, Html(body)).into_response()
+}
+
+/// The path of `page` (a URL or a path) if it is a path on this server, else `/`: never
+/// `//elsewhere` nor `/\\elsewhere`, which browsers take for another host.
+pub fn local_path(page: &str) -> String {
+    let uri = page.parse::<axum::http::Uri>().ok();
+    let path = uri.as_ref().map_or("/", axum::http::Uri::path);
+    if path.starts_with('/') && !path.starts_with("//") && !path.contains('\\') {
+        path.to_owned()
+    } else {
+        "/".to_owned()
+    }
 }
 
 /// `s` safe in HTML text and attribute values.
@@ -57,5 +65,14 @@ mod tests {
         let html = String::from_utf8(body.to_vec()).expect("utf-8");
         assert!(html.contains("&lt;b&gt;no&lt;/b&gt;"), "{html}");
         assert!(html.contains("<a href=\"/\">Back</a>"), "{html}");
+    }
+
+    #[test]
+    fn only_a_path_on_this_server_is_kept() {
+        assert_eq!(local_path("http://host/proposals/1?x=2"), "/proposals/1");
+        assert_eq!(local_path("/audit"), "/audit");
+        assert_eq!(local_path("//evil.example/x"), "/");
+        assert_eq!(local_path("/\\evil.example"), "/");
+        assert_eq!(local_path("not a url at all"), "/");
     }
 }

@@ -15,6 +15,7 @@
 //!   forged form cannot match a cookie the attacker's page cannot read. After sign-in every
 //!   form carries the session's own token.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use app::dto::{AppError, Viewer};
@@ -27,6 +28,7 @@ use axum::response::Response;
 use serde::{Deserialize, Serialize};
 use subtle::ConstantTimeEq;
 use time::OffsetDateTime;
+use tower_sessions::cookie::{Cookie, SameSite};
 use tower_sessions::session::Error as SessionError;
 use tower_sessions::session_store;
 use tower_sessions::{Expiry, Session};
@@ -41,6 +43,11 @@ const USER_KEY: &str = "countersign.user";
 const CSRF_KEY: &str = "countersign.csrf";
 /// What a refused form said, for the next page only.
 const LINES_KEY: &str = "countersign.lines";
+
+/// The session's cookie (set by the session layer, and again here when a use is noted).
+pub const SESSION_COOKIE: &str = "countersign_session";
+/// The session cookie's `SameSite`.
+pub const SESSION_SAME_SITE: SameSite = SameSite::Lax;
 
 /// The cookie that carries the sign-in form's half of its CSRF pair.
 pub const LOGIN_CSRF_COOKIE: &str = "countersign_login_csrf";
@@ -84,6 +91,8 @@ pub struct WebSession {
     presented: Option<String>,
     /// A login cookie minted for this response.
     minted: Arc<OnceLock<String>>,
+    /// The session's use was noted (its stored expiry moved on): its cookie is sent again.
+    noted: Arc<AtomicBool>,
     /// The session's verdict, once checked in this request (a page's resources ask at once;
     /// one check, one `auth.session_ended` at most).
     verdict: tokio::sync::Mutex<Option<Signed>>,
@@ -113,18 +122,29 @@ pub async fn attach_session_port(
     };
     let minted = Arc::new(OnceLock::new());
     let secure = config.secure;
-    let server_fn = req.uri().path().starts_with("/fn/");
-    let form_page = server_fn.then(|| form_page(&req)).flatten();
+    let noted = Arc::new(AtomicBool::new(false));
+    let asked = Asked::of(&req);
+    let idle = config.limits.idle;
     let port = WebSession {
         session: session.clone(),
         config,
         presented: login_cookie(&req),
         minted: minted.clone(),
+        noted: noted.clone(),
         verdict: tokio::sync::Mutex::new(None),
     };
     req.extensions_mut().insert(SessionHandle(Arc::new(port)));
     let answered = next.run(req).await;
-    let mut res = save_changes(&session, answered, (server_fn, form_page.as_deref())).await;
+    let mut res = save_changes(&session, answered, &asked).await;
+    // A use noted through its own handle left this request's session unchanged, so the layer
+    // sends no cookie: send it again, so the browser's copy lives as long as the stored one.
+    let resend =
+        noted.load(Ordering::Acquire) && !session.is_modified() && !res.status().is_server_error();
+    if let Some(value) =
+        (session.id().filter(|_| resend)).and_then(|id| session_cookie(id, idle, secure))
+    {
+        res.headers_mut().append(header::SET_COOKIE, value);
+    }
     if let Some(nonce) = minted.get() {
         let secure = if secure { "; Secure" } else { "" };
         let cookie =
@@ -136,26 +156,55 @@ pub async fn attach_session_port(
     res
 }
 
-/// The page a plain HTML form was posted from (its browser takes HTML and names the page).
-fn form_page(req: &Request) -> Option<String> {
-    let headers = req.headers();
-    let html = (headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()))
-        .is_some_and(|v| v.contains("text/html"));
-    let page = headers.get(header::REFERER).and_then(|v| v.to_str().ok());
-    page.filter(|_| html).map(str::to_owned)
+/// The session's cookie as the session layer sets it (`Max-Age` the idle limit), or `None`
+/// if it cannot be a header.
+fn session_cookie(
+    id: tower_sessions::session::Id,
+    idle: time::Duration,
+    secure: bool,
+) -> Option<HeaderValue> {
+    let cookie = Cookie::build((SESSION_COOKIE, id.to_string()))
+        .http_only(true)
+        .same_site(SESSION_SAME_SITE)
+        .secure(secure)
+        .path("/")
+        .max_age(idle)
+        .build();
+    HeaderValue::from_str(&cookie.to_string()).ok()
+}
+
+/// What a request asked for, as far as answering a failed save goes.
+struct Asked {
+    /// A server function (`/fn/…`).
+    server_fn: bool,
+    /// Its browser takes HTML.
+    html: bool,
+    /// The page it came from.
+    page: Option<String>,
+}
+
+impl Asked {
+    fn of(req: &Request) -> Self {
+        let headers = req.headers();
+        let html = (headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()))
+            .is_some_and(|v| v.contains("text/html"));
+        let page = headers.get(header::REFERER).and_then(|v| v.to_str().ok());
+        Self {
+            server_fn: req.uri().path().starts_with("/fn/"),
+            html,
+            page: page.map(str::to_owned),
+        }
+    }
 }
 
 /// Saves a session the request changed, before the session layer would: when the store
 /// cannot take it, the answer is `503` with words (a server function's [`AppError`], or a
 /// sentence; for a plain form, a page linking back to the form's) instead of the layer's
-/// empty `500`. The layer saves again after a save here (it cannot be
-/// told the session is saved: one more write, on the few requests that change a session), and
-/// not at all after a server error.
-async fn save_changes(
-    session: &Session,
-    res: Response,
-    (server_fn, form_page): (bool, Option<&str>),
-) -> Response {
+/// empty `500`. The layer saves again after a save here (it cannot be told the session is
+/// saved: one more write, on the few requests that change a session; should the database fail
+/// between the two, the layer's empty `500` is what the browser gets), and not at all after a
+/// server error.
+async fn save_changes(session: &Session, res: Response, asked: &Asked) -> Response {
     if !session.is_modified() || res.status().is_server_error() || session.is_empty().await {
         return res;
     }
@@ -163,23 +212,23 @@ async fn save_changes(
         Ok(()) => res,
         Err(e) => {
             let e = store_failed(e);
-            if let Some(page) = form_page {
+            let status = super::fn_status::status_for(&e);
+            if asked.html {
                 // A page, not a redirect with a notice: the layer would try the save again
                 // after anything but a server error.
-                let back = page.parse::<axum::http::Uri>().ok();
-                let back = back.as_ref().map_or("/", axum::http::Uri::path);
-                let status = super::fn_status::status_for(&e);
+                let page = asked.page.as_deref().filter(|_| asked.server_fn);
+                let back = super::plain::local_path(page.unwrap_or("/"));
                 let words = (e.to_string(), "Back to the page");
-                return super::plain::page(status, "Try again shortly", &words.0, (back, words.1));
+                return super::plain::page(status, "Try again shortly", &words.0, (&back, words.1));
             }
-            let (content_type, body) = if server_fn {
+            let (content_type, body) = if asked.server_fn {
                 let json = serde_json::to_string(&e).unwrap_or_default();
                 ("application/json", json)
             } else {
                 ("text/plain; charset=utf-8", e.to_string())
             };
             let mut res = Response::new(axum::body::Body::from(body));
-            *res.status_mut() = super::fn_status::status_for(&e);
+            *res.status_mut() = status;
             res.headers_mut()
                 .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
             res
@@ -317,8 +366,11 @@ impl WebSession {
             }
             Ok::<(), SessionError>(())
         };
-        if let Err(e) = noted.await {
-            tracing::warn!(user = %user.username, error = %e, "a session's use was not noted");
+        match noted.await {
+            Ok(()) => self.noted.store(true, Ordering::Release),
+            Err(e) => {
+                tracing::warn!(user = %user.username, error = %e, "a session's use was not noted");
+            }
         }
     }
 
@@ -381,9 +433,15 @@ impl SessionPort for WebSession {
     }
 
     async fn take_lines(&self) -> Result<Vec<String>, AppError> {
-        let lines: Option<Vec<String>> =
-            self.session.remove(LINES_KEY).await.map_err(store_failed)?;
-        Ok(lines.unwrap_or_default())
+        // Removing marks the session changed even when there is nothing to remove: look first.
+        let kept: Option<Vec<String>> = self.session.get(LINES_KEY).await.map_err(store_failed)?;
+        if kept.is_some() {
+            self.session
+                .remove_value(LINES_KEY)
+                .await
+                .map_err(store_failed)?;
+        }
+        Ok(kept.unwrap_or_default())
     }
 
     async fn csrf_matches(&self, token: &str) -> Result<bool, AppError> {

@@ -481,14 +481,32 @@ async fn idle_sessions_end_and_activity_keeps_them_alive(backend: &str) {
     app.user("rev", Role::Reviewer).await;
     let browser = signed_in(&app, "rev", PASSWORD).await;
     let first = stored_expiry(&app).await;
-    // Used within the minute: nothing is written.
-    assert_eq!(browser.get("/").await.status(), StatusCode::OK);
+    // The session's cookie in an answer, if it carries one.
+    let cookie = |r: &reqwest::Response| {
+        (r.headers().get_all("set-cookie").iter())
+            .filter_map(|v| v.to_str().ok())
+            .find(|v| v.starts_with("countersign_session="))
+            .map(str::to_owned)
+    };
+    // Used within the minute: nothing is written, and no cookie is sent.
+    let r = browser.get("/").await;
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(cookie(&r), None);
     assert_eq!(stored_expiry(&app).await, first);
-    // Used every 20 minutes for 40 (past the 30-minute idle limit): it lives, and each use
-    // saved it again, moving its stored expiry on.
+    // Used every 20 minutes for 40 (past the 30-minute idle limit): it lives, each use saved
+    // it again, moving its stored expiry on, and sent the browser its cookie again, good for
+    // the idle limit from then (the browser's copy would otherwise lapse 30 minutes after
+    // sign-in).
     for _ in 0..2 {
         app.clock.advance(time::Duration::minutes(20));
-        assert_eq!(browser.get("/").await.status(), StatusCode::OK);
+        let r = browser.get("/").await;
+        assert_eq!(r.status(), StatusCode::OK);
+        let sent = cookie(&r).expect("the session's cookie sent again");
+        assert!(sent.contains("Max-Age=1800"), "{sent}");
+        assert!(
+            sent.contains("HttpOnly") && sent.contains("SameSite=Lax"),
+            "{sent}"
+        );
     }
     assert_ne!(stored_expiry(&app).await, first);
     app.clock.advance(time::Duration::minutes(31));

@@ -69,8 +69,12 @@ fn no_task(task_id: &str) -> ErrorData {
 /// A failure of the server, logged: the client is told the database is not answering (as
 /// the API's `503 unavailable` body, in the error's data), or no more.
 fn failed(e: ServiceError) -> ErrorData {
-    tracing::warn!(error = %e, "a gateway task could not be read or cancelled");
-    told(&ApiError::from(e))
+    let shown = e.to_string();
+    let api = ApiError::from(e);
+    if !matches!(api, ApiError::Unavailable) {
+        tracing::error!(error = %shown, "a gateway task could not be read or cancelled");
+    }
+    told(&api)
 }
 
 /// What the client is told of a failure, classified as the API classifies it.
