@@ -81,15 +81,9 @@ fn app_failed(what: &str, e: AppError) -> Response {
     }
 }
 
-/// A use case's failure, as [`app_failed`].
+/// A use case's failure, as [`app_failed`], classified (and logged) as every page's are.
 fn service_failed(what: &str, e: crate::service::ServiceError) -> Response {
-    match e {
-        crate::service::ServiceError::Storage(s) if s.is_unavailable() => {
-            tracing::warn!(error = %s, "the database is not answering");
-            app_failed(what, AppError::Unavailable)
-        }
-        other => failed(what, other),
-    }
+    app_failed(what, super::internal(e))
 }
 
 fn failed(what: &str, e: impl std::fmt::Display) -> Response {
