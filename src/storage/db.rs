@@ -316,7 +316,7 @@ async fn connect_sqlite(
             changes,
             writer_stats,
         },
-        AnySessionStore::Sqlite(Hashed(sessions)),
+        AnySessionStore::Sqlite(Hashed::new(sessions)),
     ))
 }
 
@@ -483,7 +483,7 @@ async fn connect_postgres(url: &str) -> Result<(Store, AnySessionStore)> {
             changes,
             writer_stats,
         },
-        AnySessionStore::Postgres(Hashed(sessions)),
+        AnySessionStore::Postgres(Hashed::new(sessions)),
     ))
 }
 

@@ -200,10 +200,9 @@ impl Asked {
 /// Saves a session the request changed, before the session layer would: when the store
 /// cannot take it, the answer is `503` with words (a server function's [`AppError`], or a
 /// sentence; for a plain form, a page linking back to the form's) instead of the layer's
-/// empty `500`. The layer saves again after a save here (it cannot be told the session is
-/// saved: one more write, on the few requests that change a session; should the database fail
-/// between the two, the layer's empty `500` is what the browser gets), and not at all after a
-/// server error.
+/// empty `500`. The layer saves the same record again after a save here (it cannot be told the
+/// session is saved); the store takes that save as made (`crate::auth::session`), so it writes
+/// nothing and cannot fail. The layer saves nothing after a server error.
 async fn save_changes(session: &Session, res: Response, asked: &Asked) -> Response {
     if !session.is_modified() || res.status().is_server_error() || session.is_empty().await {
         return res;

@@ -32,6 +32,7 @@ on_both_backends!(
     idle_sessions_end_and_activity_keeps_them_alive,
     sessions_end_after_the_absolute_limit_however_active,
     a_session_store_that_fails_is_answered_503_never_500,
+    a_changed_session_is_written_once,
     a_form_whose_change_fails_sends_its_browser_back_with_words,
     a_client_that_never_finishes_its_headers_is_disconnected,
     a_body_that_never_arrives_does_not_hold_the_connection,
@@ -457,23 +458,97 @@ async fn stored_expiry(app: &TestApp) -> String {
         "select cast(expiry_date as text) from {}",
         sessions_table(app)
     );
+    one_text(app, &sql).await
+}
+
+/// The one text value `sql` reads.
+async fn one_text(app: &TestApp, sql: &str) -> String {
     if app.db_url.starts_with("sqlite:") {
         let mut c = <sqlx::SqliteConnection as sqlx::Connection>::connect(&app.db_url)
             .await
             .expect("connect");
-        sqlx::query_scalar(&sql)
+        sqlx::query_scalar(sql)
             .fetch_one(&mut c)
             .await
-            .expect("expiry")
+            .expect("a value")
     } else {
         let mut c = <sqlx::PgConnection as sqlx::Connection>::connect(&app.db_url)
             .await
             .expect("connect");
-        sqlx::query_scalar(&sql)
+        sqlx::query_scalar(sql)
             .fetch_one(&mut c)
             .await
-            .expect("expiry")
+            .expect("a value")
     }
+}
+
+/// Counts every write of a session row from now on ([`session_writes`]).
+async fn count_session_writes(app: &TestApp) {
+    let table = sessions_table(app);
+    app.exec("create table session_writes (n integer)").await;
+    let statements: Vec<String> = if app.db_url.starts_with("sqlite:") {
+        ["insert", "update"]
+            .iter()
+            .map(|on| {
+                format!(
+                    "create trigger count_{on} after {on} on {table} \
+                     begin insert into session_writes values (1); end"
+                )
+            })
+            .collect()
+    } else {
+        vec![
+            "create function count_session_write() returns trigger language plpgsql as $$ \
+             begin insert into session_writes values (1); return null; end $$"
+                .into(),
+            format!(
+                "create trigger count_writes after insert or update on {table} \
+                 for each row execute function count_session_write()"
+            ),
+        ]
+    };
+    for sql in statements {
+        app.exec(&sql).await;
+    }
+}
+
+async fn session_writes(app: &TestApp) -> String {
+    one_text(app, "select cast(count(*) as text) from session_writes").await
+}
+
+/// A request that changes a session writes it once. The pages save it themselves (so that a
+/// store that fails is answered with words); the session layer's save of the same record after
+/// it writes nothing.
+async fn a_changed_session_is_written_once(backend: &str) {
+    let app = TestApp::spawn(backend).await;
+    app.user("rev", Role::Reviewer).await;
+    count_session_writes(&app).await;
+    let browser = app.browser();
+    assert_eq!(location(&browser.login("rev", PASSWORD).await), "/");
+    assert_eq!(session_writes(&app).await, "1", "signing in");
+    assert_eq!(browser.get("/").await.status(), StatusCode::OK);
+    assert_eq!(
+        session_writes(&app).await,
+        "1",
+        "a page read within the minute"
+    );
+    // Past the minute, a read notes the session's use: one write.
+    app.clock.advance(time::Duration::minutes(2));
+    assert_eq!(browser.get("/").await.status(), StatusCode::OK);
+    assert_eq!(session_writes(&app).await, "2", "a use noted");
+    // Signing out deletes the session: it writes none.
+    let csrf = browser.csrf("/").await;
+    let before = session_writes(&app).await;
+    let r = browser
+        .post_form("/fn/logout", "/", &[("csrf_token", &csrf)])
+        .await;
+    assert_eq!(location(&r), "/login?notice=signed_out");
+    assert_eq!(location(&browser.get("/").await), "/login", "signed out");
+    assert_eq!(
+        session_writes(&app).await,
+        before,
+        "signing out deletes, never writes"
+    );
 }
 
 async fn idle_sessions_end_and_activity_keeps_them_alive(backend: &str) {
