@@ -10,8 +10,10 @@
 //! The pages save a changed session themselves, before tower-sessions' layer would, so that a
 //! store that fails is answered with words (`crate::web::session`); the layer, which cannot be
 //! told, then saves the same record again. [`Hashed`] remembers what it just saved, and takes
-//! that second save as made: one write per changed session, and no second write that could
-//! fail after the first (the layer answers such a failure with an empty `500`).
+//! that second save as made: one write per changed session, and normally no second write that
+//! could fail after the first (the layer answers such a failure with an empty `500`). Another
+//! request's save of the same session in between, or a layer slower than [`SAME_SAVE`], is
+//! written as before.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -67,9 +69,8 @@ impl JustSaved {
     /// Remembers `record` as saved now.
     fn note(&self, record: &Record) {
         let mut map = self.map();
-        if map.len() >= 64 {
-            map.retain(|_, saved| saved.at.elapsed() < SAME_SAVE);
-        }
+        // Few sessions change in any two seconds: the map stays that small.
+        map.retain(|_, saved| saved.at.elapsed() < SAME_SAVE);
         let saved = Saved {
             data: record.data.clone(),
             expiry: record.expiry_date,

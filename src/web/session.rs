@@ -201,8 +201,8 @@ impl Asked {
 /// cannot take it, the answer is `503` with words (a server function's [`AppError`], or a
 /// sentence; for a plain form, a page linking back to the form's) instead of the layer's
 /// empty `500`. The layer saves the same record again after a save here (it cannot be told the
-/// session is saved); the store takes that save as made (`crate::auth::session`), so it writes
-/// nothing and cannot fail. The layer saves nothing after a server error.
+/// session is saved); the store takes that save as made (`crate::auth::session`), so it
+/// normally writes nothing and cannot fail. The layer saves nothing after a server error.
 async fn save_changes(session: &Session, res: Response, asked: &Asked) -> Response {
     if !session.is_modified() || res.status().is_server_error() || session.is_empty().await {
         return res;

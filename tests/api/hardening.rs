@@ -520,8 +520,8 @@ async fn session_writes(app: &TestApp) -> String {
 /// store that fails is answered with words); the session layer's save of the same record after
 /// it writes nothing.
 async fn a_changed_session_is_written_once(backend: &str) {
-    let app = TestApp::spawn(backend).await;
-    app.user("rev", Role::Reviewer).await;
+    let app = TestApp::spawn_with_policy(backend, crate::policy_texts::BEFORE).await;
+    app.user("rev", Role::Admin).await;
     count_session_writes(&app).await;
     let browser = app.browser();
     assert_eq!(location(&browser.login("rev", PASSWORD).await), "/");
@@ -536,6 +536,34 @@ async fn a_changed_session_is_written_once(backend: &str) {
     app.clock.advance(time::Duration::minutes(2));
     assert_eq!(browser.get("/").await.status(), StatusCode::OK);
     assert_eq!(session_writes(&app).await, "2", "a use noted");
+    // A form that keeps lines for the next page changes the session: one write; the page
+    // that shows them takes them out of it: one more; the page again: none.
+    let csrf = browser.csrf("/policy").await;
+    let invalid = "[tools.\"crm.*\"]\nrisk = \"extreme\"\n";
+    let r = browser
+        .post_form(
+            "/fn/propose_policy",
+            "/policy",
+            &[
+                ("csrf_token", &csrf),
+                ("text", invalid),
+                ("reason", "try"),
+                ("since", "7d"),
+            ],
+        )
+        .await;
+    let to = location(&r);
+    assert_eq!(to, "/policy?error=policy_invalid#propose");
+    assert_eq!(session_writes(&app).await, "3", "lines kept");
+    let page = browser.get(&to).await.text().await.expect("page");
+    assert!(
+        page.contains("data-testid=\"policy-errors\""),
+        "the lines shown"
+    );
+    assert_eq!(session_writes(&app).await, "4", "lines taken");
+    let page = browser.get(&to).await.text().await.expect("page");
+    assert!(!page.contains("data-testid=\"policy-errors\""), "once");
+    assert_eq!(session_writes(&app).await, "4", "nothing to take");
     // Signing out deletes the session: it writes none.
     let csrf = browser.csrf("/").await;
     let before = session_writes(&app).await;
